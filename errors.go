@@ -1,0 +1,104 @@
+package acprpc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// JSON-RPC 2.0 and ACP error codes used on the wire.
+const (
+	CodeParseError       = -32700 // the line is not JSON
+	CodeInvalidRequest   = -32600 // not a JSON-RPC object, a batch, or an ID that cannot be carried
+	CodeMethodNotFound   = -32601 // no such method, or a request for a $/ method
+	CodeInvalidParams    = -32602 // params do not fit the method
+	CodeInternalError    = -32603 // the handler failed or panicked
+	CodeRequestCancelled = -32800 // the request was cancelled, by the peer or internally
+)
+
+// ErrCancelled matches, with errors.Is, every error that means a request was
+// cancelled: a Call whose context ended, and a -32800 answer from the peer.
+var ErrCancelled = errors.New("acprpc: request cancelled")
+
+// Error is a JSON-RPC error object. A handler returns one (or an error
+// wrapping one) to choose the code and data of its answer; Call returns one,
+// wrapped in a *CallError, when the peer answers with an error.
+type Error struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// NewError returns an *Error with the given code and message and no data.
+func NewError(code int64, message string) *Error {
+	return &Error{Code: code, Message: message}
+}
+
+// Error reports the code and message as the peer would read them.
+func (e *Error) Error() string {
+	return "jsonrpc error " + strconv.FormatInt(e.Code, 10) + ": " + e.Message
+}
+
+// Is makes a -32800 error match ErrCancelled.
+func (e *Error) Is(target error) bool {
+	return target == ErrCancelled && e.Code == CodeRequestCancelled
+}
+
+// errCancelledAnswer is the error object of every cancelled request that has
+// no marker: the wording is ACP's, so peers can show it as is.
+var errCancelledAnswer = &Error{Code: CodeRequestCancelled, Message: "Request cancelled"}
+
+// CallError is what Call and Notify return when a message could not be
+// completed: it names the method and the request ID, and wraps the reason,
+// which is an *Error from the peer, a context error together with
+// ErrCancelled, or ErrConnClosed.
+type CallError struct {
+	Method string
+	ID     ID // zero for a notification or a call that was never sent
+	Err    error
+}
+
+// Error says which call failed and why.
+func (e *CallError) Error() string {
+	if e.ID.IsZero() { // a notification, or a call that never got an ID
+		return fmt.Sprintf("acprpc: %s: %v", e.Method, e.Err)
+	}
+	return fmt.Sprintf("acprpc: call %s (id %s): %v", e.Method, e.ID, e.Err)
+}
+
+// Unwrap gives errors.Is and errors.As the reason.
+func (e *CallError) Unwrap() error { return e.Err }
+
+// cancelledCall is the reason of a Call whose context ended first: it is both
+// the context's error and ErrCancelled, so callers may test either, and the
+// peer's error answer when the call waited for it.
+type cancelledCall struct {
+	ctxErr error
+	answer *Error
+}
+
+func (e cancelledCall) Error() string {
+	if e.answer != nil {
+		return "cancelled (" + e.ctxErr.Error() + "), peer answered: " + e.answer.Error()
+	}
+	return "cancelled: " + e.ctxErr.Error()
+}
+
+func (e cancelledCall) Unwrap() []error {
+	if e.answer != nil {
+		return []error{ErrCancelled, e.ctxErr, e.answer}
+	}
+	return []error{ErrCancelled, e.ctxErr}
+}
+
+// answerFor turns a handler's error into the error object sent to the peer:
+// an *Error anywhere in the chain is kept with its code and data, anything
+// else becomes -32603 with its message, so no answer ever carries code 0.
+func answerFor(err error) *Error {
+	var rpcErr *Error
+	if errors.As(err, &rpcErr) && rpcErr.Code != 0 {
+		return rpcErr
+	}
+	return &Error{Code: CodeInternalError, Message: err.Error()}
+}

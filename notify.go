@@ -1,0 +1,115 @@
+package acprpc
+
+import "sync"
+
+// notifier runs notification handlers one at a time, in arrival order, on a
+// goroutine of its own, so a slow notification delays later notifications
+// but never the read loop, cancellations or requests. It also counts what it
+// has handled, which lets a response wait for the notifications read before
+// it (see barrier).
+type notifier struct {
+	mu      sync.Mutex
+	queue   []message
+	queued  uint64
+	handled uint64
+	changed chan struct{} // closed when handled grows and someone waits
+	wake    chan struct{}
+	stopped chan struct{}
+	done    chan struct{}
+}
+
+func newNotifier() *notifier {
+	return &notifier{
+		wake:    make(chan struct{}, 1),
+		stopped: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+}
+
+// push queues m; it runs on the read goroutine.
+func (n *notifier) push(m message) {
+	n.mu.Lock()
+	n.queue = append(n.queue, m)
+	n.queued++
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// barrier is the count a response read now must wait for: every
+// notification read before it.
+func (n *notifier) barrier() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.queued
+}
+
+// waitFor returns once target notifications have been handled, or the
+// notifier has stopped.
+func (n *notifier) waitFor(target uint64) {
+	for {
+		n.mu.Lock()
+		if n.handled >= target {
+			n.mu.Unlock()
+			return
+		}
+		if n.changed == nil {
+			n.changed = make(chan struct{})
+		}
+		changed := n.changed
+		n.mu.Unlock()
+		select {
+		case <-changed:
+		case <-n.stopped:
+			return
+		}
+	}
+}
+
+func (n *notifier) run(handle func(message)) {
+	defer close(n.done)
+	for {
+		m, ok := n.next()
+		if !ok {
+			return
+		}
+		handle(m)
+		n.mu.Lock()
+		n.handled++
+		if n.changed != nil {
+			close(n.changed)
+			n.changed = nil
+		}
+		n.mu.Unlock()
+	}
+}
+
+func (n *notifier) next() (message, bool) {
+	for {
+		select {
+		case <-n.stopped:
+			return message{}, false
+		default:
+		}
+		n.mu.Lock()
+		if len(n.queue) > 0 {
+			m := n.queue[0]
+			n.queue[0] = message{}
+			n.queue = n.queue[1:]
+			n.mu.Unlock()
+			return m, true
+		}
+		n.mu.Unlock()
+		select {
+		case <-n.wake:
+		case <-n.stopped:
+			return message{}, false
+		}
+	}
+}
+
+// stop ends the notifier after the notification being handled; the rest of
+// the queue is dropped with the connection.
+func (n *notifier) stop() { close(n.stopped) }

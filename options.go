@@ -1,0 +1,94 @@
+package acprpc
+
+import (
+	"encoding/json"
+	"log/slog"
+	"time"
+)
+
+// DefaultCancelGrace is how long a cancelled request's handler may take to
+// return before the request is answered for it.
+const DefaultCancelGrace = 2 * time.Second
+
+// Options configure a Conn. The zero value (or a nil *Options) is ready for
+// ACP: markers and session cancellation as the protocol defines them.
+type Options struct {
+	// Logger receives the connection's diagnostics: bad lines, ignored
+	// cancels, panics with their stacks. Nil means silent.
+	Logger *slog.Logger
+
+	// CancelGrace is how long a handler may run on after its request was
+	// cancelled. When it passes, the request is answered with its method's
+	// marker or -32800, and the handler's later return is dropped. Zero
+	// means DefaultCancelGrace; a negative value waits for the handler.
+	CancelGrace time.Duration
+
+	// HandlerTimeout, if positive, is a deadline for each incoming request.
+	// Passing it cancels the request with cause ErrDeadline.
+	HandlerTimeout time.Duration
+
+	// MaxConcurrentRequests, if positive, bounds how many request handlers
+	// run at once; later requests wait for a slot, and can be cancelled
+	// while they wait.
+	MaxConcurrentRequests int
+
+	// MaxMessageSize is the longest line accepted, in bytes. Zero means
+	// DefaultMaxMessageSize.
+	MaxMessageSize int
+
+	// WaitAfterCancel is how long Call waits, once its context has ended
+	// and $/cancel_request is sent, for the peer's answer, so that a caller
+	// can get a marker or a partial result. Zero returns at once. A call
+	// can override it with the WaitAfterCancel CallOption.
+	WaitAfterCancel time.Duration
+
+	// AcceptLSPCancel also honours LSP's spelling, $/cancelRequest with
+	// {"id": ...}, as sent by older peers.
+	AcceptLSPCancel bool
+
+	// CancelMarkers maps a method to the result that answers it when it is
+	// cancelled, instead of -32800. Nil means ACPCancelMarkers; an empty
+	// non-nil map means none.
+	CancelMarkers map[string]json.RawMessage
+
+	// SessionCancelMethods are the notifications that cancel every
+	// in-flight request of the session named by their params.sessionId.
+	// Nil means ACP's session/cancel and session/close; an empty non-nil
+	// slice turns session cancellation off.
+	SessionCancelMethods []string
+}
+
+// ACPCancelMarkers returns ACP's cancellation markers: a cancelled prompt
+// turn ends with stopReason "cancelled", and a cancelled permission request
+// with the cancelled outcome. The map is new on each call, so a caller may
+// add its own methods to it.
+func ACPCancelMarkers() map[string]json.RawMessage {
+	return map[string]json.RawMessage{
+		"session/prompt":             json.RawMessage(`{"stopReason":"cancelled"}`),
+		"session/request_permission": json.RawMessage(`{"outcome":{"outcome":"cancelled"}}`),
+	}
+}
+
+// settled returns the options with every default filled in.
+func (o *Options) settled() Options {
+	var s Options
+	if o != nil {
+		s = *o
+	}
+	if s.Logger == nil {
+		s.Logger = slog.New(slog.DiscardHandler)
+	}
+	if s.CancelGrace == 0 {
+		s.CancelGrace = DefaultCancelGrace
+	}
+	if s.MaxMessageSize <= 0 {
+		s.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if s.CancelMarkers == nil {
+		s.CancelMarkers = ACPCancelMarkers()
+	}
+	if s.SessionCancelMethods == nil {
+		s.SessionCancelMethods = []string{MethodSessionCancel, MethodSessionClose}
+	}
+	return s
+}

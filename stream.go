@@ -1,0 +1,209 @@
+package acprpc
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// DefaultMaxMessageSize is the longest line a Stream accepts unless told
+// otherwise: the TypeScript ACP SDK's limit, so either side can send the
+// other anything it would itself accept.
+const DefaultMaxMessageSize = 32 << 20
+
+// readBufferSize is the read buffer: small messages are framed in it without
+// any growth, large ones are gathered from it.
+const readBufferSize = 64 << 10
+
+// prefixKept is how much of an over-long line is held to find its ID.
+const prefixKept = 4 << 10
+
+// Stream is ACP's stdio framing: one JSON-RPC message per line, lines ending
+// in "\n" (a "\r" before it and blank lines are accepted). It implements
+// sourcegraph's jsonrpc2.ObjectStream, validates every line in one pass, and
+// answers bad lines itself, so a malformed message never reaches the engine
+// and never ends the connection. Writes go through one writer goroutine, so a
+// caller is never blocked by a peer that has stopped reading.
+//
+// A Stream is used by one Conn. Used on its own with sourcegraph's Conn, it
+// still validates and answers bad lines, and passes good ones on whole.
+type Stream struct {
+	r        *bufio.Reader
+	closers  []io.Closer
+	maxLine  int
+	out      *writer
+	router   router // the Conn, once attached
+	current  message
+	closeErr error
+	once     sync.Once
+}
+
+// router is how a Stream hands the Conn what sourcegraph does not route:
+// responses, cancellations and bad lines, all on the read goroutine.
+type router interface {
+	// intercept takes m when the Conn handles it without the engine.
+	intercept(m *message) bool
+	badLine(e *lineError)
+	overLong(prefix []byte, size int)
+	readEnded(err error)
+	writeFailed(err error)
+}
+
+// NewStream returns a Stream over rwc, such as a net.Conn; closing the
+// Stream closes rwc.
+func NewStream(rwc io.ReadWriteCloser) *Stream {
+	return newStream(rwc, rwc, rwc)
+}
+
+// NewStreamPipes returns a Stream that reads r and writes w, such as a
+// subprocess's stdout and stdin pipes or os.Stdin and os.Stdout. Closing the
+// Stream closes each of them that is an io.Closer.
+func NewStreamPipes(r io.Reader, w io.Writer) *Stream {
+	var closers []io.Closer
+	for _, x := range []any{w, r} {
+		if c, ok := x.(io.Closer); ok {
+			closers = append(closers, c)
+		}
+	}
+	return newStream(r, w, closers...)
+}
+
+func newStream(r io.Reader, w io.Writer, closers ...io.Closer) *Stream {
+	s := &Stream{
+		r:       bufio.NewReaderSize(r, readBufferSize),
+		closers: closers,
+		maxLine: DefaultMaxMessageSize,
+	}
+	s.out = newWriter(w, s)
+	return s
+}
+
+// envelope is all the engine is shown of an incoming request or
+// notification: it only needs to know that one arrived, because the Conn
+// takes the parsed message itself, with its exact ID and untouched params.
+var envelope = []byte(`{"method":""}`)
+
+// ReadObject reads lines until one is a request or notification for the
+// engine, answering or routing every other line on the way. It returns an
+// error only when the input ends or fails.
+func (s *Stream) ReadObject(v any) error {
+	for {
+		line, size, err := s.readLine()
+		if size > s.maxLine {
+			if s.router != nil {
+				s.router.overLong(line, size)
+			}
+			continue
+		}
+		if len(line) > 0 {
+			if s.deliver(line, v) {
+				return nil
+			}
+		}
+		if err != nil {
+			if s.router != nil {
+				s.router.readEnded(err)
+			}
+			return err
+		}
+	}
+}
+
+// deliver handles one non-blank line and reports whether v was filled.
+func (s *Stream) deliver(line []byte, v any) bool {
+	m, bad := parseLine(line)
+	switch {
+	case bad != nil && m.kind == 0 && s.router == nil:
+		return false
+	case bad != nil:
+		s.router.badLine(bad)
+		return false
+	case s.router == nil:
+		return json.Unmarshal(line, v) == nil
+	case s.router.intercept(&m):
+		return false
+	}
+	s.current = m
+	return v.(json.Unmarshaler).UnmarshalJSON(envelope) == nil
+}
+
+// take returns the message that the last ReadObject handed the engine.
+func (s *Stream) take() message {
+	m := s.current
+	s.current = message{}
+	return m
+}
+
+// readLine returns the next line without its line end, copied so it can be
+// kept. A line longer than the limit is consumed without being held: only its
+// first bytes come back, with its size. A last line without "\n" is returned
+// with the error that ended it.
+func (s *Stream) readLine() (line []byte, size int, err error) {
+	chunk, err := s.r.ReadSlice('\n')
+	line = append([]byte(nil), chunk...)
+	size = len(chunk)
+	for err == bufio.ErrBufferFull {
+		chunk, err = s.r.ReadSlice('\n')
+		size += len(chunk)
+		if size <= s.maxLine+1 {
+			line = append(line, chunk...)
+		}
+	}
+	if err == nil {
+		size-- // the "\n" is framing, not message
+	}
+	if size > s.maxLine {
+		return line[:min(prefixKept, len(line))], size, err
+	}
+	return trimLineEnd(line), size, err
+}
+
+func trimLineEnd(b []byte) []byte {
+	n := len(b)
+	for n > 0 && (b[n-1] == '\n' || b[n-1] == '\r') {
+		n--
+	}
+	return b[:n]
+}
+
+// WriteObject encodes obj as one line and queues it. The Conn writes its own
+// lines with send; this exists for the ObjectStream contract.
+func (s *Stream) WriteObject(obj any) error {
+	f := getFrame()
+	if err := f.encode(obj); err != nil {
+		f.release()
+		return err
+	}
+	f.endLine()
+	return s.out.send(f)
+}
+
+// Close stops the Stream: lines already queued are written if the peer takes
+// them within a short time, then both directions are closed. Safe to call
+// more than once.
+func (s *Stream) Close() error {
+	s.once.Do(func() {
+		s.out.drain(closeFlushTimeout)
+		for _, c := range s.closers {
+			if err := c.Close(); err != nil && s.closeErr == nil {
+				s.closeErr = err
+			}
+		}
+		s.out.stop()
+	})
+	return s.closeErr
+}
+
+// closeFlushTimeout bounds how long Close waits for queued lines to be
+// taken by a peer that may have stopped reading.
+const closeFlushTimeout = 250 * time.Millisecond
+
+var _ jsonrpc2.ObjectStream = (*Stream)(nil)
+
+// errWriterClosed is the writer's reason once it has stopped.
+var errWriterClosed = errors.New("stream closed")

@@ -1,0 +1,458 @@
+package acprpc
+
+import (
+	"bytes"
+	"errors"
+)
+
+// msgKind says what a line carries.
+type msgKind uint8
+
+const (
+	kindRequest msgKind = iota + 1
+	kindNotification
+	kindResponse
+)
+
+// message is one parsed line. Every byte slice points into line, which is
+// never reused, so the raw ID and params can be handed on without copying.
+type message struct {
+	kind      msgKind
+	id        []byte // raw JSON of the ID, nil for notifications
+	method    string
+	params    []byte // raw JSON, nil when absent
+	result    []byte // raw JSON, for responses
+	errObj    []byte // raw JSON, for error responses
+	sessionID string // params.sessionId when it is a string
+}
+
+// lineError is the answer owed to a line that is not a usable message. id is
+// the raw ID when one could be read, so the peer can match the answer.
+type lineError struct {
+	code int64
+	msg  string
+	id   []byte
+}
+
+// maxDepth bounds nesting so that a hostile line cannot exhaust the stack;
+// encoding/json uses the same bound.
+const maxDepth = 10000
+
+var (
+	errSyntax   = errors.New("invalid JSON")
+	errTooDeep  = errors.New("JSON nested too deeply")
+	sessionKey  = []byte("sessionId")
+	version20   = []byte(`"2.0"`)
+	jsonNull    = []byte("null")
+	lineMissing = "the message has neither a method nor a result or error"
+)
+
+// parseLine validates line as JSON and classifies it in a single pass: the
+// top-level object's members are located without decoding them, and a params
+// object's sessionId is picked up on the way.
+func parseLine(line []byte) (message, *lineError) {
+	s := scanner{b: line}
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '{' {
+		return s.topObject()
+	}
+	if err := s.value(0, nil); err != nil || !s.atEnd() {
+		return message{}, &lineError{code: CodeParseError, msg: "Parse error: the line is not valid JSON"}
+	}
+	if s.first() == '[' {
+		return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: batches are not supported"}
+	}
+	return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: a message must be a JSON object"}
+}
+
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) first() byte {
+	for _, c := range s.b {
+		if !isSpace(c) {
+			return c
+		}
+	}
+	return 0
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) && isSpace(s.b[s.i]) {
+		s.i++
+	}
+}
+
+func (s *scanner) atEnd() bool {
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// members holds the spans of the top-level members that matter.
+type members struct {
+	id, method, params, result, errObj, version []byte
+	session                                     capture // params.sessionId
+}
+
+// capture records the span of one named member of an object; key is the
+// member's name as JSON text, quotes included.
+type capture struct {
+	key  string
+	span []byte
+}
+
+// member returns the raw value of obj's top-level member name, or nil when
+// obj is not a valid object or has no such member.
+func member(obj []byte, name string) []byte {
+	s := scanner{b: obj}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return nil
+	}
+	c := capture{key: `"` + name + `"`}
+	if s.object(0, nil, &c) != nil || !s.atEnd() {
+		return nil
+	}
+	return c.span
+}
+
+func (s *scanner) topObject() (message, *lineError) {
+	var m members
+	if err := s.object(0, &m, nil); err != nil || !s.atEnd() {
+		return message{}, &lineError{code: CodeParseError, msg: "Parse error: the line is not valid JSON"}
+	}
+	return m.classify()
+}
+
+// object scans an object at s.i. With top set it records the envelope's
+// members; with c set it records the member c names.
+func (s *scanner) object(depth int, top *members, c *capture) error {
+	if depth >= maxDepth {
+		return errTooDeep
+	}
+	s.i++ // '{'
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		keyStart := s.i
+		if err := s.str(); err != nil {
+			return err
+		}
+		key := s.b[keyStart:s.i]
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return errSyntax
+		}
+		s.i++
+		s.ws()
+		valStart := s.i
+		var into *[]byte
+		var inner *capture
+		switch {
+		case top != nil:
+			into, inner = top.slot(key)
+		case c != nil && string(key) == c.key:
+			into = &c.span
+		}
+		if err := s.value(depth+1, inner); err != nil {
+			return err
+		}
+		if into != nil {
+			*into = s.b[valStart:s.i]
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errSyntax
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return nil
+		default:
+			return errSyntax
+		}
+	}
+}
+
+// slot says where a top-level member's span goes, and, for params, which
+// member inside it to record.
+func (m *members) slot(key []byte) (span *[]byte, inner *capture) {
+	switch string(key) { // no allocation: the compiler compares in place
+	case `"id"`:
+		return &m.id, nil
+	case `"method"`:
+		return &m.method, nil
+	case `"params"`:
+		m.session.key = `"sessionId"`
+		return &m.params, &m.session
+	case `"result"`:
+		return &m.result, nil
+	case `"error"`:
+		return &m.errObj, nil
+	case `"jsonrpc"`:
+		return &m.version, nil
+	}
+	if bytes.IndexByte(key, '\\') >= 0 { // an escaped spelling of a known key
+		return m.slot([]byte(`"` + unquote(key) + `"`))
+	}
+	return nil, nil
+}
+
+// value validates and skips one JSON value. With c set, an object's member
+// named by c is recorded.
+func (s *scanner) value(depth int, c *capture) error {
+	if s.i >= len(s.b) {
+		return errSyntax
+	}
+	switch ch := s.b[s.i]; {
+	case ch == '{':
+		return s.object(depth, nil, c)
+	case ch == '[':
+		return s.array(depth)
+	case ch == '"':
+		return s.str()
+	case ch == '-' || isDigit(ch):
+		return s.number()
+	case ch == 't':
+		return s.literal("true")
+	case ch == 'f':
+		return s.literal("false")
+	case ch == 'n':
+		return s.literal("null")
+	}
+	return errSyntax
+}
+
+func (s *scanner) array(depth int) error {
+	if depth >= maxDepth {
+		return errTooDeep
+	}
+	s.i++ // '['
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return nil
+	}
+	for {
+		s.ws()
+		if err := s.value(depth+1, nil); err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return errSyntax
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return nil
+		default:
+			return errSyntax
+		}
+	}
+}
+
+// str skips a string, checking escapes and rejecting raw control characters.
+// The plain run between quotes and backslashes is skipped with IndexAny-free
+// byte loops, which the compiler keeps tight.
+func (s *scanner) str() error {
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return errSyntax
+	}
+	s.i++
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return nil
+		case c == '\\':
+			if err := s.escape(); err != nil {
+				return err
+			}
+		case c < 0x20:
+			return errSyntax
+		default:
+			s.i++
+		}
+	}
+	return errSyntax
+}
+
+func (s *scanner) escape() error {
+	s.i++ // '\\'
+	if s.i >= len(s.b) {
+		return errSyntax
+	}
+	switch s.b[s.i] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		s.i++
+		return nil
+	case 'u':
+		if s.i+4 >= len(s.b) {
+			return errSyntax
+		}
+		for _, h := range s.b[s.i+1 : s.i+5] {
+			if !isHex(h) {
+				return errSyntax
+			}
+		}
+		s.i += 5
+		return nil
+	}
+	return errSyntax
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (s *scanner) digits() int {
+	start := s.i
+	for s.i < len(s.b) && isDigit(s.b[s.i]) {
+		s.i++
+	}
+	return s.i - start
+}
+
+// number follows the JSON grammar: -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?
+func (s *scanner) number() error {
+	if s.b[s.i] == '-' {
+		s.i++
+	}
+	if s.i >= len(s.b) {
+		return errSyntax
+	}
+	if s.b[s.i] == '0' {
+		s.i++
+	} else if s.digits() == 0 {
+		return errSyntax
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if s.digits() == 0 {
+			return errSyntax
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if s.digits() == 0 {
+			return errSyntax
+		}
+	}
+	return nil
+}
+
+func (s *scanner) literal(word string) error {
+	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+		return errSyntax
+	}
+	s.i += len(word)
+	return nil
+}
+
+// classify turns the envelope's members into a message, or says what is
+// wrong with it in JSON-RPC terms.
+func (m *members) classify() (message, *lineError) {
+	invalid := func(msg string, id []byte) (message, *lineError) {
+		return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: " + msg, id: id}
+	}
+	carried := m.id
+	if carried != nil && !validID(carried) {
+		carried = nil
+	}
+	if m.version != nil && !bytes.Equal(m.version, version20) {
+		return invalid(`"jsonrpc" must be "2.0"`, carried)
+	}
+	if m.method == nil {
+		return m.response()
+	}
+	if m.method[0] != '"' {
+		return invalid("the method must be a string", carried)
+	}
+	msg := message{method: unquote(m.method), params: m.params}
+	if len(m.params) > 0 && m.params[0] != '{' && m.params[0] != '[' && !bytes.Equal(m.params, jsonNull) {
+		return invalid("params must be an object or an array", carried)
+	}
+	if sid := m.session.span; len(sid) > 0 && sid[0] == '"' {
+		msg.sessionID = unquote(sid)
+	}
+	if m.id == nil {
+		msg.kind = kindNotification
+		return msg, nil
+	}
+	if carried == nil {
+		return invalid("the id must be a string or an integer that fits in 64 bits", nil)
+	}
+	msg.kind, msg.id = kindRequest, m.id
+	return msg, nil
+}
+
+func (m *members) response() (message, *lineError) {
+	if m.result == nil && m.errObj == nil {
+		return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: " + lineMissing}
+	}
+	// A response is never answered; an unusable one is reported by the
+	// caller as a log line, so the lineError carries no code.
+	if m.id == nil || !validID(m.id) {
+		return message{kind: kindResponse, result: m.result, errObj: m.errObj}, nil
+	}
+	return message{kind: kindResponse, id: m.id, result: m.result, errObj: m.errObj}, nil
+}
+
+// peekID reads what it can of the start of an over-long line: the ID, if a
+// complete one comes before the cut, and whether the message is an answer.
+func peekID(prefix []byte) (id []byte, isResponse bool) {
+	s := scanner{b: prefix}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return nil, false
+	}
+	s.i++
+	for {
+		s.ws()
+		keyStart := s.i
+		if s.str() != nil {
+			return id, isResponse
+		}
+		key := string(prefix[keyStart:s.i])
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return id, isResponse
+		}
+		s.i++
+		s.ws()
+		valStart := s.i
+		err := s.value(1, nil)
+		switch key {
+		case `"result"`, `"error"`:
+			isResponse = true
+		case `"id"`:
+			if err == nil && validID(prefix[valStart:s.i]) {
+				id = prefix[valStart:s.i]
+			}
+		}
+		s.ws()
+		if err != nil || s.i >= len(s.b) || s.b[s.i] != ',' {
+			return id, isResponse
+		}
+		s.i++
+	}
+}
