@@ -1,0 +1,10 @@
+module github.com/acpkit/acprpc/bench
+
+go 1.26.8
+
+require (
+	github.com/coder/acp-go-sdk v0.13.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260601182631-00ed12fed2a6 // indirect
+	github.com/sourcegraph/jsonrpc2 v0.2.3 // indirect
+	go.lsp.dev/jsonrpc2 v1.0.1 // indirect
+)
