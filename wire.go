@@ -41,7 +41,6 @@ const maxDepth = 10000
 var (
 	errSyntax   = errors.New("invalid JSON")
 	errTooDeep  = errors.New("JSON nested too deeply")
-	sessionKey  = []byte("sessionId")
 	version20   = []byte(`"2.0"`)
 	jsonNull    = []byte("null")
 	lineMissing = "the message has neither a method nor a result or error"
