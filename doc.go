@@ -1,0 +1,109 @@
+// Package acprpc is a JSON-RPC 2.0 connection for the Agent Client Protocol
+// (ACP) that gets cancellation right: every request can be cancelled from
+// either side, every request is answered exactly once, and nothing in flight
+// is lost to a bad line, a slow handler or a vanished peer.
+//
+// It runs ACP's stdio framing (one JSON message per line) on the engine of
+// github.com/sourcegraph/jsonrpc2, and owns everything that decides what the
+// peer sees: parsing, IDs, answers and cancellation.
+//
+// # Connections
+//
+// A Conn is one side of a connection, agent or client alike. It serves the
+// peer's requests and notifications with a Handler, and makes its own calls
+// with Call and Notify:
+//
+//	conn := acprpc.NewConn(ctx, acprpc.NewStreamPipes(os.Stdin, os.Stdout), handler, nil)
+//	defer conn.Close()
+//	var result PromptResponse
+//	err := conn.Call(ctx, "session/prompt", params, &result)
+//
+// Options are optional: the zero value gives ACP's cancellation markers and
+// session cancellation, a 32 MiB line limit and a two-second grace period.
+//
+// # Contexts
+//
+// Each incoming request runs its handler on a goroutine of its own with a
+// context of its own. The context is registered in the in-flight table under
+// the request's exact ID before the handler starts and before the next line
+// is read, so a $/cancel_request that arrives right behind its request always
+// finds it. The context carries the values of the context given to NewConn,
+// and RequestFromContext and ConnFromContext give the handler its request and
+// its connection, to call the peer back.
+//
+// # Cancellation causes
+//
+// A handler's context ends for one of these causes, which context.Cause
+// returns and errors.Is recognises:
+//
+//   - ErrPeerCancelled: the peer sent $/cancel_request for this request;
+//   - ErrSessionCancelled: the peer sent session/cancel or session/close for
+//     the session named by the request's params.sessionId, or this side
+//     called CancelSession;
+//   - ErrDeadline: Options.HandlerTimeout passed;
+//   - ErrConnClosed: the connection closed.
+//
+// The cause is recorded when the cancellation arrives, and it is that record,
+// not the state of the context when the handler returns, that decides whether
+// the request was cancelled.
+//
+// Outgoing calls cancel by context too: when the context given to Call ends
+// before the answer, the peer is sent one $/cancel_request with that
+// request's ID. A handler that passes its own context to the calls it makes
+// therefore cancels them all when its request is cancelled, each with its
+// own $/cancel_request, however many hops the cascade has.
+//
+// # Exactly one answer
+//
+// Every request gets exactly one answer, never none and never two:
+//
+//   - the handler's result, also when it returns one after a cancel (a
+//     partial result is a valid answer);
+//   - if the request was cancelled and the handler returns an error, or does
+//     not return within Options.CancelGrace: the method's cancellation marker
+//     when one is registered (ACP's: {"stopReason":"cancelled"} for
+//     session/prompt, {"outcome":{"outcome":"cancelled"}} for
+//     session/request_permission), else the error -32800 "Request
+//     cancelled". The handler's later return is dropped;
+//   - otherwise, for an error: the code and data of an *Error in its chain,
+//     or -32603 with its message; a panic is -32603, logged with its stack;
+//   - -32601 for an unknown method and for any request whose method starts
+//     with "$/".
+//
+// Cancels for unknown or already answered IDs are ignored, and no
+// notification is ever answered.
+//
+// # Ordering
+//
+// Requests run concurrently, up to Options.MaxConcurrentRequests if set.
+// Notifications are handled one at a time in arrival order, on a goroutine of
+// their own, so a slow one delays only later notifications. Cancellations are
+// handled on the read loop itself, ahead of every queue.
+//
+// An answer reaches its caller only after every notification the peer sent
+// before it has been handled: the session/update notifications of a prompt
+// turn are all seen before Call returns the turn's result.
+//
+// Outgoing lines are written in the order they are queued, by one writer
+// goroutine; Call, Notify and the cancels they send only queue their line,
+// so a peer that stops reading never blocks a caller.
+//
+// # Bad input
+//
+// A line that is not JSON is answered -32700 with a null ID; a batch, a
+// non-object, or an ID that is neither a string nor an integer that fits in
+// 64 bits is answered -32600; a line over Options.MaxMessageSize is answered
+// -32600 (with its ID, when its first bytes show one) and skipped without
+// being held in memory. The connection goes on and nothing in flight is
+// disturbed. IDs are sent back byte for byte, so negative IDs, IDs above 2^53
+// and escaped strings survive, and 1 and "1" are different requests.
+//
+// # Shutdown
+//
+// Close, the end of the peer's input, a failed write, or the end of the
+// context given to NewConn close the connection. Every handler's context is
+// then cancelled with ErrConnClosed, every pending Call returns an error that
+// matches ErrConnClosed, and Close returns once the connection's own
+// goroutines have ended, promptly even when the peer has stopped reading.
+// Closing twice is safe.
+package acprpc
