@@ -48,7 +48,7 @@ func (r *inRequest) cancelWith(cause error) {
 		return
 	}
 	r.cause = cause
-	if grace := r.conn.opts.CancelGrace; grace > 0 {
+	if grace := r.conn.opts.CancelGrace; grace > 0 && r.conn.Err() == nil {
 		r.grace = time.AfterFunc(grace, func() { r.conn.answerCancelled(r) })
 	}
 	r.mu.Unlock()

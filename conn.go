@@ -269,10 +269,22 @@ func (c *Conn) shutdown(reason error) {
 // to call more than once.
 func (c *Conn) Close() error {
 	c.shutdown(ErrConnClosed)
-	<-c.readDone
 	<-c.notes.done
+	// Closing a pipe or socket ends a read in progress; closing a file the
+	// runtime cannot poll (a blocking stdin) does not, so that one read is
+	// left to end on its own rather than holding Close.
+	t := time.NewTimer(readerExitWait)
+	defer t.Stop()
+	select {
+	case <-c.readDone:
+	case <-t.C:
+		c.log.Warn("acprpc: the input could not be interrupted; its reader ends with its next read")
+	}
 	return nil
 }
+
+// readerExitWait bounds how long Close waits for the read loop to end.
+const readerExitWait = time.Second
 
 // Done is closed when the connection has closed, for any reason.
 func (c *Conn) Done() <-chan struct{} { return c.closed }
