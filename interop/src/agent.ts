@@ -66,6 +66,9 @@ type OutgoingRecord = {
   settledAt: number | null;
   result?: unknown;
   error?: ErrorReport;
+  /** The client's response as read from the wire (also when the SDK had stopped waiting), and how many came. */
+  answerOnWire: { t: number; message: unknown } | null;
+  answersOnWireCount: number;
 };
 
 type PromptRecord = {
@@ -209,6 +212,8 @@ const app = acp
           cancelSignalAbortedAt: null,
           outcome: "unsettled",
           settledAt: null,
+          answerOnWire: null,
+          answersOnWireCount: 0,
         };
         record.outgoing.push(out);
         settled.push(describeOutgoing(out, call()));
@@ -305,6 +310,12 @@ function finishReport(endedBy: string): void {
   for (const prompt of report.prompts) {
     for (const out of prompt.outgoing) {
       out.requestId = outByMethod.get(out.method)?.shift();
+      const answers = wire.filter((entry) => {
+        const msg = entry.msg as { id?: unknown; method?: unknown };
+        return entry.dir === "in" && msg.method === undefined && out.requestId !== undefined && msg.id === out.requestId;
+      });
+      out.answersOnWireCount = answers.length;
+      out.answerOnWire = answers.length > 0 ? { t: answers[0].t, message: answers[0].msg } : null;
     }
   }
 }
