@@ -62,6 +62,8 @@ func NewConn(ctx context.Context, s *Stream, h Handler, opts *Options) *Conn {
 		c.slots = make(chan struct{}, n)
 	}
 	s.maxLine = c.opts.MaxMessageSize
+	s.out.limit = c.opts.MaxQueuedWrite
+	c.notes.limit = c.opts.MaxQueuedNotifications
 	s.router = c
 	go c.notes.run(c.handleNotification)
 	c.engine = jsonrpc2.NewConn(context.Background(), s, engine{c}, jsonrpc2.SetLogger(c.log))
@@ -108,6 +110,11 @@ func (c *Conn) intercept(m *message) bool {
 func (c *Conn) serve(m *message) {
 	if strings.HasPrefix(m.method, "$/") || c.handler == nil {
 		c.reply(errorFrame(m.id, MethodNotFound(m.method)))
+		return
+	}
+	if c.in.len() >= c.opts.MaxInFlight {
+		c.reply(errorFrame(m.id, &Error{Code: CodeInternalError,
+			Message: fmt.Sprintf("Internal error: too many requests in flight (limit %d)", c.opts.MaxInFlight)}))
 		return
 	}
 	r := c.newInRequest(m)

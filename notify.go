@@ -9,6 +9,8 @@ import "sync"
 // it (see barrier).
 type notifier struct {
 	mu      sync.Mutex
+	limit   int // queued notifications before the reader waits
+	room    chan struct{}
 	queue   []message
 	queued  uint64
 	handled uint64
@@ -26,9 +28,23 @@ func newNotifier() *notifier {
 	}
 }
 
-// push queues m; it runs on the read goroutine.
+// push queues m; it runs on the read goroutine, which waits while the queue
+// is full, so a flood slows the peer down instead of growing without end.
 func (n *notifier) push(m message) {
 	n.mu.Lock()
+	for n.limit > 0 && len(n.queue) >= n.limit {
+		if n.room == nil {
+			n.room = make(chan struct{})
+		}
+		room := n.room
+		n.mu.Unlock()
+		select {
+		case <-room:
+		case <-n.stopped:
+			return
+		}
+		n.mu.Lock()
+	}
 	n.queue = append(n.queue, m)
 	n.queued++
 	n.mu.Unlock()
@@ -98,6 +114,10 @@ func (n *notifier) next() (message, bool) {
 			m := n.queue[0]
 			n.queue[0] = message{}
 			n.queue = n.queue[1:]
+			if n.room != nil {
+				close(n.room)
+				n.room = nil
+			}
 			n.mu.Unlock()
 			return m, true
 		}

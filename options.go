@@ -10,6 +10,13 @@ import (
 // return before the request is answered for it.
 const DefaultCancelGrace = 2 * time.Second
 
+// Default limits; each can be changed in Options.
+const (
+	DefaultMaxInFlight            = 100_000
+	DefaultMaxQueuedNotifications = 10_000
+	DefaultMaxQueuedWrite         = 32 << 20
+)
+
 // Options configure a Conn. The zero value (or a nil *Options) is ready for
 // ACP: markers and session cancellation as the protocol defines them.
 type Options struct {
@@ -35,6 +42,24 @@ type Options struct {
 	// MaxMessageSize is the longest line accepted, in bytes. Zero means
 	// DefaultMaxMessageSize.
 	MaxMessageSize int
+
+	// MaxInFlight bounds the peer's requests in flight at once, waiting or
+	// running. A request over the limit is answered at once with -32603
+	// and never queued. Zero means DefaultMaxInFlight.
+	MaxInFlight int
+
+	// MaxQueuedNotifications bounds the notifications waiting for the
+	// handler. When the queue is full the connection stops reading until
+	// it has room: a notification is never dropped. Zero means
+	// DefaultMaxQueuedNotifications.
+	MaxQueuedNotifications int
+
+	// MaxQueuedWrite bounds the bytes of answers and messages waiting to be
+	// written. When a peer sends faster than it reads and the queue is
+	// over this size, the connection stops reading until it drains, so
+	// memory stays bounded. Outgoing cancels are never held back by it.
+	// Zero means DefaultMaxQueuedWrite.
+	MaxQueuedWrite int
 
 	// WaitAfterCancel is how long Call waits, once its context has ended
 	// and $/cancel_request is sent, for the peer's answer, so that a caller
@@ -84,6 +109,9 @@ func (o *Options) settled() Options {
 	if s.MaxMessageSize <= 0 {
 		s.MaxMessageSize = DefaultMaxMessageSize
 	}
+	s.MaxInFlight = orDefault(s.MaxInFlight, DefaultMaxInFlight)
+	s.MaxQueuedNotifications = orDefault(s.MaxQueuedNotifications, DefaultMaxQueuedNotifications)
+	s.MaxQueuedWrite = orDefault(s.MaxQueuedWrite, DefaultMaxQueuedWrite)
 	if s.CancelMarkers == nil {
 		s.CancelMarkers = ACPCancelMarkers()
 	}
@@ -91,4 +119,11 @@ func (o *Options) settled() Options {
 		s.SessionCancelMethods = []string{MethodSessionCancel, MethodSessionClose}
 	}
 	return s
+}
+
+func orDefault(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
 }

@@ -93,6 +93,7 @@ var envelope = []byte(`{"method":""}`)
 // error only when the input ends or fails.
 func (s *Stream) ReadObject(v any) error {
 	for {
+		s.out.waitRoom()
 		line, size, err := s.readLine()
 		if size > s.maxLine {
 			if s.router != nil {

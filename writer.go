@@ -116,6 +116,9 @@ type writer struct {
 	bw      *bufio.Writer
 	owner   *Stream
 	mu      sync.Mutex
+	limit   int           // queued bytes above which the reader waits
+	queued  int           // bytes queued and not yet written
+	room    chan struct{} // closed when queued drops, if the reader waits
 	queue   []*frame
 	spare   []*frame
 	closing bool
@@ -145,6 +148,7 @@ func (w *writer) send(f *frame) error {
 		return err
 	}
 	w.queue = append(w.queue, f)
+	w.queued += f.buf.Len()
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
@@ -185,10 +189,12 @@ func (w *writer) next() (batch []*frame, closing bool) {
 
 func (w *writer) write(batch []*frame) error {
 	var err error
+	written := 0
 	for i, f := range batch {
 		if err == nil {
 			_, err = w.bw.Write(f.buf.Bytes())
 		}
+		written += f.buf.Len()
 		f.release()
 		batch[i] = nil
 	}
@@ -197,8 +203,30 @@ func (w *writer) write(batch []*frame) error {
 	}
 	w.mu.Lock()
 	w.spare = batch[:0]
+	w.queued -= written
+	if w.room != nil {
+		close(w.room)
+		w.room = nil
+	}
 	w.mu.Unlock()
 	return err
+}
+
+// waitRoom holds the reader while more than the limit waits to be written:
+// a peer that sends without reading our answers is slowed down, not fed
+// memory. It returns at once when the writer has stopped.
+func (w *writer) waitRoom() {
+	w.mu.Lock()
+	for w.limit > 0 && w.queued > w.limit && w.err == nil {
+		if w.room == nil {
+			w.room = make(chan struct{})
+		}
+		room := w.room
+		w.mu.Unlock()
+		<-room
+		w.mu.Lock()
+	}
+	w.mu.Unlock()
 }
 
 // fail stops the writer for good and drops what is still queued.
@@ -210,6 +238,10 @@ func (w *writer) fail(err error) {
 	}
 	dropped := w.queue
 	w.queue = nil
+	if w.room != nil {
+		close(w.room)
+		w.room = nil
+	}
 	w.mu.Unlock()
 	for _, f := range dropped {
 		f.release()
