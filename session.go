@@ -37,9 +37,13 @@ func (c *Conn) cancelSession(sessionID string) int {
 // session/request_permission calls), so they are answered with their
 // cancelled markers as ACP requires of clients. The caller of the session's
 // session/prompt then receives the agent's stopReason "cancelled".
+//
+// session/cancel is queued before the local requests are cancelled, so the
+// agent always reads it ahead of their cancelled answers.
 func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
+	err := c.Notify(ctx, MethodSessionCancel, sessionParams{SessionID: sessionID})
 	c.cancelSession(sessionID)
-	return c.Notify(ctx, MethodSessionCancel, sessionParams{SessionID: sessionID})
+	return err
 }
 
 type sessionParams struct {
