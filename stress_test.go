@@ -26,29 +26,29 @@ import (
 
 // What the serving side's handler does, chosen by the caller per request.
 const (
-	hResult      = iota // answer at once
-	hError              // an *acprpc.Error of the handler's own code
-	hPlainErr           // a plain error: -32603
-	hPanic              // a panic: -32603
-	hSlow               // a result after a short delay, or the cancel's error if cancelled first
-	hIgnore             // a result after a short delay, ignoring the context
-	hBlock              // wait for the cancel, then return its cause
-	hBlockResult        // wait for the cancel, then return a partial result
-	hBlockIgnore        // wait for the cancel, ignore it a little longer, then fail
-	numHandlerModes
+	hsResult      = iota // answer at once
+	hsError              // an *acprpc.Error of the handler's own code
+	hsPlainErr           // a plain error: -32603
+	hsPanic              // a panic: -32603
+	hsSlow               // a result after a short delay, or the cancel's error if cancelled first
+	hsIgnore             // a result after a short delay, ignoring the context
+	hsBlock              // wait for the cancel, then return its cause
+	hsBlockResult        // wait for the cancel, then return a partial result
+	hsBlockIgnore        // wait for the cancel, ignore it a little longer, then fail
+	stressNumHandlerModes
 )
 
-func isBlocking(mode int) bool { return mode >= hBlock }
+func stressBlocking(mode int) bool { return mode >= hsBlock }
 
 // How the caller cancels.
 const (
-	cNone        = iota // never
-	cRandom             // at a random moment: before the send, racing the answer, or after it
-	cStarted            // once the handler has started, so always before the answer
-	cStartedWait        // the same, then wait for the answer with WaitAfterCancel
-	cSession            // CancelSession of the request's own session once its handler has started
-	cAfter              // after the answer: a $/cancel_request for an ID already answered
-	numCallerModes
+	csNone        = iota // never
+	csRandom             // at a random moment: before the send, racing the answer, or after it
+	csStarted            // once the handler has started, so always before the answer
+	csStartedWait        // the same, then wait for the answer with WaitAfterCancel
+	csSession            // CancelSession of the request's own session once its handler has started
+	csAfter              // after the answer: a $/cancel_request for an ID already answered
+	stressNumCallerModes
 )
 
 const stressErrCode = 4242
@@ -96,21 +96,21 @@ func TestStressCancellation(t *testing.T) {
 // each side's output.
 type stressRig struct {
 	client, server *acprpc.Conn
-	sent, answered *ledger  // the client's and the server's output
-	started        sync.Map // request n -> chan struct{} closed when its handler starts
-	handlers       gauge    // server handlers running
+	sent, answered *stressLedger // the client's and the server's output
+	started        sync.Map      // request n -> chan struct{} closed when its handler starts
+	handlers       stressGauge   // server handlers running
 	lateCancels    atomic.Int64
 }
 
 func newStressRig(t *testing.T) *stressRig {
-	h := &stressRig{sent: newLedger(), answered: newLedger()}
-	c2sR, c2sW := mustPipe(t)
-	s2cR, s2cW := mustPipe(t)
+	h := &stressRig{sent: newStressLedger(), answered: newStressLedger()}
+	c2sR, c2sW := stressPipe(t)
+	s2cR, s2cW := stressPipe(t)
 	opts := &acprpc.Options{CancelGrace: 2 * time.Millisecond} // the grace timer races slow handlers
 	h.server = acprpc.NewConn(context.Background(),
-		acprpc.NewStreamPipes(c2sR, &tap{w: s2cW, l: h.answered}), acprpc.HandlerFunc(h.serve), opts)
+		acprpc.NewStreamPipes(c2sR, &stressTap{w: s2cW, l: h.answered}), acprpc.HandlerFunc(h.serve), opts)
 	h.client = acprpc.NewConn(context.Background(),
-		acprpc.NewStreamPipes(s2cR, &tap{w: c2sW, l: h.sent}), nil, nil)
+		acprpc.NewStreamPipes(s2cR, &stressTap{w: c2sW, l: h.sent}), nil, nil)
 	t.Cleanup(func() {
 		h.client.Close()
 		h.server.Close()
@@ -118,7 +118,7 @@ func newStressRig(t *testing.T) *stressRig {
 	return h
 }
 
-func mustPipe(t *testing.T) (*os.File, *os.File) {
+func stressPipe(t *testing.T) (*os.File, *os.File) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -142,39 +142,39 @@ func (h *stressRig) serve(ctx context.Context, req *acprpc.Request) (any, error)
 	}
 	res := stressResult{N: p.N, ID: json.RawMessage(req.ID.String())}
 	switch p.Mode {
-	case hError:
+	case hsError:
 		return nil, acprpc.NewError(stressErrCode, fmt.Sprintf("failure %d", p.N))
-	case hPlainErr:
+	case hsPlainErr:
 		return nil, fmt.Errorf("plain failure %d", p.N)
-	case hPanic:
+	case hsPanic:
 		panic(fmt.Sprintf("panic %d", p.N))
-	case hSlow:
-		if !waitOrDone(ctx, jitter(p.N, 300*time.Microsecond)) {
+	case hsSlow:
+		if !stressWait(ctx, stressJitter(p.N, 300*time.Microsecond)) {
 			return nil, context.Cause(ctx)
 		}
-	case hIgnore:
-		waitOrDone(context.Background(), jitter(p.N, 3*time.Millisecond))
-	case hBlock:
+	case hsIgnore:
+		stressWait(context.Background(), stressJitter(p.N, 3*time.Millisecond))
+	case hsBlock:
 		<-ctx.Done()
 		return nil, context.Cause(ctx)
-	case hBlockResult:
+	case hsBlockResult:
 		<-ctx.Done()
 		res.Partial = true
-	case hBlockIgnore:
+	case hsBlockIgnore:
 		<-ctx.Done()
-		waitOrDone(context.Background(), jitter(p.N, 4*time.Millisecond))
+		stressWait(context.Background(), stressJitter(p.N, 4*time.Millisecond))
 		return nil, errors.New("gave up late")
 	}
 	return res, nil
 }
 
-// jitter is a delay below max that varies with n.
-func jitter(n int, max time.Duration) time.Duration {
+// stressJitter is a delay below max that varies with n.
+func stressJitter(n int, max time.Duration) time.Duration {
 	return time.Duration(uint64(n)*2654435761%uint64(max/time.Microsecond)) * time.Microsecond
 }
 
-// waitOrDone waits d, or less if ctx ends first; it reports whether d passed.
-func waitOrDone(ctx context.Context, d time.Duration) bool {
+// stressWait waits d, or less if ctx ends first; it reports whether d passed.
+func stressWait(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -188,29 +188,29 @@ func waitOrDone(ctx context.Context, d time.Duration) bool {
 // oneCall makes request n with a random handler mode and cancellation, and
 // checks what Call returned.
 func (h *stressRig) oneCall(t *testing.T, rng *rand.Rand, n int) {
-	cmode := rng.IntN(numCallerModes)
-	hmode := rng.IntN(numHandlerModes)
-	if isBlocking(hmode) && (cmode == cNone || cmode == cAfter) {
-		cmode = cStarted + rng.IntN(3) // something must end the handler
+	cmode := rng.IntN(stressNumCallerModes)
+	hmode := rng.IntN(stressNumHandlerModes)
+	if stressBlocking(hmode) && (cmode == csNone || cmode == csAfter) {
+		cmode = csStarted + rng.IntN(3) // something must end the handler
 	}
-	if (cmode == cStarted || cmode == cStartedWait || cmode == cSession) && !isBlocking(hmode) {
-		hmode = hBlock + rng.IntN(3) // so that the cancel comes before the answer
+	if (cmode == csStarted || cmode == csStartedWait || cmode == csSession) && !stressBlocking(hmode) {
+		hmode = hsBlock + rng.IntN(3) // so that the cancel comes before the answer
 	}
 	p := stressParams{N: n, Mode: hmode}
 	var res stressResult
 	var err error
 	switch cmode {
-	case cNone, cAfter:
+	case csNone, csAfter:
 		err = h.client.Call(context.Background(), "stress/work", p, &res)
 		h.checkPlain(t, p, res, err)
-		if cmode == cAfter && err == nil {
+		if cmode == csAfter && err == nil {
 			h.cancelAnswered(t, res.ID)
 		}
-	case cRandom:
+	case csRandom:
 		h.callRandomCancel(t, rng, p)
-	case cStarted, cStartedWait:
-		h.callStartedCancel(t, p, cmode == cStartedWait)
-	case cSession:
+	case csStarted, csStartedWait:
+		h.callStartedCancel(t, p, cmode == csStartedWait)
+	case csSession:
 		h.callSessionCancel(t, p)
 	}
 }
@@ -219,15 +219,15 @@ func (h *stressRig) oneCall(t *testing.T, rng *rand.Rand, n int) {
 func (h *stressRig) checkPlain(t *testing.T, p stressParams, res stressResult, err error) {
 	var rpcErr *acprpc.Error
 	switch p.Mode {
-	case hResult, hSlow, hIgnore:
+	case hsResult, hsSlow, hsIgnore:
 		if err != nil || res.N != p.N {
 			t.Errorf("request %d (mode %d): got %+v, %v; want its result", p.N, p.Mode, res, err)
 		}
-	case hError:
+	case hsError:
 		if !errors.As(err, &rpcErr) || rpcErr.Code != stressErrCode {
 			t.Errorf("request %d: got %v, want error %d", p.N, err, stressErrCode)
 		}
-	case hPlainErr, hPanic:
+	case hsPlainErr, hsPanic:
 		if !errors.As(err, &rpcErr) || rpcErr.Code != acprpc.CodeInternalError {
 			t.Errorf("request %d (mode %d): got %v, want -32603", p.N, p.Mode, err)
 		}
@@ -354,7 +354,7 @@ func (h *stressRig) await(t *testing.T, what string, wait func() bool) {
 func (h *stressRig) settle(t *testing.T) {
 	h.flushClient(t, 1)
 	h.await(t, "every request to be answered", func() bool {
-		return h.answered.waitFor(func(a *ledger) bool { return h.sent.allAnsweredIn(a) })
+		return h.answered.waitFor(func(a *stressLedger) bool { return h.sent.allAnsweredIn(a) })
 	})
 	h.await(t, "every handler to return", func() bool { return h.handlers.waitZero() })
 	var res stressResult
@@ -371,7 +371,7 @@ func (h *stressRig) flushClient(t *testing.T, k int) {
 		t.Fatal(err)
 	}
 	h.await(t, "the client's output to be written", func() bool {
-		return h.sent.waitFor(func(l *ledger) bool { return l.marks >= k })
+		return h.sent.waitFor(func(l *stressLedger) bool { return l.marks >= k })
 	})
 }
 
@@ -417,16 +417,16 @@ func (h *stressRig) check(t *testing.T, total int) {
 		len(sent.requests), cancels, h.lateCancels.Load(), sent.sessionCancels)
 }
 
-// tap writes to w, then shows each complete line to l, so a line the ledger
+// stressTap writes to w, then shows each complete line to l, so a line the stressLedger
 // has seen is already in the pipe.
-type tap struct {
+type stressTap struct {
 	w       io.WriteCloser
-	l       *ledger
+	l       *stressLedger
 	mu      sync.Mutex
 	partial []byte
 }
 
-func (t *tap) Write(p []byte) (int, error) {
+func (t *stressTap) Write(p []byte) (int, error) {
 	n, err := t.w.Write(p)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -443,10 +443,10 @@ func (t *tap) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (t *tap) Close() error { return t.w.Close() }
+func (t *stressTap) Close() error { return t.w.Close() }
 
-// ledger counts what one side wrote, by message ID.
-type ledger struct {
+// stressLedger counts what one side wrote, by message ID.
+type stressLedger struct {
 	mu             sync.Mutex
 	requests       map[string]int // request ID -> times sent
 	answers        map[string]int // answered ID -> times answered
@@ -457,12 +457,12 @@ type ledger struct {
 	changed        chan struct{}
 }
 
-func newLedger() *ledger {
-	return &ledger{requests: map[string]int{}, answers: map[string]int{}, cancels: map[string]int{},
+func newStressLedger() *stressLedger {
+	return &stressLedger{requests: map[string]int{}, answers: map[string]int{}, cancels: map[string]int{},
 		changed: make(chan struct{})}
 }
 
-type wireLine struct {
+type stressLine struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  *string         `json:"method"`
@@ -471,8 +471,8 @@ type wireLine struct {
 	Error   json.RawMessage `json:"error"`
 }
 
-func (l *ledger) record(line []byte) {
-	var m wireLine
+func (l *stressLedger) record(line []byte) {
+	var m stressLine
 	err := json.Unmarshal(line, &m)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -491,7 +491,7 @@ func (l *ledger) record(line []byte) {
 	}
 }
 
-func (l *ledger) notification(method string, params json.RawMessage) {
+func (l *stressLedger) notification(method string, params json.RawMessage) {
 	switch method {
 	case acprpc.MethodCancelRequest:
 		var p struct {
@@ -511,7 +511,7 @@ func (l *ledger) notification(method string, params json.RawMessage) {
 }
 
 // waitFor waits until cond holds, checking after each line recorded.
-func (l *ledger) waitFor(cond func(*ledger) bool) bool {
+func (l *stressLedger) waitFor(cond func(*stressLedger) bool) bool {
 	for {
 		l.mu.Lock()
 		ok, changed := cond(l), l.changed
@@ -525,7 +525,7 @@ func (l *ledger) waitFor(cond func(*ledger) bool) bool {
 
 // allAnsweredIn reports whether every request in l has an answer in a; a's
 // lock is held.
-func (l *ledger) allAnsweredIn(a *ledger) bool {
+func (l *stressLedger) allAnsweredIn(a *stressLedger) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for id := range l.requests {
@@ -536,10 +536,10 @@ func (l *ledger) allAnsweredIn(a *ledger) bool {
 	return true
 }
 
-func (l *ledger) snapshot() *ledger {
+func (l *stressLedger) snapshot() *stressLedger {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := &ledger{requests: map[string]int{}, answers: map[string]int{}, cancels: map[string]int{},
+	s := &stressLedger{requests: map[string]int{}, answers: map[string]int{}, cancels: map[string]int{},
 		sessionCancels: l.sessionCancels, marks: l.marks, problems: append([]string(nil), l.problems...)}
 	for k, v := range l.requests {
 		s.requests[k] = v
@@ -553,14 +553,14 @@ func (l *ledger) snapshot() *ledger {
 	return s
 }
 
-// gauge is a counter whose return to zero can be awaited.
-type gauge struct {
+// stressGauge is a counter whose return to zero can be awaited.
+type stressGauge struct {
 	mu   sync.Mutex
 	n    int
 	zero chan struct{}
 }
 
-func (g *gauge) add(d int) {
+func (g *stressGauge) add(d int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.n += d
@@ -570,7 +570,7 @@ func (g *gauge) add(d int) {
 	}
 }
 
-func (g *gauge) waitZero() bool {
+func (g *stressGauge) waitZero() bool {
 	g.mu.Lock()
 	if g.n == 0 {
 		g.mu.Unlock()
