@@ -37,6 +37,7 @@ type Conn struct {
 	}
 
 	closeOnce sync.Once
+	ready     chan struct{} // closed once NewConn has set every field
 	closed    chan struct{}
 	reason    error // why the connection closed; set before closed is closed
 	readDone  chan struct{}
@@ -53,6 +54,7 @@ func NewConn(ctx context.Context, s *Stream, h Handler, opts *Options) *Conn {
 		handler:  h,
 		stream:   s,
 		notes:    newNotifier(),
+		ready:    make(chan struct{}),
 		closed:   make(chan struct{}),
 		readDone: make(chan struct{}),
 	}
@@ -68,6 +70,7 @@ func NewConn(ctx context.Context, s *Stream, h Handler, opts *Options) *Conn {
 	go c.notes.run(c.handleNotification)
 	c.engine = jsonrpc2.NewConn(context.Background(), s, engine{c}, jsonrpc2.SetLogger(c.log))
 	c.stopParent = context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrConnClosed, context.Cause(ctx))) })
+	close(c.ready)
 	return c
 }
 
@@ -257,6 +260,9 @@ func (c *Conn) writeFailed(err error) {
 // queued lines get a short chance to go out, then the stream closes.
 func (c *Conn) shutdown(reason error) {
 	c.closeOnce.Do(func() {
+		// The read loop and the parent's AfterFunc start inside NewConn and
+		// can get here before it has set engine and stopParent.
+		<-c.ready
 		c.reason = reason
 		close(c.closed)
 		c.stopParent()
