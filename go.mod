@@ -2,4 +2,10 @@ module github.com/acpkit/acprpc
 
 go 1.26.0
 
-require github.com/sourcegraph/jsonrpc2 v0.2.3
+require (
+	github.com/sourcegraph/jsonrpc2 v0.2.3
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+)
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

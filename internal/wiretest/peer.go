@@ -1,0 +1,406 @@
+package wiretest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acpkit/acprpc"
+)
+
+// Timeout bounds every wait of a test that uses Context; a test that needs it
+// has already failed.
+const Timeout = 10 * time.Second
+
+// Context returns a context for one test's waits: it ends after Timeout or
+// when the test ends.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Msg is one line the peer read, parsed.
+type Msg struct {
+	Raw    string          // the line as written, without its "\n"
+	ID     json.RawMessage // the id member's exact bytes; nil when absent
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *acprpc.Error
+	Fields map[string]json.RawMessage // every top-level member
+}
+
+// IsResponse reports whether the line is an answer.
+func (m Msg) IsResponse() bool { return m.Method == "" && (m.Result != nil || m.Error != nil) }
+
+// IsNotification reports whether the line is a notification.
+func (m Msg) IsNotification() bool { return m.Method != "" && m.ID == nil }
+
+// IsRequest reports whether the line is a request.
+func (m Msg) IsRequest() bool { return m.Method != "" && m.ID != nil }
+
+// Code is the error code of an error answer, or 0.
+func (m Msg) Code() int64 {
+	if m.Error == nil {
+		return 0
+	}
+	return m.Error.Code
+}
+
+// ParamMember returns the raw value of params.name, or nil.
+func (m Msg) ParamMember(name string) json.RawMessage {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &p) != nil {
+		return nil
+	}
+	return p[name]
+}
+
+func (m Msg) String() string { return m.Raw }
+
+// Parse checks that line is one JSON-RPC 2.0 message as this library must
+// write it and returns it parsed.
+func Parse(line string) (Msg, error) {
+	m := Msg{Raw: line}
+	if err := json.Unmarshal([]byte(line), &m.Fields); err != nil {
+		return m, fmt.Errorf("not a JSON object: %w: %q", err, line)
+	}
+	if v := m.Fields["jsonrpc"]; string(v) != `"2.0"` {
+		return m, fmt.Errorf(`no "jsonrpc":"2.0": %q`, line)
+	}
+	m.ID = m.Fields["id"]
+	m.Params = m.Fields["params"]
+	m.Result = m.Fields["result"]
+	if v, ok := m.Fields["method"]; ok {
+		if err := json.Unmarshal(v, &m.Method); err != nil || m.Method == "" {
+			return m, fmt.Errorf("bad method: %q", line)
+		}
+	}
+	if v, ok := m.Fields["error"]; ok {
+		m.Error = &acprpc.Error{}
+		if err := json.Unmarshal(v, m.Error); err != nil {
+			return m, fmt.Errorf("bad error object: %w: %q", err, line)
+		}
+	}
+	kinds := 0
+	for _, k := range []bool{m.Method != "", m.Result != nil, m.Error != nil} {
+		if k {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return m, fmt.Errorf("not exactly one of method, result, error: %q", line)
+	}
+	if m.IsResponse() && m.ID == nil {
+		return m, fmt.Errorf("an answer without an id: %q", line)
+	}
+	return m, nil
+}
+
+// Peer is a scripted raw peer: the test writes the exact bytes the Conn
+// reads and reads, line by line, what the Conn wrote. The Peer reads only
+// while the test waits for a line (one line of look-ahead), so a test that
+// stops asking is a peer that has stopped reading.
+type Peer struct {
+	t   testing.TB
+	end *End
+
+	start  sync.Once
+	lines  chan lineOrErr
+	eof    chan struct{} // closed once the input has ended and every line was taken
+	stop   chan struct{} // closed by Close
+	reader sync.WaitGroup
+	closed sync.Once
+	rerr   error // why the input ended; read after eof is closed
+}
+
+type lineOrErr struct {
+	msg Msg
+	err error
+}
+
+// NewPeer returns a Peer over end; the test's cleanup closes it.
+func NewPeer(t testing.TB, end *End) *Peer {
+	p := &Peer{
+		t:     t,
+		end:   end,
+		lines: make(chan lineOrErr),
+		eof:   make(chan struct{}),
+		stop:  make(chan struct{}),
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// End is the peer's end of the transport.
+func (p *Peer) End() *End { return p.end }
+
+func (p *Peer) read() {
+	defer p.reader.Done()
+	defer close(p.eof)
+	br := bufio.NewReaderSize(p.end.R, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if line != "" {
+			var le lineOrErr
+			if !strings.HasSuffix(line, "\n") {
+				le.err = fmt.Errorf("a line without its newline: %q", line)
+			}
+			le.msg, le.err = parseLine(strings.TrimSuffix(line, "\n"), le.err)
+			select {
+			case p.lines <- le:
+			case <-p.stop:
+				return
+			}
+		}
+		if err != nil {
+			p.rerr = err
+			return
+		}
+	}
+}
+
+func parseLine(line string, prior error) (Msg, error) {
+	m, err := Parse(line)
+	if prior != nil {
+		return m, prior
+	}
+	return m, err
+}
+
+// Next returns the next line the Conn wrote. It returns io.EOF once the
+// Conn's output has ended, and ctx's error if ctx ends first.
+func (p *Peer) Next(ctx context.Context) (Msg, error) {
+	p.start.Do(func() {
+		p.reader.Add(1)
+		go p.read()
+	})
+	select {
+	case le := <-p.lines:
+		return le.msg, le.err
+	case <-p.eof:
+		select {
+		case le := <-p.lines:
+			return le.msg, le.err
+		default:
+		}
+		if p.rerr == nil || errors.Is(p.rerr, io.ErrClosedPipe) {
+			return Msg{}, io.EOF
+		}
+		return Msg{}, p.rerr
+	case <-ctx.Done():
+		return Msg{}, fmt.Errorf("waiting for a line: %w", ctx.Err())
+	}
+}
+
+// Expect returns the next line, failing the test if there is none.
+func (p *Peer) Expect(ctx context.Context) Msg {
+	p.t.Helper()
+	m, err := p.Next(ctx)
+	if err != nil {
+		p.t.Fatalf("wiretest: expected a line: %v", err)
+	}
+	return m
+}
+
+// ExpectAnswer returns the next line, which must be the answer for id, given
+// as its exact JSON text.
+func (p *Peer) ExpectAnswer(ctx context.Context, id string) Msg {
+	p.t.Helper()
+	m := p.Expect(ctx)
+	if !m.IsResponse() || string(m.ID) != id {
+		p.t.Fatalf("wiretest: expected the answer for id %s, got %s", id, m.Raw)
+	}
+	return m
+}
+
+// ExpectResult checks that the next line answers id with a result equal to
+// want, compared as JSON.
+func (p *Peer) ExpectResult(ctx context.Context, id, want string) Msg {
+	p.t.Helper()
+	m := p.ExpectAnswer(ctx, id)
+	if m.Error != nil {
+		p.t.Fatalf("wiretest: expected result %s for id %s, got %s", want, id, m.Raw)
+	}
+	if !JSONEqual(want, string(m.Result)) {
+		p.t.Fatalf("wiretest: id %s: expected result %s, got %s", id, want, m.Raw)
+	}
+	return m
+}
+
+// ExpectError checks that the next line answers id with an error of code.
+func (p *Peer) ExpectError(ctx context.Context, id string, code int64) Msg {
+	p.t.Helper()
+	m := p.ExpectAnswer(ctx, id)
+	if m.Error == nil || m.Error.Code != code {
+		p.t.Fatalf("wiretest: expected error %d for id %s, got %s", code, id, m.Raw)
+	}
+	return m
+}
+
+// ExpectNotification checks that the next line is a notification of method.
+func (p *Peer) ExpectNotification(ctx context.Context, method string) Msg {
+	p.t.Helper()
+	m := p.Expect(ctx)
+	if !m.IsNotification() || m.Method != method {
+		p.t.Fatalf("wiretest: expected notification %s, got %s", method, m.Raw)
+	}
+	return m
+}
+
+// ExpectRequest checks that the next line is a request of method.
+func (p *Peer) ExpectRequest(ctx context.Context, method string) Msg {
+	p.t.Helper()
+	m := p.Expect(ctx)
+	if !m.IsRequest() || m.Method != method {
+		p.t.Fatalf("wiretest: expected request %s, got %s", method, m.Raw)
+	}
+	return m
+}
+
+// ExpectN returns the next n lines, for messages whose order is not defined.
+func (p *Peer) ExpectN(ctx context.Context, n int) []Msg {
+	p.t.Helper()
+	out := make([]Msg, 0, n)
+	for range n {
+		out = append(out, p.Expect(ctx))
+	}
+	return out
+}
+
+// Rest reads until the Conn's output ends and returns what came; use it
+// after closing the Conn to check that nothing else was sent.
+func (p *Peer) Rest(ctx context.Context) []Msg {
+	p.t.Helper()
+	var out []Msg
+	for {
+		m, err := p.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			p.t.Fatalf("wiretest: reading to the end: %v (so far %v)", err, out)
+		}
+		out = append(out, m)
+	}
+}
+
+// Send writes line and a "\n" in one write.
+func (p *Peer) Send(line string) {
+	p.t.Helper()
+	if err := p.TrySend(line + "\n"); err != nil {
+		p.t.Fatalf("wiretest: send %q: %v", line, err)
+	}
+}
+
+// SendRaw writes s exactly, in one write.
+func (p *Peer) SendRaw(s string) {
+	p.t.Helper()
+	if err := p.TrySend(s); err != nil {
+		p.t.Fatalf("wiretest: send %q: %v", s, err)
+	}
+}
+
+// TrySend writes s exactly and returns the write's error.
+func (p *Peer) TrySend(s string) error {
+	_, err := io.WriteString(p.end.W, s)
+	return err
+}
+
+// Request sends a request; id and params are JSON text (params "" for none).
+func (p *Peer) Request(id, method, params string) {
+	p.t.Helper()
+	p.Send(RequestLine(id, method, params))
+}
+
+// Notify sends a notification; params is JSON text ("" for none).
+func (p *Peer) Notify(method, params string) { p.t.Helper(); p.Send(NotificationLine(method, params)) }
+
+// Cancel sends $/cancel_request for id, given as JSON text.
+func (p *Peer) Cancel(id string) { p.t.Helper(); p.Send(CancelLine(id)) }
+
+// Respond answers id with result, both JSON text.
+func (p *Peer) Respond(id, result string) { p.t.Helper(); p.Send(ResultLine(id, result)) }
+
+// RespondError answers id with an error.
+func (p *Peer) RespondError(id string, code int64, message string) {
+	p.t.Helper()
+	p.Send(ErrorLine(id, code, message))
+}
+
+// CloseWrite ends the Conn's input, as a peer that exits does.
+func (p *Peer) CloseWrite() {
+	if err := p.end.CloseWrite(); err != nil {
+		p.t.Errorf("wiretest: close write: %v", err)
+	}
+}
+
+// Close closes the peer's end and waits for its reader.
+func (p *Peer) Close() {
+	p.closed.Do(func() {
+		close(p.stop)
+		_ = p.end.Close()
+		p.reader.Wait()
+	})
+}
+
+// RequestLine is a request's line without its "\n".
+func RequestLine(id, method, params string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":` + quote(method) + paramsPart(params) + `}`
+}
+
+// NotificationLine is a notification's line without its "\n".
+func NotificationLine(method, params string) string {
+	return `{"jsonrpc":"2.0","method":` + quote(method) + paramsPart(params) + `}`
+}
+
+// CancelLine is a $/cancel_request line for id (JSON text).
+func CancelLine(id string) string {
+	return NotificationLine(acprpc.MethodCancelRequest, `{"requestId":`+id+`}`)
+}
+
+// ResultLine is a success answer's line.
+func ResultLine(id, result string) string {
+	return `{"jsonrpc":"2.0","id":` + id + `,"result":` + result + `}`
+}
+
+// ErrorLine is an error answer's line.
+func ErrorLine(id string, code int64, message string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, code, quote(message))
+}
+
+func paramsPart(params string) string {
+	if params == "" {
+		return ""
+	}
+	return `,"params":` + params
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// JSONEqual reports whether a and b are the same JSON value.
+func JSONEqual(a, b string) bool {
+	var x, y any
+	da := json.NewDecoder(strings.NewReader(a))
+	da.UseNumber()
+	db := json.NewDecoder(strings.NewReader(b))
+	db.UseNumber()
+	if da.Decode(&x) != nil || db.Decode(&y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
