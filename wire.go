@@ -3,6 +3,7 @@ package acprpc
 import (
 	"bytes"
 	"errors"
+	"strings"
 )
 
 // msgKind says what a line carries.
@@ -201,8 +202,13 @@ func (m *members) slot(key []byte) (span *[]byte, inner *capture) {
 	case `"jsonrpc"`:
 		return &m.version, nil
 	}
-	if bytes.IndexByte(key, '\\') >= 0 { // an escaped spelling of a known key
-		return m.slot([]byte(`"` + unquote(key) + `"`))
+	// An escaped spelling of a known key. The decoded name is matched once:
+	// a name still holding a backslash is no known key, and decoding it
+	// again would take the literal key \u0069d for "id".
+	if bytes.IndexByte(key, '\\') >= 0 {
+		if name := unquote(key); strings.IndexByte(name, '\\') < 0 {
+			return m.slot([]byte(`"` + name + `"`))
+		}
 	}
 	return nil, nil
 }
