@@ -204,6 +204,7 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 }
 
 func (c *Conn) reply(f *frame) {
+	f.answer = true
 	if err := c.stream.out.send(f); err != nil {
 		c.log.Debug("acprpc: answer not sent", "error", err.Error())
 	}

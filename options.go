@@ -54,11 +54,12 @@ type Options struct {
 	// DefaultMaxQueuedNotifications.
 	MaxQueuedNotifications int
 
-	// MaxQueuedWrite bounds the bytes of answers and messages waiting to be
-	// written. When a peer sends faster than it reads and the queue is
-	// over this size, the connection stops reading until it drains, so
-	// memory stays bounded. Outgoing cancels are never held back by it.
-	// Zero means DefaultMaxQueuedWrite.
+	// MaxQueuedWrite bounds the bytes of answers waiting to be written.
+	// When a peer sends requests faster than it reads their answers and
+	// more than this is queued, the connection stops reading until it
+	// drains, so memory stays bounded. This side's own requests,
+	// notifications and cancels are never held back and do not count:
+	// their volume is the application's. Zero means DefaultMaxQueuedWrite.
 	MaxQueuedWrite int
 
 	// WaitAfterCancel is how long Call waits, once its context has ended

@@ -13,8 +13,9 @@ import (
 // frame is one outgoing line. Frames are pooled: the writer returns each to
 // the pool once its bytes are written.
 type frame struct {
-	buf bytes.Buffer
-	enc *json.Encoder
+	buf    bytes.Buffer
+	enc    *json.Encoder
+	answer bool // an answer to the peer: counts against the writer's limit
 }
 
 // maxPooledFrame keeps a rare huge message from pinning its buffer.
@@ -34,6 +35,7 @@ func (f *frame) release() {
 		return
 	}
 	f.buf.Reset()
+	f.answer = false
 	framePool.Put(f)
 }
 
@@ -116,8 +118,8 @@ type writer struct {
 	bw      *bufio.Writer
 	owner   *Stream
 	mu      sync.Mutex
-	limit   int           // queued bytes above which the reader waits
-	queued  int           // bytes queued and not yet written
+	limit   int           // queued answer bytes above which the reader waits
+	queued  int           // bytes of answers queued and not yet written
 	room    chan struct{} // closed when queued drops, if the reader waits
 	queue   []*frame
 	spare   []*frame
@@ -148,7 +150,9 @@ func (w *writer) send(f *frame) error {
 		return err
 	}
 	w.queue = append(w.queue, f)
-	w.queued += f.buf.Len()
+	if f.answer {
+		w.queued += f.buf.Len()
+	}
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
@@ -194,7 +198,9 @@ func (w *writer) write(batch []*frame) error {
 		if err == nil {
 			_, err = w.bw.Write(f.buf.Bytes())
 		}
-		written += f.buf.Len()
+		if f.answer {
+			written += f.buf.Len()
+		}
 		f.release()
 		batch[i] = nil
 	}
@@ -212,9 +218,13 @@ func (w *writer) write(batch []*frame) error {
 	return err
 }
 
-// waitRoom holds the reader while more than the limit waits to be written:
-// a peer that sends without reading our answers is slowed down, not fed
-// memory. It returns at once when the writer has stopped.
+// waitRoom holds the reader while more than the limit of answers waits to
+// be written: a peer that sends requests without reading our answers is
+// slowed down, not fed memory. Our own requests and notifications do not
+// count: holding the reader for them would stop it reading the answers that
+// retire them, and calls to a peer that answers in kind would stop both
+// sides for good once they passed the limit. It returns at once when the
+// writer has stopped.
 func (w *writer) waitRoom() {
 	w.mu.Lock()
 	for w.limit > 0 && w.queued > w.limit && w.err == nil {
