@@ -193,7 +193,7 @@ func (m *members) slot(key []byte) (span *[]byte, inner *capture) {
 	case `"method"`:
 		return &m.method, nil
 	case `"params"`:
-		m.session.key = `"sessionId"`
+		m.session = capture{key: `"sessionId"`} // a repeated params member starts afresh
 		return &m.params, &m.session
 	case `"result"`:
 		return &m.result, nil
