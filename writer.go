@@ -246,6 +246,7 @@ func (w *writer) fail(err error) {
 	if first {
 		w.err = err
 	}
+	closing := w.closing
 	dropped := w.queue
 	w.queue = nil
 	if w.room != nil {
@@ -256,7 +257,7 @@ func (w *writer) fail(err error) {
 	for _, f := range dropped {
 		f.release()
 	}
-	if first && err != errWriterClosed && !w.closing && w.owner.router != nil {
+	if first && err != errWriterClosed && !closing && w.owner.router != nil {
 		go w.owner.router.writeFailed(err) // not on this goroutine: shutdown waits for it
 	}
 }
