@@ -159,7 +159,7 @@ func (s *scanner) object(depth int, top *members, c *capture) error {
 		switch {
 		case top != nil:
 			into, inner = top.slot(key)
-		case c != nil && string(key) == c.key:
+		case c != nil && keyIs(key, c.key):
 			into = &c.span
 		}
 		if err := s.value(depth+1, inner); err != nil {
@@ -182,6 +182,15 @@ func (s *scanner) object(depth int, top *members, c *capture) error {
 			return errSyntax
 		}
 	}
+}
+
+// keyIs reports whether key, a member name as JSON text, names want (also
+// quoted), whether or not it is spelled with escapes.
+func keyIs(key []byte, want string) bool {
+	if string(key) == want {
+		return true
+	}
+	return bytes.IndexByte(key, '\\') >= 0 && `"`+unquote(key)+`"` == want
 }
 
 // slot says where a top-level member's span goes, and, for params, which
