@@ -101,7 +101,7 @@ func (s *Stream) ReadObject(v any) error {
 			}
 			continue
 		}
-		if len(line) > 0 {
+		if !blank(line) {
 			if s.deliver(line, v) {
 				return nil
 			}
@@ -162,6 +162,17 @@ func (s *Stream) readLine() (line []byte, size int, err error) {
 		return line[:min(prefixKept, len(line))], size, err
 	}
 	return trimLineEnd(line), size, err
+}
+
+// blank reports whether a line holds nothing but white space; such a line
+// is skipped like an empty one, as ACP's other SDKs do.
+func blank(line []byte) bool {
+	for _, c := range line {
+		if !isSpace(c) {
+			return false
+		}
+	}
+	return true
 }
 
 func trimLineEnd(b []byte) []byte {
