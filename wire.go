@@ -392,7 +392,7 @@ func (m *members) classify() (message, *lineError) {
 	if carried != nil && !validID(carried) {
 		carried = nil
 	}
-	if m.version != nil && !bytes.Equal(m.version, version20) {
+	if m.version != nil && !isVersion20(m.version) {
 		return invalid(`"jsonrpc" must be "2.0"`, carried)
 	}
 	if m.method == nil {
@@ -417,6 +417,11 @@ func (m *members) classify() (message, *lineError) {
 	}
 	msg.kind, msg.id = kindRequest, m.id
 	return msg, nil
+}
+
+// isVersion20 reports whether v is the JSON string "2.0", however spelled.
+func isVersion20(v []byte) bool {
+	return bytes.Equal(v, version20) || v[0] == '"' && unquote(v) == "2.0"
 }
 
 func (m *members) response() (message, *lineError) {
