@@ -510,7 +510,7 @@ func TestConnStats(t *testing.T) {
 
 	p.Cancel("1")
 	p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
-	p.Cancel("99")                                    // unknown: counted as received, ignored
+	p.Cancel("99")                                  // unknown: counted as received, ignored
 	p.Notify(acprpc.MethodCancelRequest, `{"x":1}`) // malformed: not counted
 	p.Request("3", "ping", "")
 	p.ExpectResult(ctx, "3", `"pong"`)
