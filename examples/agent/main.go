@@ -1,0 +1,49 @@
+// Command agent is the demo's ACP agent, built on acprpc. It speaks ACP over
+// stdio: messages on stdin and stdout, logs on stderr only.
+//
+// Each prompt turn sends a session/update, then asks the client, at once, for
+// permission to run a tool (session/request_permission) and for a terminal
+// (terminal/create), both under the turn's context. A prompt that contains
+// the word "slow" then works until it is cancelled; any other ends with
+// stopReason "end_turn". Cancelling the turn, by session/cancel or by
+// $/cancel_request on the prompt, cancels both requests, each with its own
+// $/cancel_request, and the turn ends with stopReason "cancelled".
+//
+// The agent exits with status 0 when its stdin closes.
+//
+//	go run ./examples/agent
+//	go run ./examples/cascade   # watch it work with the demo client
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/examples/internal/demo"
+)
+
+func main() {
+	verbose := flag.Bool("v", false, "log acprpc's diagnostics too")
+	flag.Parse()
+
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	agent := demo.NewAgent(log)
+	conn := acprpc.NewConn(ctx, acprpc.NewStreamPipes(os.Stdin, os.Stdout), agent, &acprpc.Options{Logger: log})
+	<-conn.Done()
+	log.Info("connection closed", "reason", conn.Err())
+	conn.Close()
+	agent.Wait() // every turn's context has ended; let them finish
+}

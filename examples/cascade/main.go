@@ -1,0 +1,97 @@
+// Command cascade shows ACP's cascading cancellation on the wire. It builds
+// the demo agent, starts it as a subprocess, and drives it with the demo
+// client over the agent's stdin and stdout: a prompt turn in which the agent
+// asks the client for permission and for a terminal, cancelled by the client
+// while both are pending. It then prints every message that went by as a
+// timeline, and checks that every request was answered exactly once.
+//
+// From the repository's root:
+//
+//	go run ./examples/cascade                   # cancel by session/cancel
+//	go run ./examples/cascade -cancel=request   # cancel by $/cancel_request on the prompt
+//	go run ./examples/cascade -raw              # the exact JSON lines
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/acpkit/acprpc/examples/internal/demo"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the command; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cascade", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cancel := fs.String("cancel", demo.CancelSession, "how the client cancels the turn: session (session/cancel) or request ($/cancel_request on the prompt)")
+	delay := fs.Duration("delay", 200*time.Millisecond, "how long after the agent's permission and terminal requests arrive the client cancels")
+	raw := fs.Bool("raw", false, "print the exact JSON lines")
+	agentPath := fs.String("agent", "", "the agent binary to run (default: build ./examples/agent into a temporary directory)")
+	prompt := fs.String("prompt", "slow: analyze file X", "the prompt's text")
+	showLog := fs.Bool("log", false, "print the agent's stderr log after the timeline")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *cancel != demo.CancelSession && *cancel != demo.CancelRequest {
+		fmt.Fprintf(stderr, "cascade: -cancel must be %q or %q\n", demo.CancelSession, demo.CancelRequest)
+		return 2
+	}
+
+	if *agentPath == "" {
+		dir, err := os.MkdirTemp("", "acprpc-cascade-")
+		if err != nil {
+			fmt.Fprintln(stderr, "cascade:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		fmt.Fprintln(stdout, "building the demo agent (go build ./examples/agent) ...")
+		if *agentPath, err = demo.BuildAgent(ctx, dir); err != nil {
+			fmt.Fprintln(stderr, "cascade:", err)
+			return 1
+		}
+	}
+
+	how := map[string]string{
+		demo.CancelSession: "session/cancel",
+		demo.CancelRequest: "$/cancel_request on the prompt",
+	}[*cancel]
+	fmt.Fprintf(stdout, "ACP cascading cancellation with acprpc: the client cancels the turn by %s,\n", how)
+	fmt.Fprintf(stdout, "%v after the agent's permission and terminal requests arrive.\n", *delay)
+	fmt.Fprintf(stdout, "%s\n\n", demo.Legend)
+
+	var agentLog bytes.Buffer
+	rec := demo.NewRecorder()
+	session := &demo.Session{AgentPath: *agentPath, AgentStderr: &agentLog, Recorder: rec}
+	client := &demo.Client{TerminalStartup: 10 * time.Second}
+	res, err := session.Run(ctx, client, demo.Turn{Prompt: *prompt, Cancel: *cancel, Delay: *delay})
+
+	sum := demo.Render(stdout, rec.Lines(), *raw)
+	if *showLog || err != nil {
+		fmt.Fprintf(stdout, "\nagent log (stderr):\n%s", agentLog.String())
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintln(stderr, "cascade:", err)
+		return 1
+	case !sum.OK:
+		fmt.Fprintln(stderr, "cascade: a check failed")
+		return 1
+	case res.StopReason != demo.StopCancelled:
+		fmt.Fprintf(stderr, "cascade: the turn ended with %q, not %q\n", res.StopReason, demo.StopCancelled)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,140 @@
+// Command client is the demo's ACP client, built on acprpc. It starts an
+// agent as a subprocess, opens a session, sends a prompt and serves the
+// agent's requests like an editor: a permission request waits for the user,
+// and a terminal takes a moment to start. After -delay it cancels the turn,
+// by session/cancel (Conn.CancelSession) or, with -cancel=request, by
+// cancelling the prompt's Call, which sends $/cancel_request. It prints the
+// turn's stop reason.
+//
+// From the repository's root:
+//
+//	go build -o /tmp/agent ./examples/agent
+//	go run ./examples/client -agent /tmp/agent
+//	go run ./examples/client -agent /tmp/agent -cancel=request
+//	go run ./examples/client -agent /tmp/agent -cancel=none -approve -prompt hello
+//
+// Without -agent it builds ./examples/agent into a temporary directory
+// first. See ./examples/cascade for the same conversation shown on the wire.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"time"
+
+	"github.com/acpkit/acprpc/examples/internal/demo"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the command; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	agentPath := fs.String("agent", "", "the agent binary to run (default: build ./examples/agent into a temporary directory)")
+	prompt := fs.String("prompt", "slow: analyze file X", `the prompt's text; the demo agent works until cancelled if it contains "slow"`)
+	cancel := fs.String("cancel", demo.CancelSession, "how to cancel the turn: session (session/cancel), request ($/cancel_request on the prompt) or none")
+	delay := fs.Duration("delay", 200*time.Millisecond, "how long after the agent's permission and terminal requests arrive to cancel")
+	approve := fs.Bool("approve", false, "allow the tool at once instead of waiting for the user")
+	terminal := fs.Duration("terminal-startup", time.Second, "how long a terminal takes to start")
+	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
+	verbose := fs.Bool("v", false, "show the agent's log and acprpc's diagnostics")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	stdout = &lockedWriter{w: stdout} // handlers print from goroutines of their own
+	switch *cancel {
+	case demo.CancelSession, demo.CancelRequest, demo.CancelNone:
+	default:
+		fmt.Fprintf(stderr, "client: -cancel must be %s, %s or %s\n", demo.CancelSession, demo.CancelRequest, demo.CancelNone)
+		return 2
+	}
+	ctx, stop := context.WithTimeout(ctx, *timeout)
+	defer stop()
+
+	if *agentPath == "" {
+		dir, err := os.MkdirTemp("", "acprpc-client-")
+		if err != nil {
+			fmt.Fprintln(stderr, "client:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		if *agentPath, err = demo.BuildAgent(ctx, dir); err != nil {
+			fmt.Fprintln(stderr, "client:", err)
+			return 1
+		}
+	}
+
+	session := &demo.Session{AgentPath: *agentPath}
+	if *verbose {
+		session.AgentStderr = stderr
+		session.AgentArgs = []string{"-v"}
+		session.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	client := &demo.Client{
+		Approve:         *approve,
+		TerminalStartup: *terminal,
+		OnUpdate: func(n demo.SessionNotification) {
+			if c := n.Update.Content; c != nil && c.Type == "text" {
+				fmt.Fprintf(stdout, "agent: %s\n", c.Text)
+			}
+		},
+		OnRequest: func(method string) {
+			switch method {
+			case demo.MethodRequestPermission:
+				if *approve {
+					fmt.Fprintln(stdout, "client: the agent asks permission to run `sleep 30`: allowed")
+				} else {
+					fmt.Fprintln(stdout, "client: the agent asks permission to run `sleep 30` (the user is thinking...)")
+				}
+			case demo.MethodTerminalCreate:
+				fmt.Fprintf(stdout, "client: the agent asks for a terminal (starting it takes %v)\n", *terminal)
+			}
+		},
+	}
+	turn := demo.Turn{
+		Prompt: *prompt,
+		Cancel: *cancel,
+		Delay:  *delay,
+		OnCancel: func(how string) {
+			if how == demo.CancelSession {
+				fmt.Fprintln(stdout, "client: cancelling the turn: session/cancel")
+			} else {
+				fmt.Fprintln(stdout, "client: cancelling the turn: $/cancel_request on the prompt")
+			}
+		},
+	}
+	if cwd, err := os.Getwd(); err == nil {
+		turn.Cwd = cwd
+	}
+	fmt.Fprintf(stdout, "you: %s\n", *prompt)
+	res, err := session.Run(ctx, client, turn)
+	if err != nil {
+		fmt.Fprintln(stderr, "client:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "stopReason: %s\n", res.StopReason)
+	return 0
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

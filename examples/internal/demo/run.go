@@ -1,0 +1,60 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/acpkit/acprpc"
+)
+
+// Session is a client's conversation with an agent subprocess.
+type Session struct {
+	// AgentPath is the agent binary (see BuildAgent).
+	AgentPath string
+	// AgentArgs are passed to it.
+	AgentArgs []string
+	// AgentStderr receives the agent's log; nil discards it.
+	AgentStderr io.Writer
+	// Recorder, if set, taps the wire.
+	Recorder *Recorder
+	// Log receives the client connection's diagnostics; nil discards them.
+	Log *slog.Logger
+}
+
+// Run starts the agent, runs one turn with client over its stdin and stdout,
+// then closes the agent's stdin and waits for it to exit, which must be with
+// status 0.
+func (s *Session) Run(ctx context.Context, client *Client, t Turn) (TurnResult, error) {
+	stderr := s.AgentStderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	proc, err := StartAgent(s.AgentPath, stderr, s.AgentArgs...)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	var r io.ReadCloser = proc.Stdout
+	var w io.WriteCloser = proc.Stdin
+	if s.Recorder != nil {
+		r = s.Recorder.Reader(AgentToClient, r)
+		w = s.Recorder.Writer(ClientToAgent, w)
+	}
+	conn := acprpc.NewConn(ctx, acprpc.NewStreamPipes(r, w), client, &acprpc.Options{Logger: s.Log})
+	res, turnErr := client.RunTurn(ctx, conn, t)
+
+	// Closing the connection closes the agent's stdin: it must exit, with
+	// status 0.
+	conn.Close()
+	client.Wait()
+	if err := proc.Wait(); err != nil {
+		var exit interface{ ExitCode() int }
+		if errors.As(err, &exit) {
+			err = fmt.Errorf("the agent exited with status %d", exit.ExitCode())
+		}
+		return res, errors.Join(turnErr, err)
+	}
+	return res, turnErr
+}
