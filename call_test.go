@@ -1,0 +1,444 @@
+package acprpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// goCall runs a Call on a goroutine of its own and reports its error.
+func goCall(c *acprpc.Conn, ctx context.Context, method string, params, result any, opts ...acprpc.CallOption) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- c.Call(ctx, method, params, result, opts...) }()
+	return done
+}
+
+// assertCancelledCall checks the error of a Call whose context ended.
+func assertCancelledCall(t *testing.T, err error, ctxErr error, method, id string) {
+	t.Helper()
+	require.Error(t, err)
+	assert.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.ErrorIs(t, err, ctxErr)
+	var ce *acprpc.CallError
+	if assert.ErrorAs(t, err, &ce) {
+		assert.Equal(t, method, ce.Method)
+		assert.Equal(t, id, ce.ID.String())
+	}
+	assert.NotErrorIs(t, err, acprpc.ErrConnClosed)
+}
+
+// Call IDs count up from 1 and are never reused, not even the ID of a
+// cancelled call whose answer is still due; its late answer is dropped
+// quietly and never taken for another call's.
+func TestCallIDsAndLateAnswer(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		logger, log := wiretest.NewLog()
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: logger})
+
+		var r1 string
+		done := goCall(c, ctx, "peer/one", map[string]int{"n": 1}, &r1)
+		m := p.ExpectRequest(ctx, "peer/one")
+		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"method":"peer/one","params":{"n":1}}`, m.Raw)
+		p.Respond("1", `"first"`)
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		assert.Equal(t, "first", r1)
+
+		ctx2, cancel2 := context.WithCancel(ctx)
+		done = goCall(c, ctx2, "peer/two", nil, nil)
+		m = p.ExpectRequest(ctx, "peer/two")
+		assert.Equal(t, `{"jsonrpc":"2.0","id":2,"method":"peer/two"}`, m.Raw)
+		cancel2()
+		assertCancelledCall(t, wiretest.Recv(t, ctx, done), context.Canceled, "peer/two", "2")
+		cm := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		assert.Equal(t, `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":2}}`, cm.Raw)
+
+		var r3 string
+		done = goCall(c, ctx, "peer/three", []int{3}, &r3)
+		m = p.ExpectRequest(ctx, "peer/three")
+		assert.Equal(t, "3", string(m.ID))
+		p.Respond(`"3"`, `"string id: not ours"`)
+		p.Respond("2", `"late answer to two"`)
+		p.Request("1", "ping", "")
+		p.ExpectResult(ctx, "1", `"pong"`)
+		select {
+		case err := <-done:
+			t.Fatalf("call 3 took another answer: %v %q", err, r3)
+		default:
+		}
+		assert.Equal(t, 1, c.Stats().OutgoingInFlight)
+		p.Respond("3", `"third"`)
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		assert.Equal(t, "third", r3)
+
+		for _, r := range log.Records() {
+			assert.Less(t, r.Level, slog.LevelWarn, "a late answer is not worth a warning: %v", r)
+		}
+		require.NoError(t, c.Close())
+		assert.Empty(t, p.Rest(ctx), "a late answer was answered")
+	})
+}
+
+// Concurrent calls all get their own IDs and their own answers.
+func TestCallConcurrent(t *testing.T) {
+	const n = 64
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		l := wiretest.Pair(t, tr, wiretest.Side{}, wiretest.Side{Handler: wiretest.Mux{"echo": wiretest.Echo}})
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Go(func() {
+				var out map[string]int
+				if err := l.A.Call(ctx, "echo", map[string]int{"i": i}, &out); err != nil {
+					errs <- err
+					return
+				}
+				if out["i"] != i {
+					errs <- fmt.Errorf("call %d got %v", i, out)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		ids := map[string]bool{}
+		for _, m := range l.Lines(wiretest.AtoB) {
+			require.True(t, m.IsRequest(), m.Raw)
+			assert.False(t, ids[string(m.ID)], "id %s reused", m.ID)
+			ids[string(m.ID)] = true
+		}
+		for i := 1; i <= n; i++ {
+			assert.True(t, ids[strconv.Itoa(i)], "id %d missing", i)
+		}
+	})
+}
+
+// When ctx ends first the peer gets exactly one $/cancel_request with the
+// call's ID, and Call returns at once with an error that is both ctx.Err()
+// and ErrCancelled.
+func TestCallCancelSendsOneCancel(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		c, p := wiretest.Connect(t, tr, nil, nil)
+
+		cctx, cancel := context.WithCancel(ctx)
+		done := goCall(c, cctx, "peer/slow", nil, nil)
+		req := p.ExpectRequest(ctx, "peer/slow")
+		cancel()
+		assertCancelledCall(t, wiretest.Recv(t, ctx, done), context.Canceled, "peer/slow", string(req.ID))
+		cm := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		assert.Equal(t, string(req.ID), string(cm.ParamMember("requestId")))
+
+		dctx, dcancel := context.WithTimeout(ctx, 10*time.Millisecond)
+		defer dcancel()
+		done = goCall(c, dctx, "peer/deadline", nil, nil)
+		req2 := p.ExpectRequest(ctx, "peer/deadline")
+		assertCancelledCall(t, wiretest.Recv(t, ctx, done), context.DeadlineExceeded, "peer/deadline", string(req2.ID))
+		cm = p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		assert.Equal(t, string(req2.ID), string(cm.ParamMember("requestId")))
+
+		assert.EqualValues(t, 2, c.Stats().CancelsSent)
+		require.NoError(t, c.Close())
+		assert.Empty(t, p.Rest(ctx), "more than one cancel")
+	})
+}
+
+// A Call whose context has already ended sends nothing at all.
+func TestCallWithEndedContextSendsNothing(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	err := c.Call(cctx, "peer/never", nil, nil)
+	assert.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, c.Notify(ctx, "peer/marker", nil))
+	p.ExpectNotification(ctx, "peer/marker")
+	assert.Zero(t, c.Stats().CancelsSent)
+	assert.Zero(t, c.Stats().OutgoingInFlight)
+}
+
+// WaitAfterCancel waits, a bounded time, for the peer's answer to a
+// cancelled call: a marker or partial result comes back with a nil error,
+// a -32800 answer as an error that is ErrCancelled, ctx.Err() and the
+// peer's *Error; no answer in time is the plain cancelled error.
+func TestCallWaitAfterCancel(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		c, p := wiretest.Connect(t, tr, nil, &acprpc.Options{WaitAfterCancel: time.Minute})
+
+		// Marker: nil error, result decoded.
+		cctx, cancel := context.WithCancel(ctx)
+		var res struct{ StopReason string }
+		done := goCall(c, cctx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
+		req := p.ExpectRequest(ctx, "session/prompt")
+		cancel()
+		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		select {
+		case err := <-done:
+			t.Fatalf("Call returned before the answer it waits for: %v", err)
+		default:
+		}
+		p.Respond(string(req.ID), `{"stopReason":"cancelled"}`)
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		assert.Equal(t, "cancelled", res.StopReason)
+
+		// -32800: an error matching all three.
+		cctx, cancel = context.WithCancel(ctx)
+		done = goCall(c, cctx, "x/op", nil, nil)
+		req = p.ExpectRequest(ctx, "x/op")
+		cancel()
+		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		p.Send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32800,"message":"Request cancelled","data":{"why":"asked"}}}`)
+		err := wiretest.Recv(t, ctx, done)
+		assertCancelledCall(t, err, context.Canceled, "x/op", string(req.ID))
+		var rpcErr *acprpc.Error
+		require.ErrorAs(t, err, &rpcErr)
+		assert.EqualValues(t, acprpc.CodeRequestCancelled, rpcErr.Code)
+		assert.JSONEq(t, `{"why":"asked"}`, string(rpcErr.Data))
+
+		// Per call: no wait, even though the Options say a minute.
+		cctx, cancel = context.WithCancel(ctx)
+		done = goCall(c, cctx, "x/nowait", nil, nil, acprpc.WaitAfterCancel(0))
+		req = p.ExpectRequest(ctx, "x/nowait")
+		cancel()
+		assertCancelledCall(t, wiretest.Recv(t, ctx, done), context.Canceled, "x/nowait", string(req.ID))
+		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+
+		// Per call: a short wait that runs out.
+		cctx, cancel = context.WithCancel(ctx)
+		done = goCall(c, cctx, "x/short", nil, nil, acprpc.WaitAfterCancel(20*time.Millisecond))
+		req = p.ExpectRequest(ctx, "x/short")
+		cancel()
+		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		err = wiretest.Recv(t, ctx, done)
+		assertCancelledCall(t, err, context.Canceled, "x/short", string(req.ID))
+		assert.False(t, errors.As(err, &rpcErr), "no answer came, yet: %v", err)
+	})
+}
+
+// The per-call option works without the connection-wide one.
+func TestCallWaitAfterCancelPerCall(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[2], nil, nil)
+	cctx, cancel := context.WithCancel(ctx)
+	var res map[string]any
+	done := goCall(c, cctx, "session/request_permission", nil, &res, acprpc.WaitAfterCancel(time.Minute))
+	req := p.ExpectRequest(ctx, "session/request_permission")
+	cancel()
+	p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+	p.Respond(string(req.ID), `{"outcome":{"outcome":"cancelled"}}`)
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+	assert.Equal(t, map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, res)
+}
+
+// An error answer is a *CallError wrapping the peer's *Error, code, message
+// and data intact; only -32800 matches ErrCancelled.
+func TestCallErrorAnswer(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		c, p := wiretest.Connect(t, tr, nil, nil)
+		done := goCall(c, ctx, "fs/read_text_file", nil, nil)
+		req := p.ExpectRequest(ctx, "fs/read_text_file")
+		p.Send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32002,"message":"Resource not found","data":{"path":"/x"}}}`)
+		err := wiretest.Recv(t, ctx, done)
+		var ce *acprpc.CallError
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, "fs/read_text_file", ce.Method)
+		assert.Equal(t, string(req.ID), ce.ID.String())
+		var rpcErr *acprpc.Error
+		require.ErrorAs(t, err, &rpcErr)
+		assert.EqualValues(t, -32002, rpcErr.Code)
+		assert.Equal(t, "Resource not found", rpcErr.Message)
+		assert.JSONEq(t, `{"path":"/x"}`, string(rpcErr.Data))
+		assert.NotErrorIs(t, err, acprpc.ErrCancelled)
+		assert.NotErrorIs(t, err, acprpc.ErrConnClosed)
+		assert.Contains(t, err.Error(), "Resource not found")
+
+		done = goCall(c, ctx, "x/cancelled", nil, nil)
+		req = p.ExpectRequest(ctx, "x/cancelled")
+		p.RespondError(string(req.ID), acprpc.CodeRequestCancelled, "Request cancelled")
+		err = wiretest.Recv(t, ctx, done)
+		assert.ErrorIs(t, err, acprpc.ErrCancelled)
+		require.ErrorAs(t, err, &rpcErr)
+		assert.EqualValues(t, acprpc.CodeRequestCancelled, rpcErr.Code)
+
+		var out struct{ N int }
+		done = goCall(c, ctx, "x/badresult", nil, &out)
+		req = p.ExpectRequest(ctx, "x/badresult")
+		p.Respond(string(req.ID), `"not an object"`)
+		err = wiretest.Recv(t, ctx, done)
+		require.Error(t, err)
+		assert.False(t, errors.As(err, &rpcErr))
+	})
+}
+
+// A peer that has stopped reading blocks nobody: a Call whose context
+// ends returns even though neither its request nor its cancel can be
+// written, and so does Close.
+func TestCallPeerStoppedReading(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		c, _ := wiretest.Connect(t, tr, nil, nil) // the peer never reads
+		big := strings.Repeat("x", 1<<20)
+		require.NoError(t, c.Notify(ctx, "x/jam", map[string]string{"pad": big}))
+		cctx, cancel := context.WithCancel(ctx)
+		done := goCall(c, cctx, "x/stuck", map[string]string{"pad": big}, nil)
+		cancel()
+		err := wiretest.Recv(t, ctx, done)
+		assert.ErrorIs(t, err, acprpc.ErrCancelled)
+		assert.ErrorIs(t, err, context.Canceled)
+
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		assert.NoError(t, wiretest.Recv(t, ctx, closed))
+	})
+}
+
+// A response reaches its caller only after every notification that arrived
+// before it has been handled, however slow the notification handler.
+func TestCallAnswerAfterNotifications(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		release := make(chan struct{})
+		var handled atomic.Int32
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{
+			"session/update": func(_ context.Context, req *acprpc.Request) (any, error) {
+				if strings.Contains(string(req.Params), `"last"`) {
+					<-release
+				}
+				handled.Add(1)
+				return nil, nil
+			},
+			"ping": wiretest.Ping,
+		}, nil)
+		var res struct{ StopReason string }
+		var handledAtReturn int32
+		done := make(chan error, 1)
+		go func() {
+			err := c.Call(ctx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
+			handledAtReturn = handled.Load()
+			done <- err
+		}()
+		req := p.ExpectRequest(ctx, "session/prompt")
+		p.Notify("session/update", `{"sessionId":"s","update":{"n":1}}`)
+		p.Notify("session/update", `{"sessionId":"s","update":{"n":2}}`)
+		p.Notify("session/update", `{"sessionId":"s","update":"last"}`)
+		p.Respond(string(req.ID), `{"stopReason":"end_turn"}`)
+		p.Request("1", "ping", "") // once answered, the response has been read
+		p.ExpectResult(ctx, "1", `"pong"`)
+		select {
+		case err := <-done:
+			t.Fatalf("the answer overtook a notification: %v", err)
+		default:
+		}
+		close(release)
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		assert.EqualValues(t, 3, handledAtReturn)
+		assert.Equal(t, "end_turn", res.StopReason)
+	})
+}
+
+// Cancellation cascades through contexts across three hops: A calls B, B's
+// handler calls C with its own context; cancelling A's call cancels C's
+// handler, and each hop sends its own $/cancel_request with its own ID.
+func TestCallCascadeThreeHops(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		cStarted := make(chan struct{})
+		cCause := make(chan error, 1)
+		bCause := make(chan error, 1)
+		bCallErr := make(chan error, 1)
+		hC := wiretest.Mux{
+			"ping": wiretest.Ping,
+			"c/deep": func(ctx context.Context, _ *acprpc.Request) (any, error) {
+				close(cStarted)
+				<-ctx.Done()
+				cCause <- context.Cause(ctx)
+				return nil, ctx.Err()
+			},
+		}
+		var bc *wiretest.Link
+		hB := wiretest.Mux{
+			"b/work": func(ctx context.Context, _ *acprpc.Request) (any, error) {
+				// Some calls first, so B's ID for C differs from A's for B.
+				for range 2 {
+					if err := bc.A.Call(ctx, "ping", nil, nil); err != nil {
+						return nil, err
+					}
+				}
+				err := bc.A.Call(ctx, "c/deep", nil, nil)
+				bCallErr <- err
+				bCause <- context.Cause(ctx)
+				return nil, err
+			},
+		}
+		bc = wiretest.Pair(t, tr, wiretest.Side{}, wiretest.Side{Handler: hC})
+		ab := wiretest.Pair(t, tr, wiretest.Side{}, wiretest.Side{Handler: hB})
+
+		actx, cancel := context.WithCancel(ctx)
+		done := goCall(ab.A, actx, "b/work", nil, nil, acprpc.WaitAfterCancel(time.Minute))
+		wiretest.Recv(t, ctx, (<-chan struct{})(cStarted))
+		cancel()
+
+		err := wiretest.Recv(t, ctx, done)
+		assert.ErrorIs(t, err, acprpc.ErrCancelled)
+		assert.ErrorIs(t, err, context.Canceled)
+		var rpcErr *acprpc.Error
+		require.ErrorAs(t, err, &rpcErr, "A waited for B's answer")
+		assert.EqualValues(t, acprpc.CodeRequestCancelled, rpcErr.Code)
+
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, cCause), acprpc.ErrPeerCancelled)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, bCause), acprpc.ErrPeerCancelled)
+		bErr := wiretest.Recv(t, ctx, bCallErr)
+		assert.ErrorIs(t, bErr, acprpc.ErrCancelled)
+		assert.ErrorIs(t, bErr, context.Canceled)
+
+		work := ab.Await(ctx, wiretest.AtoB, wiretest.IsRequestOf("b/work"))
+		deep := bc.Await(ctx, wiretest.AtoB, wiretest.IsRequestOf("c/deep"))
+		assert.Equal(t, "1", string(work.ID))
+		assert.Equal(t, "3", string(deep.ID))
+		ab.Await(ctx, wiretest.AtoB, wiretest.IsCancelOf(string(work.ID)))
+		bc.Await(ctx, wiretest.AtoB, wiretest.IsCancelOf(string(deep.ID)))
+		assert.Equal(t, 1, ab.Count(wiretest.AtoB, func(m wiretest.Msg) bool { return m.Method == acprpc.MethodCancelRequest }))
+		assert.Equal(t, 1, bc.Count(wiretest.AtoB, func(m wiretest.Msg) bool { return m.Method == acprpc.MethodCancelRequest }))
+		deepAnswer := bc.Await(ctx, wiretest.BtoA, wiretest.IsAnswerTo(string(deep.ID)))
+		assert.EqualValues(t, acprpc.CodeRequestCancelled, deepAnswer.Code())
+		workAnswer := ab.Await(ctx, wiretest.BtoA, wiretest.IsAnswerTo(string(work.ID)))
+		assert.EqualValues(t, acprpc.CodeRequestCancelled, workAnswer.Code())
+
+		assert.EqualValues(t, 1, ab.A.Stats().CancelsSent)
+		assert.EqualValues(t, 1, ab.B.Stats().CancelsReceived)
+		assert.EqualValues(t, 1, bc.A.Stats().CancelsSent)
+		assert.EqualValues(t, 1, bc.B.Stats().CancelsReceived)
+	})
+}
+
+// Notify sends one notification line with the params as encoded.
+func TestCallNotify(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[1], nil, nil)
+	require.NoError(t, c.Notify(ctx, "session/update", json.RawMessage(`{"sessionId":"s","update":{"a":"<b>"}}`)))
+	m := p.ExpectNotification(ctx, "session/update")
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"a":"<b>"}}}`, m.Raw)
+	require.NoError(t, c.Notify(ctx, "x/none", nil))
+	m = p.ExpectNotification(ctx, "x/none")
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"x/none"}`, m.Raw)
+}
