@@ -1,0 +1,290 @@
+package acprpc_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// sessionAgent is a handler whose requests wait for their context, and
+// which records the session notifications it receives.
+type sessionAgent struct {
+	mu      sync.Mutex
+	ctxs    map[string]context.Context
+	started chan string
+	causes  chan idCause
+	notes   chan noteSeen
+}
+
+type noteSeen struct {
+	method, sessionID string
+	// whether every request of the session was already cancelled when the
+	// application's handler saw the notification
+	alreadyCancelled bool
+}
+
+func newSessionAgent() *sessionAgent {
+	return &sessionAgent{
+		ctxs:    map[string]context.Context{},
+		started: make(chan string, 16),
+		causes:  make(chan idCause, 16),
+		notes:   make(chan noteSeen, 16),
+	}
+}
+
+func (a *sessionAgent) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
+	if req.IsNotification() {
+		seen := noteSeen{method: req.Method, sessionID: req.SessionID, alreadyCancelled: true}
+		a.mu.Lock()
+		for _, c := range a.ctxs {
+			r, _ := acprpc.RequestFromContext(c)
+			if r.SessionID == req.SessionID && c.Err() == nil {
+				seen.alreadyCancelled = false
+			}
+		}
+		a.mu.Unlock()
+		a.notes <- seen
+		return nil, nil
+	}
+	a.mu.Lock()
+	a.ctxs[req.ID.String()] = ctx
+	a.mu.Unlock()
+	a.started <- req.ID.String()
+	<-ctx.Done()
+	a.causes <- idCause{req.ID.String(), context.Cause(ctx)}
+	return nil, context.Cause(ctx)
+}
+
+// The peer's session/cancel and session/close cancel the requests in flight
+// for that session (cause ErrSessionCancelled; a prompt answers with its
+// marker), leave every other request alone, and still reach the handler,
+// after the cancellation.
+func TestSessionCancelFromPeer(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		a := newSessionAgent()
+		c, p := wiretest.Connect(t, tr, a, nil)
+		p.Request("1", "session/prompt", `{"sessionId":"s1","prompt":[]}`)
+		p.Request("2", "session/prompt", `{"sessionId":"s2","prompt":[]}`)
+		p.Request("3", "x/tool", `{"sessionId":"s1"}`)
+		p.Request("4", "x/nosession", `{"other":{"sessionId":"s1"}}`)
+		p.Request(`"5"`, "x/array", `["s1"]`)
+		for range 5 {
+			wiretest.Recv(t, ctx, a.started)
+		}
+
+		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"s1"}`)
+		got := wiretest.ByID(p.ExpectN(ctx, 2))
+		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
+		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["3"].Code())
+		for range 2 {
+			ic := wiretest.Recv(t, ctx, a.causes)
+			assert.Contains(t, []string{"1", "3"}, ic.id)
+			assert.ErrorIs(t, ic.cause, acprpc.ErrSessionCancelled)
+			assert.NotErrorIs(t, ic.cause, acprpc.ErrPeerCancelled)
+		}
+		note := wiretest.Recv(t, ctx, a.notes)
+		assert.Equal(t, noteSeen{acprpc.MethodSessionCancel, "s1", true}, note)
+		assert.Equal(t, 3, c.Stats().IncomingInFlight)
+
+		p.Notify(acprpc.MethodSessionClose, `{"sessionId":"s2"}`)
+		p.ExpectResult(ctx, "2", `{"stopReason":"cancelled"}`)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes).cause, acprpc.ErrSessionCancelled)
+		assert.Equal(t, noteSeen{acprpc.MethodSessionClose, "s2", true}, wiretest.Recv(t, ctx, a.notes))
+
+		// Unknown, missing or non-string session IDs cancel nothing.
+		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"nope"}`)
+		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":1}`)
+		p.Notify(acprpc.MethodSessionCancel, `{}`)
+		for range 3 {
+			wiretest.Recv(t, ctx, a.notes)
+		}
+		assert.Equal(t, 2, c.Stats().IncomingInFlight)
+		assert.Empty(t, a.causes)
+
+		p.Cancel("4")
+		p.Cancel(`"5"`)
+		got = wiretest.ByID(p.ExpectN(ctx, 2))
+		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["4"].Code())
+		assert.EqualValues(t, acprpc.CodeRequestCancelled, got[`"5"`].Code())
+	})
+}
+
+// SessionCancelMethods chooses which notifications cancel a session; an
+// empty list turns session cancellation off.
+func TestSessionCancelMethodsOption(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := newSessionAgent()
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, &acprpc.Options{SessionCancelMethods: []string{}})
+	p.Request("1", "session/prompt", `{"sessionId":"s"}`)
+	wiretest.Recv(t, ctx, a.started)
+	p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"s"}`)
+	note := wiretest.Recv(t, ctx, a.notes)
+	assert.False(t, note.alreadyCancelled)
+	assert.Equal(t, 1, c.Stats().IncomingInFlight)
+
+	a2 := newSessionAgent()
+	_, p2 := wiretest.Connect(t, wiretest.Transports[0], a2, &acprpc.Options{SessionCancelMethods: []string{"x/stop"}})
+	p2.Request("1", "session/prompt", `{"sessionId":"s"}`)
+	wiretest.Recv(t, ctx, a2.started)
+	p2.Notify("x/stop", `{"sessionId":"s"}`)
+	p2.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, a2.causes).cause, acprpc.ErrSessionCancelled)
+}
+
+// Conn.CancelSession sends session/cancel and cancels this side's requests
+// of that session (the agent's permission requests), which answer with the
+// cancelled outcome; other sessions are left alone.
+func TestSessionCancelSession(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		a := newSessionAgent()
+		c, p := wiretest.Connect(t, tr, a, nil)
+		p.Request("7", "session/request_permission", `{"sessionId":"s1","toolCall":{"toolCallId":"t"},"options":[]}`)
+		p.Request("8", "session/request_permission", `{"sessionId":"s2","toolCall":{"toolCallId":"t"},"options":[]}`)
+		wiretest.Recv(t, ctx, a.started)
+		wiretest.Recv(t, ctx, a.started)
+
+		require.NoError(t, c.CancelSession(ctx, "s1"))
+		m := p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
+		assert.Equal(t, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`, m.Raw)
+		p.ExpectResult(ctx, "7", `{"outcome":{"outcome":"cancelled"}}`)
+		ic := wiretest.Recv(t, ctx, a.causes)
+		assert.Equal(t, "7", ic.id)
+		assert.ErrorIs(t, ic.cause, acprpc.ErrSessionCancelled)
+		assert.Equal(t, 1, c.Stats().IncomingInFlight)
+
+		// A session with nothing in flight here: only the notification.
+		require.NoError(t, c.CancelSession(ctx, "s3"))
+		p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
+		assert.Equal(t, 1, c.Stats().IncomingInFlight)
+	})
+}
+
+// The prompt turn of the facts sheet, with a raw client: the agent's
+// prompt handler calls the client with its own context; session/cancel
+// cancels the prompt, whose calls each get their own $/cancel_request, and
+// the prompt ends with stopReason "cancelled" after its updates.
+func TestSessionPromptTurnOnTheWire(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		callErrs := make(chan error, 2)
+		agent := wiretest.Mux{
+			"session/prompt": func(ctx context.Context, req *acprpc.Request) (any, error) {
+				conn := acprpc.ConnFromContext(ctx)
+				if err := conn.Notify(ctx, "session/update", map[string]any{"sessionId": req.SessionID, "update": map[string]string{"k": "v"}}); err != nil {
+					return nil, err
+				}
+				var wg sync.WaitGroup
+				for _, method := range []string{"terminal/create", "session/request_permission"} {
+					wg.Go(func() {
+						callErrs <- conn.Call(ctx, method, map[string]string{"sessionId": req.SessionID}, nil)
+					})
+				}
+				wg.Wait()
+				return nil, ctx.Err() // an error: the marker answers anyway
+			},
+		}
+		_, p := wiretest.Connect(t, tr, agent, &acprpc.Options{WaitAfterCancel: time.Minute})
+		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}`)
+		p.ExpectNotification(ctx, "session/update")
+		ids := map[string]string{} // method → ID
+		for range 2 {
+			m := p.Expect(ctx)
+			require.True(t, m.IsRequest(), m.Raw)
+			ids[m.Method] = string(m.ID)
+		}
+		require.Contains(t, ids, "terminal/create")
+		require.Contains(t, ids, "session/request_permission")
+		assert.ElementsMatch(t, []string{"1", "2"}, []string{ids["terminal/create"], ids["session/request_permission"]})
+		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"s"}`)
+		cancels := map[string]bool{}
+		for range 2 {
+			m := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+			cancels[string(m.ParamMember("requestId"))] = true
+		}
+		assert.Equal(t, map[string]bool{"1": true, "2": true}, cancels)
+		p.RespondError(ids["terminal/create"], acprpc.CodeRequestCancelled, "Request cancelled")
+		p.Respond(ids["session/request_permission"], `{"outcome":{"outcome":"cancelled"}}`)
+		p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+		errs := []error{wiretest.Recv(t, ctx, callErrs), wiretest.Recv(t, ctx, callErrs)}
+		nils := 0
+		for _, err := range errs {
+			if err == nil {
+				nils++
+			} else {
+				assert.ErrorIs(t, err, acprpc.ErrCancelled)
+			}
+		}
+		assert.Equal(t, 1, nils, "the permission's marker is a nil error: %v", errs)
+	})
+}
+
+// The same turn between two Conns: the client cancels with CancelSession;
+// its own pending permission request answers with the cancelled outcome,
+// the agent's prompt ends with the marker, and the client's Call gets it.
+func TestSessionCancelBothSides(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		permAsked := make(chan struct{})
+		permCause := make(chan error, 1)
+		promptCause := make(chan error, 1)
+		var outcome struct{ Outcome struct{ Outcome string } }
+		outcomeErr := make(chan error, 1)
+		client := wiretest.Mux{
+			"session/request_permission": func(ctx context.Context, _ *acprpc.Request) (any, error) {
+				close(permAsked)
+				<-ctx.Done()
+				permCause <- context.Cause(ctx)
+				return nil, ctx.Err()
+			},
+		}
+		agent := wiretest.Mux{
+			"session/prompt": func(ctx context.Context, req *acprpc.Request) (any, error) {
+				err := acprpc.ConnFromContext(ctx).Call(ctx, "session/request_permission",
+					map[string]string{"sessionId": req.SessionID}, &outcome, acprpc.WaitAfterCancel(time.Minute))
+				outcomeErr <- err
+				<-ctx.Done()
+				promptCause <- context.Cause(ctx)
+				return nil, ctx.Err()
+			},
+			acprpc.MethodSessionCancel: func(context.Context, *acprpc.Request) (any, error) { return nil, nil },
+		}
+		l := wiretest.Pair(t, tr, wiretest.Side{Handler: client}, wiretest.Side{Handler: agent})
+		var res struct{ StopReason string }
+		done := goCall(l.A, ctx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
+		wiretest.Recv(t, ctx, (<-chan struct{})(permAsked))
+		require.NoError(t, l.A.CancelSession(ctx, "s"))
+
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		assert.Equal(t, "cancelled", res.StopReason)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, permCause), acprpc.ErrSessionCancelled)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, promptCause), acprpc.ErrSessionCancelled)
+		assert.NoError(t, wiretest.Recv(t, ctx, outcomeErr))
+		assert.Equal(t, "cancelled", outcome.Outcome.Outcome)
+
+		// On the wire: session/cancel before the permission's answer.
+		lines := l.Lines(wiretest.AtoB)
+		cancelAt, answerAt := -1, -1
+		for i, m := range lines {
+			switch {
+			case m.Method == acprpc.MethodSessionCancel:
+				cancelAt = i
+			case m.IsResponse():
+				answerAt = i
+			}
+		}
+		assert.True(t, cancelAt >= 0 && answerAt > cancelAt, "session/cancel at %d, answer at %d: %v", cancelAt, answerAt, lines)
+		perm := l.Await(ctx, wiretest.BtoA, wiretest.IsRequestOf("session/request_permission"))
+		prompt := l.Await(ctx, wiretest.AtoB, wiretest.IsRequestOf("session/prompt"))
+		assert.Equal(t, 1, l.Count(wiretest.AtoB, wiretest.IsAnswerTo(string(perm.ID))))
+		assert.Equal(t, 1, l.Count(wiretest.BtoA, wiretest.IsAnswerTo(string(prompt.ID))))
+	})
+}
