@@ -1,0 +1,309 @@
+package acprpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// The fuzz targets check the parser against encoding/json, the reference
+// for what is valid JSON and what an object's members are. Their seeds are
+// in testdata/fuzz and run with every go test.
+
+// FuzzParseLine: parseLine never panics, agrees with json.Valid, and
+// classifies a line as encoding/json reads it.
+func FuzzParseLine(f *testing.F) {
+	f.Fuzz(func(t *testing.T, line []byte) {
+		m, bad := parseLine(line)
+		saysValid := bad == nil || bad.code != CodeParseError
+		if fuzzDepth(line) < maxDepth-1 && saysValid != json.Valid(line) {
+			t.Fatalf("parseLine says valid=%v (%+v), json.Valid says %v", saysValid, bad, !saysValid)
+		}
+		if !saysValid {
+			return
+		}
+		var obj map[string]json.RawMessage
+		isObject := json.Unmarshal(line, &obj) == nil && obj != nil
+		switch {
+		case bad != nil:
+			fuzzCheckRejected(t, bad, obj, isObject)
+		case !isObject:
+			t.Fatalf("classified %q as %d, but it is not an object", line, m.kind)
+		default:
+			fuzzCheckMessage(t, m, obj)
+		}
+	})
+}
+
+// fuzzDepth is the deepest nesting of arrays and objects in b.
+func fuzzDepth(b []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// fuzzCheckRejected checks that a valid JSON line parseLine refused is
+// indeed not a usable message, and that the ID its answer carries is the
+// line's.
+func fuzzCheckRejected(t *testing.T, bad *lineError, obj map[string]json.RawMessage, isObject bool) {
+	if bad.code != CodeInvalidRequest {
+		t.Fatalf("valid JSON refused with code %d", bad.code)
+	}
+	if !isObject {
+		return
+	}
+	if bad.id != nil && (!validID(bad.id) || !bytes.Equal(bad.id, obj["id"])) {
+		t.Fatalf("the error answer carries id %s, the line has %s", bad.id, obj["id"])
+	}
+	if fuzzUsable(obj) {
+		t.Fatalf("refused (%s) a usable message: %v", bad.msg, obj)
+	}
+}
+
+// fuzzUsable says, with encoding/json's reading, whether obj is a message
+// parseLine must accept.
+func fuzzUsable(obj map[string]json.RawMessage) bool {
+	if v, ok := obj["jsonrpc"]; ok && !fuzzIsString(v, "2.0") {
+		return false
+	}
+	method, hasMethod := obj["method"]
+	if !hasMethod {
+		_, r := obj["result"]
+		_, e := obj["error"]
+		return r || e
+	}
+	if method[0] != '"' {
+		return false
+	}
+	if p, ok := obj["params"]; ok && p[0] != '{' && p[0] != '[' && string(p) != "null" {
+		return false
+	}
+	id, hasID := obj["id"]
+	return !hasID || fuzzIsID(id)
+}
+
+func fuzzIsString(raw json.RawMessage, want string) bool {
+	var s string
+	return json.Unmarshal(raw, &s) == nil && s == want
+}
+
+// fuzzIsID says whether raw is a string or an integer that fits in int64,
+// read by encoding/json.
+func fuzzIsID(raw json.RawMessage) bool {
+	if raw[0] == '"' {
+		return true
+	}
+	var n int64
+	isNumber := raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'
+	return isNumber && json.Unmarshal(raw, &n) == nil && !bytes.ContainsAny(raw, ".eE")
+}
+
+// fuzzCheckMessage checks a message against the line's members as
+// encoding/json reads them.
+func fuzzCheckMessage(t *testing.T, m message, obj map[string]json.RawMessage) {
+	if v, ok := obj["jsonrpc"]; ok && !fuzzIsString(v, "2.0") {
+		t.Fatalf("accepted jsonrpc %s", v)
+	}
+	id, hasID := obj["id"]
+	method, hasMethod := obj["method"]
+	switch {
+	case m.kind == kindResponse && !hasMethod:
+		fuzzSame(t, "result", m.result, obj["result"])
+		fuzzSame(t, "error", m.errObj, obj["error"])
+		if hasID && fuzzIsID(id) {
+			fuzzSame(t, "id", m.id, id)
+		} else if m.id != nil {
+			t.Fatalf("response id %s carried, the line has %s", m.id, id)
+		}
+		return
+	case m.kind == kindNotification && hasMethod && !hasID:
+	case m.kind == kindRequest && hasMethod && hasID:
+		fuzzSame(t, "id", m.id, id)
+		fuzzCheckID(t, m.id)
+	default:
+		t.Fatalf("classified as kind %d: %v", m.kind, obj)
+	}
+	if utf8.Valid(method) {
+		var name string
+		if json.Unmarshal(method, &name) != nil || name != m.method {
+			t.Fatalf("method %q, the line has %s", m.method, method)
+		}
+	}
+	fuzzSame(t, "params", m.params, obj["params"])
+	fuzzCheckSession(t, m)
+}
+
+func fuzzSame(t *testing.T, what string, got, want []byte) {
+	if !bytes.Equal(got, want) || (got == nil) != (want == nil) {
+		t.Fatalf("%s is %q, the line has %q", what, got, want)
+	}
+}
+
+// fuzzCheckID checks that a request's ID is carried back byte for byte in
+// its answer and keeps its identity.
+func fuzzCheckID(t *testing.T, id []byte) {
+	if !validID(id) {
+		t.Fatalf("request id %s is not valid", id)
+	}
+	f, err := resultFrame(id, json.RawMessage(`true`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.release()
+	answer, bad := parseLine(bytes.TrimSuffix(f.buf.Bytes(), []byte("\n")))
+	if bad != nil || answer.kind != kindResponse || !bytes.Equal(answer.id, id) || keyOf(answer.id) != keyOf(id) {
+		t.Fatalf("id %s comes back as %s (%+v)", id, answer.id, bad)
+	}
+	k := keyOf(id)
+	if k.isStr && utf8.Valid(id) && !fuzzIsString(id, k.str) {
+		t.Fatalf("id %s keyed as %q", id, k.str)
+	}
+	if n, err := strconv.ParseInt(string(id), 10, 64); !k.isStr && (err != nil || n != k.num) {
+		t.Fatalf("id %s keyed as %d", id, k.num)
+	}
+}
+
+// fuzzCheckSession checks the session ID against params.sessionId.
+func fuzzCheckSession(t *testing.T, m message) {
+	var params map[string]json.RawMessage
+	want := ""
+	if json.Unmarshal(m.params, &params) == nil {
+		if sid, ok := params["sessionId"]; ok && sid[0] == '"' {
+			if !utf8.Valid(sid) {
+				return
+			}
+			_ = json.Unmarshal(sid, &want)
+		}
+	}
+	if m.sessionID != want {
+		t.Fatalf("session %q, params %s", m.sessionID, m.params)
+	}
+}
+
+// FuzzCancelParams: the requestId of $/cancel_request params is found as
+// encoding/json finds it, and accepted exactly when it is an ID.
+func FuzzCancelParams(f *testing.F) {
+	f.Fuzz(func(t *testing.T, params []byte) {
+		raw := member(params, "requestId")
+		ok := validID(raw)
+		if ok {
+			keyOf(raw) // must not panic
+		}
+		if fuzzDepth(params) >= maxDepth-1 {
+			return
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(params, &obj) != nil || obj == nil {
+			if raw != nil {
+				t.Fatalf("requestId %s found in %q, which is not an object", raw, params)
+			}
+			return
+		}
+		want, has := obj["requestId"]
+		fuzzSame(t, "requestId", raw, want)
+		if has && ok != fuzzIsID(want) {
+			t.Fatalf("requestId %s: validID says %v", want, ok)
+		}
+	})
+}
+
+// fuzzProbe is the request sent after the fuzzed input; its answer shows the
+// connection survived. It fits the small size limit.
+const fuzzProbe = `{"jsonrpc":"2.0","id":"zz-probe","method":"echo"}`
+
+// FuzzStream: whatever the peer sends, the connection stays open, answers a
+// valid request sent afterwards, and writes only valid JSON answers.
+func FuzzStream(f *testing.F) {
+	f.Fuzz(func(t *testing.T, input []byte, small bool) {
+		opts := &Options{}
+		if small {
+			opts.MaxMessageSize = 64
+		}
+		inR, inW := fuzzPipe(t)
+		outR, outW := fuzzPipe(t)
+		echo := HandlerFunc(func(_ context.Context, req *Request) (any, error) { return req.Params, nil })
+		c := NewConn(context.Background(), NewStreamPipes(inR, outW), echo, opts)
+		go func() {
+			_, _ = inW.Write(input)
+			_, _ = inW.Write([]byte("\n" + fuzzProbe + "\n"))
+		}()
+		probed, done := make(chan struct{}), make(chan []string, 1)
+		go func() { done <- fuzzReadAnswers(outR, probed) }()
+		select {
+		case <-probed:
+		case <-time.After(10 * time.Second):
+			var b strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+			t.Fatalf("no answer to the probe after %q; goroutines:\n%s", input, b.String())
+		}
+		if err := c.Err(); err != nil {
+			t.Fatalf("connection closed: %v", err)
+		}
+		c.Close()
+		problems := <-done
+		inW.Close()
+		outR.Close()
+		for _, p := range problems {
+			t.Errorf("input %q: %s", input, p)
+		}
+	})
+}
+
+func fuzzPipe(t *testing.T) (*os.File, *os.File) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, w
+}
+
+// fuzzReadAnswers reads the connection's output to its end, closing probed
+// when the probe's answer arrives, and returns what is wrong with it.
+func fuzzReadAnswers(out *os.File, probed chan struct{}) (problems []string) {
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Method  *string         `json:"method"`
+			Result  json.RawMessage `json:"result"`
+			Error   json.RawMessage `json:"error"`
+		}
+		line := sc.Bytes()
+		switch {
+		case !json.Valid(line) || json.Unmarshal(line, &m) != nil:
+			problems = append(problems, "invalid JSON written: "+string(line))
+		case m.JSONRPC != "2.0" || m.Method != nil || m.ID == nil || (m.Result == nil) == (m.Error == nil):
+			problems = append(problems, "not an answer: "+string(line))
+		case string(m.ID) == `"zz-probe"` && probed != nil:
+			close(probed)
+			probed = nil
+		}
+	}
+	if probed != nil {
+		close(probed) // the output ended: the wait fails on the connection's error
+	}
+	return problems
+}
