@@ -9,6 +9,9 @@ require (
 	go.lsp.dev/jsonrpc2 v1.0.1
 )
 
-require github.com/go-json-experiment/json v0.0.0-20260601182631-00ed12fed2a6 // indirect
+require (
+	github.com/go-json-experiment/json v0.0.0-20260601182631-00ed12fed2a6 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
 
 replace github.com/acpkit/acprpc => ../

@@ -1,0 +1,122 @@
+// Command acpbench runs the cross-process and scale measurements of the
+// benchmark module and writes their tables.
+//
+//	acpbench stdio  [flags]   calls per second over a spawned server's stdio
+//	acpbench cancel [flags]   cancel latency over stdio, p50/p99
+//	acpbench scale  [flags]   many requests blocked on one connection, then cancelled
+//
+// Each writes NAME.json (raw figures) and NAME.txt (the table) into -out.
+// Rows are "client:server" pairs of peer names; "ts" is the TypeScript SDK,
+// run with node from the -ts directory.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+type config struct {
+	out    string
+	server string
+	tsDir  string
+	node   string
+	rows   []row
+}
+
+type row struct{ client, server string }
+
+func (r row) String() string {
+	if r.client == r.server {
+		return r.client
+	}
+	return r.client + "→" + r.server
+}
+
+const defaultRows = "acprpc:acprpc,coder:coder,lsp:lsp,sourcegraph:sourcegraph,echo:echo,ts:ts,coder:ts,ts:coder,acprpc:ts,ts:acprpc"
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	sub, args := os.Args[1], os.Args[2:]
+	fs := flag.NewFlagSet(sub, flag.ExitOnError)
+	var cfg config
+	var rows string
+	fs.StringVar(&cfg.out, "out", "results", "directory for the .json and .txt results")
+	fs.StringVar(&cfg.server, "server", "", "path of the built cmd/server binary")
+	fs.StringVar(&cfg.tsDir, "ts", "ts", "directory of the TypeScript peer (with node_modules installed)")
+	fs.StringVar(&cfg.node, "node", "node", "node binary")
+	switch sub {
+	case "stdio":
+		calls := fs.Int("calls", 20000, "calls per run")
+		runs := fs.Int("runs", 3, "runs per row; the median is reported")
+		fs.StringVar(&rows, "rows", defaultRows, "comma-separated client:server pairs")
+		parse(fs, args, &cfg, rows)
+		check(runStdio(&cfg, *calls, *runs))
+	case "cancel":
+		n := fs.Int("n", 1000, "cancellations per row")
+		fs.StringVar(&rows, "rows", defaultRows, "comma-separated client:server pairs")
+		parse(fs, args, &cfg, rows)
+		check(runCancel(&cfg, *n))
+	case "scale":
+		sizes := fs.String("n", "10000,100000", "comma-separated numbers of requests in flight")
+		peers := fs.String("peers", "acprpc,coder,lsp,sourcegraph", "peers to run")
+		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
+		parse(fs, args, &cfg, "")
+		check(runScale(&cfg, strings.Split(*peers, ","), *sizes, *wait))
+	case "scale-one": // one peer and size in a fresh process; used by scale
+		peer := fs.String("peer", "", "peer")
+		n := fs.Int("n", 10000, "requests in flight")
+		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
+		check(fs.Parse(args))
+		res, err := scaleOne(*peer, *n, *wait)
+		check(err)
+		check(json.NewEncoder(os.Stdout).Encode(res))
+	default:
+		usage()
+	}
+}
+
+func parse(fs *flag.FlagSet, args []string, cfg *config, rows string) {
+	check(fs.Parse(args))
+	for _, r := range strings.Split(rows, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		c, s, ok := strings.Cut(r, ":")
+		if !ok {
+			c, s = r, r
+		}
+		cfg.rows = append(cfg.rows, row{c, s})
+	}
+	check(os.MkdirAll(cfg.out, 0o755))
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: acpbench stdio|cancel|scale [flags]")
+	os.Exit(2)
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "acpbench:", err)
+		os.Exit(1)
+	}
+}
+
+// writeResults writes v as NAME.json and table as NAME.txt, and prints the table.
+func writeResults(cfg *config, name string, v any, table string) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.out, name+".json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Print(table)
+	return os.WriteFile(filepath.Join(cfg.out, name+".txt"), []byte(table), 0o644)
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acpkit/acprpc/bench"
+)
+
+type stdioResult struct {
+	Row     string    `json:"row"`
+	Client  string    `json:"client"`
+	Server  string    `json:"server"`
+	Calls   int       `json:"calls"`
+	SeqCPS  []float64 `json:"seqCallsPerSec"`
+	Par8CPS []float64 `json:"par8CallsPerSec"`
+	SeqMed  float64   `json:"seqMedian"`
+	Par8Med float64   `json:"par8Median"`
+	Skipped string    `json:"skipped,omitempty"`
+}
+
+func runStdio(cfg *config, calls, runs int) error {
+	var results []stdioResult
+	haveTS := tsAvailable(cfg)
+	for _, r := range cfg.rows {
+		res := stdioResult{Row: r.String(), Client: r.client, Server: r.server, Calls: calls}
+		if usesTS(r) && !haveTS {
+			res.Skipped = "node or ts/node_modules missing"
+			results = append(results, res)
+			continue
+		}
+		for i := 0; i < runs; i++ {
+			seq, par, err := stdioOnce(cfg, r, calls)
+			if err != nil {
+				return fmt.Errorf("%s: %w", r, err)
+			}
+			res.SeqCPS = append(res.SeqCPS, seq)
+			res.Par8CPS = append(res.Par8CPS, par)
+		}
+		res.SeqMed, res.Par8Med = median(res.SeqCPS), median(res.Par8CPS)
+		results = append(results, res)
+	}
+	return writeResults(cfg, "stdio", results, stdioTable(results, runs, calls))
+}
+
+// stdioOnce runs one row in a fresh server process and returns calls per
+// second, sequential and with 8 concurrent callers.
+func stdioOnce(cfg *config, r row, calls int) (seq, par float64, err error) {
+	argv, err := serverCmd(cfg, r.server)
+	if err != nil {
+		return 0, 0, err
+	}
+	if r.client == "ts" {
+		var out struct {
+			SeqNs  float64 `json:"seqNs"`
+			Par8Ns float64 `json:"par8Ns"`
+		}
+		if err := runTS(cfg, "throughput", calls, argv, &out); err != nil {
+			return 0, 0, err
+		}
+		return float64(calls) / (out.SeqNs / 1e9), float64(calls) / (out.Par8Ns / 1e9), nil
+	}
+	peer, ok := bench.Lookup(r.client)
+	if !ok {
+		return 0, 0, fmt.Errorf("unknown peer %q", r.client)
+	}
+	p, err := spawn(argv)
+	if err != nil {
+		return 0, 0, err
+	}
+	c := peer.Dial(p.stdout, p.stdin, new(bench.Counter))
+	defer func() {
+		c.Close()
+		if cerr := p.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("server: %w", cerr)
+		}
+	}()
+	ctx := context.Background()
+	for i := 0; i < 1000; i++ {
+		if _, err := c.Prompt(ctx, "s1", bench.TextHello); err != nil {
+			return 0, 0, err
+		}
+	}
+	t := time.Now()
+	for i := 0; i < calls; i++ {
+		if _, err := c.Prompt(ctx, "s1", bench.TextHello); err != nil {
+			return 0, 0, err
+		}
+	}
+	seq = float64(calls) / time.Since(t).Seconds()
+
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	t = time.Now()
+	for w := 0; w < 8; w++ {
+		sid := fmt.Sprintf("s%d", w+1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(calls) {
+				if _, err := c.Prompt(ctx, sid, bench.TextHello); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	par = float64(calls) / time.Since(t).Seconds()
+	if e, ok := firstErr.Load().(error); ok {
+		return 0, 0, e
+	}
+	return seq, par, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func stdioTable(results []stdioResult, runs, calls int) string {
+	var ref *stdioResult
+	for i := range results {
+		if results[i].Row == "acprpc" {
+			ref = &results[i]
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Round trips over a spawned server's stdio: %d session/prompt calls per run, median of %d runs.\n", calls, runs)
+	fmt.Fprintf(&b, "Rows are client→server; one name means both sides. \"vs acprpc\" is the row's calls/s divided by acprpc's.\n\n")
+	fmt.Fprintf(&b, "%-20s %12s %9s %12s %9s %12s\n", "row", "seq calls/s", "vs acprpc", "8× calls/s", "vs acprpc", "seq µs/call")
+	for _, r := range results {
+		if r.Skipped != "" {
+			fmt.Fprintf(&b, "%-20s skipped: %s\n", r.Row, r.Skipped)
+			continue
+		}
+		fmt.Fprintf(&b, "%-20s %12.0f %9s %12.0f %9s %12.1f\n", r.Row,
+			r.SeqMed, ratio(r.SeqMed, ref, func(x *stdioResult) float64 { return x.SeqMed }),
+			r.Par8Med, ratio(r.Par8Med, ref, func(x *stdioResult) float64 { return x.Par8Med }),
+			1e6/r.SeqMed)
+	}
+	return b.String()
+}
+
+func ratio[T any](v float64, ref *T, get func(*T) float64) string {
+	if ref == nil || get(ref) == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f×", v/get(ref))
+}
