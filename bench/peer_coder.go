@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -20,7 +21,13 @@ type coderPeer struct{}
 func (coderPeer) Name() string          { return "coder" }
 func (coderPeer) Cancel() CancelSupport { return CancelBuiltIn }
 
-var coderQuiet = slog.New(slog.DiscardHandler)
+// coderQuiet discards the SDK's diagnostics unless BENCH_PEER_LOG is set.
+var coderQuiet = func() *slog.Logger {
+	if os.Getenv("BENCH_PEER_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}()
 
 var errCoderUnused = errors.New("not part of the benchmark workload")
 
