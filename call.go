@@ -100,7 +100,9 @@ func (c *Conn) deliver(m *message) {
 // arrives (a result then returns nil, so a caller can use a marker or a
 // partial result). An error answer comes back as a *CallError wrapping the
 // peer's *Error. Call returns only after every notification the peer sent
-// before its answer has been handled.
+// before its answer has been handled; a call made from a notification
+// handler (with its context) waits only for the notifications before that
+// one, since the others cannot run until it returns.
 func (c *Conn) Call(ctx context.Context, method string, params, result any, opts ...CallOption) error {
 	co := callOptions{waitAfterCancel: c.opts.WaitAfterCancel}
 	for _, o := range opts {
@@ -127,7 +129,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	}
 	select {
 	case <-pc.done:
-		return c.complete(pc, result, callErr, nil)
+		return c.complete(ctx, pc, result, callErr, nil)
 	case <-ctx.Done():
 	}
 	c.sendCancel(id)
@@ -136,7 +138,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		defer t.Stop()
 		select {
 		case <-pc.done:
-			return c.complete(pc, result, callErr, ctx.Err())
+			return c.complete(ctx, pc, result, callErr, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -145,11 +147,17 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 
 // complete turns a finished call into Call's return. ctxErr is set when the
 // answer was awaited after the caller's context ended.
-func (c *Conn) complete(pc *pendingCall, result any, callErr func(error) error, ctxErr error) error {
+func (c *Conn) complete(ctx context.Context, pc *pendingCall, result any, callErr func(error) error, ctxErr error) error {
 	if pc.result == nil && pc.errObj == nil {
 		return callErr(ErrConnClosed)
 	}
-	c.notes.waitFor(pc.barrier)
+	barrier := pc.barrier
+	// A call made from a notification handler cannot wait for that
+	// notification or the ones behind it: they run only once it returns.
+	if nc, ok := ctx.Value(noteKey).(*noteContext); ok && nc.conn == c && nc.seq <= barrier {
+		barrier = nc.seq - 1
+	}
+	c.notes.waitFor(barrier)
 	if pc.errObj != nil {
 		rpcErr := &Error{}
 		if err := json.Unmarshal(pc.errObj, rpcErr); err != nil {

@@ -216,7 +216,9 @@ func (c *Conn) handleNotification(m message) {
 		return
 	}
 	req := &Request{Method: m.method, Params: m.params, SessionID: m.sessionID}
-	if _, err := c.invoke(&noteContext{Context: c.base, conn: c, req: req}, req); err != nil {
+	// handled is written only on this goroutine, so it is read here unlocked.
+	nc := &noteContext{Context: c.base, conn: c, req: req, seq: c.notes.handled + 1}
+	if _, err := c.invoke(nc, req); err != nil {
 		c.log.Debug("acprpc: notification handler failed", "method", m.method, "error", err.Error())
 	}
 }

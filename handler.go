@@ -65,6 +65,7 @@ type contextKey int
 const (
 	requestKey contextKey = iota
 	connKey
+	noteKey
 )
 
 // RequestFromContext returns the request a handler's context belongs to.
@@ -86,6 +87,7 @@ type noteContext struct {
 	context.Context
 	conn *Conn
 	req  *Request
+	seq  uint64 // this notification's place in the arrival order, from 1
 }
 
 func (n *noteContext) Value(key any) any {
@@ -94,6 +96,8 @@ func (n *noteContext) Value(key any) any {
 		return n.req
 	case connKey:
 		return n.conn
+	case noteKey:
+		return n
 	}
 	return n.Context.Value(key)
 }
