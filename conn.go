@@ -285,12 +285,19 @@ func (c *Conn) shutdown(reason error) {
 // to call more than once.
 func (c *Conn) Close() error {
 	c.shutdown(ErrConnClosed)
-	<-c.notes.done
+	t := time.NewTimer(readerExitWait)
+	defer t.Stop()
+	// A notification handler may call Close itself (an "exit" notification),
+	// and its goroutine cannot wait for its own end: the wait is bounded.
+	select {
+	case <-c.notes.done:
+	case <-t.C:
+		c.log.Warn("acprpc: a notification handler is still running; it ends on its own")
+		return nil
+	}
 	// Closing a pipe or socket ends a read in progress; closing a file the
 	// runtime cannot poll (a blocking stdin) does not, so that one read is
 	// left to end on its own rather than holding Close.
-	t := time.NewTimer(readerExitWait)
-	defer t.Stop()
 	select {
 	case <-c.readDone:
 	case <-t.C:
@@ -299,7 +306,8 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// readerExitWait bounds how long Close waits for the read loop to end.
+// readerExitWait bounds how long Close waits for the notification handler
+// and the read loop to end.
 const readerExitWait = time.Second
 
 // Done is closed when the connection has closed, for any reason.
