@@ -442,3 +442,46 @@ func TestCallNotify(t *testing.T) {
 	m = p.ExpectNotification(ctx, "x/none")
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"x/none"}`, m.Raw)
 }
+
+// A notification handler may call the peer: the answer does not wait for
+// that notification, nor for those queued behind it (which cannot run
+// before it returns), but still for those before it.
+func TestCallFromNotificationHandler(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		results := make(chan string, 2)
+		var order []string
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{
+			"x/first": func(context.Context, *acprpc.Request) (any, error) {
+				order = append(order, "first")
+				return nil, nil
+			},
+			"session/cancel": func(ctx context.Context, _ *acprpc.Request) (any, error) {
+				var out string
+				cctx, cancel := context.WithTimeout(ctx, time.Minute) // a derived context still counts
+				defer cancel()
+				err := acprpc.ConnFromContext(cctx).Call(cctx, "terminal/kill", nil, &out)
+				if err != nil {
+					out = err.Error()
+				}
+				order = append(order, "cancel")
+				results <- out
+				return nil, nil
+			},
+			"x/after": func(context.Context, *acprpc.Request) (any, error) {
+				order = append(order, "after")
+				results <- "after"
+				return nil, nil
+			},
+		}, nil)
+		p.Notify("x/first", "")
+		p.Notify("session/cancel", `{"sessionId":"s"}`)
+		req := p.ExpectRequest(ctx, "terminal/kill")
+		p.Notify("x/after", "")
+		p.Respond(string(req.ID), `"killed"`)
+		assert.Equal(t, "killed", wiretest.Recv(t, ctx, results))
+		assert.Equal(t, "after", wiretest.Recv(t, ctx, results))
+		assert.Equal(t, []string{"first", "cancel", "after"}, order)
+		require.NoError(t, c.Close())
+	})
+}
