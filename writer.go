@@ -68,7 +68,11 @@ func requestFrame(id []byte, method string, params any) (*frame, error) {
 	f := getFrame()
 	f.begin(id)
 	f.buf.WriteString(`,"method":`)
-	f.buf.Write(strconv.AppendQuote(f.buf.AvailableBuffer(), method))
+	if plainASCII(method) {
+		f.buf.Write(strconv.AppendQuote(f.buf.AvailableBuffer(), method))
+	} else {
+		_ = f.encode(method) // Go's quoting of other bytes is not JSON's
+	}
 	if params != nil {
 		f.buf.WriteString(`,"params":`)
 		if err := f.encode(params); err != nil {
@@ -78,6 +82,17 @@ func requestFrame(id []byte, method string, params any) (*frame, error) {
 	}
 	f.buf.WriteString("}\n")
 	return f, nil
+}
+
+// plainASCII reports whether strconv's quoting of s is also valid JSON: only
+// printable ASCII, where both escape just '"' and '\\'.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // resultFrame builds a success answer.
