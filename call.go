@@ -131,6 +131,13 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	case <-pc.done:
 		return c.complete(ctx, pc, result, callErr, nil)
 	case <-ctx.Done():
+		if c.Err() != nil {
+			// The connection is closing, which also ends every handler's
+			// context: the call ends with the connection (shutdown closes
+			// pc.done), not as a cancel.
+			<-pc.done
+			return c.complete(ctx, pc, result, callErr, nil)
+		}
 	}
 	c.sendCancel(id)
 	if co.waitAfterCancel > 0 {
