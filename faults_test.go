@@ -555,7 +555,9 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":"long","method":"block"}`)
 	fltWait(t, ctx, started, "the handler to start")
 	callErr := make(chan error, 1)
-	go func() { callErr <- c.Call(context.Background(), "fs/read_text_file", map[string]string{"path": "x"}, nil) }()
+	go func() {
+		callErr <- c.Call(context.Background(), "fs/read_text_file", map[string]string{"path": "x"}, nil)
+	}()
 	req := p.next()
 	require.Equal(t, "fs/read_text_file", req.Method)
 
