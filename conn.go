@@ -68,36 +68,38 @@ func NewConn(ctx context.Context, s *Stream, h Handler, opts *Options) *Conn {
 	c.notes.limit = c.opts.MaxQueuedNotifications
 	s.router = c
 	go c.notes.run(c.handleNotification)
-	c.engine = jsonrpc2.NewConn(context.Background(), s, engine{c}, jsonrpc2.SetLogger(c.log))
+	c.engine = jsonrpc2.NewConn(context.Background(), s, engine{}, jsonrpc2.SetLogger(c.log))
 	c.stopParent = context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrConnClosed, context.Cause(ctx))) })
 	close(c.ready)
 	return c
 }
 
-// engine is the Handler that sourcegraph's read loop calls, on the read
-// goroutine, for each request or notification the Stream hands it.
-type engine struct{ c *Conn }
+// engine is the Handler of sourcegraph's Conn, which runs the read loop. The
+// Stream routes every message to the Conn on that loop (see route), so the
+// engine is never handed one to dispatch.
+type engine struct{}
 
-func (e engine) Handle(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {
-	m := e.c.stream.take()
-	switch m.kind {
-	case kindRequest:
-		e.c.serve(&m)
-	case kindNotification:
-		e.c.notes.push(m)
+func (engine) Handle(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}
+
+// route takes each message on the read goroutine, in the order read. Answers
+// to our calls and cancellations act at once, ahead of any queue; a request
+// is registered and its handler started before the next line is read; other
+// notifications are queued for the notification handler.
+func (c *Conn) route(m *message) {
+	switch {
+	case m.kind == kindResponse:
+		c.deliver(m)
+	case m.kind == kindRequest:
+		c.serve(m)
+	case !c.intercept(m):
+		c.notes.push(*m)
 	}
 }
 
-// intercept handles what must not wait for the engine's dispatch: answers
-// to our calls, and cancellations, which act before any queue.
+// intercept acts on the cancellations among notifications and reports
+// whether m is used up; a session cancellation goes on to the application's
+// handler too.
 func (c *Conn) intercept(m *message) bool {
-	if m.kind == kindResponse {
-		c.deliver(m)
-		return true
-	}
-	if m.kind != kindNotification {
-		return false
-	}
 	switch {
 	case m.method == MethodCancelRequest, m.method == MethodLSPCancelRequest && c.opts.AcceptLSPCancel:
 		c.peerCancel(m)
@@ -105,7 +107,7 @@ func (c *Conn) intercept(m *message) bool {
 	case c.isSessionCancel(m.method):
 		c.cancelSession(m.sessionID)
 	}
-	return false // the application's handler sees it too
+	return false
 }
 
 // serve starts a request's handler. It runs on the read goroutine and

@@ -38,16 +38,15 @@ type Stream struct {
 	maxLine  int
 	out      *writer
 	router   router // the Conn, once attached
-	current  message
 	closeErr error
 	once     sync.Once
 }
 
-// router is how a Stream hands the Conn what sourcegraph does not route:
-// responses, cancellations and bad lines, all on the read goroutine.
+// router is how a Stream hands the Conn each message and each bad line, on
+// the read goroutine, in the order read.
 type router interface {
-	// intercept takes m when the Conn handles it without the engine.
-	intercept(m *message) bool
+	// route hands the Conn a request, notification or response.
+	route(m *message)
 	badLine(e *lineError)
 	overLong(prefix []byte, size int)
 	readEnded(err error)
@@ -83,14 +82,10 @@ func newStream(r io.Reader, w io.Writer, closers ...io.Closer) *Stream {
 	return s
 }
 
-// envelope is all the engine is shown of an incoming request or
-// notification: it only needs to know that one arrived, because the Conn
-// takes the parsed message itself, with its exact ID and untouched params.
-var envelope = []byte(`{"method":""}`)
-
-// ReadObject reads lines until one is a request or notification for the
-// engine, answering or routing every other line on the way. It returns an
-// error only when the input ends or fails.
+// ReadObject reads and handles lines until the input ends or fails, which
+// is the error it returns. With a Conn attached, every line is routed to the
+// Conn or answered as it is read, and nothing is returned to the engine.
+// Used on its own, it returns each valid message in v.
 func (s *Stream) ReadObject(v any) error {
 	for {
 		s.out.waitRoom()
@@ -115,29 +110,20 @@ func (s *Stream) ReadObject(v any) error {
 	}
 }
 
-// deliver handles one non-blank line and reports whether v was filled.
+// deliver handles one non-blank line and reports whether v was filled,
+// which only a Stream without a Conn does.
 func (s *Stream) deliver(line []byte, v any) bool {
 	m, bad := parseLine(line)
 	switch {
-	case bad != nil && m.kind == 0 && s.router == nil:
-		return false
-	case bad != nil:
+	case bad != nil && s.router != nil:
 		s.router.badLine(bad)
-		return false
+	case bad != nil:
 	case s.router == nil:
 		return json.Unmarshal(line, v) == nil
-	case s.router.intercept(&m):
-		return false
+	default:
+		s.router.route(&m)
 	}
-	s.current = m
-	return v.(json.Unmarshaler).UnmarshalJSON(envelope) == nil
-}
-
-// take returns the message that the last ReadObject handed the engine.
-func (s *Stream) take() message {
-	m := s.current
-	s.current = message{}
-	return m
+	return false
 }
 
 // readLine returns the next line without its line end, copied so it can be
