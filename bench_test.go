@@ -1,0 +1,481 @@
+package acprpc_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/acpkit/acprpc"
+	"github.com/sourcegraph/jsonrpc2"
+)
+
+// The benchmarks run two connections in one process over os.Pipe, so every
+// message crosses the kernel as it would between an ACP client and its
+// agent. Sub-benchmarks named impl=... compare side by side with
+// benchstat -col /impl; docs/benchmarks.md has the commands and figures.
+
+type benchBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type benchPromptParams struct {
+	SessionID string       `json:"sessionId"`
+	Prompt    []benchBlock `json:"prompt"`
+}
+
+type benchPromptResult struct {
+	StopReason string `json:"stopReason"`
+}
+
+// benchPrompt is the small request: a one-word prompt turn.
+var benchPrompt = benchPromptParams{SessionID: "s1", Prompt: []benchBlock{{Type: "text", Text: "hello"}}}
+
+// benchPipes returns the two ends of a duplex connection made of two
+// os.Pipes: a's writes are b's reads and the other way round.
+func benchPipes(b *testing.B) (aR, aW, bR, bW *os.File) {
+	b.Helper()
+	var err error
+	if bR, aW, err = os.Pipe(); err != nil {
+		b.Fatal(err)
+	}
+	if aR, bW, err = os.Pipe(); err != nil {
+		b.Fatal(err)
+	}
+	return aR, aW, bR, bW
+}
+
+// benchACP connects a client Conn to a server Conn running h.
+func benchACP(b *testing.B, h, clientH acprpc.Handler) (client *acprpc.Conn) {
+	cR, cW, sR, sW := benchPipes(b)
+	server := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(sR, sW), h, nil)
+	client = acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(cR, cW), clientH, nil)
+	b.Cleanup(func() {
+		client.Close()
+		server.Close()
+	})
+	return client
+}
+
+// benchPromptHandler answers session/prompt the way an agent with nothing
+// to do would: it decodes the params and ends the turn.
+func benchPromptHandler(_ context.Context, req *acprpc.Request) (any, error) {
+	var p benchPromptParams
+	if err := req.DecodeParams(&p); err != nil {
+		return nil, err
+	}
+	return benchPromptResult{StopReason: "end_turn"}, nil
+}
+
+// benchRWC is a pair of pipe ends as one io.ReadWriteCloser.
+type benchRWC struct {
+	io.Reader
+	io.Writer
+	closers []io.Closer
+}
+
+func (p benchRWC) Close() error {
+	for _, c := range p.closers {
+		c.Close()
+	}
+	return nil
+}
+
+// sgHandler is the sourcegraph side's equivalent of benchPromptHandler,
+// replying with conn.Reply on the read goroutine.
+type sgHandler struct{}
+
+func (sgHandler) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	if req.Notif {
+		return
+	}
+	var p benchPromptParams
+	if req.Params != nil {
+		if err := json.Unmarshal(*req.Params, &p); err != nil {
+			_ = conn.ReplyWithError(ctx, req.ID, &jsonrpc2.Error{Code: jsonrpc2.CodeInvalidParams, Message: err.Error()})
+			return
+		}
+	}
+	_ = conn.Reply(ctx, req.ID, benchPromptResult{StopReason: "end_turn"})
+}
+
+// benchSourcegraph connects two raw sourcegraph Conns, each with its own
+// NewPlainObjectStream.
+func benchSourcegraph(b *testing.B) (client *jsonrpc2.Conn) {
+	cR, cW, sR, sW := benchPipes(b)
+	ctx := context.Background()
+	server := jsonrpc2.NewConn(ctx, jsonrpc2.NewPlainObjectStream(benchRWC{sR, sW, []io.Closer{sR, sW}}), sgHandler{})
+	client = jsonrpc2.NewConn(ctx, jsonrpc2.NewPlainObjectStream(benchRWC{cR, cW, []io.Closer{cR, cW}}), sgHandler{})
+	b.Cleanup(func() {
+		client.Close()
+		server.Close()
+		<-client.DisconnectNotify()
+		<-server.DisconnectNotify()
+	})
+	return client
+}
+
+// benchCPUTime is the CPU time, user and system, all threads, that this
+// process has used, read from /proc/self/stat; -1 where there is none. On a
+// shared machine it tracks a benchmark's own cost better than the clock.
+func benchCPUTime() time.Duration {
+	stat, err := os.ReadFile("/proc/self/stat")
+	if i := bytes.LastIndexByte(stat, ')'); err == nil && i > 0 {
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) > 12 {
+			utime, err1 := strconv.ParseInt(f[11], 10, 64)
+			stime, err2 := strconv.ParseInt(f[12], 10, 64)
+			if err1 == nil && err2 == nil {
+				return time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
+			}
+		}
+	}
+	return -1
+}
+
+// benchLoop resets the timer, runs body, and reports the CPU time per op
+// next to the clock's.
+func benchLoop(b *testing.B, body func()) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := benchCPUTime()
+	body()
+	b.StopTimer()
+	if end := benchCPUTime(); start >= 0 && end >= 0 {
+		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// benchCaller makes one call; each implementation provides one.
+type benchCaller func(ctx context.Context, params, result any) error
+
+func acprpcCaller(b *testing.B) benchCaller {
+	c := benchACP(b, acprpc.HandlerFunc(benchPromptHandler), nil)
+	return func(ctx context.Context, params, result any) error {
+		return c.Call(ctx, "session/prompt", params, result)
+	}
+}
+
+func sourcegraphCaller(b *testing.B) benchCaller {
+	c := benchSourcegraph(b)
+	return func(ctx context.Context, params, result any) error {
+		return c.Call(ctx, "session/prompt", params, result)
+	}
+}
+
+var benchImpls = []struct {
+	name string
+	dial func(*testing.B) benchCaller
+}{
+	{"acprpc", acprpcCaller},
+	{"sourcegraph", sourcegraphCaller},
+}
+
+// BenchmarkRoundTrip is one session/prompt call and its answer, one at a
+// time.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, impl := range benchImpls {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			call := impl.dial(b)
+			benchCheckPrompt(b, call)
+			ctx := context.Background()
+			benchLoop(b, func() {
+				for range b.N {
+					var res benchPromptResult
+					if err := call(ctx, benchPrompt, &res); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkRoundTripParallel8 is the same call made by 8 callers at once on
+// one connection.
+func BenchmarkRoundTripParallel8(b *testing.B) {
+	for _, impl := range benchImpls {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			call := impl.dial(b)
+			benchCheckPrompt(b, call)
+			benchLoop(b, func() {
+				benchParallel(b, 8, func() error {
+					var res benchPromptResult
+					return call(context.Background(), benchPrompt, &res)
+				})
+			})
+		})
+	}
+}
+
+// benchParallel shares b.N calls of f among n goroutines.
+func benchParallel(b *testing.B, n int, f func() error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if err := f(); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func benchCheckPrompt(b *testing.B, call benchCaller) {
+	b.Helper()
+	var res benchPromptResult
+	if err := call(context.Background(), benchPrompt, &res); err != nil || res.StopReason != "end_turn" {
+		b.Fatalf("got %+v, %v", res, err)
+	}
+}
+
+// BenchmarkCancelRoundTrip is a call cancelled while its handler runs: the
+// request, $/cancel_request, the handler's context ending and the -32800
+// answer the caller waits for. The handler cancels the caller's context
+// itself as soon as it starts, so nothing else is measured.
+func BenchmarkCancelRoundTrip(b *testing.B) {
+	cancels := make(chan context.CancelFunc, 1)
+	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		(<-cancels)()
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	})
+	client := benchACP(b, h, nil)
+	params := map[string]string{"sessionId": "s1", "terminalId": "t1"}
+	benchLoop(b, func() {
+		for range b.N {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels <- cancel
+			err := client.Call(ctx, "terminal/wait_for_exit", params, nil, acprpc.WaitAfterCancel(10*time.Second))
+			var rpcErr *acprpc.Error
+			if !errors.As(err, &rpcErr) || rpcErr.Code != acprpc.CodeRequestCancelled {
+				b.Fatalf("want the -32800 answer, got %v", err)
+			}
+		}
+	})
+}
+
+type benchUpdateParams struct {
+	SessionID string      `json:"sessionId"`
+	Update    benchUpdate `json:"update"`
+}
+
+type benchUpdate struct {
+	SessionUpdate string     `json:"sessionUpdate"`
+	Content       benchBlock `json:"content"`
+}
+
+// BenchmarkNotifyFlood is the agent streaming session/update notifications
+// during a prompt turn; the prompt's answer waits for all of them to be
+// handled. ns/op is per notification.
+func BenchmarkNotifyFlood(b *testing.B) {
+	const perTurn = 1000
+	update := benchUpdateParams{SessionID: "s1", Update: benchUpdate{SessionUpdate: "agent_message_chunk",
+		Content: benchBlock{Type: "text", Text: "hello"}}}
+	agent := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		var p struct {
+			Count int `json:"count"`
+		}
+		if err := req.DecodeParams(&p); err != nil {
+			return nil, err
+		}
+		conn := acprpc.ConnFromContext(ctx)
+		for range p.Count {
+			if err := conn.Notify(ctx, "session/update", update); err != nil {
+				return nil, err
+			}
+		}
+		return benchPromptResult{StopReason: "end_turn"}, nil
+	})
+	var handled atomic.Int64
+	clientH := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		handled.Add(1)
+		return nil, nil
+	})
+	client := benchACP(b, agent, clientH)
+	benchLoop(b, func() {
+		for sent := 0; sent < b.N; {
+			n := min(perTurn, b.N-sent)
+			params := map[string]any{"sessionId": "s1", "count": n}
+			if err := client.Call(context.Background(), "session/prompt", params, nil); err != nil {
+				b.Fatal(err)
+			}
+			sent += n
+			if got := handled.Load(); got != int64(sent) {
+				b.Fatalf("the answer came with %d of %d notifications handled", got, sent)
+			}
+		}
+	})
+}
+
+// benchBigParams is session/prompt params of about 1 MiB, encoded.
+func benchBigParams() json.RawMessage {
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", (1<<20)/45)
+	p, err := json.Marshal(benchPromptParams{SessionID: "s1", Prompt: []benchBlock{{Type: "text", Text: text}}})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// BenchmarkParams1MiB is a call whose params are 1 MiB, left undecoded by
+// the handler, so the figure is the library's: framing, validating and
+// carrying the line. impl=jsonValid is one json.Valid over the same
+// request line, the reference for "a pass".
+func BenchmarkParams1MiB(b *testing.B) {
+	params := benchBigParams()
+	line := []byte(`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":` + string(params) + "}")
+	skip := func(_ context.Context, req *acprpc.Request) (any, error) {
+		if len(req.Params) != len(params) {
+			return nil, errors.New("params cut")
+		}
+		return benchPromptResult{StopReason: "end_turn"}, nil
+	}
+	calls := map[string]func(*testing.B) benchCaller{
+		"acprpc": func(b *testing.B) benchCaller {
+			c := benchACP(b, acprpc.HandlerFunc(skip), nil)
+			return func(ctx context.Context, p, r any) error { return c.Call(ctx, "session/prompt", p, r) }
+		},
+		"sourcegraph": sourcegraphCaller,
+	}
+	for _, name := range []string{"acprpc", "sourcegraph"} {
+		b.Run("impl="+name, func(b *testing.B) {
+			call := calls[name](b)
+			b.SetBytes(int64(len(line)))
+			benchLoop(b, func() {
+				for range b.N {
+					var res benchPromptResult
+					if err := call(context.Background(), params, &res); err != nil || res.StopReason != "end_turn" {
+						b.Fatalf("got %+v, %v", res, err)
+					}
+				}
+			})
+		})
+	}
+	b.Run("impl=jsonValid", func(b *testing.B) {
+		b.SetBytes(int64(len(line)))
+		benchLoop(b, func() {
+			for range b.N {
+				if !json.Valid(line) {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkInFlightMemory holds 100,000 session/prompt requests in flight on
+// a server Conn, every handler blocked on its context, and reports the
+// memory the server holds for each: live heap and goroutine stacks, measured
+// after a GC. The requests come as raw lines, so no client's memory is
+// counted. Then one session/cancel ends them all and each is answered.
+func BenchmarkInFlightMemory(b *testing.B) {
+	const inFlight = 100_000
+	input := benchPromptLines(inFlight)
+	var heap, stack uint64
+	b.ReportAllocs()
+	for range b.N {
+		h, s := benchHoldInFlight(b, input, inFlight)
+		heap += h
+		stack += s
+	}
+	perReq := func(total uint64) float64 { return float64(total) / float64(b.N) / inFlight }
+	b.ReportMetric(perReq(heap+stack), "B/inflight")
+	b.ReportMetric(perReq(heap), "heapB/inflight")
+	b.ReportMetric(perReq(stack), "stackB/inflight")
+}
+
+// benchPromptLines is n session/prompt request lines of session s1.
+func benchPromptLines(n int) []byte {
+	var buf bytes.Buffer
+	for i := range n {
+		buf.WriteString(`{"jsonrpc":"2.0","id":`)
+		buf.WriteString(strconv.Itoa(i + 1))
+		buf.WriteString(`,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"hello"}]}}` + "\n")
+	}
+	return buf.Bytes()
+}
+
+// benchHoldInFlight runs one round of BenchmarkInFlightMemory and returns
+// the heap and stack bytes the server grew by with n requests in flight.
+func benchHoldInFlight(b *testing.B, input []byte, n int) (heap, stack uint64) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var started atomic.Int64
+	allStarted := make(chan struct{})
+	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		if started.Add(1) == int64(n) {
+			close(allStarted)
+		}
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	})
+	answered := make(chan int, 1)
+	go func() { answered <- benchCountLines(outR, n) }()
+	before := benchMem()
+	server := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(inR, outW), h,
+		&acprpc.Options{MaxInFlight: 2 * n})
+	go func() { _, _ = inW.Write(input) }()
+	<-allStarted
+	after := benchMem()
+	if got := server.Stats().IncomingInFlight; got != n {
+		b.Fatalf("%d in flight, want %d", got, n)
+	}
+	if _, err := inW.Write([]byte(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}` + "\n")); err != nil {
+		b.Fatal(err)
+	}
+	if got := <-answered; got != n {
+		b.Fatalf("%d answers, want %d", got, n)
+	}
+	server.Close()
+	inW.Close()
+	outR.Close()
+	return after.HeapAlloc - before.HeapAlloc, after.StackInuse - before.StackInuse
+}
+
+func benchMem() runtime.MemStats {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m
+}
+
+// benchCountLines reads r until n lines have come, or r ends, and returns how
+// many came.
+func benchCountLines(r io.Reader, n int) int {
+	br := bufio.NewReaderSize(r, 64<<10)
+	count := 0
+	for count < n {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
+			count++
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			break
+		}
+	}
+	return count
+}
