@@ -85,14 +85,14 @@ func (engine) Handle(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}
 // to our calls and cancellations act at once, ahead of any queue; a request
 // is registered and its handler started before the next line is read; other
 // notifications are queued for the notification handler.
-func (c *Conn) route(m *message) {
+func (c *Conn) route(m message) {
 	switch {
 	case m.kind == kindResponse:
-		c.deliver(m)
+		c.deliver(&m)
 	case m.kind == kindRequest:
-		c.serve(m)
-	case !c.intercept(m):
-		c.notes.push(*m)
+		c.serve(&m)
+	case !c.intercept(&m):
+		c.notes.push(m)
 	}
 }
 

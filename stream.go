@@ -45,8 +45,9 @@ type Stream struct {
 // router is how a Stream hands the Conn each message and each bad line, on
 // the read goroutine, in the order read.
 type router interface {
-	// route hands the Conn a request, notification or response.
-	route(m *message)
+	// route hands the Conn a request, notification or response. m is
+	// passed by value so that it stays on the read goroutine's stack.
+	route(m message)
 	badLine(e *lineError)
 	overLong(prefix []byte, size int)
 	readEnded(err error)
@@ -121,7 +122,7 @@ func (s *Stream) deliver(line []byte, v any) bool {
 	case s.router == nil:
 		return json.Unmarshal(line, v) == nil
 	default:
-		s.router.route(&m)
+		s.router.route(m)
 	}
 	return false
 }
