@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log"
 	"sync"
@@ -91,7 +92,16 @@ func (s *sgServer) handle(ctx context.Context, conn *sg.Conn, req *sg.Request) (
 	return PromptResult{StopReason: stop}, nil
 }
 
-func (s *sgServer) Close() error { return s.conn.Close() }
+// Close closes the connection; one that already closed because its input
+// ended is not an error.
+func (s *sgServer) Close() error { return sgClose(s.conn) }
+
+func sgClose(c *sg.Conn) error {
+	if err := c.Close(); err != nil && !errors.Is(err, sg.ErrClosed) {
+		return err
+	}
+	return nil
+}
 
 type sgClient struct {
 	conn    *sg.Conn
@@ -130,4 +140,4 @@ func (c *sgClient) Prompt(ctx context.Context, sessionID, text string) (string, 
 	return res.StopReason, nil
 }
 
-func (c *sgClient) Close() error { return c.conn.Close() }
+func (c *sgClient) Close() error { return sgClose(c.conn) }
