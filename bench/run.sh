@@ -8,7 +8,7 @@
 #   scale.txt/json   10,000 and 100,000 requests in flight, then cancelled
 #   chart.svg        round trip and cancel latency per peer
 #   env.txt          machine, toolchains and peer versions
-# About 6 minutes on 2 cores. QUICK=1 runs a short smoke version.
+# About 5 minutes on 2 cores. QUICK=1 runs a short smoke version.
 set -euo pipefail
 cd "$(dirname "$0")"
 start=$(date +%s)

@@ -229,8 +229,8 @@ func niceCeil(v float64) float64 {
 
 func fmtNum(v float64) string {
 	switch {
-	case v == 0:
-		return "0"
+	case v == math.Trunc(v):
+		return strconv.FormatFloat(v, 'f', 0, 64)
 	case v >= 100:
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case v >= 10:
