@@ -31,6 +31,7 @@ type Conn struct {
 	out   calls
 	notes *notifier
 	slots chan struct{} // bounds running handlers when set
+	idle  idleWorkers
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
@@ -57,6 +58,7 @@ func NewConn(ctx context.Context, s *Stream, h Handler, opts *Options) *Conn {
 		ready:    make(chan struct{}),
 		closed:   make(chan struct{}),
 		readDone: make(chan struct{}),
+		idle:     idleWorkers{take: make(chan *inRequest)},
 	}
 	c.log = logger{c.opts.Logger}
 	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
@@ -134,7 +136,7 @@ func (c *Conn) serve(m *message) {
 		r.deadline = time.AfterFunc(d, func() { r.cancelWith(ErrDeadline) })
 		r.mu.Unlock()
 	}
-	go c.run(r)
+	c.start(r)
 }
 
 func (c *Conn) newInRequest(m *message) *inRequest {
@@ -142,6 +144,46 @@ func (c *Conn) newInRequest(m *message) *inRequest {
 	r.req = Request{ID: ID{raw: string(m.id)}, Method: m.method, Params: m.params, SessionID: m.sessionID}
 	r.Context, r.cancel = context.WithCancelCause(c.base)
 	return r
+}
+
+// idleWorkers are handler goroutines kept between requests. A new
+// goroutine starts with a small stack, which the runtime copies each time a
+// handler outgrows it (decoding JSON does); a reused one has grown already.
+type idleWorkers struct {
+	take    chan *inRequest // unbuffered: a send succeeds only if one waits
+	waiting atomic.Int32
+}
+
+// maxIdleWorkers bounds the goroutines a connection keeps waiting.
+const maxIdleWorkers = 16
+
+// start runs r's handler on a goroutine of its own: an idle worker if one
+// waits, else a new one.
+func (c *Conn) start(r *inRequest) {
+	select {
+	case c.idle.take <- r:
+	default:
+		go c.work(r)
+	}
+}
+
+// work runs r, then, unless enough workers wait already, waits for another
+// request until the connection closes.
+func (c *Conn) work(r *inRequest) {
+	for {
+		c.run(r)
+		if c.idle.waiting.Add(1) > maxIdleWorkers {
+			c.idle.waiting.Add(-1)
+			return
+		}
+		select {
+		case r = <-c.idle.take:
+			c.idle.waiting.Add(-1)
+		case <-c.closed:
+			c.idle.waiting.Add(-1)
+			return
+		}
+	}
 }
 
 // run calls the handler and answers with what it returns.
