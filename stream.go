@@ -2,6 +2,7 @@ package acprpc
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -133,14 +134,10 @@ func (s *Stream) deliver(line []byte, v any) bool {
 // with the error that ended it.
 func (s *Stream) readLine() (line []byte, size int, err error) {
 	chunk, err := s.r.ReadSlice('\n')
-	line = append([]byte(nil), chunk...)
-	size = len(chunk)
-	for err == bufio.ErrBufferFull {
-		chunk, err = s.r.ReadSlice('\n')
-		size += len(chunk)
-		if size <= s.maxLine+1 {
-			line = append(line, chunk...)
-		}
+	if err == bufio.ErrBufferFull {
+		line, size, err = s.readLong(chunk)
+	} else {
+		line, size = append([]byte(nil), chunk...), len(chunk)
 	}
 	if err == nil {
 		size-- // the "\n" is framing, not message
@@ -149,6 +146,24 @@ func (s *Stream) readLine() (line []byte, size int, err error) {
 		return line[:min(prefixKept, len(line))], size, err
 	}
 	return trimLineEnd(line), size, err
+}
+
+// readLong reads the rest of a line longer than the read buffer, whose
+// first part is first. The parts are kept as they come and joined once, so
+// a long line is copied twice rather than once per growth of one slice.
+// Parts beyond the size limit are not kept.
+func (s *Stream) readLong(first []byte) (line []byte, size int, err error) {
+	parts := [][]byte{bytes.Clone(first)}
+	size, err = len(first), bufio.ErrBufferFull
+	for err == bufio.ErrBufferFull {
+		var chunk []byte
+		chunk, err = s.r.ReadSlice('\n')
+		size += len(chunk)
+		if size <= s.maxLine+1 {
+			parts = append(parts, bytes.Clone(chunk))
+		}
+	}
+	return bytes.Join(parts, nil), size, err
 }
 
 // blank reports whether a line holds nothing but white space; such a line
