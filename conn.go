@@ -259,10 +259,10 @@ func (c *Conn) handleNotification(m message) {
 	if c.handler == nil {
 		return
 	}
-	req := &Request{Method: m.method, Params: m.params, SessionID: m.sessionID}
 	// handled is written only on this goroutine, so it is read here unlocked.
-	nc := &noteContext{Context: c.base, conn: c, req: req, seq: c.notes.handled + 1}
-	if _, err := c.invoke(nc, req); err != nil {
+	nc := &noteContext{Context: c.base, conn: c, seq: c.notes.handled + 1,
+		req: Request{Method: m.method, Params: m.params, SessionID: m.sessionID}}
+	if _, err := c.invoke(nc, &nc.req); err != nil {
 		c.log.Debug("acprpc: notification handler failed", "method", m.method, "error", err.Error())
 	}
 }
