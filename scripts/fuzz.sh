@@ -24,7 +24,7 @@ if [ "${#targets[@]}" -eq 0 ]; then
   exit 0
 fi
 
-snapshot() { find . -path '*/testdata/fuzz/*' -type f -not -path './node_modules/*' | sort; }
+snapshot() { find . -path '*/testdata/fuzz/*' -type f -not -path '*/node_modules/*' | sort; }
 before="$(mktemp)"
 trap 'rm -f "$before"' EXIT
 snapshot >"$before"

@@ -3,7 +3,7 @@
 #
 #   scripts/soak.sh [top-level requests, default 1000000]
 #
-# SOAK_RACE=0 runs it without the race detector (about ten times faster).
+# SOAK_RACE=0 runs it without the race detector (several times faster).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
