@@ -66,6 +66,8 @@ func TestStreamBadLines(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":6,"method":"ping","params":3}`, acprpc.CodeInvalidRequest, "6"},
 		{`{"jsonrpc":"2.0","id":-7,"method":"ping","params":"x"}`, acprpc.CodeInvalidRequest, "-7"},
 		{`{}`, acprpc.CodeInvalidRequest, "null"},
+		{`{"jsonrpc":"2.0","id":8}`, acprpc.CodeInvalidRequest, "8"},
+		{`{"jsonrpc":"2.0","id":"nine"}`, acprpc.CodeInvalidRequest, `"nine"`},
 	}
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)

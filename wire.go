@@ -426,10 +426,14 @@ func isVersion20(v []byte) bool {
 
 func (m *members) response() (message, *lineError) {
 	if m.result == nil && m.errObj == nil {
-		return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: " + lineMissing}
+		var id []byte // the peer can match the answer when its ID is usable
+		if validID(m.id) {
+			id = m.id
+		}
+		return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: " + lineMissing, id: id}
 	}
-	// A response is never answered; an unusable one is reported by the
-	// caller as a log line, so the lineError carries no code.
+	// A response is never answered: one with an unusable ID only reaches
+	// the log.
 	if m.id == nil || !validID(m.id) {
 		return message{kind: kindResponse, result: m.result, errObj: m.errObj}, nil
 	}
