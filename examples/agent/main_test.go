@@ -2,11 +2,9 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -14,30 +12,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/acpkit/acprpc/examples/internal/agenttest"
 	"github.com/acpkit/acprpc/examples/internal/demo"
 )
 
 // agentBin is the agent, built once for every test.
 var agentBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "acprpc-agent-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if agentBin, err = demo.BuildAgent(context.Background(), dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		os.RemoveAll(dir)
-		os.Exit(code)
-	}))
-}
+func TestMain(m *testing.M) { agenttest.Main(m, &agentBin) }
 
 // wait bounds every wait on the agent, so a broken agent fails the test
 // instead of hanging it.

@@ -3,36 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
-	"github.com/acpkit/acprpc/examples/internal/demo"
+	"github.com/acpkit/acprpc/examples/internal/agenttest"
 )
 
 // agentBin is the agent, built once for every test.
 var agentBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "acprpc-client-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if agentBin, err = demo.BuildAgent(context.Background(), dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		os.RemoveAll(dir)
-		os.Exit(code)
-	}))
-}
+func TestMain(m *testing.M) { agenttest.Main(m, &agentBin) }
 
 func client(t *testing.T, args ...string) string {
 	t.Helper()
