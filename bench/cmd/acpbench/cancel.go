@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -123,7 +124,7 @@ func cancelGo(cfg *config, r row, n int) (ret, handler, answer []float64, lost i
 		tC, ok2 := within(p.seen, limit)
 		tAns, ok3 := within(answered, limit)
 		if !ok1 {
-			return nil, nil, nil, 0, fmt.Errorf("Prompt did not return after cancel")
+			return nil, nil, nil, 0, errors.New("the prompt call did not return after its cancel")
 		}
 		if !ok2 || !ok3 {
 			lost++
