@@ -244,20 +244,12 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	r.stopTimers()
 	c.in.remove(r) // before sending: the peer may reuse the ID once it reads the answer
 	r.cancel(errRequestDone)
-	f.answer = true
-	// On the handler's (or grace timer's) goroutine: it may write itself.
-	c.sent(c.stream.out.sendNow(f))
+	c.reply(f)
 }
 
-// reply queues an answer from the read loop, which must never block on the
-// peer.
 func (c *Conn) reply(f *frame) {
 	f.answer = true
-	c.sent(c.stream.out.send(f))
-}
-
-func (c *Conn) sent(err error) {
-	if err != nil {
+	if err := c.stream.out.send(f); err != nil {
 		c.log.Debug("acprpc: answer not sent", "error", err.Error())
 	}
 }

@@ -138,7 +138,6 @@ type writer struct {
 	room    chan struct{} // closed when queued drops, if the reader waits
 	queue   []*frame
 	spare   []*frame
-	writing bool // someone holds bw: the writer goroutine or an inline sender
 	closing bool
 	err     error
 	wake    chan struct{}
@@ -170,45 +169,11 @@ func (w *writer) send(f *frame) error {
 		w.queued += f.buf.Len()
 	}
 	w.mu.Unlock()
-	w.kick()
-	return nil
-}
-
-// sendNow writes f on the caller's goroutine when nothing is queued or
-// being written, which spares an answer the hop to the writer goroutine and
-// back; otherwise it queues f behind the rest. Only handlers' goroutines use
-// it: they may block on a peer that stopped reading, the read loop and
-// callers may not.
-func (w *writer) sendNow(f *frame) error {
-	w.started.Do(func() { go w.run() })
-	w.mu.Lock()
-	if w.err != nil || w.writing || w.closing || len(w.queue) > 0 {
-		w.mu.Unlock()
-		return w.send(f)
-	}
-	w.writing = true
-	w.mu.Unlock()
-	_, err := w.bw.Write(f.buf.Bytes())
-	if err == nil {
-		err = w.bw.Flush()
-	}
-	f.release()
-	w.mu.Lock()
-	w.writing = false
-	w.mu.Unlock()
-	if err != nil {
-		w.fail(err)
-	}
-	w.kick() // the writer goroutine may be waiting for bw, to write or to stop
-	return err
-}
-
-// kick wakes the writer goroutine.
-func (w *writer) kick() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
+	return nil
 }
 
 func (w *writer) run() {
@@ -230,10 +195,9 @@ func (w *writer) run() {
 func (w *writer) next() (batch []*frame, closing bool) {
 	for {
 		w.mu.Lock()
-		if !w.writing && (len(w.queue) > 0 || w.closing || w.err != nil) {
+		if len(w.queue) > 0 || w.closing {
 			batch, w.queue, w.spare = w.queue, w.spare[:0], nil
-			closing = (w.closing || w.err != nil) && len(batch) == 0
-			w.writing = !closing
+			closing = w.closing && len(batch) == 0
 			w.mu.Unlock()
 			return batch, closing
 		}
@@ -259,7 +223,6 @@ func (w *writer) write(batch []*frame) error {
 		err = w.bw.Flush()
 	}
 	w.mu.Lock()
-	w.writing = false
 	w.spare = batch[:0]
 	w.queued -= written
 	if w.room != nil {
@@ -320,7 +283,10 @@ func (w *writer) drain(d time.Duration) {
 	w.mu.Lock()
 	w.closing = true
 	w.mu.Unlock()
-	w.kick()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
