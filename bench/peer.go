@@ -158,6 +158,7 @@ type TapReader struct {
 	Tap func([]byte)
 }
 
+// Read reads from the wrapped reader and watches what passes.
 func (t *TapReader) Read(p []byte) (int, error) {
 	n, err := t.R.Read(p)
 	if n > 0 {

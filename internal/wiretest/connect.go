@@ -46,6 +46,7 @@ const (
 	BtoA
 )
 
+// String names the direction as an arrow.
 func (d Direction) String() string {
 	if d == AtoB {
 		return "A→B"

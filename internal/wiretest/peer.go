@@ -65,6 +65,7 @@ func (m Msg) ParamMember(name string) json.RawMessage {
 	return p[name]
 }
 
+// String returns the line as the peer read it.
 func (m Msg) String() string { return m.Raw }
 
 // Parse checks that line is one JSON-RPC 2.0 message as this library must

@@ -17,6 +17,7 @@ const (
 	AgentToClient
 )
 
+// String names the direction as it appears in the timeline.
 func (d Direction) String() string {
 	if d == ClientToAgent {
 		return "C→A"
@@ -44,10 +45,14 @@ type Message struct {
 	} `json:"error,omitempty"`
 }
 
-// IsRequest, IsNotification and IsResponse classify a message.
-func (m *Message) IsRequest() bool      { return m.Method != "" && m.ID != nil }
+// IsRequest reports whether the message expects an answer.
+func (m *Message) IsRequest() bool { return m.Method != "" && m.ID != nil }
+
+// IsNotification reports whether the message is a notification.
 func (m *Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
-func (m *Message) IsResponse() bool     { return m.Method == "" }
+
+// IsResponse reports whether the message answers a request.
+func (m *Message) IsResponse() bool { return m.Method == "" }
 
 // Recorder taps both directions of a connection and keeps every line with
 // the time it went by. Wrap the peer's pipes with Reader and Writer before
