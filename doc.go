@@ -103,7 +103,9 @@
 // Close, the end of the peer's input, a failed write, or the end of the
 // context given to NewConn close the connection. Every handler's context is
 // then cancelled with ErrConnClosed, every pending Call returns an error that
-// matches ErrConnClosed, and Close returns once the connection's own
-// goroutines have ended, promptly even when the peer has stopped reading.
-// Closing twice is safe.
+// matches ErrConnClosed, and Close returns once the read loop, the writer and
+// the notification goroutine have ended, promptly even when the peer has
+// stopped reading; idle handler goroutines leave as it returns. A handler
+// still running is the application's: its context is cancelled and its
+// answer dropped. Closing twice is safe.
 package acprpc
