@@ -98,6 +98,17 @@
 // disturbed. IDs are sent back byte for byte, so negative IDs, IDs above 2^53
 // and escaped strings survive, and 1 and "1" are different requests.
 //
+// # Limits
+//
+// A peer cannot make the connection hold unbounded memory. Options bound the
+// line length (MaxMessageSize), the requests in flight (MaxInFlight: one over
+// it is answered -32603 at once, never queued), the notifications waiting
+// for the handler (MaxQueuedNotifications) and the answers waiting to be
+// written (MaxQueuedWrite). The last two push back: the connection stops
+// reading until there is room, and drops nothing. A cancel is never dropped
+// either, but behind a full queue it waits with the rest of the input, so a
+// notification handler must never wait for a request to be cancelled.
+//
 // # Shutdown
 //
 // Close, the end of the peer's input, a failed write, or the end of the
