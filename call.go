@@ -22,16 +22,22 @@ type pendingCall struct {
 // answer to a newer one.
 type calls struct {
 	mu     sync.Mutex
+	limit  int
 	last   int64
 	m      map[int64]*pendingCall
 	closed bool
 }
 
-func (t *calls) register() (int64, *pendingCall, bool) {
+// register adds a call, or says why it cannot: the connection closed, or
+// too many calls await their answers.
+func (t *calls) register() (int64, *pendingCall, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
-		return 0, nil, false
+		return 0, nil, ErrConnClosed
+	}
+	if len(t.m) >= t.limit {
+		return 0, nil, ErrTooManyCalls
 	}
 	if t.m == nil {
 		t.m = make(map[int64]*pendingCall)
@@ -39,7 +45,7 @@ func (t *calls) register() (int64, *pendingCall, bool) {
 	t.last++
 	pc := &pendingCall{done: make(chan struct{})}
 	t.m[t.last] = pc
-	return t.last, pc, true
+	return t.last, pc, nil
 }
 
 // take removes and returns the call with the given ID.
@@ -111,9 +117,9 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	if err := ctx.Err(); err != nil {
 		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
 	}
-	id, pc, ok := c.out.register()
-	if !ok {
-		return &CallError{Method: method, Err: ErrConnClosed}
+	id, pc, err := c.out.register()
+	if err != nil {
+		return &CallError{Method: method, Err: err}
 	}
 	var idBuf [20]byte
 	rawID := strconv.AppendInt(idBuf[:0], id, 10)

@@ -68,6 +68,7 @@ func NewConn(ctx context.Context, s *Stream, h Handler, opts *Options) *Conn {
 	s.maxLine = c.opts.MaxMessageSize
 	s.out.limit = c.opts.MaxQueuedWrite
 	c.notes.limit = c.opts.MaxQueuedNotifications
+	c.out.limit = c.opts.MaxOutgoing
 	s.router = c
 	go c.notes.run(c.handleNotification)
 	c.engine = jsonrpc2.NewConn(context.Background(), s, engine{}, jsonrpc2.SetLogger(c.log))

@@ -101,10 +101,12 @@
 // # Limits
 //
 // A peer cannot make the connection hold unbounded memory. Options bound the
-// line length (MaxMessageSize), the requests in flight (MaxInFlight: one over
-// it is answered -32603 at once, never queued), the notifications waiting
-// for the handler (MaxQueuedNotifications) and the answers waiting to be
-// written (MaxQueuedWrite). The last two push back: the connection stops
+// line length (MaxMessageSize), the requests in flight (MaxInFlight: one
+// over it is answered -32603 at once, never queued), this side's calls
+// awaiting answers (MaxOutgoing: Call fails with ErrTooManyCalls), the
+// notifications waiting for the handler (MaxQueuedNotifications) and the
+// answers waiting to be written (MaxQueuedWrite). The last two push back: the
+// connection stops
 // reading until there is room, and drops nothing. A cancel is never dropped
 // either, but behind a full queue it waits with the rest of the input, so a
 // notification handler must never wait for a request to be cancelled.

@@ -21,6 +21,10 @@ const (
 // cancelled: a Call whose context ended, and a -32800 answer from the peer.
 var ErrCancelled = errors.New("acprpc: request cancelled")
 
+// ErrTooManyCalls is the reason Call fails when Options.MaxOutgoing calls
+// already await their answers.
+var ErrTooManyCalls = errors.New("acprpc: too many calls awaiting answers")
+
 // Error is a JSON-RPC error object. A handler returns one (or an error
 // wrapping one) to choose the code and data of its answer; Call returns one,
 // wrapped in a *CallError, when the peer answers with an error.

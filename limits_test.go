@@ -485,3 +485,58 @@ func TestLimitsOwnCallsDoNotHoldReader(t *testing.T) {
 	}
 	require.Zero(t, a.Stats().OutgoingInFlight)
 }
+
+// TestLimitsMaxOutgoing: once MaxOutgoing calls await their answers, a new
+// Call fails at once and sends nothing. A cancelled call still counts until
+// its answer comes, since its ID stays reserved; its cancel is sent, never
+// dropped. The answer frees the place.
+func TestLimitsMaxOutgoing(t *testing.T) {
+	fltNoLeak(t)
+	ctx := fltContext(t)
+	// The peer's "sync" request, answered, shows that every line before it
+	// has been read.
+	sync := acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) { return "synced", nil })
+	c, p, _ := fltConnect(t, context.Background(), sync, &acprpc.Options{MaxOutgoing: 2}, nil)
+
+	kept := make(chan error, 1)
+	go func() { kept <- c.Call(ctx, "slow", nil, nil) }()
+	cancelCtx, cancel := context.WithCancel(ctx)
+	cancelled := make(chan error, 1)
+	go func() { cancelled <- c.Call(cancelCtx, "slow", nil, nil) }()
+	ids := map[string]bool{string(p.next().ID): true, string(p.next().ID): true}
+	require.Len(t, ids, 2)
+
+	err := c.Call(ctx, "over", nil, nil)
+	require.ErrorIs(t, err, acprpc.ErrTooManyCalls)
+	require.Contains(t, err.Error(), "over")
+
+	cancel()
+	require.ErrorIs(t, limRecv(t, ctx, cancelled), acprpc.ErrCancelled)
+	m := p.next()
+	require.Equal(t, acprpc.MethodCancelRequest, m.Method, "the cancel is sent, and nothing for the refused call")
+	var params struct{ RequestID json.RawMessage }
+	require.NoError(t, json.Unmarshal(m.Params, &params))
+	require.True(t, ids[string(params.RequestID)])
+	require.ErrorIs(t, c.Call(ctx, "over", nil, nil), acprpc.ErrTooManyCalls, "the cancelled call's answer is still due")
+
+	p.send(`{"jsonrpc":"2.0","id":` + string(params.RequestID) + `,"error":{"code":-32800,"message":"Request cancelled"}}`)
+	p.send(`{"jsonrpc":"2.0","id":"sync","method":"sync"}`)
+	require.Equal(t, `"sync"`, string(p.next().ID))
+	third := make(chan error, 1)
+	go func() { third <- c.Call(ctx, "third", nil, nil) }()
+	require.Equal(t, "third", p.next().Method)
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, limRecv(t, ctx, kept), acprpc.ErrConnClosed)
+	require.ErrorIs(t, limRecv(t, ctx, third), acprpc.ErrConnClosed)
+}
+
+func limRecv(t *testing.T, ctx context.Context, ch <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		require.FailNow(t, "a call did not return")
+		return nil
+	}
+}

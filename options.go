@@ -13,6 +13,7 @@ const DefaultCancelGrace = 2 * time.Second
 // Default limits; each can be changed in Options.
 const (
 	DefaultMaxInFlight            = 100_000
+	DefaultMaxOutgoing            = 100_000
 	DefaultMaxQueuedNotifications = 10_000
 	DefaultMaxQueuedWrite         = 32 << 20
 )
@@ -47,6 +48,14 @@ type Options struct {
 	// running. A request over the limit is answered at once with -32603
 	// and never queued. Zero means DefaultMaxInFlight.
 	MaxInFlight int
+
+	// MaxOutgoing bounds this side's calls awaiting an answer, counting
+	// cancelled calls whose answer is still due (their IDs stay reserved
+	// until it comes). Over it, Call fails at once with ErrTooManyCalls and
+	// sends nothing, so a peer that never answers cannot make the calls and
+	// cancels waiting for it grow without end; no cancel is ever dropped.
+	// Zero means DefaultMaxOutgoing.
+	MaxOutgoing int
 
 	// MaxQueuedNotifications bounds the notifications waiting for the
 	// handler. When the queue is full the connection stops reading until
@@ -111,6 +120,7 @@ func (o *Options) settled() Options {
 		s.MaxMessageSize = DefaultMaxMessageSize
 	}
 	s.MaxInFlight = orDefault(s.MaxInFlight, DefaultMaxInFlight)
+	s.MaxOutgoing = orDefault(s.MaxOutgoing, DefaultMaxOutgoing)
 	s.MaxQueuedNotifications = orDefault(s.MaxQueuedNotifications, DefaultMaxQueuedNotifications)
 	s.MaxQueuedWrite = orDefault(s.MaxQueuedWrite, DefaultMaxQueuedWrite)
 	if s.CancelMarkers == nil {
