@@ -2,10 +2,11 @@ package bench
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 const liveness = 10 * time.Second
@@ -20,17 +21,9 @@ func params1MiBText() string {
 func TestPeers(t *testing.T) {
 	for _, p := range Peers() {
 		t.Run(p.Name(), func(t *testing.T) {
-			before := runtime.NumGoroutine()
-			testPeer(t, p)
 			// Every goroutine the peer started must be gone after close.
-			deadline := time.Now().Add(liveness)
-			for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if n := runtime.NumGoroutine(); n > before {
-				buf := make([]byte, 1<<16)
-				t.Fatalf("%d goroutines left after close (before %d)\n%s", n-before, before, buf[:runtime.Stack(buf, true)])
-			}
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+			testPeer(t, p)
 		})
 	}
 }
