@@ -88,3 +88,10 @@ func unquote(raw []byte) string {
 	}
 	return string(inner)
 }
+
+// parseOwnID reads an ID that may be one this side issued: a positive
+// integer.
+func parseOwnID(raw []byte) (int64, bool) {
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return n, err == nil && n > 0
+}
