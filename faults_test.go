@@ -281,6 +281,15 @@ type fltRecorder struct {
 
 func fltNewRecorder() *fltRecorder { return &fltRecorder{ctxs: map[string]context.Context{}} }
 
+// block is a handler's body that ignores nothing: it records its context,
+// says it has started, and returns its context's cause once it ends.
+func (r *fltRecorder) block(ctx context.Context, name string, started chan<- struct{}) (any, error) {
+	r.start(ctx, name)
+	close(started)
+	<-ctx.Done()
+	return nil, context.Cause(ctx)
+}
+
 func (r *fltRecorder) start(ctx context.Context, name string) {
 	r.mu.Lock()
 	r.ctxs[name] = ctx
@@ -545,10 +554,7 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 	rec := fltNewRecorder()
 	started := make(chan struct{})
 	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		rec.start(ctx, req.Method)
-		close(started)
-		<-ctx.Done()
-		return nil, context.Cause(ctx)
+		return rec.block(ctx, req.Method, started)
 	})
 	c, p, tap := fltConnect(t, context.Background(), h, nil, nil)
 
@@ -626,10 +632,7 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 	blocked := make(chan struct{})
 	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
 		if req.Method == "block" {
-			rec.start(ctx, req.Method)
-			close(blocked)
-			<-ctx.Done()
-			return nil, context.Cause(ctx)
+			return rec.block(ctx, req.Method, blocked)
 		}
 		return req.Params, nil
 	})
@@ -798,11 +801,8 @@ func TestFaultsParentContextEnds(t *testing.T) {
 	started := make(chan struct{})
 	var sawValue atomic.Bool
 	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		rec.start(ctx, req.Method)
 		sawValue.Store(ctx.Value(fltKey{}) == "v")
-		close(started)
-		<-ctx.Done()
-		return nil, context.Cause(ctx)
+		return rec.block(ctx, req.Method, started)
 	})
 	c, p, tap := fltConnect(t, parent, h, nil, nil)
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
