@@ -1,0 +1,57 @@
+package acprpc
+
+import (
+	"fmt"
+)
+
+// Transport carries whole JSON-RPC messages between a Conn and its peer: one
+// message per Recv, one per Send. It knows nothing of JSON-RPC; the Conn
+// validates, answers and routes what it receives, so every transport gets the
+// same bad-input answers, IDs and limits.
+//
+// Two methods are optional. A transport with SetReadLimit(n int) has it
+// called by NewConn with Options.MaxMessageSize; a transport with
+// Flush() error has it called whenever the Conn's write queue runs dry, so
+// that a burst of Sends can share one write.
+//
+// A Conn calls Recv from one goroutine and Send from one other goroutine, and
+// may call Close from any goroutine at any time, more than once.
+type Transport interface {
+	// Recv returns the next message from the peer. The Conn keeps the slice,
+	// so the transport must not reuse it. An error ends the connection (io.EOF
+	// when the peer's input ended), except a *MessageTooLargeError: the
+	// message was dropped, and the Conn answers it and reads on.
+	Recv() ([]byte, error)
+
+	// Send delivers one message to the peer. msg holds one JSON value with no
+	// newline, and is only valid until Send returns. Send may buffer when
+	// the transport has a Flush method.
+	Send(msg []byte) error
+
+	// Close ends both directions and makes a blocked Recv return. A Send
+	// blocked on a peer that stopped reading should return too; if the
+	// transport cannot promise that (a blocking file), the Conn still closes
+	// without waiting for it.
+	Close() error
+}
+
+// MessageTooLargeError is what a Transport's Recv returns for a message over
+// its size limit, which it dropped without holding it in memory. The Conn
+// answers it -32600, with the message's ID when Prefix shows one, and reads
+// the next message.
+type MessageTooLargeError struct {
+	Size   int    // the message's size in bytes, as far as it was read
+	Limit  int    // the limit it broke
+	Prefix []byte // the message's first bytes, kept to find its ID
+}
+
+// Error says how large the message was and what the limit is.
+func (e *MessageTooLargeError) Error() string {
+	return fmt.Sprintf("message of %d bytes exceeds the limit of %d", e.Size, e.Limit)
+}
+
+// readLimiter and flusher are the optional methods of a Transport.
+type (
+	readLimiter interface{ SetReadLimit(n int) }
+	flusher     interface{ Flush() error }
+)
