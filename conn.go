@@ -2,36 +2,37 @@ package acprpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
 // Conn is one side of an ACP connection, agent or client alike: it serves
 // the peer's requests and notifications with a Handler and makes its own
 // calls. Every incoming request is answered exactly once; see the package
 // documentation for the rules.
+//
+// Its tables each have their own lock, and no two of them are ever held
+// together: a function that needs two takes one, lets it go, then takes the
+// other. The one nesting is an incoming request's own mu, which may be taken
+// while no table lock is held, and never the other way round.
 type Conn struct {
-	opts    Options
-	log     logger
-	handler Handler
-	stream  *Stream
-	engine  *jsonrpc2.Conn
+	opts      Options
+	log       logger
+	handler   Handler
+	transport Transport
+	writer    *writer
 
 	base       context.Context // parent of every handler's context
 	cancelBase context.CancelCauseFunc
 	stopParent func() bool
 
-	in    tracker
-	out   calls
-	notes *notifier
-	slots chan struct{} // bounds running handlers when set
-	idle  idleWorkers
+	incoming incomingTable // the peer's requests in flight
+	calls    callTable     // our requests awaiting answers
+	notes    *notifier     // the peer's notifications, in order
+	workers  workerPool    // goroutines that run request handlers
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
@@ -44,50 +45,76 @@ type Conn struct {
 	readDone  chan struct{}
 }
 
-// NewConn starts serving the stream with h, which may be nil for a side
-// that only calls (its peer's requests then get -32601). The connection
-// closes when ctx ends, when Close is called, or when the peer's input ends.
-// Handlers' contexts carry ctx's values, not its cancellation: they end
-// with cause ErrConnClosed.
-func NewConn(ctx context.Context, s *Stream, h Handler, opts *Options) *Conn {
+// NewConn starts serving t with h, which may be nil for a side that only
+// calls (its peer's requests then get -32601). The connection closes when
+// ctx ends, when Close is called, or when the peer's input ends. Handlers'
+// contexts carry ctx's values, not its cancellation: they end with cause
+// ErrConnClosed.
+func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c := &Conn{
-		opts:     opts.settled(),
-		handler:  h,
-		stream:   s,
-		notes:    newNotifier(),
-		ready:    make(chan struct{}),
-		closed:   make(chan struct{}),
-		readDone: make(chan struct{}),
-		idle:     idleWorkers{take: make(chan *inRequest)},
+		opts:      opts.settled(),
+		handler:   h,
+		transport: t,
+		notes:     newNotifier(),
+		ready:     make(chan struct{}),
+		closed:    make(chan struct{}),
+		readDone:  make(chan struct{}),
 	}
 	c.log = logger{c.opts.Logger}
 	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
-	if n := c.opts.MaxConcurrentRequests; n > 0 {
-		c.slots = make(chan struct{}, n)
+	c.workers.init(c.opts.MaxConcurrentRequests)
+	if l, ok := t.(readLimiter); ok {
+		l.SetReadLimit(c.opts.MaxMessageSize)
 	}
-	s.maxLine = c.opts.MaxMessageSize
-	s.out.limit = c.opts.MaxQueuedWrite
+	c.writer = newWriter(t, c.opts.MaxQueuedWrite, c.writeFailed)
 	c.notes.limit = c.opts.MaxQueuedNotifications
-	c.out.limit = c.opts.MaxOutgoing
-	s.router = c
+	c.calls.limit = c.opts.MaxOutgoing
 	go c.notes.run(c.handleNotification)
-	c.engine = jsonrpc2.NewConn(context.Background(), s, engine{}, jsonrpc2.SetLogger(c.log))
+	go c.read()
 	c.stopParent = context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrConnClosed, context.Cause(ctx))) })
 	close(c.ready)
 	return c
 }
 
-// engine is the Handler of sourcegraph's Conn, which runs the read loop. The
-// Stream routes every message to the Conn on that loop (see route), so the
-// engine is never handed one to dispatch.
-type engine struct{}
+// read is the read loop: it takes each message from the transport and
+// routes it before reading the next, so the order on the wire is the order
+// of registration.
+func (c *Conn) read() {
+	defer close(c.readDone)
+	for {
+		c.writer.waitRoom()
+		msg, err := c.transport.Recv()
+		var tooLarge *MessageTooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			c.overLong(tooLarge.Prefix, tooLarge.Size)
+		case err != nil:
+			c.shutdown(fmt.Errorf("%w: input ended: %w", ErrConnClosed, err))
+			return
+		case len(msg) > c.opts.MaxMessageSize: // a transport with no limit of its own
+			c.overLong(msg[:min(len(msg), prefixKept)], len(msg))
+		default:
+			c.receive(msg)
+		}
+	}
+}
 
-func (engine) Handle(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) {}
+// receive parses one message and routes it, or answers it when it is not a
+// usable message; the connection and everything in flight go on.
+func (c *Conn) receive(msg []byte) {
+	m, bad := parseMessage(msg)
+	if bad != nil {
+		c.badMessage(bad)
+		return
+	}
+	c.route(m)
+}
 
 // route takes each message on the read goroutine, in the order read. Answers
 // to our calls and cancellations act at once, ahead of any queue; a request
-// is registered and its handler started before the next line is read; other
-// notifications are queued for the notification handler.
+// is registered and its handler started before the next message is read;
+// other notifications are queued for the notification handler. m is passed
+// by value so that it stays on the read goroutine's stack.
 func (c *Conn) route(m message) {
 	switch {
 	case m.kind == kindResponse:
@@ -113,221 +140,44 @@ func (c *Conn) intercept(m *message) bool {
 	return false
 }
 
-// serve starts a request's handler. It runs on the read goroutine and
-// registers the request before anything else is read.
-func (c *Conn) serve(m *message) {
-	if strings.HasPrefix(m.method, "$/") || c.handler == nil {
-		c.reply(errorFrame(m.id, MethodNotFound(m.method)))
-		return
-	}
-	if c.in.len() >= c.opts.MaxInFlight {
-		c.reply(errorFrame(m.id, &Error{Code: CodeInternalError,
-			Message: fmt.Sprintf("Internal error: too many requests in flight (limit %d)", c.opts.MaxInFlight)}))
-		return
-	}
-	r := c.newInRequest(m)
-	if !c.in.add(r) {
-		r.cancel(errRequestDone)
-		c.reply(errorFrame(m.id, &Error{Code: CodeInvalidRequest,
-			Message: "Invalid request: request id " + string(m.id) + " is already in flight"}))
-		return
-	}
-	if d := c.opts.HandlerTimeout; d > 0 {
-		r.mu.Lock()
-		r.deadline = time.AfterFunc(d, func() { r.cancelWith(ErrDeadline) })
-		r.mu.Unlock()
-	}
-	c.start(r)
-}
-
-func (c *Conn) newInRequest(m *message) *inRequest {
-	r := &inRequest{conn: c, rawID: m.id, key: keyOf(m.id)}
-	r.req = Request{ID: ID{raw: string(m.id)}, Method: m.method, Params: m.params, SessionID: m.sessionID}
-	r.Context, r.cancel = context.WithCancelCause(c.base)
-	return r
-}
-
-// idleWorkers are handler goroutines kept between requests. A new
-// goroutine starts with a small stack, which the runtime copies each time a
-// handler outgrows it (decoding JSON does); a reused one has grown already.
-type idleWorkers struct {
-	take    chan *inRequest // unbuffered: a send succeeds only if one waits
-	waiting atomic.Int32
-}
-
-// maxIdleWorkers bounds the goroutines a connection keeps waiting.
-const maxIdleWorkers = 16
-
-// start runs r's handler on a goroutine of its own: an idle worker if one
-// waits, else a new one.
-func (c *Conn) start(r *inRequest) {
-	select {
-	case c.idle.take <- r:
-	default:
-		go c.work(r)
-	}
-}
-
-// work runs r, then, unless enough workers wait already, waits for another
-// request until the connection closes.
-func (c *Conn) work(r *inRequest) {
-	for {
-		c.run(r)
-		if c.idle.waiting.Add(1) > maxIdleWorkers {
-			c.idle.waiting.Add(-1)
-			return
-		}
-		select {
-		case r = <-c.idle.take:
-			c.idle.waiting.Add(-1)
-		case <-c.closed:
-			c.idle.waiting.Add(-1)
-			return
-		}
-	}
-}
-
-// run calls the handler and answers with what it returns.
-func (c *Conn) run(r *inRequest) {
-	if c.slots != nil {
-		select {
-		case c.slots <- struct{}{}:
-			defer func() { <-c.slots }()
-		case <-r.Done():
-			c.finish(r, nil, context.Cause(r))
-			return
-		}
-	}
-	result, err := c.invoke(r, &r.req)
-	c.finish(r, result, err)
-}
-
-// invoke calls the handler, turning a panic into a -32603 error.
-func (c *Conn) invoke(ctx context.Context, req *Request) (result any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			c.log.Error("acprpc: handler panicked", "method", req.Method, "id", req.ID.String(),
-				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			result, err = nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: handler panicked: %v", p)}
-		}
-	}()
-	return c.handler.Handle(ctx, req)
-}
-
-// finish answers a request whose handler has returned. A result is sent
-// even after a cancel; an error after a cancel becomes the cancelled
-// answer; any other error becomes an error answer.
-func (c *Conn) finish(r *inRequest, result any, err error) {
-	if r.answered.Load() {
-		return // answered for the handler when its grace period ran out
-	}
-	if err == nil {
-		f, encErr := resultFrame(r.rawID, result)
-		if encErr == nil {
-			c.answer(r, f)
-			return
-		}
-		err = &Error{Code: CodeInternalError, Message: "Internal error: cannot encode result: " + encErr.Error()}
-	}
-	if r.cancelledBy() != nil {
-		c.answer(r, c.cancelledFrame(r))
-		return
-	}
-	c.answer(r, errorFrame(r.rawID, answerFor(err)))
-}
-
-// answer sends f as r's one answer; any later attempt is dropped.
-func (c *Conn) answer(r *inRequest, f *frame) {
-	if !r.answered.CompareAndSwap(false, true) {
-		f.release()
-		return
-	}
-	r.stopTimers()
-	c.in.remove(r) // before sending: the peer may reuse the ID once it reads the answer
-	r.cancel(errRequestDone)
-	c.reply(f)
-}
-
-func (c *Conn) reply(f *frame) {
-	f.answer = true
-	if err := c.stream.out.send(f); err != nil {
-		c.log.Debug("acprpc: answer not sent", "error", err.Error())
-	}
-}
-
-// handleNotification runs on the notifier's goroutine.
-func (c *Conn) handleNotification(m message) {
-	if c.handler == nil {
-		return
-	}
-	// handled is written only on this goroutine, so it is read here unlocked.
-	nc := &noteContext{Context: c.base, conn: c, seq: c.notes.handled + 1,
-		req: Request{Method: m.method, Params: m.params, SessionID: m.sessionID}}
-	if _, err := c.invoke(nc, &nc.req); err != nil {
-		c.log.Debug("acprpc: notification handler failed", "method", m.method, "error", err.Error())
-	}
-}
-
-// badLine answers a line that is not a usable message; the connection and
-// everything in flight go on.
-func (c *Conn) badLine(e *lineError) {
-	c.log.Warn("acprpc: bad message from peer", "code", e.code, "error", e.msg)
-	c.reply(errorFrame(e.id, &Error{Code: e.code, Message: e.msg}))
-}
-
-// overLong answers a line above the size limit, which was not kept. If its
-// first bytes show an ID, the answer carries it; if they show an answer to
-// one of our calls, that call fails instead.
-func (c *Conn) overLong(prefix []byte, size int) {
-	msg := fmt.Sprintf("Invalid request: message of %d bytes exceeds the limit of %d", size, c.opts.MaxMessageSize)
-	id, isResponse := peekID(prefix)
-	c.log.Warn("acprpc: over-long message from peer", "size", size, "id", string(id))
-	if isResponse {
-		if n, ok := parseOwnID(id); ok {
-			if pc := c.out.take(n); pc != nil {
-				pc.errObj = []byte(fmt.Sprintf(`{"code":%d,"message":%q}`, CodeInternalError, "response too large: "+msg))
-				close(pc.done)
-			}
-		}
-		return
-	}
-	c.reply(errorFrame(id, &Error{Code: CodeInvalidRequest, Message: msg}))
-}
-
-func (c *Conn) readEnded(err error) {
-	c.shutdown(fmt.Errorf("%w: input ended: %w", ErrConnClosed, err))
-	close(c.readDone)
-}
-
 func (c *Conn) writeFailed(err error) {
 	c.shutdown(fmt.Errorf("%w: write failed: %w", ErrConnClosed, err))
 }
 
 // shutdown is the one way the connection closes, whatever the reason: every
 // handler's context ends with ErrConnClosed, every pending call returns,
-// queued lines get a short chance to go out, then the stream closes.
+// queued messages get a short chance to go out, then the transport closes.
+// It never waits on the peer for longer than closeFlushTimeout.
 func (c *Conn) shutdown(reason error) {
 	c.closeOnce.Do(func() {
 		// The read loop and the parent's AfterFunc start inside NewConn and
-		// can get here before it has set engine and stopParent.
+		// can get here before it has set stopParent.
 		<-c.ready
 		c.reason = reason
 		close(c.closed)
 		c.stopParent()
 		c.cancelBase(ErrConnClosed)
-		for _, r := range c.in.matching(func(*inRequest) bool { return true }) {
-			r.stopTimers()
-		}
-		c.out.closeAll()
+		c.incoming.stopAllTimers()
+		c.calls.closeAll()
 		c.notes.stop()
-		c.engine.Close() // closes the Stream
+		c.writer.drain(closeFlushTimeout)
+		if err := c.transport.Close(); err != nil {
+			c.log.Debug("acprpc: closing the transport", "error", err.Error())
+		}
+		c.writer.stop()
 	})
 }
 
+// closeFlushTimeout bounds how long closing waits for queued messages to be
+// taken by a peer that may have stopped reading.
+const closeFlushTimeout = 250 * time.Millisecond
+
 // Close closes the connection and waits for its goroutines to end. Handlers
 // still running have their contexts cancelled and their answers dropped.
-// Close returns promptly even when the peer has stopped reading. It is safe
-// to call more than once.
+// Close returns promptly whatever the peer and the transport do: a write
+// stuck on a peer that stopped reading, or a read of a file that cannot be
+// interrupted (a blocking stdin), is left to end on its own. It is safe to
+// call more than once, from any goroutine, a handler's included.
 func (c *Conn) Close() error {
 	c.shutdown(ErrConnClosed)
 	t := time.NewTimer(readerExitWait)
@@ -337,16 +187,19 @@ func (c *Conn) Close() error {
 	select {
 	case <-c.notes.done:
 	case <-t.C:
-		c.log.Warn("acprpc: a notification handler is still running; it ends on its own")
+		c.log.Debug("acprpc: a notification handler is still running; it ends on its own")
 		return nil
 	}
-	// Closing a pipe or socket ends a read in progress; closing a file the
-	// runtime cannot poll (a blocking stdin) does not, so that one read is
-	// left to end on its own rather than holding Close.
-	select {
-	case <-c.readDone:
-	case <-t.C:
-		c.log.Warn("acprpc: the input could not be interrupted; its reader ends with its next read")
+	if s, ok := c.transport.(*Stream); ok && !s.interruptible() {
+		return nil // the read and write in progress end on their own; no one can cut them short
+	}
+	for _, done := range []chan struct{}{c.readDone, c.writer.done} {
+		select {
+		case <-done:
+		case <-t.C:
+			c.log.Debug("acprpc: the transport did not end a read or write on close; it ends on its own")
+			return nil
+		}
 	}
 	return nil
 }
@@ -380,8 +233,8 @@ type Stats struct {
 // Stats returns the connection's counters; it is cheap enough to poll.
 func (c *Conn) Stats() Stats {
 	return Stats{
-		IncomingInFlight: c.in.len(),
-		OutgoingInFlight: c.out.len(),
+		IncomingInFlight: c.incoming.len(),
+		OutgoingInFlight: c.calls.len(),
 		CancelsReceived:  c.stats.cancelsReceived.Load(),
 		CancelsSent:      c.stats.cancelsSent.Load(),
 	}

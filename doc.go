@@ -3,9 +3,12 @@
 // either side, every request is answered exactly once, and nothing in flight
 // is lost to a bad line, a slow handler or a vanished peer.
 //
-// It runs ACP's stdio framing (one JSON message per line) on the engine of
-// github.com/sourcegraph/jsonrpc2, and owns everything that decides what the
-// peer sees: parsing, IDs, answers and cancellation.
+// A Conn runs over a Transport, which carries whole messages: a Stream for
+// ACP's stdio framing (one JSON message per line), any of
+// github.com/sourcegraph/jsonrpc2's object streams through ObjectStream, or
+// a remote transport (WebSocket, Streamable HTTP) from another package. The
+// Conn owns everything that decides what the peer sees: parsing, IDs,
+// answers and cancellation, the same over every transport.
 //
 // # Connections
 //
@@ -19,14 +22,15 @@
 //	err := conn.Call(ctx, "session/prompt", params, &result)
 //
 // Options are optional: the zero value gives ACP's cancellation markers and
-// session cancellation, a 32 MiB line limit and a two-second grace period.
+// session cancellation, a 32 MiB message limit and a two-second grace period.
 //
 // # Contexts
 //
 // Each incoming request runs its handler on a goroutine of its own with a
 // context of its own. The context is registered in the in-flight table under
-// the request's exact ID before the handler starts and before the next line
-// is read, so a $/cancel_request that arrives right behind its request always
+// the request's exact ID before the handler starts and before the next
+// message is read, so a $/cancel_request that arrives right behind its
+// request always
 // finds it. The context carries the values of the context given to NewConn,
 // and RequestFromContext and ConnFromContext give the handler its request and
 // its connection, to call the peer back.
@@ -84,15 +88,15 @@
 // before it has been handled: the session/update notifications of a prompt
 // turn are all seen before Call returns the turn's result.
 //
-// Outgoing lines are written in the order they are queued, by one writer
-// goroutine; Call, Notify and the cancels they send only queue their line,
-// so a peer that stops reading never blocks a caller.
+// Outgoing messages are sent in the order they are queued, by one writer
+// goroutine; Call, Notify and the cancels they send only queue their
+// message, so a peer that stops reading never blocks a caller.
 //
 // # Bad input
 //
-// A line that is not JSON is answered -32700 with a null ID; a batch, a
+// A message that is not JSON is answered -32700 with a null ID; a batch, a
 // non-object, or an ID that is neither a string nor an integer that fits in
-// 64 bits is answered -32600; a line over Options.MaxMessageSize is answered
+// 64 bits is answered -32600; a message over Options.MaxMessageSize is answered
 // -32600 (with its ID, when its first bytes show one) and skipped without
 // being held in memory. The connection goes on and nothing in flight is
 // disturbed. IDs are sent back byte for byte, so negative IDs, IDs above 2^53
@@ -101,13 +105,12 @@
 // # Limits
 //
 // A peer cannot make the connection hold unbounded memory. Options bound the
-// line length (MaxMessageSize), the requests in flight (MaxInFlight: one
+// message size (MaxMessageSize), the requests in flight (MaxInFlight: one
 // over it is answered -32603 at once, never queued), this side's calls
 // awaiting answers (MaxOutgoing: Call fails with ErrTooManyCalls), the
 // notifications waiting for the handler (MaxQueuedNotifications) and the
-// answers waiting to be written (MaxQueuedWrite). The last two push back: the
-// connection stops
-// reading until there is room, and drops nothing. A cancel is never dropped
+// answers waiting to be written (MaxQueuedWrite). The last two push back:
+// the connection stops reading until there is room, and drops nothing. A cancel is never dropped
 // either, but behind a full queue it waits with the rest of the input, so a
 // notification handler must never wait for a request to be cancelled.
 //
@@ -118,7 +121,7 @@
 // then cancelled with ErrConnClosed, every pending Call returns an error that
 // matches ErrConnClosed, and Close returns once the read loop, the writer and
 // the notification goroutine have ended, promptly even when the peer has
-// stopped reading; idle handler goroutines leave as it returns. A handler
+// stopped reading or the transport is a file no close can interrupt; idle handler goroutines leave as it returns. A handler
 // still running is the application's: its context is cancelled and its
 // answer dropped. Closing twice is safe.
 package acprpc

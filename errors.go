@@ -1,6 +1,7 @@
 package acprpc
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,28 @@ const (
 	CodeInternalError    = -32603 // the handler failed or panicked
 	CodeRequestCancelled = -32800 // the request was cancelled, by the peer or internally
 )
+
+// Cancellation causes. A handler learns why its context ended with
+// context.Cause(ctx) and errors.Is.
+var (
+	// ErrPeerCancelled: the peer sent $/cancel_request for the request.
+	ErrPeerCancelled = errors.New("acprpc: cancelled by the peer")
+	// ErrSessionCancelled: the request's session was cancelled, by the
+	// peer's session/cancel or session/close, or by CancelSession here.
+	ErrSessionCancelled = errors.New("acprpc: session cancelled")
+	// ErrDeadline: Options.HandlerTimeout passed. It matches
+	// context.DeadlineExceeded too.
+	ErrDeadline error = deadlineError{}
+	// ErrConnClosed: the connection closed, by Close, by the peer's end of
+	// input, by a write failure, or by NewConn's context ending. A call
+	// that fails with it got no answer; no error the peer sends matches it.
+	ErrConnClosed = errors.New("acprpc: connection closed")
+)
+
+type deadlineError struct{}
+
+func (deadlineError) Error() string { return "acprpc: handler deadline exceeded" }
+func (deadlineError) Unwrap() error { return context.DeadlineExceeded }
 
 // ErrCancelled matches, with errors.Is, every error that means a request was
 // cancelled: a Call whose context ended, and a -32800 answer from the peer.

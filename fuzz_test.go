@@ -18,14 +18,14 @@ import (
 // for what is valid JSON and what an object's members are. Their seeds are
 // in testdata/fuzz and run with every go test.
 
-// FuzzParseLine: parseLine never panics, agrees with json.Valid, and
+// FuzzParseLine: parseMessage never panics, agrees with json.Valid, and
 // classifies a line as encoding/json reads it.
 func FuzzParseLine(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
-		m, bad := parseLine(line)
+		m, bad := parseMessage(line)
 		saysValid := bad == nil || bad.code != CodeParseError
 		if fuzzDepth(line) < maxDepth-1 && saysValid != json.Valid(line) {
-			t.Fatalf("parseLine says valid=%v (%+v), json.Valid says %v", saysValid, bad, !saysValid)
+			t.Fatalf("parseMessage says valid=%v (%+v), json.Valid says %v", saysValid, bad, !saysValid)
 		}
 		if !saysValid {
 			return
@@ -63,10 +63,10 @@ func fuzzDepth(b []byte) int {
 	return deepest
 }
 
-// fuzzCheckRejected checks that a valid JSON line parseLine refused is
+// fuzzCheckRejected checks that a valid JSON line parseMessage refused is
 // indeed not a usable message, and that the ID its answer carries is the
 // line's.
-func fuzzCheckRejected(t *testing.T, bad *lineError, obj map[string]json.RawMessage, isObject bool) {
+func fuzzCheckRejected(t *testing.T, bad *messageError, obj map[string]json.RawMessage, isObject bool) {
 	if bad.code != CodeInvalidRequest {
 		t.Fatalf("valid JSON refused with code %d", bad.code)
 	}
@@ -82,7 +82,7 @@ func fuzzCheckRejected(t *testing.T, bad *lineError, obj map[string]json.RawMess
 }
 
 // fuzzUsable says, with encoding/json's reading, whether obj is a message
-// parseLine must accept.
+// parseMessage must accept.
 func fuzzUsable(obj map[string]json.RawMessage) bool {
 	if v, ok := obj["jsonrpc"]; ok && !fuzzIsString(v, "2.0") {
 		return false
@@ -171,7 +171,7 @@ func fuzzCheckID(t *testing.T, id []byte) {
 		t.Fatal(err)
 	}
 	defer f.release()
-	answer, bad := parseLine(bytes.TrimSuffix(f.buf.Bytes(), []byte("\n")))
+	answer, bad := parseMessage(bytes.TrimSuffix(f.buf.Bytes(), []byte("\n")))
 	if bad != nil || answer.kind != kindResponse || !bytes.Equal(answer.id, id) || keyOf(answer.id) != keyOf(id) {
 		t.Fatalf("id %s comes back as %s (%+v)", id, answer.id, bad)
 	}

@@ -80,25 +80,3 @@ func ConnFromContext(ctx context.Context) *Conn {
 	c, _ := ctx.Value(connKey).(*Conn)
 	return c
 }
-
-// noteContext is the context of a notification handler: the connection's
-// context, with the accessors answering. It holds the Request too, so the
-// two cost one allocation.
-type noteContext struct {
-	context.Context
-	conn *Conn
-	req  Request
-	seq  uint64 // this notification's place in the arrival order, from 1
-}
-
-func (n *noteContext) Value(key any) any {
-	switch key {
-	case requestKey:
-		return &n.req
-	case connKey:
-		return n.conn
-	case noteKey:
-		return n
-	}
-	return n.Context.Value(key)
-}

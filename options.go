@@ -21,7 +21,7 @@ const (
 // Options configure a Conn. The zero value (or a nil *Options) is ready for
 // ACP: markers and session cancellation as the protocol defines them.
 type Options struct {
-	// Logger receives the connection's diagnostics: bad lines, ignored
+	// Logger receives the connection's diagnostics: bad messages, ignored
 	// cancels, panics with their stacks. Nil means silent.
 	Logger *slog.Logger
 
@@ -40,7 +40,8 @@ type Options struct {
 	// while they wait.
 	MaxConcurrentRequests int
 
-	// MaxMessageSize is the longest line accepted, in bytes. Zero means
+	// MaxMessageSize is the longest message accepted, in bytes (a line's end
+	// not counted). Zero means
 	// DefaultMaxMessageSize.
 	MaxMessageSize int
 

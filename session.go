@@ -24,7 +24,7 @@ func (c *Conn) cancelSession(sessionID string) int {
 	if sessionID == "" {
 		return 0
 	}
-	hit := c.in.matching(func(r *inRequest) bool { return r.req.SessionID == sessionID })
+	hit := c.incoming.matching(func(r *inRequest) bool { return r.req.SessionID == sessionID })
 	for _, r := range hit {
 		r.cancelWith(ErrSessionCancelled)
 	}

@@ -3,16 +3,14 @@ package acprpc
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"time"
-
-	"github.com/sourcegraph/jsonrpc2"
 )
 
-// DefaultMaxMessageSize is the longest line a Stream accepts unless told
+// DefaultMaxMessageSize is the longest message accepted unless told
 // otherwise: the TypeScript ACP SDK's limit, so either side can send the
 // other anything it would itself accept.
 const DefaultMaxMessageSize = 32 << 20
@@ -21,38 +19,24 @@ const DefaultMaxMessageSize = 32 << 20
 // any growth, large ones are gathered from it.
 const readBufferSize = 64 << 10
 
-// prefixKept is how much of an over-long line is held to find its ID.
+// prefixKept is how much of an over-long message is held to find its ID.
 const prefixKept = 4 << 10
 
-// Stream is ACP's stdio framing: one JSON-RPC message per line, lines ending
-// in "\n" (a "\r" before it and blank lines are accepted). It implements
-// sourcegraph's jsonrpc2.ObjectStream, validates every line in one pass, and
-// answers bad lines itself, so a malformed message never reaches the engine
-// and never ends the connection. Writes go through one writer goroutine, so a
-// caller is never blocked by a peer that has stopped reading.
-//
-// A Stream is used by one Conn. Used on its own with sourcegraph's Conn, it
-// still validates and answers bad lines, and passes good ones on whole.
+// Stream is ACP's stdio framing as a Transport: one JSON-RPC message per
+// line, lines ending in "\n" (a "\r" before it and blank lines are
+// accepted). A line over the limit is consumed without being held in
+// memory.
 type Stream struct {
-	r        *bufio.Reader
-	closers  []io.Closer
-	maxLine  int
-	out      *writer
-	router   router // the Conn, once attached
-	closeErr error
-	once     sync.Once
-}
+	r     *bufio.Reader
+	limit int   // set by the Conn before its first Recv
+	err   error // what ended the input, returned after its last line
 
-// router is how a Stream hands the Conn each message and each bad line, on
-// the read goroutine, in the order read.
-type router interface {
-	// route hands the Conn a request, notification or response. m is
-	// passed by value so that it stays on the read goroutine's stack.
-	route(m message)
-	badLine(e *lineError)
-	overLong(prefix []byte, size int)
-	readEnded(err error)
-	writeFailed(err error)
+	w *bufio.Writer // used by Send and Flush only, on the Conn's writer
+
+	closers   []io.Closer
+	canCut    bool // closing ends a blocked read and write
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewStream returns a Stream over rwc, such as a net.Conn; closing the
@@ -75,63 +59,56 @@ func NewStreamPipes(r io.Reader, w io.Writer) *Stream {
 }
 
 func newStream(r io.Reader, w io.Writer, closers ...io.Closer) *Stream {
-	s := &Stream{
+	return &Stream{
 		r:       bufio.NewReaderSize(r, readBufferSize),
+		w:       bufio.NewWriterSize(w, 64<<10),
+		limit:   DefaultMaxMessageSize,
 		closers: closers,
-		maxLine: DefaultMaxMessageSize,
-	}
-	s.out = newWriter(w, s)
-	return s
-}
-
-// ReadObject reads and handles lines until the input ends or fails, which
-// is the error it returns. With a Conn attached, every line is routed to the
-// Conn or answered as it is read, and nothing is returned to the engine.
-// Used on its own, it returns each valid message in v.
-func (s *Stream) ReadObject(v any) error {
-	for {
-		s.out.waitRoom()
-		line, size, err := s.readLine()
-		if size > s.maxLine {
-			if s.router != nil {
-				s.router.overLong(line, size)
-			}
-			continue
-		}
-		if !blank(line) {
-			if s.deliver(line, v) {
-				return nil
-			}
-		}
-		if err != nil {
-			if s.router != nil {
-				s.router.readEnded(err)
-			}
-			return err
-		}
+		canCut:  closeInterrupts(r) && closeInterrupts(w),
 	}
 }
 
-// deliver handles one non-blank line and reports whether v was filled,
-// which only a Stream without a Conn does.
-func (s *Stream) deliver(line []byte, v any) bool {
-	m, bad := parseLine(line)
-	switch {
-	case bad != nil && s.router != nil:
-		s.router.badLine(bad)
-	case bad != nil:
-	case s.router == nil:
-		return json.Unmarshal(line, v) == nil
-	default:
-		s.router.route(m)
+// closeInterrupts reports whether closing x ends a read or write blocked on
+// it. A file the runtime cannot poll, such as a blocking stdin or stdout
+// handed over by a parent process, refuses deadlines, and closing it does
+// not interrupt the system call in progress.
+func closeInterrupts(x any) bool {
+	switch f := x.(type) {
+	case *os.File:
+		return !errors.Is(f.SetDeadline(time.Time{}), os.ErrNoDeadline)
+	case io.Closer:
+		return true
 	}
 	return false
 }
 
+// interruptible reports whether Close ends a Recv or Send in progress.
+func (s *Stream) interruptible() bool { return s.canCut }
+
+// SetReadLimit sets the longest line Recv accepts, in bytes, line end not
+// counted.
+func (s *Stream) SetReadLimit(n int) { s.limit = n }
+
+// Recv returns the next non-blank line, without its line end. A line over
+// the limit is returned as a *MessageTooLargeError holding its first bytes.
+func (s *Stream) Recv() ([]byte, error) {
+	for s.err == nil {
+		line, size, err := s.readLine()
+		s.err = err
+		if size > s.limit {
+			return nil, &MessageTooLargeError{Size: size, Limit: s.limit, Prefix: line}
+		}
+		if !blank(line) {
+			return line, nil
+		}
+	}
+	return nil, s.err
+}
+
 // readLine returns the next line without its line end, copied so it can be
-// kept. A line longer than the limit is consumed without being held: only its
-// first bytes come back, with its size. A last line without "\n" is returned
-// with the error that ended it.
+// kept, and the size of the message it holds. A line longer than the limit
+// is consumed without being held: only its first bytes come back. A last
+// line without "\n" is returned with the error that ended it.
 func (s *Stream) readLine() (line []byte, size int, err error) {
 	chunk, err := s.r.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
@@ -142,7 +119,7 @@ func (s *Stream) readLine() (line []byte, size int, err error) {
 	if err == nil {
 		size-- // the "\n" is framing, not message
 	}
-	if size > s.maxLine {
+	if size > s.limit {
 		return line[:min(prefixKept, len(line))], size, err
 	}
 	return trimLineEnd(line), size, err
@@ -159,7 +136,7 @@ func (s *Stream) readLong(first []byte) (line []byte, size int, err error) {
 		var chunk []byte
 		chunk, err = s.r.ReadSlice('\n')
 		size += len(chunk)
-		if size <= s.maxLine+1 {
+		if size <= s.limit+1 {
 			parts = append(parts, bytes.Clone(chunk))
 		}
 	}
@@ -185,39 +162,26 @@ func trimLineEnd(b []byte) []byte {
 	return b[:n]
 }
 
-// WriteObject encodes obj as one line and queues it. The Conn writes its own
-// lines with send; this exists for the ObjectStream contract.
-func (s *Stream) WriteObject(obj any) error {
-	f := getFrame()
-	if err := f.encode(obj); err != nil {
-		f.release()
+// Send writes msg and its line end into the write buffer; Flush sends the
+// buffer on. msg must hold no newline, which compact JSON never does.
+func (s *Stream) Send(msg []byte) error {
+	if _, err := s.w.Write(msg); err != nil {
 		return err
 	}
-	f.endLine()
-	return s.out.send(f)
+	return s.w.WriteByte('\n')
 }
 
-// Close stops the Stream: lines already queued are written if the peer takes
-// them within a short time, then both directions are closed. Safe to call
-// more than once.
+// Flush writes out what Send has buffered.
+func (s *Stream) Flush() error { return s.w.Flush() }
+
+// Close closes both directions. Safe to call more than once.
 func (s *Stream) Close() error {
-	s.once.Do(func() {
-		s.out.drain(closeFlushTimeout)
+	s.closeOnce.Do(func() {
 		for _, c := range s.closers {
 			if err := c.Close(); err != nil && s.closeErr == nil {
 				s.closeErr = err
 			}
 		}
-		s.out.stop()
 	})
 	return s.closeErr
 }
-
-// closeFlushTimeout bounds how long Close waits for queued lines to be
-// taken by a peer that may have stopped reading.
-const closeFlushTimeout = 250 * time.Millisecond
-
-var _ jsonrpc2.ObjectStream = (*Stream)(nil)
-
-// errWriterClosed is the writer's reason once it has stopped.
-var errWriterClosed = errors.New("stream closed")

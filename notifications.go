@@ -1,6 +1,9 @@
 package acprpc
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // notifier runs notification handlers one at a time, in arrival order, on a
 // goroutine of its own, so a slow notification delays later notifications
@@ -8,16 +11,18 @@ import "sync"
 // has handled, which lets a response wait for the notifications read before
 // it (see barrier).
 type notifier struct {
-	mu      sync.Mutex
-	limit   int // queued notifications before the reader waits
-	room    chan struct{}
+	limit int // queued notifications before the reader waits; set before the connection starts
+
+	mu      sync.Mutex    // protects the fields below
+	room    chan struct{} // closed when the queue shrinks, if the reader waits
 	queue   []message
 	queued  uint64
 	handled uint64
 	changed chan struct{} // closed when handled grows and someone waits
-	wake    chan struct{}
-	stopped chan struct{}
-	done    chan struct{}
+
+	wake    chan struct{} // a token: the queue may have grown
+	stopped chan struct{} // closed by stop
+	done    chan struct{} // closed when run returns
 }
 
 func newNotifier() *notifier {
@@ -62,9 +67,9 @@ func (n *notifier) barrier() uint64 {
 	return n.queued
 }
 
-// waitFor returns once target notifications have been handled, or the
-// notifier has stopped.
-func (n *notifier) waitFor(target uint64) {
+// waitFor returns once target notifications have been handled, the
+// notifier has stopped, or giveUp is closed.
+func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) {
 	for {
 		n.mu.Lock()
 		if n.handled >= target {
@@ -79,6 +84,8 @@ func (n *notifier) waitFor(target uint64) {
 		select {
 		case <-changed:
 		case <-n.stopped:
+			return
+		case <-giveUp:
 			return
 		}
 	}
@@ -133,3 +140,38 @@ func (n *notifier) next() (message, bool) {
 // stop ends the notifier after the notification being handled; the rest of
 // the queue is dropped with the connection.
 func (n *notifier) stop() { close(n.stopped) }
+
+// handleNotification runs on the notifier's goroutine.
+func (c *Conn) handleNotification(m message) {
+	if c.handler == nil {
+		return
+	}
+	// handled is written only on this goroutine, so it is read here unlocked.
+	nc := &noteContext{Context: c.base, conn: c, seq: c.notes.handled + 1,
+		req: Request{Method: m.method, Params: m.params, SessionID: m.sessionID}}
+	if _, err := c.invoke(nc, &nc.req); err != nil {
+		c.log.Debug("acprpc: notification handler failed", "method", m.method, "error", err.Error())
+	}
+}
+
+// noteContext is the context of a notification handler: the connection's
+// context, with the accessors answering. It holds the Request too, so the
+// two cost one allocation.
+type noteContext struct {
+	context.Context
+	conn *Conn
+	req  Request
+	seq  uint64 // this notification's place in the arrival order, from 1
+}
+
+func (n *noteContext) Value(key any) any {
+	switch key {
+	case requestKey:
+		return &n.req
+	case connKey:
+		return n.conn
+	case noteKey:
+		return n
+	}
+	return n.Context.Value(key)
+}

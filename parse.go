@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// msgKind says what a line carries.
+// msgKind says what a message carries.
 type msgKind uint8
 
 const (
@@ -15,8 +15,9 @@ const (
 	kindResponse
 )
 
-// message is one parsed line. Every byte slice points into line, which is
-// never reused, so the raw ID and params can be handed on without copying.
+// message is one parsed message. Every byte slice points into the bytes the
+// transport handed over, which are never reused, so the raw ID and params
+// can be handed on without copying.
 type message struct {
 	kind      msgKind
 	id        []byte // raw JSON of the ID, nil for notifications
@@ -27,15 +28,15 @@ type message struct {
 	sessionID string // params.sessionId when it is a string
 }
 
-// lineError is the answer owed to a line that is not a usable message. id is
+// messageError is the answer owed to a message that is not usable. id is
 // the raw ID when one could be read, so the peer can match the answer.
-type lineError struct {
+type messageError struct {
 	code int64
 	msg  string
 	id   []byte
 }
 
-// maxDepth bounds nesting so that a hostile line cannot exhaust the stack;
+// maxDepth bounds nesting so that a hostile message cannot exhaust the stack;
 // encoding/json uses the same bound.
 const maxDepth = 10000
 
@@ -47,22 +48,22 @@ var (
 	lineMissing = "the message has neither a method nor a result or error"
 )
 
-// parseLine validates line as JSON and classifies it in a single pass: the
-// top-level object's members are located without decoding them, and a params
-// object's sessionId is picked up on the way.
-func parseLine(line []byte) (message, *lineError) {
-	s := scanner{b: line}
+// parseMessage validates a message as JSON and classifies it in a single
+// pass: the top-level object's members are located without decoding them,
+// and a params object's sessionId is picked up on the way.
+func parseMessage(msg []byte) (message, *messageError) {
+	s := scanner{b: msg}
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '{' {
 		return s.topObject()
 	}
 	if err := s.value(0, nil); err != nil || !s.atEnd() {
-		return message{}, &lineError{code: CodeParseError, msg: "Parse error: the line is not valid JSON"}
+		return message{}, &messageError{code: CodeParseError, msg: "Parse error: the message is not valid JSON"}
 	}
 	if s.first() == '[' {
-		return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: batches are not supported"}
+		return message{}, &messageError{code: CodeInvalidRequest, msg: "Invalid request: batches are not supported"}
 	}
-	return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: a message must be a JSON object"}
+	return message{}, &messageError{code: CodeInvalidRequest, msg: "Invalid request: a message must be a JSON object"}
 }
 
 type scanner struct {
@@ -120,10 +121,10 @@ func member(obj []byte, name string) []byte {
 	return c.span
 }
 
-func (s *scanner) topObject() (message, *lineError) {
+func (s *scanner) topObject() (message, *messageError) {
 	var m members
 	if err := s.object(0, &m, nil); err != nil || !s.atEnd() {
-		return message{}, &lineError{code: CodeParseError, msg: "Parse error: the line is not valid JSON"}
+		return message{}, &messageError{code: CodeParseError, msg: "Parse error: the message is not valid JSON"}
 	}
 	return m.classify()
 }
@@ -384,9 +385,9 @@ func (s *scanner) literal(word string) error {
 
 // classify turns the envelope's members into a message, or says what is
 // wrong with it in JSON-RPC terms.
-func (m *members) classify() (message, *lineError) {
-	invalid := func(msg string, id []byte) (message, *lineError) {
-		return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: " + msg, id: id}
+func (m *members) classify() (message, *messageError) {
+	invalid := func(msg string, id []byte) (message, *messageError) {
+		return message{}, &messageError{code: CodeInvalidRequest, msg: "Invalid request: " + msg, id: id}
 	}
 	carried := m.id
 	if carried != nil && !validID(carried) {
@@ -424,13 +425,13 @@ func isVersion20(v []byte) bool {
 	return bytes.Equal(v, version20) || v[0] == '"' && unquote(v) == "2.0"
 }
 
-func (m *members) response() (message, *lineError) {
+func (m *members) response() (message, *messageError) {
 	if m.result == nil && m.errObj == nil {
 		var id []byte // the peer can match the answer when its ID is usable
 		if validID(m.id) {
 			id = m.id
 		}
-		return message{}, &lineError{code: CodeInvalidRequest, msg: "Invalid request: " + lineMissing, id: id}
+		return message{}, &messageError{code: CodeInvalidRequest, msg: "Invalid request: " + lineMissing, id: id}
 	}
 	// A response is never answered: one with an unusable ID only reaches
 	// the log.
@@ -440,7 +441,7 @@ func (m *members) response() (message, *lineError) {
 	return message{kind: kindResponse, id: m.id, result: m.result, errObj: m.errObj}, nil
 }
 
-// peekID reads what it can of the start of an over-long line: the ID, if a
+// peekID reads what it can of the start of an over-long message: the ID, if a
 // complete one comes before the cut, and whether the message is an answer.
 func peekID(prefix []byte) (id []byte, isResponse bool) {
 	s := scanner{b: prefix}

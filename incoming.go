@@ -1,0 +1,167 @@
+package acprpc
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// inRequest is an incoming request in flight, from its registration on the
+// read goroutine to its one answer. It is also the handler's context, so
+// the accessors and the cancellation state cost no allocations beyond the
+// entry itself.
+type inRequest struct {
+	context.Context
+	cancel   context.CancelCauseFunc
+	conn     *Conn
+	req      Request
+	rawID    []byte
+	key      idKey
+	answered atomic.Bool // set once, by the one answer
+
+	mu       sync.Mutex  // protects the fields below
+	cause    error       // the first cancellation cause, recorded as it arrived
+	grace    *time.Timer // answers for a handler that outlives its grace period
+	deadline *time.Timer
+}
+
+// errRequestDone ends a request's context once it is answered, like
+// net/http ends a request's context when ServeHTTP returns.
+var errRequestDone = errors.New("acprpc: request answered")
+
+func (c *Conn) newInRequest(m *message) *inRequest {
+	r := &inRequest{conn: c, rawID: m.id, key: keyOf(m.id)}
+	r.req = Request{ID: ID{raw: string(m.id)}, Method: m.method, Params: m.params, SessionID: m.sessionID}
+	r.Context, r.cancel = context.WithCancelCause(c.base)
+	return r
+}
+
+func (r *inRequest) Value(key any) any {
+	switch key {
+	case requestKey:
+		return &r.req
+	case connKey:
+		return r.conn
+	}
+	return r.Context.Value(key)
+}
+
+// armDeadline cancels the request with ErrDeadline once d has passed, if d
+// is positive.
+func (r *inRequest) armDeadline(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	r.mu.Lock()
+	r.deadline = time.AfterFunc(d, func() { r.cancelWith(ErrDeadline) })
+	r.mu.Unlock()
+}
+
+// cancelWith cancels the request for cause. The first cause is kept, and
+// from then on the request is owed its cancelled answer: by the handler's
+// return, or by the grace timer if the handler does not return in time.
+func (r *inRequest) cancelWith(cause error) {
+	r.mu.Lock()
+	if r.cause != nil || r.answered.Load() {
+		r.mu.Unlock()
+		return
+	}
+	r.cause = cause
+	if grace := r.conn.opts.CancelGrace; grace > 0 && r.conn.Err() == nil {
+		r.grace = time.AfterFunc(grace, func() { r.conn.answerCancelled(r) })
+	}
+	r.mu.Unlock()
+	r.cancel(cause)
+}
+
+// cancelledBy returns why the request was cancelled, or nil if it was not.
+// The cause recorded when the cancellation arrived decides; a context ended
+// by the connection closing has no record and is read from the context,
+// which only this library can cancel.
+func (r *inRequest) cancelledBy() error {
+	r.mu.Lock()
+	cause := r.cause
+	r.mu.Unlock()
+	if cause == nil && r.Err() != nil {
+		cause = context.Cause(r.Context)
+	}
+	return cause
+}
+
+// stopTimers disarms the timers that would act on the request later.
+func (r *inRequest) stopTimers() {
+	r.mu.Lock()
+	for _, t := range []*time.Timer{r.grace, r.deadline} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	r.mu.Unlock()
+}
+
+// incomingTable is the in-flight table of the peer's requests, keyed by
+// exact ID. A request is added on the read goroutine before its handler
+// starts, so a $/cancel_request read right after it always finds it.
+type incomingTable struct {
+	mu sync.Mutex // protects m
+	m  map[idKey]*inRequest
+}
+
+// add registers r, or reports false when its ID is already in flight.
+func (t *incomingTable) add(r *inRequest) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = make(map[idKey]*inRequest)
+	}
+	if _, busy := t.m[r.key]; busy {
+		return false
+	}
+	t.m[r.key] = r
+	return true
+}
+
+func (t *incomingTable) get(k idKey) *inRequest {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[k]
+}
+
+// remove drops r, and only r: a new request may already use the same ID.
+func (t *incomingTable) remove(r *inRequest) {
+	t.mu.Lock()
+	if t.m[r.key] == r {
+		delete(t.m, r.key)
+	}
+	t.mu.Unlock()
+}
+
+// matching returns the requests in flight for which keep is true. The
+// table's lock is released before the caller acts on them.
+func (t *incomingTable) matching(keep func(*inRequest) bool) []*inRequest {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*inRequest
+	for _, r := range t.m {
+		if keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// stopAllTimers disarms every request's timers: the connection is closing,
+// and its handlers' answers are dropped.
+func (t *incomingTable) stopAllTimers() {
+	for _, r := range t.matching(func(*inRequest) bool { return true }) {
+		r.stopTimers()
+	}
+}
+
+func (t *incomingTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}

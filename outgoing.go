@@ -1,0 +1,261 @@
+package acprpc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// pendingCall is one of our requests, from its registration to the one
+// ending that end records: the peer's answer, an answer too large to keep,
+// or the connection closing.
+type pendingCall struct {
+	done    chan struct{} // closed by end
+	result  []byte
+	errObj  []byte
+	barrier uint64 // notifications to handle before the answer is seen
+}
+
+// end records how the call ended and wakes its caller. It is the only place
+// done is closed: whatever ends a call, the caller finds the barrier set.
+func (pc *pendingCall) end(result, errObj []byte, barrier uint64) {
+	pc.result, pc.errObj, pc.barrier = result, errObj, barrier
+	close(pc.done)
+}
+
+// answered reports whether the call ended with an answer rather than with
+// the connection.
+func (pc *pendingCall) answered() bool { return pc.result != nil || pc.errObj != nil }
+
+// callTable is the table of our requests awaiting answers. IDs count up
+// from 1 and are never reused, so a late answer to a cancelled call can never
+// be taken for the answer to a newer one.
+type callTable struct {
+	limit int // set before the connection starts
+
+	mu     sync.Mutex // protects the fields below
+	last   int64
+	m      map[int64]*pendingCall
+	closed bool
+}
+
+// register adds a call, or says why it cannot: the connection closed, or
+// too many calls await their answers.
+func (t *callTable) register() (int64, *pendingCall, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, nil, ErrConnClosed
+	}
+	if len(t.m) >= t.limit {
+		return 0, nil, ErrTooManyCalls
+	}
+	if t.m == nil {
+		t.m = make(map[int64]*pendingCall)
+	}
+	t.last++
+	pc := &pendingCall{done: make(chan struct{})}
+	t.m[t.last] = pc
+	return t.last, pc, nil
+}
+
+// take removes and returns the call with the given ID, or nil.
+func (t *callTable) take(id int64) *pendingCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pc := t.m[id]
+	delete(t.m, id)
+	return pc
+}
+
+// closeAll ends every pending call with no answer: each reports the
+// connection closed.
+func (t *callTable) closeAll() {
+	t.mu.Lock()
+	t.closed = true
+	ended := t.m
+	t.m = nil
+	t.mu.Unlock()
+	for _, pc := range ended {
+		pc.end(nil, nil, 0)
+	}
+}
+
+func (t *callTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
+}
+
+// endCall ends the call that rawID names with an answer, behind every
+// notification read so far; it runs on the read goroutine. An answer nobody
+// waits for (a late answer to a call that returned on cancellation, or a
+// stray ID) is dropped.
+func (c *Conn) endCall(rawID, result, errObj []byte) {
+	var pc *pendingCall
+	if id, ok := parseOwnID(rawID); ok {
+		pc = c.calls.take(id)
+	}
+	if pc == nil {
+		c.log.Debug("acprpc: dropping a response to no pending call", "id", string(rawID))
+		return
+	}
+	pc.end(result, errObj, c.notes.barrier())
+}
+
+// deliver matches a response to its call.
+func (c *Conn) deliver(m *message) {
+	if m.id == nil {
+		c.log.Warn("acprpc: the peer answered a message it could not read", "error", string(m.errObj))
+		return
+	}
+	c.endCall(m.id, m.result, m.errObj)
+}
+
+// failCall ends the call that rawID names with an error of this side's own,
+// such as an answer too large to keep.
+func (c *Conn) failCall(rawID []byte, e *Error) {
+	errObj, _ := json.Marshal(e)
+	c.endCall(rawID, nil, errObj)
+}
+
+// Call sends a request and waits for its answer, which it decodes into
+// result (unless result is nil). Params may be any value that encodes to a
+// JSON object or array, or nil.
+//
+// If ctx ends first, the peer is sent exactly one $/cancel_request for this
+// request, and Call returns a *CallError that matches both ctx.Err() and
+// ErrCancelled, at once or, with WaitAfterCancel, once the peer's answer
+// arrives (a result then returns nil, so a caller can use a marker or a
+// partial result). An error answer comes back as a *CallError wrapping the
+// peer's *Error. If the connection closes first, the error matches
+// ErrConnClosed, which no answer of the peer's can.
+//
+// Call returns only after every notification the peer sent before its
+// answer has been handled, so long as ctx lasts (after a cancel, so long as
+// WaitAfterCancel lasts): the ordering never costs a caller its context. A
+// call made from a notification handler (with its context) waits only for
+// the notifications before that one, since the others cannot run until it
+// returns.
+func (c *Conn) Call(ctx context.Context, method string, params, result any, opts ...CallOption) error {
+	co := callOptions{waitAfterCancel: c.opts.WaitAfterCancel}
+	for _, o := range opts {
+		o(&co)
+	}
+	if err := ctx.Err(); err != nil {
+		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
+	}
+	id, pc, err := c.calls.register()
+	if err != nil {
+		return &CallError{Method: method, Err: err}
+	}
+	var idBuf [20]byte
+	rawID := strconv.AppendInt(idBuf[:0], id, 10)
+	callErr := func(err error) error { return &CallError{Method: method, ID: ID{raw: string(rawID)}, Err: err} }
+	f, err := requestFrame(rawID, method, params)
+	if err != nil {
+		c.calls.take(id)
+		return callErr(fmt.Errorf("cannot encode params: %w", err))
+	}
+	if c.writer.send(f) != nil {
+		c.calls.take(id)
+		return callErr(ErrConnClosed)
+	}
+	select {
+	case <-pc.done:
+		return c.complete(ctx, pc, result, callErr, nil)
+	case <-ctx.Done():
+		if c.Err() != nil {
+			// The connection is closing, which also ends every handler's
+			// context: the call ends with the connection, not as a cancel.
+			<-pc.done
+			return c.complete(ctx, pc, result, callErr, nil)
+		}
+	}
+	c.sendCancel(id)
+	return c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel)
+}
+
+// awaitAfterCancel waits up to d for the answer to a call whose context has
+// ended and whose cancel is sent.
+func (c *Conn) awaitAfterCancel(ctx context.Context, pc *pendingCall, result any, callErr func(error) error, d time.Duration) error {
+	if d > 0 {
+		wait, stop := context.WithTimeout(context.WithoutCancel(ctx), d)
+		defer stop()
+		select {
+		case <-pc.done:
+			return c.complete(wait, pc, result, callErr, ctx.Err())
+		case <-wait.Done():
+		}
+	}
+	return callErr(cancelledCall{ctxErr: ctx.Err()})
+}
+
+// complete turns a finished call into Call's return. wait bounds the wait
+// for the notifications before the answer; ctxErr is set when the answer
+// was awaited after the caller's context ended.
+func (c *Conn) complete(wait context.Context, pc *pendingCall, result any, callErr func(error) error, ctxErr error) error {
+	if !pc.answered() {
+		return callErr(ErrConnClosed)
+	}
+	c.notes.waitFor(c.barrierFor(wait, pc.barrier), wait.Done())
+	if pc.errObj != nil {
+		rpcErr := &Error{}
+		if err := json.Unmarshal(pc.errObj, rpcErr); err != nil {
+			rpcErr = &Error{Code: CodeInternalError, Message: "malformed error answer: " + string(pc.errObj)}
+		}
+		if ctxErr != nil {
+			return callErr(cancelledCall{ctxErr: ctxErr, answer: rpcErr})
+		}
+		return callErr(rpcErr)
+	}
+	if result == nil {
+		return nil
+	}
+	if err := json.Unmarshal(pc.result, result); err != nil {
+		return callErr(fmt.Errorf("cannot decode result: %w", err))
+	}
+	return nil
+}
+
+// barrierFor is the barrier a call made under ctx waits for. A call made
+// from a notification handler cannot wait for that notification or the ones
+// behind it: they run only once it returns.
+func (c *Conn) barrierFor(ctx context.Context, barrier uint64) uint64 {
+	if nc, ok := ctx.Value(noteKey).(*noteContext); ok && nc.conn == c && nc.seq <= barrier {
+		return nc.seq - 1
+	}
+	return barrier
+}
+
+// Notify sends a notification. It returns once the message is queued,
+// without waiting for the peer to read it.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	if err := ctx.Err(); err != nil {
+		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
+	}
+	f, err := requestFrame(nil, method, params)
+	if err != nil {
+		return &CallError{Method: method, Err: fmt.Errorf("cannot encode params: %w", err)}
+	}
+	if c.writer.send(f) != nil {
+		return &CallError{Method: method, Err: ErrConnClosed}
+	}
+	return nil
+}
+
+// CallOption adjusts one Call.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	waitAfterCancel time.Duration
+}
+
+// WaitAfterCancel sets, for one Call, how long to wait for the peer's answer
+// after the call's context ends; see Options.WaitAfterCancel.
+func WaitAfterCancel(d time.Duration) CallOption {
+	return func(o *callOptions) { o.waitAfterCancel = d }
+}

@@ -1,0 +1,192 @@
+package acprpc
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+)
+
+// serve starts a request's handler. It runs on the read goroutine and
+// registers the request before anything else is read.
+func (c *Conn) serve(m *message) {
+	if strings.HasPrefix(m.method, "$/") || c.handler == nil {
+		c.reply(errorFrame(m.id, MethodNotFound(m.method)))
+		return
+	}
+	if c.incoming.len() >= c.opts.MaxInFlight {
+		c.reply(errorFrame(m.id, &Error{Code: CodeInternalError,
+			Message: fmt.Sprintf("Internal error: too many requests in flight (limit %d)", c.opts.MaxInFlight)}))
+		return
+	}
+	r := c.newInRequest(m)
+	if !c.incoming.add(r) {
+		r.cancel(errRequestDone)
+		c.reply(errorFrame(m.id, &Error{Code: CodeInvalidRequest,
+			Message: "Invalid request: request id " + string(m.id) + " is already in flight"}))
+		return
+	}
+	r.armDeadline(c.opts.HandlerTimeout)
+	c.workers.start(r)
+}
+
+// workerPool runs request handlers. It bounds how many run at once when
+// Options.MaxConcurrentRequests is set, and keeps goroutines between
+// requests: a new goroutine starts with a small stack, which the runtime
+// copies each time a handler outgrows it (decoding JSON does); a reused one
+// has grown already.
+type workerPool struct {
+	slots   chan struct{}   // bounds running handlers when set
+	take    chan *inRequest // unbuffered: a send succeeds only if one waits
+	waiting atomic.Int32
+}
+
+// maxIdleWorkers bounds the goroutines a connection keeps waiting.
+const maxIdleWorkers = 16
+
+func (p *workerPool) init(maxConcurrent int) {
+	p.take = make(chan *inRequest)
+	if maxConcurrent > 0 {
+		p.slots = make(chan struct{}, maxConcurrent)
+	}
+}
+
+// start runs r's handler on a goroutine of its own: an idle worker if one
+// waits, else a new one.
+func (p *workerPool) start(r *inRequest) {
+	select {
+	case p.take <- r:
+	default:
+		go p.work(r)
+	}
+}
+
+// work runs r, then, unless enough workers wait already, waits for another
+// request until the connection closes.
+func (p *workerPool) work(r *inRequest) {
+	closed := r.conn.closed
+	for {
+		p.run(r)
+		if p.waiting.Add(1) > maxIdleWorkers {
+			p.waiting.Add(-1)
+			return
+		}
+		select {
+		case r = <-p.take:
+			p.waiting.Add(-1)
+		case <-closed:
+			p.waiting.Add(-1)
+			return
+		}
+	}
+}
+
+// run waits for a slot if there is a bound, calls the handler and answers
+// with what it returns.
+func (p *workerPool) run(r *inRequest) {
+	c := r.conn
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+			defer func() { <-p.slots }()
+		case <-r.Done():
+			c.finish(r, nil, context.Cause(r))
+			return
+		}
+	}
+	result, err := c.invoke(r, &r.req)
+	c.finish(r, result, err)
+}
+
+// invoke calls the handler, turning a panic into a -32603 error.
+func (c *Conn) invoke(ctx context.Context, req *Request) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("acprpc: handler panicked", "method", req.Method, "id", req.ID.String(),
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			result, err = nil, &Error{Code: CodeInternalError, Message: fmt.Sprintf("Internal error: handler panicked: %v", p)}
+		}
+	}()
+	return c.handler.Handle(ctx, req)
+}
+
+// finish answers a request whose handler has returned. A result is sent
+// even after a cancel; an error after a cancel becomes the cancelled
+// answer; any other error becomes an error answer.
+func (c *Conn) finish(r *inRequest, result any, err error) {
+	if r.answered.Load() {
+		return // answered for the handler when its grace period ran out
+	}
+	if err == nil {
+		f, encErr := resultFrame(r.rawID, result)
+		if encErr == nil {
+			c.answer(r, f)
+			return
+		}
+		err = &Error{Code: CodeInternalError, Message: "Internal error: cannot encode result: " + encErr.Error()}
+	}
+	if r.cancelledBy() != nil {
+		c.answer(r, c.cancelledFrame(r))
+		return
+	}
+	c.answer(r, errorFrame(r.rawID, answerFor(err)))
+}
+
+// answerCancelled answers a cancelled request whose handler has not
+// returned within its grace period.
+func (c *Conn) answerCancelled(r *inRequest) {
+	c.answer(r, c.cancelledFrame(r))
+}
+
+// cancelledFrame is the answer of a cancelled request: its method's marker,
+// or -32800.
+func (c *Conn) cancelledFrame(r *inRequest) *frame {
+	if marker, ok := c.opts.CancelMarkers[r.req.Method]; ok {
+		if f, err := resultFrame(r.rawID, marker); err == nil {
+			return f
+		}
+	}
+	return errorFrame(r.rawID, errCancelledAnswer)
+}
+
+// answer sends f as r's one answer; any later attempt is dropped.
+func (c *Conn) answer(r *inRequest, f *frame) {
+	if !r.answered.CompareAndSwap(false, true) {
+		f.release()
+		return
+	}
+	r.stopTimers()
+	c.incoming.remove(r) // before sending: the peer may reuse the ID once it reads the answer
+	r.cancel(errRequestDone)
+	c.reply(f)
+}
+
+// reply queues an answer, which counts against Options.MaxQueuedWrite.
+func (c *Conn) reply(f *frame) {
+	f.answer = true
+	if err := c.writer.send(f); err != nil {
+		c.log.Debug("acprpc: answer not sent", "error", err.Error())
+	}
+}
+
+// badMessage answers a message that is not usable; the connection and
+// everything in flight go on.
+func (c *Conn) badMessage(e *messageError) {
+	c.log.Warn("acprpc: bad message from peer", "code", e.code, "error", e.msg)
+	c.reply(errorFrame(e.id, &Error{Code: e.code, Message: e.msg}))
+}
+
+// overLong answers a message above the size limit, which was not kept. If
+// its first bytes show an ID, the answer carries it; if they show an answer
+// to one of our calls, that call fails instead.
+func (c *Conn) overLong(prefix []byte, size int) {
+	msg := fmt.Sprintf("Invalid request: message of %d bytes exceeds the limit of %d", size, c.opts.MaxMessageSize)
+	id, isResponse := peekID(prefix)
+	c.log.Warn("acprpc: over-long message from peer", "size", size, "id", string(id))
+	if isResponse {
+		c.failCall(id, &Error{Code: CodeInternalError, Message: "response too large: " + msg})
+		return
+	}
+	c.reply(errorFrame(id, &Error{Code: CodeInvalidRequest, Message: msg}))
+}
