@@ -1,6 +1,9 @@
 package acprpc
 
-import "strconv"
+import (
+	"context"
+	"strconv"
+)
 
 // Method names of the cancellation protocol.
 const (
@@ -33,8 +36,9 @@ func (c *Conn) peerCancel(m *message) {
 // sendCancel tells the peer that our request id is no longer wanted. It only
 // queues the message, so the caller returns even if the peer has stopped
 // reading.
-func (c *Conn) sendCancel(id int64) {
+func (c *Conn) sendCancel(ctx context.Context, id int64) {
 	f := getFrame()
+	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}
 	f.begin(nil)
 	f.buf.WriteString(`,"method":"$/cancel_request","params":{"requestId":`)
 	f.buf.Write(strconv.AppendInt(f.buf.AvailableBuffer(), id, 10))

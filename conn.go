@@ -67,6 +67,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 		l.SetReadLimit(c.opts.MaxMessageSize)
 	}
 	c.writer = newWriter(t, c.opts.MaxQueuedWrite, c.writeFailed)
+	c.writer.sent = c.opts.Hooks.Sent
 	c.notes.limit = c.opts.MaxQueuedNotifications
 	c.calls.limit = c.opts.MaxOutgoing
 	go c.notes.run(c.handleNotification)
@@ -87,12 +88,12 @@ func (c *Conn) read() {
 		var tooLarge *MessageTooLargeError
 		switch {
 		case errors.As(err, &tooLarge):
-			c.overLong(tooLarge.Prefix, tooLarge.Size)
+			c.tooLarge(tooLarge.Prefix, tooLarge.Size)
 		case err != nil:
 			c.shutdown(fmt.Errorf("%w: input ended: %w", ErrConnClosed, err))
 			return
 		case len(msg) > c.opts.MaxMessageSize: // a transport with no limit of its own
-			c.overLong(msg[:min(len(msg), prefixKept)], len(msg))
+			c.tooLarge(msg[:min(len(msg), prefixKept)], len(msg))
 		default:
 			c.receive(msg)
 		}
@@ -103,6 +104,9 @@ func (c *Conn) read() {
 // usable message; the connection and everything in flight go on.
 func (c *Conn) receive(msg []byte) {
 	m, bad := parseMessage(msg)
+	if c.opts.Hooks.Received != nil {
+		c.received(msg, &m, bad)
+	}
 	if bad != nil {
 		c.badMessage(bad)
 		return
@@ -138,6 +142,15 @@ func (c *Conn) intercept(m *message) bool {
 		c.cancelSession(m.sessionID)
 	}
 	return false
+}
+
+// tooLarge answers a message over the size limit, of which only its first
+// bytes were kept.
+func (c *Conn) tooLarge(prefix []byte, size int) {
+	if c.opts.Hooks.Received != nil {
+		c.receivedTooLarge(prefix, size)
+	}
+	c.overLong(prefix, size)
 }
 
 func (c *Conn) writeFailed(err error) {

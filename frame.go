@@ -14,6 +14,7 @@ type frame struct {
 	buf    bytes.Buffer
 	enc    *json.Encoder
 	answer bool // an answer to the peer: counts against the writer's limit
+	info   frameInfo
 }
 
 // maxPooledFrame keeps a rare huge message from pinning its buffer.
@@ -34,6 +35,7 @@ func (f *frame) release() {
 	}
 	f.buf.Reset()
 	f.answer = false
+	f.info = frameInfo{}
 	framePool.Put(f)
 }
 
@@ -55,13 +57,19 @@ func (f *frame) begin(id []byte) {
 	f.buf.WriteString(`{"jsonrpc":"2.0"`)
 	if id != nil {
 		f.buf.WriteString(`,"id":`)
+		f.info.idStart = f.buf.Len()
 		f.buf.Write(id)
+		f.info.idEnd = f.buf.Len()
 	}
 }
 
 // requestFrame builds a request (id set) or notification line.
 func requestFrame(id []byte, method string, params any) (*frame, error) {
 	f := getFrame()
+	f.info.kind, f.info.method = KindRequest, method
+	if id == nil {
+		f.info.kind = KindNotification
+	}
 	f.begin(id)
 	f.buf.WriteString(`,"method":`)
 	if plainASCII(method) {
@@ -94,6 +102,7 @@ func plainASCII(s string) bool {
 // resultFrame builds a success answer.
 func resultFrame(id []byte, result any) (*frame, error) {
 	f := getFrame()
+	f.info.kind = KindResult
 	f.begin(id)
 	f.buf.WriteString(`,"result":`)
 	if err := f.encode(result); err != nil {
@@ -111,6 +120,7 @@ func errorFrame(id []byte, e *Error) *frame {
 		id = jsonNull
 	}
 	f := getFrame()
+	f.info.kind, f.info.err = KindError, e
 	f.begin(id)
 	f.buf.WriteString(`,"error":`)
 	if err := f.encode(e); err != nil { // only Data can fail; drop it

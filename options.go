@@ -78,6 +78,10 @@ type Options struct {
 	// can override it with the WaitAfterCancel CallOption.
 	WaitAfterCancel time.Duration
 
+	// Hooks see every message the connection receives or sends; the zero
+	// value has none.
+	Hooks Hooks
+
 	// AcceptLSPCancel also honours LSP's spelling, $/cancelRequest with
 	// {"id": ...}, as sent by older peers.
 	AcceptLSPCancel bool

@@ -14,6 +14,7 @@ import (
 // or the connection closing.
 type pendingCall struct {
 	done    chan struct{} // closed by end
+	method  string
 	result  []byte
 	errObj  []byte
 	barrier uint64 // notifications to handle before the answer is seen
@@ -44,7 +45,7 @@ type callTable struct {
 
 // register adds a call, or says why it cannot: the connection closed, or
 // too many calls await their answers.
-func (t *callTable) register() (int64, *pendingCall, error) {
+func (t *callTable) register(method string) (int64, *pendingCall, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -57,7 +58,7 @@ func (t *callTable) register() (int64, *pendingCall, error) {
 		t.m = make(map[int64]*pendingCall)
 	}
 	t.last++
-	pc := &pendingCall{done: make(chan struct{})}
+	pc := &pendingCall{done: make(chan struct{}), method: method}
 	t.m[t.last] = pc
 	return t.last, pc, nil
 }
@@ -82,6 +83,20 @@ func (t *callTable) closeAll() {
 	for _, pc := range ended {
 		pc.end(nil, nil, 0)
 	}
+}
+
+// methodOf returns the method of the call rawID names, if one waits.
+func (t *callTable) methodOf(rawID []byte) string {
+	id, ok := parseOwnID(rawID)
+	if !ok {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if pc := t.m[id]; pc != nil {
+		return pc.method
+	}
+	return ""
 }
 
 func (t *callTable) len() int {
@@ -148,7 +163,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	if err := ctx.Err(); err != nil {
 		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
 	}
-	id, pc, err := c.calls.register()
+	id, pc, err := c.calls.register(method)
 	if err != nil {
 		return &CallError{Method: method, Err: err}
 	}
@@ -160,6 +175,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		c.calls.take(id)
 		return callErr(fmt.Errorf("cannot encode params: %w", err))
 	}
+	f.info.ctx = ctx
 	if c.writer.send(f) != nil {
 		c.calls.take(id)
 		return callErr(ErrConnClosed)
@@ -175,7 +191,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 			return c.complete(ctx, pc, result, callErr, nil)
 		}
 	}
-	c.sendCancel(id)
+	c.sendCancel(ctx, id)
 	return c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel)
 }
 
@@ -241,6 +257,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return &CallError{Method: method, Err: fmt.Errorf("cannot encode params: %w", err)}
 	}
+	f.info.ctx = ctx
 	if c.writer.send(f) != nil {
 		return &CallError{Method: method, Err: ErrConnClosed}
 	}

@@ -12,23 +12,31 @@ import (
 // registers the request before anything else is read.
 func (c *Conn) serve(m *message) {
 	if strings.HasPrefix(m.method, "$/") || c.handler == nil {
-		c.reply(errorFrame(m.id, MethodNotFound(m.method)))
+		c.refuse(m, MethodNotFound(m.method))
 		return
 	}
 	if c.incoming.len() >= c.opts.MaxInFlight {
-		c.reply(errorFrame(m.id, &Error{Code: CodeInternalError,
-			Message: fmt.Sprintf("Internal error: too many requests in flight (limit %d)", c.opts.MaxInFlight)}))
+		c.refuse(m, &Error{Code: CodeInternalError,
+			Message: fmt.Sprintf("Internal error: too many requests in flight (limit %d)", c.opts.MaxInFlight)})
 		return
 	}
 	r := c.newInRequest(m)
 	if !c.incoming.add(r) {
 		r.cancel(errRequestDone)
-		c.reply(errorFrame(m.id, &Error{Code: CodeInvalidRequest,
-			Message: "Invalid request: request id " + string(m.id) + " is already in flight"}))
+		c.refuse(m, &Error{Code: CodeInvalidRequest,
+			Message: "Invalid request: request id " + string(m.id) + " is already in flight"})
 		return
 	}
 	r.armDeadline(c.opts.HandlerTimeout)
 	c.workers.start(r)
+}
+
+// refuse answers a request the connection does not run, with an error of
+// its own.
+func (c *Conn) refuse(m *message, e *Error) {
+	f := errorFrame(m.id, e)
+	f.info.method, f.info.generated = m.method, true
+	c.reply(f)
 }
 
 // workerPool runs request handlers. It bounds how many run at once when
@@ -142,12 +150,15 @@ func (c *Conn) answerCancelled(r *inRequest) {
 // cancelledFrame is the answer of a cancelled request: its method's marker,
 // or -32800.
 func (c *Conn) cancelledFrame(r *inRequest) *frame {
+	var f *frame
 	if marker, ok := c.opts.CancelMarkers[r.req.Method]; ok {
-		if f, err := resultFrame(r.rawID, marker); err == nil {
-			return f
-		}
+		f, _ = resultFrame(r.rawID, marker)
 	}
-	return errorFrame(r.rawID, errCancelledAnswer)
+	if f == nil {
+		f = errorFrame(r.rawID, errCancelledAnswer)
+	}
+	f.info.generated = true
+	return f
 }
 
 // answer sends f as r's one answer; any later attempt is dropped.
@@ -159,12 +170,16 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	r.stopTimers()
 	c.incoming.remove(r) // before sending: the peer may reuse the ID once it reads the answer
 	r.cancel(errRequestDone)
+	f.info.method, f.info.ctx = r.req.Method, r
 	c.reply(f)
 }
 
 // reply queues an answer, which counts against Options.MaxQueuedWrite.
 func (c *Conn) reply(f *frame) {
 	f.answer = true
+	if f.info.ctx == nil {
+		f.info.ctx = c.base
+	}
 	if err := c.writer.send(f); err != nil {
 		c.log.Debug("acprpc: answer not sent", "error", err.Error())
 	}
@@ -174,7 +189,9 @@ func (c *Conn) reply(f *frame) {
 // everything in flight go on.
 func (c *Conn) badMessage(e *messageError) {
 	c.log.Warn("acprpc: bad message from peer", "code", e.code, "error", e.msg)
-	c.reply(errorFrame(e.id, &Error{Code: e.code, Message: e.msg}))
+	f := errorFrame(e.id, &Error{Code: e.code, Message: e.msg})
+	f.info.generated = true
+	c.reply(f)
 }
 
 // overLong answers a message above the size limit, which was not kept. If
@@ -188,5 +205,7 @@ func (c *Conn) overLong(prefix []byte, size int) {
 		c.failCall(id, &Error{Code: CodeInternalError, Message: "response too large: " + msg})
 		return
 	}
-	c.reply(errorFrame(id, &Error{Code: CodeInvalidRequest, Message: msg}))
+	f := errorFrame(id, &Error{Code: CodeInvalidRequest, Message: msg})
+	f.info.generated = true
+	c.reply(f)
 }

@@ -120,7 +120,7 @@ func (s *Stream) readLine() (line []byte, size int, err error) {
 		size-- // the "\n" is framing, not message
 	}
 	if size > s.limit {
-		return line[:min(prefixKept, len(line))], size, err
+		return trimLineEnd(line[:min(prefixKept, len(line))]), size, err
 	}
 	return trimLineEnd(line), size, err
 }

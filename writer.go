@@ -1,6 +1,7 @@
 package acprpc
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -12,9 +13,10 @@ import (
 // peer blocks nobody but the writer.
 type writer struct {
 	transport Transport
-	flush     func() error // the transport's Flush, or nil
-	limit     int          // queued answer bytes above which the reader waits
-	failed    func(error)  // told once when a write fails
+	flush     func() error                    // the transport's Flush, or nil
+	limit     int                             // queued answer bytes above which the reader waits
+	failed    func(error)                     // told once when a write fails
+	sent      func(context.Context, *Message) // Hooks.Sent, or nil
 
 	mu      sync.Mutex    // protects the fields below
 	queued  int           // bytes of answers queued and not yet written
@@ -109,6 +111,9 @@ func (w *writer) write(batch []*frame) error {
 	written := 0
 	for i, f := range batch {
 		if err == nil {
+			if w.sent != nil {
+				w.sent(f.info.ctx, f.message())
+			}
 			err = w.transport.Send(f.buf.Bytes())
 		}
 		if f.answer {

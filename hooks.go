@@ -1,0 +1,161 @@
+package acprpc
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+)
+
+// Hooks see every message a connection receives or sends, the ones the
+// library builds itself included: cancellation markers and -32800 answers,
+// -32601 for $/ methods, -32700 and -32600 for bad input, limit answers, and
+// the $/cancel_request notifications of cascading cancels. They observe and
+// cannot change or drop a message, so no hook can break the exactly-once
+// rule; build logging, metrics and tracing on them.
+//
+// Hooks run synchronously: Received on the read goroutine before the message
+// is acted on, Sent on the writer goroutine just before the message is
+// handed to the transport, so each sees its direction in wire order. A slow
+// hook slows its direction down; it must not call the Conn's blocking
+// methods. The zero value has no hooks and costs nothing.
+type Hooks struct {
+	// Received is called for every message taken from the transport. ctx is
+	// the connection's context (the one given to NewConn, without its
+	// cancellation).
+	Received func(ctx context.Context, m *Message)
+
+	// Sent is called for every message sent. ctx is the context the message
+	// belongs to: the caller's for a Call or Notify and for the cancel that
+	// Call sends, the request's own context for an answer, the connection's
+	// context for answers to bad input.
+	Sent func(ctx context.Context, m *Message)
+}
+
+// MessageKind says what a message is.
+type MessageKind uint8
+
+// The kinds of message a hook sees.
+const (
+	KindRequest      MessageKind = iota + 1 // a request, awaiting an answer
+	KindNotification                        // a notification, never answered
+	KindResult                              // a success answer
+	KindError                               // an error answer
+	KindInvalid                             // received only: not a usable message (answered, or too large)
+)
+
+var kindNames = [...]string{"", "request", "notification", "result", "error", "invalid"}
+
+// String returns the kind's name, such as "request".
+func (k MessageKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Message is what a hook sees of one message. It is valid only during the
+// hook's call: copy Raw to keep it.
+type Message struct {
+	Kind MessageKind
+	// ID is the request's ID, or the ID an answer carries; zero for
+	// notifications and for answers to messages whose ID could not be read.
+	ID ID
+	// Method is the method of a request or notification, and of the request
+	// an answer answers when the connection knows it.
+	Method string
+	// Error is the error of an error answer (decoded for a received one).
+	Error *Error
+	// Generated reports that the library built a sent message itself rather
+	// than the application: a cancellation marker or -32800, an answer to
+	// bad input, a limit or a $/ method, or a $/cancel_request.
+	Generated bool
+	// Raw is the message exactly as on the wire; for a message over the size
+	// limit, which is not kept, its first bytes.
+	Raw []byte
+	// Size is the message's size in bytes, which for one over the size limit
+	// is more than len(Raw).
+	Size int
+}
+
+// frameInfo is what a frame records of itself for the Sent hook; it costs
+// no allocation.
+type frameInfo struct {
+	kind           MessageKind
+	idStart, idEnd int // the ID is buf[idStart:idEnd]
+	method         string
+	err            *Error
+	generated      bool
+	ctx            context.Context
+}
+
+// message builds what the Sent hook sees of f.
+func (f *frame) message() *Message {
+	b := f.buf.Bytes()
+	return &Message{
+		Kind:      f.info.kind,
+		ID:        ID{raw: string(b[f.info.idStart:f.info.idEnd])},
+		Method:    f.info.method,
+		Error:     f.info.err,
+		Generated: f.info.generated,
+		Raw:       b,
+		Size:      len(b),
+	}
+}
+
+// received tells the Received hook about a message as parsed.
+func (c *Conn) received(raw []byte, m *message, bad *messageError) {
+	msg := &Message{Raw: raw, Size: len(raw)}
+	switch {
+	case bad != nil:
+		msg.Kind = KindInvalid
+	case m.kind == kindRequest:
+		msg.Kind, msg.ID, msg.Method = KindRequest, ID{raw: string(m.id)}, m.method
+	case m.kind == kindNotification:
+		msg.Kind, msg.Method = KindNotification, m.method
+	default:
+		msg.Kind, msg.ID, msg.Method = KindResult, ID{raw: string(m.id)}, c.calls.methodOf(m.id)
+		if m.errObj != nil {
+			msg.Kind, msg.Error = KindError, &Error{}
+			if json.Unmarshal(m.errObj, msg.Error) != nil {
+				msg.Error = nil
+			}
+		}
+	}
+	c.opts.Hooks.Received(c.base, msg)
+}
+
+// receivedTooLarge tells the Received hook about a message over the limit.
+func (c *Conn) receivedTooLarge(prefix []byte, size int) {
+	c.opts.Hooks.Received(c.base, &Message{Kind: KindInvalid, Raw: prefix, Size: size})
+}
+
+// LogHooks returns Hooks that log every message at level l on logger, as a
+// wire trace: direction, kind, ID, method, error code and size, and the
+// message itself when the logger is enabled for slog.LevelDebug.
+func LogHooks(logger *slog.Logger, l slog.Level) Hooks {
+	log := func(dir string) func(context.Context, *Message) {
+		return func(ctx context.Context, m *Message) {
+			if !logger.Enabled(ctx, l) {
+				return
+			}
+			attrs := []slog.Attr{slog.String("dir", dir), slog.String("kind", m.Kind.String()), slog.Int("size", m.Size)}
+			if !m.ID.IsZero() {
+				attrs = append(attrs, slog.String("id", m.ID.String()))
+			}
+			if m.Method != "" {
+				attrs = append(attrs, slog.String("method", m.Method))
+			}
+			if m.Error != nil {
+				attrs = append(attrs, slog.Int64("code", m.Error.Code))
+			}
+			if m.Generated {
+				attrs = append(attrs, slog.Bool("generated", true))
+			}
+			if logger.Enabled(ctx, slog.LevelDebug) {
+				attrs = append(attrs, slog.String("raw", string(m.Raw)))
+			}
+			logger.LogAttrs(ctx, l, "acprpc: "+dir, attrs...)
+		}
+	}
+	return Hooks{Received: log("received"), Sent: log("sent")}
+}
