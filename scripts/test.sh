@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Every test of the repository, on a machine with Go and Node.js: installs
+# the pinned TypeScript SDK the interop tests run against, then runs every
+# Go test under the race detector. Nothing is skipped: a missing tool fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# The interop packages, exactly as package-lock.json pins them; npm ci runs
+# only when what is installed is not what is pinned.
+for dir in interop bench/ts; do
+  [ -f "$dir/package-lock.json" ] || continue
+  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.package-lock.json.installed" 2>/dev/null; then
+    (cd "$dir" && npm ci --no-audit --no-fund)
+    cp "$dir/package-lock.json" "$dir/node_modules/.package-lock.json.installed"
+  fi
+done
+
+# Every module of the workspace: the root package, the transports and the
+# examples (go.work lists them), then the benchmark module's adapters.
+go test -race "$@" github.com/acpkit/acprpc/...
+(cd bench && go test "$@" ./...)
