@@ -120,12 +120,42 @@ func (e cancelledCall) Unwrap() []error {
 }
 
 // answerFor turns a handler's error into the error object sent to the peer:
-// an *Error anywhere in the chain is kept with its code and data, anything
-// else becomes -32603 with its message, so no answer ever carries code 0.
+// an *Error of the handler's own is kept with its code and data, anything
+// else becomes -32603 with the error's message, so no answer ever carries
+// code 0. An *Error reached only through a *CallError is the peer's answer
+// to a nested call, not this side's: passed on, the peer's -32601 for
+// session/request_permission would say that session/prompt does not exist.
 func answerFor(err error) *Error {
-	var rpcErr *Error
-	if errors.As(err, &rpcErr) && rpcErr.Code != 0 {
-		return rpcErr
+	if own := ownError(err); own != nil && own.Code != 0 {
+		return own
 	}
 	return &Error{Code: CodeInternalError, Message: err.Error()}
+}
+
+// ownError is errors.As for an *Error, in the same order, except that it
+// does not look inside a *CallError.
+func ownError(err error) *Error {
+	switch e := err.(type) {
+	case nil, *CallError:
+		return nil
+	case *Error:
+		return e
+	}
+	if a, ok := err.(interface{ As(any) bool }); ok {
+		var target *Error
+		if a.As(&target) {
+			return target
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return ownError(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if own := ownError(e); own != nil {
+				return own
+			}
+		}
+	}
+	return nil
 }
