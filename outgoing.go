@@ -253,6 +253,9 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
 		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
 	}
+	if c.Err() != nil { // closed, though the writer may not have stopped yet
+		return &CallError{Method: method, Err: ErrConnClosed}
+	}
 	f, err := requestFrame(nil, method, params)
 	if err != nil {
 		return &CallError{Method: method, Err: fmt.Errorf("cannot encode params: %w", err)}
