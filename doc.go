@@ -69,13 +69,42 @@
 //     session/prompt, {"outcome":{"outcome":"cancelled"}} for
 //     session/request_permission), else the error -32800 "Request
 //     cancelled". The handler's later return is dropped;
-//   - otherwise, for an error: the code and data of an *Error in its chain,
-//     or -32603 with its message; a panic is -32603, logged with its stack;
+//   - otherwise, for an error: the code and data of the handler's own
+//     *Error in its chain, or -32603 with its message; a panic is -32603,
+//     logged with its stack;
 //   - -32601 for an unknown method and for any request whose method starts
 //     with "$/".
 //
 // Cancels for unknown or already answered IDs are ignored, and no
 // notification is ever answered.
+//
+// A peer's error never passes through as this side's answer by accident. A
+// handler that returns the error of a failed nested Call returns an *Error
+// inside a *CallError: that code is the peer's answer to the nested call,
+// not this side's answer to its own request, so it is answered -32603 with a
+// message naming the failed call. Passed on, a client's -32601 for
+// session/request_permission would tell it that session/prompt does not
+// exist. A handler that means to answer with a code wraps an *Error of its
+// own around the call's error, as in fmt.Errorf("%w: %w", ownErr, err);
+// and inside a cancelled request, the cancelled answer wins as always.
+//
+// # Typed methods
+//
+// A Router serves each method with a function of its own, its params
+// decoded once into the function's parameter type and its result the
+// answer; CallFor is Call with the result as a return value:
+//
+//	r := acprpc.NewRouter()
+//	r.Register("session/prompt", acprpc.RequestHandler(func(ctx context.Context, p PromptRequest) (PromptResponse, error) {
+//		perm, err := acprpc.CallFor[PermissionResponse](ctx, acprpc.ConnFromContext(ctx), "session/request_permission", ask)
+//		...
+//	}))
+//	r.Register("session/cancel", acprpc.NotificationHandler(func(ctx context.Context, p CancelNotification) {}))
+//
+// Params that do not decode are answered -32602, a method nobody registered
+// -32601. A Router is a Handler, and any Handler can be registered for a
+// method or as the fallback, so an SDK keeps the raw Request where it needs
+// it and can change its methods while the connection runs.
 //
 // # Ordering
 //
@@ -124,4 +153,9 @@
 // stopped reading or the transport is a file no close can interrupt; idle handler goroutines leave as it returns. A handler
 // still running is the application's: its context is cancelled and its
 // answer dropped. Closing twice is safe.
+//
+// errors.Is(err, ErrConnClosed) tells a Call that got no answer because the
+// connection closed from every answer the peer can send: no error answer,
+// whatever its code or text, matches it, and a closed connection does not
+// match ErrCancelled.
 package acprpc
