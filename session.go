@@ -3,6 +3,7 @@ package acprpc
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 // ACP's session methods. A session cancellation reads only params.sessionId;
@@ -31,20 +32,50 @@ func (c *Conn) cancelSession(sessionID string) int {
 	return len(hit)
 }
 
-// CancelSession is a client's cancellation of a prompt turn. It sends the
-// agent session/cancel for sessionID, and cancels, on this side, every
-// request of that session the agent has in flight here (its pending
-// session/request_permission calls), so they are answered with their
-// cancelled markers as ACP requires of clients. The caller of the session's
-// session/prompt then receives the agent's stopReason "cancelled".
+// CancelSession is a client's cancellation of a prompt turn, as ACP's
+// diagram draws it. It sends the agent session/cancel for sessionID, then:
 //
-// session/cancel is queued before the local requests are cancelled, so the
-// agent always reads it ahead of their cancelled answers.
+//   - answers at once, with the cancelled outcome, every
+//     session/request_permission of that session the agent has in flight
+//     here, as ACP requires of clients;
+//   - leaves the session's other requests (terminal/create, fs/...) to the
+//     agent's cascade: the agent sends $/cancel_request for each, and each is
+//     answered as cancelled then. An agent that does not cancel one within
+//     Options.CancelGrace has it cancelled here, so a client is never held
+//     by an agent that ignores session/cancel.
+//
+// The caller of the session's session/prompt then receives the agent's
+// stopReason "cancelled". session/cancel is queued before any local request
+// is cancelled, so the agent always reads it ahead of their cancelled
+// answers.
 func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 	err := c.Notify(ctx, MethodSessionCancel, sessionParams{SessionID: sessionID})
-	c.cancelSession(sessionID)
+	if sessionID == "" {
+		return err
+	}
+	inSession := c.incoming.matching(func(r *inRequest) bool { return r.req.SessionID == sessionID })
+	var later []*inRequest
+	for _, r := range inSession {
+		if r.req.Method == MethodRequestPermission {
+			r.cancelWith(ErrSessionCancelled)
+		} else {
+			later = append(later, r)
+		}
+	}
+	if len(later) > 0 && c.opts.CancelGrace > 0 {
+		time.AfterFunc(c.opts.CancelGrace, func() {
+			for _, r := range later {
+				r.cancelWith(ErrSessionCancelled) // a no-op for one the agent cancelled or that was answered
+			}
+		})
+	}
 	return err
 }
+
+// MethodRequestPermission is ACP's request for the user's permission, which
+// a client answers with the cancelled outcome as soon as its turn is
+// cancelled.
+const MethodRequestPermission = "session/request_permission"
 
 type sessionParams struct {
 	SessionID string `json:"sessionId"`

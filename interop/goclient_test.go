@@ -502,10 +502,11 @@ func TestGoClientPromptAnswered(t *testing.T) {
 }
 
 // The Go client cancels a slow turn with CancelSession while the agent's
-// permission and terminal requests are pending: the Go handlers end with
-// ErrSessionCancelled, the permission is answered with the cancelled outcome
-// and the terminal with -32800, once each, and the prompt returns the agent's
-// stopReason cancelled after its updates.
+// permission and terminal requests are pending: the permission handler ends
+// at once with ErrSessionCancelled and is answered with the cancelled
+// outcome; the terminal waits for the agent's cascade and ends with
+// ErrPeerCancelled, answered -32800; each once; and the prompt returns the
+// agent's stopReason cancelled after its updates.
 func TestGoClientCancelSession(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -520,7 +521,11 @@ func TestGoClientCancelSession(t *testing.T) {
 	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(p.result))
 	a.awaitAnswers(ctx)
 	for _, h := range client.handled() {
-		assert.ErrorIs(t, h.cause, acprpc.ErrSessionCancelled, "%s %s: context.Cause", h.method, h.id)
+		want := acprpc.ErrSessionCancelled
+		if h.method != acprpc.MethodRequestPermission {
+			want = acprpc.ErrPeerCancelled // left to the agent's $/cancel_request
+		}
+		assert.ErrorIs(t, h.cause, want, "%s %s: context.Cause", h.method, h.id)
 	}
 
 	r := a.finish()
