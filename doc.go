@@ -24,6 +24,24 @@
 // Options are optional: the zero value gives ACP's cancellation markers and
 // session cancellation, a 32 MiB message limit and a two-second grace period.
 //
+// # Transports
+//
+// A Transport carries one whole message per Recv and per Send, and knows
+// nothing of JSON-RPC, so every transport gets the same validation, IDs,
+// bad-input answers and limits from the Conn. NewStream and NewStreamPipes
+// give ACP's stdio framing; ObjectStream adapts sourcegraph/jsonrpc2's object
+// streams (LSP's Content-Length framing, its WebSocket stream); Pipe joins
+// two Conns in one process; the remote package serves and dials ACP over
+// WebSocket and Streamable HTTP.
+//
+// # Hooks
+//
+// Options.Hooks sees every message a connection receives or sends, in wire
+// order, including the answers and cancels the library builds itself
+// (Message.Generated), with the context each belongs to: enough for a wire
+// trace (LogHooks), metrics and tracing. Hooks observe and cannot change a
+// message, so they cannot break the exactly-once rule.
+//
 // # Contexts
 //
 // Each incoming request runs its handler on a goroutine of its own with a

@@ -86,6 +86,7 @@ func TestHooksSeeEveryMessage(t *testing.T) {
 			send(long)
 
 			callCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
 			callDone := make(chan error, 1)
 			go func() { callDone <- conn.Call(callCtx, "fs/read_text_file", map[string]string{"path": "/x"}, nil) }()
 
