@@ -1,0 +1,439 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/acpkit/acprpc"
+)
+
+// maxErrorBody is how much of a refused request's body is kept for the
+// error answer.
+const maxErrorBody = 8 << 10
+
+// maxEmptyReopens is how many times in a row a stream may end without
+// delivering anything and be opened again before the transport gives up.
+const maxEmptyReopens = 3
+
+// httpClient is the client's side of a Streamable HTTP connection, as an
+// acprpc.Transport. Send POSTs each message; the first, initialize, opens
+// the connection, and its answer comes in the POST's response. Recv
+// returns the messages of the connection's SSE stream and of one stream per
+// session, each read by a goroutine of its own and opened before the first
+// message for its session is posted (or as soon as an answer names a new
+// session), so that nothing the server sends for it waits unread.
+//
+// A request the server refuses (a 413 for a message too large, a 5xx) is
+// answered here, with an error whose data holds the status and body, so
+// its Call returns; 401, 403, 404 and 410 mean the connection is unusable
+// and close the transport.
+type httpClient struct {
+	url    string
+	client *http.Client
+	own    *http.Transport // the client's own, closed with the transport
+	header http.Header
+	limit  atomic.Int64
+
+	ctx    context.Context // ends with the transport; every request runs under it
+	cancel context.CancelFunc
+	in     chan []byte // SSE readers → Recv
+	done   chan struct{}
+	reason error
+	fails  sync.Once
+	closes sync.Once
+	wg     sync.WaitGroup // the SSE readers
+
+	mu       sync.Mutex
+	connID   string
+	local    [][]byte      // answers made here, for Recv ahead of the streams
+	wake     chan struct{} // signalled when local grows
+	sessions map[string]*clientStream
+	answerTo map[string]string // a server request's ID → the session stream it came on
+}
+
+// clientStream is one SSE stream being read.
+type clientStream struct {
+	ready chan struct{} // closed once the GET is answered (or failed)
+	err   error
+}
+
+func dialHTTP(u string, o DialOptions) (acprpc.Transport, error) {
+	client, own := httpClientOf(o)
+	t := &httpClient{
+		url:      u,
+		client:   client,
+		own:      own,
+		header:   o.Header.Clone(),
+		in:       make(chan []byte),
+		done:     make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+		sessions: make(map[string]*clientStream),
+		answerTo: make(map[string]string),
+	}
+	max := o.MaxMessageSize
+	if max <= 0 {
+		max = acprpc.DefaultMaxMessageSize
+	}
+	t.limit.Store(int64(max))
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	return t, nil
+}
+
+// SetReadLimit bounds the messages the server sends.
+func (t *httpClient) SetReadLimit(n int) {
+	if n > 0 {
+		t.limit.Store(int64(n))
+	}
+}
+
+// Recv returns the next message: an answer made here first, then what the
+// streams deliver.
+func (t *httpClient) Recv() ([]byte, error) {
+	for {
+		if m := t.takeLocal(); m != nil {
+			return m, nil
+		}
+		select {
+		case m := <-t.in:
+			return m, nil
+		case <-t.wake:
+		case <-t.done:
+			if m := t.takeLocal(); m != nil {
+				return m, nil
+			}
+			return nil, t.reason
+		}
+	}
+}
+
+func (t *httpClient) takeLocal() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.local) == 0 {
+		return nil
+	}
+	m := t.local[0]
+	t.local = t.local[1:]
+	return m
+}
+
+// answerLocally queues a message for Recv that no stream brought: the
+// answer to initialize, or an error answer for a refused request. It never
+// waits, so Send cannot block on a Recv that waits for Send.
+func (t *httpClient) answerLocally(m []byte) {
+	t.mu.Lock()
+	t.local = append(t.local, m)
+	t.mu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Send posts msg. The first message must be initialize.
+func (t *httpClient) Send(msg []byte) error {
+	select {
+	case <-t.done:
+		return t.reason
+	default:
+	}
+	env := peek(msg)
+	t.mu.Lock()
+	connID := t.connID
+	t.mu.Unlock()
+	if connID == "" {
+		return t.initialize(msg, env)
+	}
+	return t.post(msg, env, connID)
+}
+
+// initialize posts the initialize request; the answer comes in the
+// response, with the connection's ID, and the connection's stream opens.
+func (t *httpClient) initialize(msg []byte, env envelope) error {
+	if !env.isRequest() || env.methodName() != methodInitialize {
+		return errors.New("remote: the first message over Streamable HTTP must be initialize")
+	}
+	resp, err := t.do(http.MethodPost, msg, nil)
+	if err != nil {
+		t.fail(err)
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.refused(env, resp)
+		t.fail(fmt.Errorf("remote: initialize refused: %s", resp.Status))
+		return nil
+	}
+	id := resp.Header.Get(HeaderConnectionID)
+	if id == "" {
+		err := fmt.Errorf("remote: the answer to initialize has no %s", HeaderConnectionID)
+		t.fail(err)
+		return err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, t.limit.Load()+1))
+	if err != nil {
+		t.fail(err)
+		return err
+	}
+	t.mu.Lock()
+	t.connID = id
+	t.mu.Unlock()
+	t.answerLocally(body)
+	t.open("")
+	return nil
+}
+
+// post posts a message of the open connection, with the session header
+// when it belongs to a session, whose stream is opened first.
+func (t *httpClient) post(msg []byte, env envelope, connID string) error {
+	session := env.sessionID()
+	if env.isResponse() {
+		t.mu.Lock()
+		session = t.answerTo[env.idKey()]
+		delete(t.answerTo, env.idKey())
+		t.mu.Unlock()
+	}
+	if session != "" {
+		if err := t.open(session); err != nil {
+			return err
+		}
+	}
+	h := http.Header{HeaderConnectionID: {connID}}
+	if session != "" {
+		h.Set(HeaderSessionID, session)
+	}
+	resp, err := t.do(http.MethodPost, msg, h)
+	if err != nil {
+		t.fail(err)
+		return err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode/100 == 2:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	case isConnectionGone(resp.StatusCode):
+		t.fail(fmt.Errorf("remote: the server refused the connection: %s", resp.Status))
+	case env.isRequest():
+		t.refused(env, resp)
+	default:
+		t.fail(fmt.Errorf("remote: the server refused a message: %s", resp.Status))
+	}
+	return nil
+}
+
+// isConnectionGone reports whether a status means the connection cannot
+// be used any more: credentials refused, or the connection unknown.
+func isConnectionGone(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusGone:
+		return true
+	}
+	return false
+}
+
+// refused answers a request the server did not take with an error that
+// carries the HTTP status and body.
+func (t *httpClient) refused(env envelope, resp *http.Response) {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	answer, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      env.ID,
+		"error": map[string]any{
+			"code":    acprpc.CodeInternalError,
+			"message": "HTTP " + resp.Status,
+			"data":    map[string]any{"status": resp.StatusCode, "body": string(bytes.TrimSpace(body))},
+		},
+	})
+	t.answerLocally(answer)
+}
+
+// open starts reading the stream of session ("" for the connection's) if
+// no one does, and waits until its GET is answered.
+func (t *httpClient) open(session string) error {
+	t.mu.Lock()
+	st := t.sessions[session]
+	if st == nil {
+		st = &clientStream{ready: make(chan struct{})}
+		t.sessions[session] = st
+		t.wg.Add(1)
+		go t.read(session, st)
+	}
+	t.mu.Unlock()
+	select {
+	case <-st.ready:
+		return st.err
+	case <-t.done:
+		return t.reason
+	}
+}
+
+// openSoon starts reading the stream of a session an answer just named,
+// without waiting for it.
+func (t *httpClient) openSoon(session string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sessions[session] == nil && !t.closing() {
+		st := &clientStream{ready: make(chan struct{})}
+		t.sessions[session] = st
+		t.wg.Add(1)
+		go t.read(session, st)
+	}
+}
+
+// read reads one stream until the transport ends. A stream the server
+// ends is opened again; one that the server refuses, or that ends again
+// and again without a message, fails the transport.
+func (t *httpClient) read(session string, st *clientStream) {
+	defer t.wg.Done()
+	empty := 0
+	for first := true; ; first = false {
+		resp, err := t.get(session)
+		if first {
+			st.err = err
+			close(st.ready)
+		}
+		if err != nil {
+			t.fail(err)
+			return
+		}
+		delivered, err := t.deliver(session, resp.Body)
+		resp.Body.Close()
+		if t.closing() {
+			return
+		}
+		if delivered {
+			empty = 0
+		} else if empty++; empty >= maxEmptyReopens {
+			t.fail(fmt.Errorf("remote: the server keeps ending the SSE stream: %v", err))
+			return
+		}
+	}
+}
+
+// get opens the stream of session.
+func (t *httpClient) get(session string) (*http.Response, error) {
+	t.mu.Lock()
+	h := http.Header{HeaderConnectionID: {t.connID}, "Accept": {"text/event-stream"}}
+	t.mu.Unlock()
+	if session != "" {
+		h.Set(HeaderSessionID, session)
+	}
+	resp, err := t.do(http.MethodGet, nil, h)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		if isConnectionGone(resp.StatusCode) {
+			return nil, fmt.Errorf("%w: the server closed it (%s)", io.EOF, resp.Status)
+		}
+		return nil, fmt.Errorf("remote: SSE stream refused: %s", resp.Status)
+	}
+	return resp, nil
+}
+
+// deliver hands Recv the messages of one stream's response until it ends,
+// and reports whether there was any.
+func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
+	events := newSSEReader(body, int(t.limit.Load()))
+	delivered := false
+	for {
+		msg, err := events.next()
+		var tooLarge *acprpc.MessageTooLargeError
+		if errors.As(err, &tooLarge) {
+			continue // dropped, as a Conn drops an over-long line; nothing to answer it with
+		}
+		if err != nil {
+			return delivered, err
+		}
+		env := peek(msg)
+		if session != "" && env.isRequest() {
+			t.mu.Lock()
+			t.answerTo[env.idKey()] = session
+			t.mu.Unlock()
+		}
+		if s := env.resultSessionID(); s != "" {
+			t.openSoon(s)
+		}
+		select {
+		case t.in <- msg:
+			delivered = true
+		case <-t.ctx.Done():
+			return delivered, t.ctx.Err()
+		}
+	}
+}
+
+// do makes one request under the transport's context.
+func (t *httpClient) do(method string, body []byte, h http.Header) (*http.Response, error) {
+	return t.doContext(t.ctx, method, body, h)
+}
+
+func (t *httpClient) doContext(ctx context.Context, method string, body []byte, h http.Header) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.url, r)
+	if err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	for k, v := range t.header {
+		req.Header[k] = v
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("remote: %s %s: %w", method, t.url, err)
+	}
+	return resp, nil
+}
+
+// fail ends the transport for reason, which Recv and Send return once
+// every answer made here has been read.
+func (t *httpClient) fail(reason error) {
+	t.fails.Do(func() {
+		t.reason = reason
+		close(t.done)
+	})
+}
+
+func (t *httpClient) closing() bool { return t.ctx.Err() != nil }
+
+// Close ends the connection: the streams stop, and the server is told with
+// DELETE (waiting at most about a second for it).
+func (t *httpClient) Close() error {
+	t.closes.Do(func() {
+		t.fail(io.EOF)
+		t.cancel()
+		t.wg.Wait()
+		t.mu.Lock()
+		id := t.connID
+		t.mu.Unlock()
+		if id != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+			if resp, err := t.doContext(ctx, http.MethodDelete, nil, http.Header{HeaderConnectionID: {id}}); err == nil {
+				resp.Body.Close()
+			}
+			cancel()
+		}
+		if t.own != nil {
+			t.own.CloseIdleConnections()
+		}
+	})
+	return nil
+}
+
+var _ acprpc.Transport = (*httpClient)(nil)

@@ -1,0 +1,307 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acpkit/acprpc"
+)
+
+// httpConn is the server's side of one Streamable HTTP connection, and the
+// acprpc.Transport its Conn runs over. The client's messages arrive by
+// POST and are handed to Recv one at a time, in order; the Conn's messages
+// are queued on the connection's SSE streams, which the client reads with
+// GET:
+//
+//   - an answer goes where its request came from: to the stream of the
+//     session named by the request's Acp-Session-Id (or params.sessionId),
+//     else to the connection's stream (session/load's answer always does);
+//   - a request or notification goes to the stream of its
+//     params.sessionId, else to the connection's stream.
+//
+// A stream buffers its messages until a GET takes them, and keeps what a
+// broken GET did not write for the next one. All streams together hold at
+// most MaxQueuedBytes; Send waits for room beyond that.
+type httpConn struct {
+	srv *Server
+	id  string
+	in  chan []byte // POST → Recv; unbuffered, so a POST returns once the Conn has the message
+
+	limit atomic.Int64 // the largest POST body accepted
+
+	mu           sync.Mutex
+	streams      map[string]*outStream // by session ID; "" is the connection's own
+	routes       map[string]string     // a client request's ID → the stream of its answer
+	queued       int                   // bytes waiting on every stream
+	room         chan struct{}         // closed and replaced when bytes leave a queue
+	initID       string                // the ID of initialize while its answer is awaited
+	initAnswer   chan []byte           // gets that answer, for the POST of initialize
+	closed       chan struct{}
+	reason       error // why Recv and Send fail, once closed
+	closeOnce    sync.Once
+	idle         *timing // runs while no GET holds the connection's stream
+	writeTimeout time.Duration
+}
+
+// outStream is one SSE stream's queue.
+type outStream struct {
+	queue    [][]byte
+	receiver bool          // a GET holds the stream
+	wake     chan struct{} // signalled when a message is queued
+}
+
+// errStreamBusy is a GET for a stream that another GET holds.
+var errStreamBusy = errors.New("remote: the SSE stream already has a reader")
+
+// errTooManySessions is a GET or a message for one session too many.
+var errTooManySessions = errors.New("remote: too many session streams on the connection")
+
+func newHTTPConn(s *Server) *httpConn {
+	h := &httpConn{
+		srv:          s,
+		id:           newConnectionID(),
+		in:           make(chan []byte),
+		streams:      map[string]*outStream{"": newOutStream()},
+		routes:       make(map[string]string),
+		room:         make(chan struct{}),
+		initAnswer:   make(chan []byte, 1),
+		closed:       make(chan struct{}),
+		writeTimeout: s.opts.WriteTimeout,
+	}
+	h.limit.Store(int64(s.opts.MaxMessageSize))
+	if d := s.opts.IdleTimeout; d > 0 {
+		h.idle = newTiming(d, func() {
+			h.closeWith(fmt.Errorf("remote: no SSE stream open for %v", d))
+		})
+		h.idle.arm() // until the client opens the connection's stream
+	}
+	return h
+}
+
+func newOutStream() *outStream { return &outStream{wake: make(chan struct{}, 1)} }
+
+// SetReadLimit bounds the POST bodies of this connection.
+func (h *httpConn) SetReadLimit(n int) {
+	if n > 0 {
+		h.limit.Store(int64(n))
+	}
+}
+
+// Recv returns the next POSTed message. It returns io.EOF once the client
+// ended the connection with DELETE, or the reason it was closed.
+func (h *httpConn) Recv() ([]byte, error) {
+	select {
+	case m := <-h.in:
+		return m, nil
+	case <-h.closed:
+		return nil, h.reason
+	}
+}
+
+// Send queues msg on the stream it belongs to, waiting for room when the
+// client is behind, for at most WriteTimeout.
+func (h *httpConn) Send(msg []byte) error {
+	env := peek(msg)
+	msg = append([]byte(nil), msg...) // Send's argument is only lent
+	var stall <-chan time.Time
+	for {
+		h.mu.Lock()
+		if h.isClosed() {
+			h.mu.Unlock()
+			return h.reason
+		}
+		if h.answersInit(env, msg) {
+			h.mu.Unlock()
+			return nil
+		}
+		if h.queued < h.srv.opts.MaxQueuedBytes {
+			err := h.push(h.routeOf(env), msg)
+			h.mu.Unlock()
+			if err != nil {
+				h.closeWith(err)
+			}
+			return err
+		}
+		room := h.room
+		h.mu.Unlock()
+		if stall == nil && h.writeTimeout > 0 {
+			t := time.NewTimer(h.writeTimeout)
+			defer t.Stop()
+			stall = t.C
+		}
+		select {
+		case <-room:
+		case <-h.closed:
+		case <-stall:
+			err := fmt.Errorf("remote: the client read nothing for %v", h.writeTimeout)
+			h.closeWith(err)
+			return err
+		}
+	}
+}
+
+// answersInit hands the answer to initialize to the POST waiting for it;
+// it is not queued on any stream. Called with h.mu held.
+func (h *httpConn) answersInit(env envelope, msg []byte) bool {
+	if h.initID == "" || !env.isResponse() || env.idKey() != h.initID {
+		return false
+	}
+	h.initID = ""
+	h.initAnswer <- msg
+	return true
+}
+
+// routeOf returns the stream a message of the Conn goes to. Called with
+// h.mu held.
+func (h *httpConn) routeOf(env envelope) string {
+	if env.isResponse() {
+		key := env.idKey()
+		route := h.routes[key]
+		delete(h.routes, key)
+		return route
+	}
+	return env.sessionID()
+}
+
+// expectAnswer records where the answer to a client's request goes.
+func (h *httpConn) expectAnswer(env envelope, session string) {
+	if env.methodName() == methodSessionLoad {
+		session = "" // a loaded session's replay may outrun its stream, so the answer takes the connection's
+	}
+	h.mu.Lock()
+	h.routes[env.idKey()] = session
+	h.mu.Unlock()
+}
+
+// forgetAnswer drops the route of a request that never reached the Conn.
+func (h *httpConn) forgetAnswer(env envelope) {
+	h.mu.Lock()
+	delete(h.routes, env.idKey())
+	h.mu.Unlock()
+}
+
+// push queues msg on the stream of session. Called with h.mu held.
+func (h *httpConn) push(session string, msg []byte) error {
+	st, err := h.stream(session)
+	if err != nil {
+		return err
+	}
+	st.queue = append(st.queue, msg)
+	h.queued += len(msg)
+	select {
+	case st.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// stream returns the stream of session, made on first use, up to
+// MaxSessions. Called with h.mu held.
+func (h *httpConn) stream(session string) (*outStream, error) {
+	if st := h.streams[session]; st != nil {
+		return st, nil
+	}
+	if len(h.streams)-1 >= h.srv.opts.MaxSessions {
+		return nil, errTooManySessions
+	}
+	st := newOutStream()
+	h.streams[session] = st
+	return st, nil
+}
+
+// attach gives a GET the stream of session.
+func (h *httpConn) attach(session string) (*outStream, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.isClosed() {
+		return nil, h.reason
+	}
+	st, err := h.stream(session)
+	if err != nil {
+		return nil, err
+	}
+	if st.receiver {
+		return nil, errStreamBusy
+	}
+	st.receiver = true
+	if session == "" {
+		h.idle.disarm()
+	}
+	return st, nil
+}
+
+// detach releases a GET's stream. A session stream left empty is dropped;
+// the connection's own starts the idle clock.
+func (h *httpConn) detach(session string, st *outStream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st.receiver = false
+	switch {
+	case h.isClosed():
+	case session == "":
+		h.idle.arm()
+	case len(st.queue) == 0 && h.streams[session] == st:
+		delete(h.streams, session)
+	}
+}
+
+// head returns the oldest message of st without taking it, so that a
+// message a GET fails to write stays queued.
+func (h *httpConn) head(st *outStream) ([]byte, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(st.queue) == 0 {
+		return nil, false
+	}
+	return st.queue[0], true
+}
+
+// taken removes st's oldest message, written by its GET, and makes room.
+func (h *httpConn) taken(st *outStream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.queued -= len(st.queue[0])
+	st.queue[0] = nil
+	st.queue = st.queue[1:]
+	if len(st.queue) == 0 {
+		st.queue = nil // let the array go
+	}
+	close(h.room)
+	h.room = make(chan struct{})
+}
+
+// isClosed is called with h.mu held or not: closed is only ever closed.
+func (h *httpConn) isClosed() bool {
+	select {
+	case <-h.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Close ends the connection: its Recv and Send fail, its GETs write what
+// is queued and end, and later requests for it get 404.
+func (h *httpConn) Close() error {
+	h.closeWith(io.EOF)
+	return nil
+}
+
+// closeWith closes the connection for reason, which Recv and Send return
+// from then on.
+func (h *httpConn) closeWith(reason error) {
+	h.closeOnce.Do(func() {
+		h.mu.Lock()
+		h.reason = reason
+		close(h.closed)
+		h.mu.Unlock()
+		h.idle.disarm()
+		h.srv.forget(h)
+	})
+}
+
+var _ acprpc.Transport = (*httpConn)(nil)

@@ -1,0 +1,233 @@
+package remote
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// servePost takes one client message. initialize without a connection ID
+// opens a connection and is answered 200 with the answer and the new
+// Acp-Connection-Id; any other message is handed to its connection's Conn
+// and answered 202 once the Conn has it.
+func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
+	body, status, why := readMessageBody(w, r, s.postLimit(r))
+	if status != 0 {
+		http.Error(w, why, status)
+		return
+	}
+	env := peek(body)
+	id := r.Header.Get(HeaderConnectionID)
+	isInit := env.isRequest() && env.methodName() == methodInitialize
+	switch {
+	case id == "" && isInit && string(env.ID) != "null":
+		s.openHTTP(w, r, body, env)
+		return
+	case id == "":
+		http.Error(w, "Bad Request: missing "+HeaderConnectionID, http.StatusBadRequest)
+		return
+	case isInit:
+		http.Error(w, "Bad Request: initialize not allowed on an existing connection", http.StatusBadRequest)
+		return
+	}
+	h := s.lookup(id)
+	if h == nil {
+		http.Error(w, "Not Found: unknown "+HeaderConnectionID, http.StatusNotFound)
+		return
+	}
+	session := r.Header.Get(HeaderSessionID)
+	if p := env.sessionID(); p != "" && session != "" && p != session {
+		http.Error(w, "Bad Request: "+HeaderSessionID+" does not match params.sessionId", http.StatusBadRequest)
+		return
+	} else if session == "" {
+		session = p
+	}
+	if env.isRequest() {
+		h.expectAnswer(env, session)
+	}
+	select {
+	case h.in <- body:
+		w.WriteHeader(http.StatusAccepted)
+	case <-h.closed:
+		h.forgetAnswer(env)
+		http.Error(w, "Not Found: the connection is closed", http.StatusNotFound)
+	case <-r.Context().Done():
+		h.forgetAnswer(env) // the client gave up before the Conn took the message
+	}
+}
+
+// postLimit is the largest body a POST may carry: its connection's limit
+// once its Conn has set one, else the Server's.
+func (s *Server) postLimit(r *http.Request) int64 {
+	if h := s.lookup(r.Header.Get(HeaderConnectionID)); h != nil {
+		return h.limit.Load()
+	}
+	return int64(s.opts.MaxMessageSize)
+}
+
+// readMessageBody reads a POST's body, which must be one JSON object of at
+// most limit bytes; otherwise it returns the status and text of the
+// refusal. A batch gets 501: ACP has no batches.
+func readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, string) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return nil, http.StatusUnsupportedMediaType, "Unsupported Media Type: send application/json"
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, http.StatusRequestEntityTooLarge, "Request Entity Too Large: the message exceeds the size limit"
+	case err != nil:
+		return nil, http.StatusBadRequest, "Bad Request: " + err.Error()
+	case !json.Valid(body):
+		return nil, http.StatusBadRequest, "Bad Request: invalid JSON"
+	}
+	switch jsonKind(body) {
+	case '[':
+		return nil, http.StatusNotImplemented, "Not Implemented: JSON-RPC batches are not supported"
+	case '{':
+		return body, 0, ""
+	}
+	return nil, http.StatusBadRequest, "Bad Request: a message must be a JSON object"
+}
+
+// openHTTP opens a Streamable HTTP connection for the POST of initialize:
+// its Conn gets the request, and its answer is the POST's.
+func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, env envelope) {
+	h := newHTTPConn(s)
+	h.initID = env.idKey()
+	if !s.admitHTTP(h) {
+		h.idle.disarm()
+		http.Error(w, "Service Unavailable: too many connections", http.StatusServiceUnavailable)
+		return
+	}
+	s.accept(h, r)
+	select {
+	case h.in <- body:
+	case <-h.closed:
+	case <-r.Context().Done():
+	}
+	select {
+	case answer := <-h.initAnswer:
+		w.Header().Set(HeaderConnectionID, h.id)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	case <-h.closed:
+		http.Error(w, "Internal Server Error: the connection closed before initialize was answered", http.StatusInternalServerError)
+	case <-r.Context().Done():
+		h.Close() // the client is gone and will never learn the connection's ID
+	}
+}
+
+// admitHTTP counts h among the open connections and registers its ID.
+func (s *Server) admitHTTP(h *httpConn) bool {
+	if !s.admit(h) {
+		return false
+	}
+	s.mu.Lock()
+	s.streams[h.id] = h
+	s.mu.Unlock()
+	return true
+}
+
+func (s *Server) lookup(id string) *httpConn {
+	if id == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams[id]
+}
+
+// serveGet streams a connection's messages as SSE: those of the session
+// named by Acp-Session-Id, or with none, the connection's own. It ends when
+// the client goes or the connection closes, after writing what is queued.
+func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
+	if !strings.Contains(strings.ToLower(r.Header.Get("Accept")), "text/event-stream") {
+		http.Error(w, "Not Acceptable: send Accept: text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	id := r.Header.Get(HeaderConnectionID)
+	if id == "" {
+		http.Error(w, "Bad Request: missing "+HeaderConnectionID, http.StatusBadRequest)
+		return
+	}
+	h := s.lookup(id)
+	if h == nil {
+		http.Error(w, "Not Found: unknown "+HeaderConnectionID, http.StatusNotFound)
+		return
+	}
+	session := r.Header.Get(HeaderSessionID)
+	st, err := h.attach(session)
+	switch {
+	case errors.Is(err, errStreamBusy), errors.Is(err, errTooManySessions):
+		http.Error(w, "Conflict: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusConflict)
+		return
+	case err != nil:
+		http.Error(w, "Not Found: the connection is closed", http.StatusNotFound)
+		return
+	}
+	defer h.detach(session, st)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no") // tell proxies not to hold events back
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if rc.Flush() != nil {
+		return
+	}
+	s.stream(w, rc, r, h, st)
+}
+
+// stream writes st's messages as they come, with a keep-alive comment when
+// there is nothing to write for KeepAlive. A message leaves the queue only
+// once it was written, so one that a broken GET did not write goes to the
+// next.
+func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, h *httpConn, st *outStream) {
+	var keepAlive <-chan time.Time
+	if d := s.opts.KeepAlive; d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		keepAlive = t.C
+	}
+	for {
+		if msg, ok := h.head(st); ok {
+			if writeEvent(w, rc, msg) != nil {
+				return
+			}
+			h.taken(st)
+			continue
+		}
+		if h.isClosed() {
+			return // and everything queued was written
+		}
+		select {
+		case <-st.wake:
+		case <-h.closed:
+			// Write what is left, but do not wait long for a client that
+			// does not read.
+			_ = rc.SetWriteDeadline(time.Now().Add(closeWait))
+		case <-keepAlive:
+			if _, err := w.Write(sseKeepAlive); err != nil || rc.Flush() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// serveDelete ends a connection at the client's request.
+func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
+	h := s.lookup(r.Header.Get(HeaderConnectionID))
+	if h == nil {
+		http.Error(w, "Not Found: unknown "+HeaderConnectionID, http.StatusNotFound)
+		return
+	}
+	h.Close()
+	w.WriteHeader(http.StatusAccepted)
+}

@@ -1,0 +1,145 @@
+package remote
+
+import (
+	"crypto/tls"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/acpkit/acprpc"
+)
+
+// Defaults of Options; each can be changed there.
+const (
+	DefaultPath              = "/acp"
+	DefaultMaxConnections    = 1024
+	DefaultIdleTimeout       = time.Minute
+	DefaultWriteTimeout      = time.Minute
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultMaxQueuedBytes    = 32 << 20
+	DefaultMaxSessions       = 1024
+	DefaultKeepAlive         = 15 * time.Second
+)
+
+// Options configure a Server. The zero value (or a nil *Options) is the safe
+// default for an agent on the user's own machine: loopback peers only,
+// loopback host names only, no cross-origin browser pages, bounded
+// connections, messages, queues and waits.
+type Options struct {
+	// Path is where ListenAndServe and Serve serve ACP; "" means "/acp".
+	// ServeHTTP serves whatever path it is given.
+	Path string
+
+	// AllowedPeers are networks, besides loopback, that connections may come
+	// from (by the TCP peer's address). Allowing every address takes
+	// 0.0.0.0/0 and ::/0. Behind a reverse proxy the peer is the proxy.
+	AllowedPeers []netip.Prefix
+
+	// AllowedHosts are host names, besides localhost, *.localhost and
+	// loopback addresses, that a request's Host header may name (compared
+	// without the port, case-insensitively). A server reachable under a
+	// real name lists it here. "*" allows any host, which gives up the
+	// protection against DNS rebinding.
+	AllowedHosts []string
+
+	// AllowedOrigins are origins ("https://app.example.com", scheme, host
+	// and port as a browser sends them) whose pages may connect, besides
+	// the server's own origin. Requests without an Origin header come from
+	// programs, not browsers, and are allowed. "*" allows every origin,
+	// which lets any web page the user opens talk to the agent.
+	AllowedOrigins []string
+
+	// Authenticate, if set, decides every request after the checks above
+	// and before anything else runs: an error refuses it with 401
+	// Unauthorized. See BearerToken.
+	Authenticate func(r *http.Request) error
+
+	// TLSConfig, if set, makes Serve and ListenAndServe serve HTTPS and WSS
+	// with it; it must hold a certificate. ServeHTTP leaves TLS to the
+	// http.Server it runs under.
+	TLSConfig *tls.Config
+
+	// MaxConnections bounds the connections open at once, WebSocket and
+	// Streamable HTTP together; one more is refused with 503. Zero means
+	// DefaultMaxConnections.
+	MaxConnections int
+
+	// MaxMessageSize bounds a message from the client, in bytes. A
+	// WebSocket connection's Conn sets its own (acprpc.Options
+	// MaxMessageSize) through SetReadLimit; a larger POST body is refused
+	// with 413. Zero means acprpc.DefaultMaxMessageSize.
+	MaxMessageSize int
+
+	// IdleTimeout bounds a client's silence. A WebSocket client that sends
+	// nothing, not even the pong to the server's pings (sent four times
+	// per IdleTimeout), is disconnected. A Streamable HTTP connection with
+	// no open connection-level SSE stream for this long is closed. Zero
+	// means DefaultIdleTimeout; negative means no limit.
+	IdleTimeout time.Duration
+
+	// WriteTimeout bounds how long a message to the client may wait for it
+	// to read: a WebSocket write, or room on the SSE streams of a Streamable
+	// HTTP connection. When it passes, the connection closes. Zero means
+	// DefaultWriteTimeout; negative means no limit.
+	WriteTimeout time.Duration
+
+	// ReadHeaderTimeout bounds how long a client may take to send a
+	// request's headers, on the http.Server of Serve and ListenAndServe.
+	// Zero means DefaultReadHeaderTimeout.
+	ReadHeaderTimeout time.Duration
+
+	// MaxQueuedBytes bounds the server's messages waiting on the SSE
+	// streams of one Streamable HTTP connection for the client to read
+	// them. At the limit the connection's Conn waits (and, after
+	// WriteTimeout, closes). Zero means DefaultMaxQueuedBytes.
+	MaxQueuedBytes int
+
+	// MaxSessions bounds the session streams of one Streamable HTTP
+	// connection. A GET for one more is refused with 409; a server message
+	// for one more closes the connection. Zero means DefaultMaxSessions.
+	MaxSessions int
+
+	// KeepAlive is how often an idle SSE stream gets a ":" comment line, so
+	// that proxies and clients see it is alive. Zero means
+	// DefaultKeepAlive.
+	KeepAlive time.Duration
+}
+
+// settled returns the options with every default filled in.
+func (o *Options) settled() Options {
+	var s Options
+	if o != nil {
+		s = *o
+	}
+	if s.Path == "" {
+		s.Path = DefaultPath
+	}
+	s.MaxConnections = orDefault(s.MaxConnections, DefaultMaxConnections)
+	s.MaxMessageSize = orDefault(s.MaxMessageSize, acprpc.DefaultMaxMessageSize)
+	s.MaxQueuedBytes = orDefault(s.MaxQueuedBytes, DefaultMaxQueuedBytes)
+	s.MaxSessions = orDefault(s.MaxSessions, DefaultMaxSessions)
+	s.IdleTimeout = durationOrDefault(s.IdleTimeout, DefaultIdleTimeout)
+	s.WriteTimeout = durationOrDefault(s.WriteTimeout, DefaultWriteTimeout)
+	s.ReadHeaderTimeout = durationOrDefault(s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	s.KeepAlive = durationOrDefault(s.KeepAlive, DefaultKeepAlive)
+	return s
+}
+
+func orDefault(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
+}
+
+// durationOrDefault maps zero to def and a negative duration to 0, which
+// the transports read as "no limit".
+func durationOrDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}

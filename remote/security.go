@@ -1,0 +1,146 @@
+package remote
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+)
+
+// refusal is why a request was turned away, and the status it gets.
+type refusal struct {
+	status int
+	reason string
+}
+
+// check applies the Server's security rules to a request, in order: who
+// connects (the peer's address), which name it used (Host, against DNS
+// rebinding), which page sent it (Origin, against cross-site requests from
+// a browser), and who the client is (Authenticate). It returns nil when
+// the request may go on.
+func (s *Server) check(r *http.Request) *refusal {
+	if !s.peerAllowed(r.RemoteAddr) {
+		return &refusal{http.StatusForbidden, "Forbidden: peer address not allowed"}
+	}
+	if !s.hostAllowed(r.Host) {
+		return &refusal{http.StatusForbidden, "Forbidden: host not allowed"}
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin, r) {
+		return &refusal{http.StatusForbidden, "Forbidden: origin not allowed"}
+	}
+	if auth := s.opts.Authenticate; auth != nil {
+		if err := auth(r); err != nil {
+			return &refusal{http.StatusUnauthorized, "Unauthorized"}
+		}
+	}
+	return nil
+}
+
+// peerAllowed reports whether the TCP peer is loopback or in AllowedPeers.
+func (s *Server) peerAllowed(remoteAddr string) bool {
+	ap, err := netip.ParseAddrPort(remoteAddr)
+	if err != nil {
+		return false
+	}
+	addr := ap.Addr().Unmap()
+	if addr.IsLoopback() {
+		return true
+	}
+	for _, p := range s.opts.AllowedPeers {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// hostAllowed reports whether the Host header names this machine's
+// loopback (localhost, *.localhost, a loopback address) or an allowed
+// host. A DNS rebinding attack reaches a loopback server under the
+// attacker's own name, which this refuses.
+func (s *Server) hostAllowed(hostport string) bool {
+	host := strings.ToLower(stripPort(hostport))
+	if host == "" {
+		return false
+	}
+	if isLoopbackName(host) {
+		return true
+	}
+	for _, h := range s.opts.AllowedHosts {
+		if h == "*" || strings.EqualFold(h, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// isLoopbackName reports whether host, without its port, is a loopback
+// address or a name that can only mean this machine (RFC 6761).
+func isLoopbackName(host string) bool {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && addr.Unmap().IsLoopback()
+}
+
+// originAllowed reports whether a browser page from origin may talk to the
+// server: one of its own pages (the same scheme, host and port as the
+// request), or one of AllowedOrigins.
+func (s *Server) originAllowed(origin string, r *http.Request) bool {
+	for _, o := range s.opts.AllowedOrigins {
+		if o == "*" || strings.EqualFold(strings.TrimSuffix(o, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false // "null" and other opaque origins
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(withPort(u.Host, scheme), withPort(r.Host, scheme))
+}
+
+// withPort adds the scheme's default port to a host that has none, so
+// that "localhost" and "localhost:80" compare equal for http.
+func withPort(hostport, scheme string) string {
+	if _, _, err := net.SplitHostPort(hostport); err == nil {
+		return hostport
+	}
+	port := "80"
+	if scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(strings.Trim(hostport, "[]"), port)
+}
+
+func stripPort(hostport string) string {
+	if host, _, err := net.SplitHostPort(hostport); err == nil {
+		return host
+	}
+	return hostport
+}
+
+// ErrUnauthorized is what BearerToken's check returns for a request
+// without the token.
+var ErrUnauthorized = errors.New("remote: missing or wrong bearer token")
+
+// BearerToken returns an Options.Authenticate that admits requests whose
+// Authorization header is "Bearer " followed by token, compared in
+// constant time. A client sends it with DialOptions.Header.
+func BearerToken(token string) func(r *http.Request) error {
+	want := []byte("Bearer " + token)
+	return func(r *http.Request) error {
+		got := []byte(r.Header.Get("Authorization"))
+		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+			return ErrUnauthorized
+		}
+		return nil
+	}
+}

@@ -1,0 +1,247 @@
+package remote
+
+import (
+	"bufio"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/coder/websocket"
+
+	"github.com/acpkit/acprpc"
+)
+
+// The headers of ACP's Streamable HTTP transport. The WebSocket upgrade's
+// answer carries the connection ID too.
+const (
+	HeaderConnectionID = "Acp-Connection-Id"
+	HeaderSessionID    = "Acp-Session-Id"
+)
+
+// An AcceptFunc starts serving a new connection over t, usually with
+// acprpc.NewConn (see Handle). It is called once per connection, after the
+// request passed every check of the Server and before the connection's
+// first message is read, on the goroutine of the HTTP request that opened
+// the connection, so it must not block.
+//
+// r is that request: the WebSocket upgrade, or the POST of initialize. Its
+// headers, TLS state and peer address say who connected; its context ends
+// with the request, not with the connection. The connection ends when t is
+// closed, by its Conn or by the Server.
+type AcceptFunc func(t acprpc.Transport, r *http.Request)
+
+// Server serves ACP at one endpoint over WebSocket and over Streamable
+// HTTP, handing each connection, as an acprpc.Transport, to its AcceptFunc.
+// A WebSocket upgrade (GET with Upgrade: websocket) opens a WebSocket
+// connection; a POST of initialize opens a Streamable HTTP one, which later
+// POSTs, GETs (its SSE streams) and DELETE address by its Acp-Connection-Id.
+//
+// Every request passes the checks of Options first: the peer's address, the
+// Host header, the Origin header, then Authenticate.
+//
+// A Server is an http.Handler, to mount in a mux under a server of one's
+// own, or serves on its own with Serve and ListenAndServe, which also apply
+// ReadHeaderTimeout and TLSConfig.
+type Server struct {
+	accept AcceptFunc
+	opts   Options
+
+	mu      sync.Mutex
+	open    map[acprpc.Transport]struct{} // every connection, to close them all
+	streams map[string]*httpConn          // Streamable HTTP connections by ID
+	closed  bool
+	servers []*http.Server // those of Serve, to shut down with Close
+	wg      sync.WaitGroup // the servers' Serve calls
+}
+
+// NewServer returns a Server that hands each new connection to accept.
+// opts may be nil for the defaults.
+func NewServer(accept AcceptFunc, opts *Options) *Server {
+	return &Server{
+		accept:  accept,
+		opts:    opts.settled(),
+		open:    make(map[acprpc.Transport]struct{}),
+		streams: make(map[string]*httpConn),
+	}
+}
+
+// ServeHTTP serves one request: a WebSocket upgrade, or a POST, GET or
+// DELETE of Streamable HTTP. Any other method gets 405.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if ref := s.check(r); ref != nil {
+		http.Error(w, ref.reason, ref.status)
+		return
+	}
+	switch {
+	case isWebSocketUpgrade(r):
+		s.serveWebSocket(w, r)
+	case r.Method == http.MethodPost:
+		s.servePost(w, r)
+	case r.Method == http.MethodGet:
+		s.serveGet(w, r)
+	case r.Method == http.MethodDelete:
+		s.serveDelete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+func isWebSocketUpgrade(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// serveWebSocket upgrades the request and hands the socket to accept. The
+// Origin was checked already, for both transports alike, so the WebSocket
+// library's own check (which allows only the same host) is turned off.
+func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
+	var t *wsTransport
+	t = prepareWS(wsConfig{
+		maxMessage:   s.opts.MaxMessageSize,
+		idleTimeout:  s.opts.IdleTimeout,
+		writeTimeout: s.opts.WriteTimeout,
+		awaitInit:    true,
+		onClose:      func() { s.forget(t) },
+	})
+	if !s.admit(t) {
+		http.Error(w, "Service Unavailable: too many connections", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set(HeaderConnectionID, newConnectionID())
+	hw := &hijackWatch{ResponseWriter: w}
+	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
+		InsecureSkipVerify: true,
+		OnPongReceived:     t.pong,
+	})
+	if err != nil {
+		s.forget(t) // Accept has answered the request
+		return
+	}
+	t.attach(ws, hw.conn)
+	s.accept(t, r)
+}
+
+// hijackWatch is a ResponseWriter that keeps the connection it hands over
+// when the WebSocket library hijacks it, so the transport can close it.
+type hijackWatch struct {
+	http.ResponseWriter
+	conn net.Conn
+}
+
+// Hijack hijacks the underlying ResponseWriter's connection and keeps it.
+func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	h.conn = c
+	return c, brw, err
+}
+
+// Unwrap gives http.ResponseController the ResponseWriter underneath.
+func (h *hijackWatch) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// admit counts t among the open connections, unless the Server is closed
+// or full.
+func (s *Server) admit(t acprpc.Transport) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.open) >= s.opts.MaxConnections {
+		return false
+	}
+	s.open[t] = struct{}{}
+	return true
+}
+
+// forget removes a closed connection.
+func (s *Server) forget(t acprpc.Transport) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.open, t)
+	if h, ok := t.(*httpConn); ok && s.streams[h.id] == h {
+		delete(s.streams, h.id)
+	}
+}
+
+// Connections returns how many connections are open.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
+// Serve accepts connections on l and serves ACP at Options.Path, with TLS
+// when Options.TLSConfig is set, until Close. It returns
+// http.ErrServerClosed after Close.
+func (s *Server) Serve(l net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle(s.opts.Path, s)
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		MaxHeaderBytes:    64 << 10,
+		TLSConfig:         s.opts.TLSConfig,
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		l.Close()
+		return http.ErrServerClosed
+	}
+	s.servers = append(s.servers, hs)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+	if s.opts.TLSConfig != nil {
+		return hs.ServeTLS(l, "", "")
+	}
+	return hs.Serve(l)
+}
+
+// ListenAndServe listens on the TCP address addr and calls Serve. An
+// address without a host ("" or ":8080") listens on every interface; the
+// loopback defaults still refuse every peer but this machine.
+func (s *Server) ListenAndServe(addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(l)
+}
+
+// Close refuses new connections, closes every open one (their Conns then
+// close too), stops Serve, and returns once Serve has returned. It is safe
+// to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	open := make([]acprpc.Transport, 0, len(s.open))
+	for t := range s.open {
+		open = append(open, t)
+	}
+	servers := s.servers
+	s.servers = nil
+	s.mu.Unlock()
+
+	var errs []error
+	for _, hs := range servers {
+		if err := hs.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, t := range open {
+		_ = t.Close()
+	}
+	s.wg.Wait()
+	return errors.Join(errs...)
+}
+
+// newConnectionID returns a random UUID (version 4), as other servers use.
+func newConnectionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

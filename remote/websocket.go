@@ -1,0 +1,282 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/acpkit/acprpc"
+)
+
+// prefixKept is how much of an over-long message is held to find its ID,
+// as the stdio framing does.
+const prefixKept = 4 << 10
+
+// closeWait bounds the close handshake: a peer that does not answer our
+// close frame in this time has its socket closed under it.
+const closeWait = time.Second
+
+// wsTransport carries one ACP message per WebSocket text frame. Binary
+// frames are read and ignored, as the protocol says. It implements
+// acprpc.Transport with SetReadLimit.
+//
+// Every read and write runs under ctx, which Close and the timers cancel:
+// coder/websocket closes the socket when the context of a blocked read or
+// write ends, which is what unblocks it.
+type wsTransport struct {
+	ws     *websocket.Conn
+	raw    atomic.Pointer[net.Conn] // the socket under ws, when known: closing it unblocks everything
+	ctx    context.Context
+	cancel context.CancelFunc
+	limit  atomic.Int64 // the longest message kept, in bytes
+
+	// awaitInit is set on a server's side: the first message must be an
+	// initialize request (answers before it are dropped, anything else
+	// closes the connection).
+	awaitInit bool
+
+	silence   *timing               // armed while Recv waits: how long the peer may send nothing
+	stall     *timing               // armed while Send blocks: how long the peer may not read
+	pinger    *pinger               // nil when the peer is not pinged
+	sending   atomic.Bool           // a Send is writing
+	reading   atomic.Bool           // a Recv is reading, under ctx
+	reason    atomic.Pointer[error] // why the transport failed, when it was us
+	closeOnce sync.Once
+	onClose   func() // called once, when the transport closes
+}
+
+// wsConfig is what differs between the sides and the servers.
+type wsConfig struct {
+	maxMessage   int           // the read limit until SetReadLimit; 0 means acprpc.DefaultMaxMessageSize
+	idleTimeout  time.Duration // close when the peer sends nothing, pongs included, this long; 0 never
+	writeTimeout time.Duration // close when a message cannot be written in this time; 0 never
+	awaitInit    bool
+	onClose      func()
+}
+
+// newWSTransport wraps an open WebSocket; t.pong must be installed as the
+// socket's OnPongReceived, which is why the caller builds t first with
+// prepareWS and opens the socket second.
+func prepareWS(cfg wsConfig) *wsTransport {
+	t := &wsTransport{awaitInit: cfg.awaitInit, onClose: cfg.onClose}
+	t.ctx, t.cancel = context.WithCancel(context.Background())
+	max := cfg.maxMessage
+	if max <= 0 {
+		max = acprpc.DefaultMaxMessageSize
+	}
+	t.limit.Store(int64(max))
+	if d := cfg.idleTimeout; d > 0 {
+		t.silence = newTiming(d, func() { t.fail(fmt.Errorf("remote: the peer sent nothing for %v", d)) })
+		t.pinger = newPinger(d/4, t.ping)
+	}
+	if d := cfg.writeTimeout; d > 0 {
+		t.stall = newTiming(d, func() { t.fail(fmt.Errorf("remote: the peer read nothing for %v", d)) })
+	}
+	return t
+}
+
+// attach hands t its socket, once opened, and the network connection
+// under it when known.
+func (t *wsTransport) attach(ws *websocket.Conn, raw net.Conn) {
+	t.ws = ws
+	if raw != nil {
+		t.raw.Store(&raw)
+	}
+	ws.SetReadLimit(-1) // Recv enforces the limit, dropping a message instead of the connection
+	t.pinger.start()
+}
+
+// pong is the socket's OnPongReceived: an answer to our ping is a sign of
+// life like any message.
+func (t *wsTransport) pong(context.Context, []byte) { t.silence.restart() }
+
+// SetReadLimit sets the longest message Recv returns; a longer one is
+// dropped and reported as a *acprpc.MessageTooLargeError.
+func (t *wsTransport) SetReadLimit(n int) {
+	if n > 0 {
+		t.limit.Store(int64(n))
+	}
+}
+
+// Recv returns the next text message. It returns io.EOF when the peer
+// closed the connection normally.
+func (t *wsTransport) Recv() ([]byte, error) {
+	t.reading.Store(true)
+	defer t.reading.Store(false)
+	t.silence.arm()
+	defer t.silence.disarm()
+	for {
+		typ, r, err := t.ws.Reader(t.ctx)
+		if err != nil {
+			return nil, t.readError(err)
+		}
+		if typ != websocket.MessageText {
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return nil, t.readError(err)
+			}
+			continue
+		}
+		msg, err := t.readMessage(r)
+		if err != nil {
+			var tooLarge *acprpc.MessageTooLargeError
+			if !errors.As(err, &tooLarge) {
+				return nil, t.readError(err)
+			}
+		}
+		if t.awaitInit && err == nil {
+			if skip, initErr := t.checkFirst(msg); initErr != nil {
+				return nil, initErr
+			} else if skip {
+				continue
+			}
+		}
+		return msg, err
+	}
+}
+
+// readMessage reads one message whole, up to the limit. A longer one is
+// read to its end without being kept, but for its first bytes.
+func (t *wsTransport) readMessage(r io.Reader) ([]byte, error) {
+	limit := int(t.limit.Load())
+	buf := make([]byte, 0, 512)
+	size := 0
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		size += n
+		if size <= limit {
+			buf = buf[:len(buf)+n]
+		} else if len(buf) < prefixKept {
+			buf = buf[:min(len(buf)+n, prefixKept)]
+		}
+		if n > 0 {
+			t.silence.restart()
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if size > limit && len(buf) == prefixKept {
+			buf = buf[:prefixKept:prefixKept] // no more growth: the rest goes through a small window
+		}
+	}
+	if size > limit {
+		return nil, &acprpc.MessageTooLargeError{Size: size, Limit: limit, Prefix: buf}
+	}
+	return buf, nil
+}
+
+// checkFirst applies the rule that a connection starts with initialize:
+// it reports whether msg is to be dropped, or an error that has closed the
+// connection.
+func (t *wsTransport) checkFirst(msg []byte) (skip bool, err error) {
+	env := peek(msg)
+	switch {
+	case env.isResponse():
+		return true, nil
+	case env.isRequest() && env.methodName() == methodInitialize:
+		t.awaitInit = false
+		return false, nil
+	}
+	t.closeBounded(websocket.StatusProtocolError, "the first message must be initialize")
+	return false, errors.New("remote: the first message was not initialize")
+}
+
+// Send writes msg as one text message.
+func (t *wsTransport) Send(msg []byte) error {
+	t.sending.Store(true)
+	t.stall.arm()
+	err := t.ws.Write(t.ctx, websocket.MessageText, msg)
+	t.stall.disarm()
+	t.sending.Store(false)
+	if err != nil {
+		if r := t.reason.Load(); r != nil {
+			return *r
+		}
+		return fmt.Errorf("remote: websocket write: %w", err)
+	}
+	return nil
+}
+
+// Close ends the connection with a normal close frame and waits for the
+// peer's, at most closeWait: then the socket is closed under the handshake.
+// Without a way to do that (the socket unknown and no read whose context
+// can be cancelled), or with a write stuck or the transport failed, it
+// closes the socket at once. It always returns nil: a close that fails
+// means the peer is gone already.
+func (t *wsTransport) Close() error {
+	t.closeOnce.Do(func() {
+		t.pinger.stop()
+		canCut := t.raw.Load() != nil || t.reading.Load()
+		if canCut && !t.sending.Load() && t.reason.Load() == nil {
+			t.closeBounded(websocket.StatusNormalClosure, "")
+		} else {
+			t.cut()
+		}
+		t.cancel()
+		t.silence.disarm()
+		t.stall.disarm()
+		if t.onClose != nil {
+			t.onClose()
+		}
+	})
+	return nil
+}
+
+// closeBounded runs the close handshake, cutting the socket if the peer
+// has not answered it within closeWait.
+func (t *wsTransport) closeBounded(code websocket.StatusCode, reason string) {
+	unstick := time.AfterFunc(closeWait, t.cut)
+	_ = t.ws.Close(code, reason)
+	unstick.Stop()
+}
+
+// cut closes the socket at once, without a close frame.
+func (t *wsTransport) cut() {
+	t.cancel() // a read or write under ctx closes the socket
+	if c := t.raw.Load(); c != nil {
+		_ = (*c).Close()
+	}
+	_ = t.ws.CloseNow()
+}
+
+// fail ends the transport for a reason of ours (a timeout), which later
+// reads and writes return.
+func (t *wsTransport) fail(reason error) {
+	if t.reason.CompareAndSwap(nil, &reason) {
+		t.cancel() // closes the socket under a blocked read or write
+	}
+}
+
+// readError turns a failed read into what Recv returns: io.EOF for a
+// normal close, our own reason when we failed the transport, else the
+// error itself.
+func (t *wsTransport) readError(err error) error {
+	if r := t.reason.Load(); r != nil {
+		return *r
+	}
+	switch websocket.CloseStatus(err) {
+	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+		return io.EOF
+	}
+	return fmt.Errorf("remote: websocket read: %w", err)
+}
+
+// ping sends the peer a ping, which it answers with a pong that Recv reads
+// and counts as a sign of life. It runs on the pinger's timer goroutine.
+func (t *wsTransport) ping(ctx context.Context) {
+	_ = t.ws.Ping(ctx) // no pong in time is for the silence timer to judge
+}
+
+var _ acprpc.Transport = (*wsTransport)(nil)
