@@ -21,6 +21,10 @@
 //	var result PromptResponse
 //	err := conn.Call(ctx, "session/prompt", params, &result)
 //
+// A client starts its agent with StartAgent, which runs the command with
+// the connection over its stdin and stdout, passes its stderr to a writer
+// or a logger, and on Close ends it: stdin closed, a wait, then a kill.
+//
 // Options are optional: the zero value gives ACP's cancellation markers and
 // session cancellation, a 32 MiB message limit and a two-second grace period.
 //

@@ -1,0 +1,266 @@
+package acprpc_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// The agents of these tests are this test binary itself, run again with
+// helperAgentEnv naming how the agent behaves (see TestHelperAgent).
+const helperAgentEnv = "ACPRPC_TEST_HELPER_AGENT"
+
+// helperAgent returns the command that runs the test agent in mode.
+func helperAgent(mode string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAgent$")
+	// Under the race detector a process sleeps a second before it exits,
+	// unless told not to.
+	cmd.Env = append(os.Environ(), helperAgentEnv+"="+mode, "GORACE=atexit_sleep_ms=0")
+	return cmd
+}
+
+// TestHelperAgent is not a test: it is the test agent, when the binary is
+// run by helperAgent. Modes:
+//
+//	serve        serve echo and stderr requests; exit 0 when stdin ends
+//	chatty       write two stderr lines, serve, and write one without its newline at exit
+//	exit-early   write "no API key" to stderr and exit with status 3 at once
+//	ignore-eof   serve, and neither exit when stdin ends nor on SIGTERM
+//	junk         write lines that are not messages to stdout, then serve
+//	loud-exit    serve; when stdin ends, write 1 MiB to stdout, then exit 0
+func TestHelperAgent(t *testing.T) {
+	mode := os.Getenv(helperAgentEnv)
+	if mode == "" {
+		t.Skip("the test agent runs only as a subprocess of the process tests")
+	}
+	os.Exit(runHelperAgent(mode))
+}
+
+func runHelperAgent(mode string) int {
+	switch mode {
+	case "exit-early":
+		fmt.Fprintln(os.Stderr, "no API key")
+		return 3
+	case "chatty":
+		fmt.Fprint(os.Stderr, "line one\nline two\r\n")
+	case "junk":
+		fmt.Fprint(os.Stdout, "this is not JSON\n[1,2]\n"+`{"jsonrpc":"2.0","id":99,"result":"to nothing"}`+"\n")
+	case "ignore-eof":
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+	}
+	h := wiretest.Mux{
+		"echo": wiretest.Echo,
+		"stderr": func(_ context.Context, req *acprpc.Request) (any, error) {
+			fmt.Fprintln(os.Stderr, string(req.Params))
+			return true, nil
+		},
+	}
+	// The connection closes what it is given: the agent keeps its stdout
+	// open for what it writes after the connection has ended.
+	stdout := struct{ io.Writer }{os.Stdout}
+	conn := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(os.Stdin, stdout), h, nil)
+	<-conn.Done()
+	_ = conn.Close()
+	switch mode {
+	case "ignore-eof":
+		forever := make(chan os.Signal, 1)
+		signal.Notify(forever, syscall.SIGUSR1) // keeps the runtime from calling this a deadlock
+		<-forever
+	case "chatty":
+		fmt.Fprint(os.Stderr, "bye, with no newline")
+	case "loud-exit":
+		if _, err := os.Stdout.Write(bytes.Repeat([]byte("after the end\n"), (1<<20)/14)); err != nil {
+			return 4
+		}
+	}
+	return 0
+}
+
+// echo calls echo on the agent and checks the answer.
+func echo(t *testing.T, ctx context.Context, c *acprpc.Conn) {
+	t.Helper()
+	got, err := acprpc.CallFor[map[string]int](ctx, c, "echo", map[string]int{"n": 7})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int{"n": 7}, got)
+}
+
+// exitCode is the status of an *exec.ExitError in err, or -1.
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode()
+	}
+	return -1
+}
+
+// A well-behaved agent serves, and exits with status 0 when Close closes
+// its stdin: Close returns nil, and Exited is closed.
+func TestStartAgentServesAndCloses(t *testing.T) {
+	ctx := wiretest.Context(t)
+	agent, err := acprpc.StartAgent(ctx, helperAgent("serve"), nil, nil)
+	require.NoError(t, err)
+	echo(t, ctx, agent.Conn)
+	require.NoError(t, agent.Close())
+	require.NoError(t, agent.Close(), "a second Close returns the same")
+	wiretest.Recv(t, ctx, agent.Exited())
+	require.NoError(t, agent.Wait())
+	<-agent.Done()
+	assert.ErrorIs(t, agent.Call(ctx, "echo", nil, nil), acprpc.ErrConnClosed)
+}
+
+// The agent's stderr goes to a writer as it is, and to a logger one line at
+// a time, a last line without its newline included.
+func TestStartAgentStderr(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log, records := wiretest.NewLog()
+	var raw lockedBuffer
+	agent, err := acprpc.StartAgent(ctx, helperAgent("chatty"), nil, &acprpc.ProcessOptions{Stderr: &raw, StderrLog: log})
+	require.NoError(t, err)
+	require.NoError(t, agent.Call(ctx, "stderr", []string{"from a request"}, nil))
+	pid := agent.Pid()
+	require.NoError(t, agent.Close())
+	var lines []string
+	for _, r := range records.Records() {
+		if r.Message == "agent stderr" {
+			lines = append(lines, r.Attrs["line"])
+			assert.Equal(t, fmt.Sprint(pid), r.Attrs["pid"])
+			assert.Equal(t, slog.LevelInfo, r.Level)
+		}
+	}
+	assert.Equal(t, []string{"line one", "line two", `["from a request"]`, "bye, with no newline"}, lines)
+	assert.Equal(t, "line one\nline two\r\n[\"from a request\"]\nbye, with no newline", raw.String())
+}
+
+// The command's own Stderr is used when set; setting it in the options as
+// well is refused, as is a command whose pipes are taken or that runs.
+func TestStartAgentRefusesWhatItCannotOwn(t *testing.T) {
+	ctx := wiretest.Context(t)
+	cmd := helperAgent("serve")
+	cmd.Stderr = &lockedBuffer{}
+	_, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{Stderr: &lockedBuffer{}})
+	require.ErrorContains(t, err, "stderr")
+	cmd = helperAgent("serve")
+	cmd.Stdout = &lockedBuffer{}
+	_, err = acprpc.StartAgent(ctx, cmd, nil, nil)
+	require.ErrorContains(t, err, "Stdout")
+	_, err = acprpc.StartAgent(ctx, exec.Command("/nonexistent/agent"), nil, nil)
+	require.ErrorContains(t, err, "starting the agent")
+
+	var own lockedBuffer
+	cmd = helperAgent("exit-early")
+	cmd.Stderr = &own
+	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil)
+	require.NoError(t, err)
+	_ = agent.Close()
+	assert.Equal(t, "no API key\n", own.String())
+	_, err = acprpc.StartAgent(ctx, cmd, nil, nil)
+	require.ErrorContains(t, err, "already started")
+}
+
+// An agent that exits at once closes the connection: a call fails with
+// ErrConnClosed, and Wait and Close report its status.
+func TestStartAgentExitsEarly(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log, records := wiretest.NewLog()
+	agent, err := acprpc.StartAgent(ctx, helperAgent("exit-early"), nil, &acprpc.ProcessOptions{StderrLog: log})
+	require.NoError(t, err)
+	err = agent.Call(ctx, "echo", nil, nil)
+	require.ErrorIs(t, err, acprpc.ErrConnClosed)
+	wiretest.Recv(t, ctx, agent.Done())
+	assert.Equal(t, 3, exitCode(agent.Wait()))
+	assert.Equal(t, 3, exitCode(agent.Close()))
+	r, ok := records.Find(slog.LevelInfo, "agent stderr")
+	require.True(t, ok)
+	assert.Equal(t, "no API key", r.Attrs["line"])
+}
+
+// An agent that does not exit when its stdin closes is killed once
+// ExitTimeout has passed, and Close says so.
+func TestStartAgentIgnoresEOF(t *testing.T) {
+	ctx := wiretest.Context(t)
+	agent, err := acprpc.StartAgent(ctx, helperAgent("ignore-eof"), nil, &acprpc.ProcessOptions{ExitTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	echo(t, ctx, agent.Conn)
+	err = agent.Close()
+	require.ErrorIs(t, err, acprpc.ErrAgentKilled)
+	var exit *exec.ExitError
+	require.ErrorAs(t, agent.Wait(), &exit)
+	status, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	assert.Equal(t, syscall.SIGKILL, status.Signal())
+}
+
+// Lines on the agent's stdout that are not messages are answered and
+// logged, and the connection serves on.
+func TestStartAgentJunkOnStdout(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log, records := wiretest.NewLog()
+	agent, err := acprpc.StartAgent(ctx, helperAgent("junk"), nil, &acprpc.ProcessOptions{Conn: &acprpc.Options{Logger: log}})
+	require.NoError(t, err)
+	echo(t, ctx, agent.Conn)
+	echo(t, ctx, agent.Conn)
+	require.NoError(t, agent.Err())
+	require.NoError(t, agent.Close())
+	_, ok := records.Find(slog.LevelWarn, "bad message")
+	assert.True(t, ok, "the junk was logged: %v", records.Records())
+}
+
+// An agent that writes a lot to its stdout once its stdin has ended is
+// drained, not blocked on a full pipe nor killed by a broken one: it exits
+// with status 0 well before its exit timeout.
+func TestStartAgentWritesAfterEOF(t *testing.T) {
+	ctx := wiretest.Context(t)
+	agent, err := acprpc.StartAgent(ctx, helperAgent("loud-exit"), nil, &acprpc.ProcessOptions{ExitTimeout: wiretest.Timeout})
+	require.NoError(t, err)
+	echo(t, ctx, agent.Conn)
+	require.NoError(t, agent.Close())
+}
+
+// Ending the context given to StartAgent closes the connection, and so the
+// agent's stdin: the agent exits on its own.
+func TestStartAgentContextEnds(t *testing.T) {
+	ctx := wiretest.Context(t)
+	connCtx, stop := context.WithCancel(ctx)
+	agent, err := acprpc.StartAgent(connCtx, helperAgent("serve"), nil, nil)
+	require.NoError(t, err)
+	echo(t, ctx, agent.Conn)
+	stop()
+	wiretest.Recv(t, ctx, agent.Exited())
+	require.NoError(t, agent.Wait())
+	require.NoError(t, agent.Close())
+}
+
+// lockedBuffer is a bytes.Buffer safe for the command's stderr copier and
+// the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
