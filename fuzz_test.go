@@ -84,16 +84,14 @@ func fuzzCheckRejected(t *testing.T, bad *messageError, obj map[string]json.RawM
 // fuzzUsable says, with encoding/json's reading, whether obj is a message
 // parseMessage must accept.
 func fuzzUsable(obj map[string]json.RawMessage) bool {
+	if fuzzIsAnswer(obj) {
+		return true // an answer is never refused: it is never answered
+	}
 	if v, ok := obj["jsonrpc"]; ok && !fuzzIsString(v, "2.0") {
 		return false
 	}
 	method, hasMethod := obj["method"]
-	if !hasMethod {
-		_, r := obj["result"]
-		_, e := obj["error"]
-		return r || e
-	}
-	if method[0] != '"' {
+	if !hasMethod || method[0] != '"' {
 		return false
 	}
 	if p, ok := obj["params"]; ok && p[0] != '{' && p[0] != '[' && string(p) != "null" {
@@ -101,6 +99,15 @@ func fuzzUsable(obj map[string]json.RawMessage) bool {
 	}
 	id, hasID := obj["id"]
 	return !hasID || fuzzIsID(id)
+}
+
+// fuzzIsAnswer says whether obj is an answer: a result or an error member,
+// and no method or a null one.
+func fuzzIsAnswer(obj map[string]json.RawMessage) bool {
+	method, hasMethod := obj["method"]
+	_, r := obj["result"]
+	_, e := obj["error"]
+	return (!hasMethod || string(method) == "null") && (r || e)
 }
 
 func fuzzIsString(raw json.RawMessage, want string) bool {
@@ -122,23 +129,21 @@ func fuzzIsID(raw json.RawMessage) bool {
 // fuzzCheckMessage checks a message against the line's members as
 // encoding/json reads them.
 func fuzzCheckMessage(t *testing.T, m message, obj map[string]json.RawMessage) {
+	if fuzzIsAnswer(obj) {
+		if m.kind != kindResponse {
+			t.Fatalf("an answer classified as kind %d: %v", m.kind, obj)
+		}
+		fuzzCheckResponse(t, m, obj)
+		return
+	}
 	if v, ok := obj["jsonrpc"]; ok && !fuzzIsString(v, "2.0") {
 		t.Fatalf("accepted jsonrpc %s", v)
 	}
 	id, hasID := obj["id"]
-	method, hasMethod := obj["method"]
+	method := obj["method"]
 	switch {
-	case m.kind == kindResponse && !hasMethod:
-		fuzzSame(t, "result", m.result, obj["result"])
-		fuzzSame(t, "error", m.errObj, obj["error"])
-		if hasID && fuzzIsID(id) {
-			fuzzSame(t, "id", m.id, id)
-		} else if m.id != nil {
-			t.Fatalf("response id %s carried, the line has %s", m.id, id)
-		}
-		return
-	case m.kind == kindNotification && hasMethod && !hasID:
-	case m.kind == kindRequest && hasMethod && hasID:
+	case m.kind == kindNotification && !hasID:
+	case m.kind == kindRequest && hasID:
 		fuzzSame(t, "id", m.id, id)
 		fuzzCheckID(t, m.id)
 	default:
@@ -152,6 +157,31 @@ func fuzzCheckMessage(t *testing.T, m message, obj map[string]json.RawMessage) {
 	}
 	fuzzSame(t, "params", m.params, obj["params"])
 	fuzzCheckSession(t, m)
+}
+
+// fuzzCheckResponse checks an answer: a null error or a null result beside
+// the other member means nothing, and an answer that breaks the protocol
+// is marked invalid.
+func fuzzCheckResponse(t *testing.T, m message, obj map[string]json.RawMessage) {
+	result, errObj := obj["result"], obj["error"]
+	if string(errObj) == "null" {
+		errObj = nil
+	}
+	if errObj != nil && string(result) == "null" {
+		result = nil
+	}
+	fuzzSame(t, "result", m.result, result)
+	fuzzSame(t, "error", m.errObj, errObj)
+	v, hasVersion := obj["jsonrpc"]
+	broken := hasVersion && !fuzzIsString(v, "2.0") || (result == nil) == (errObj == nil)
+	if broken != (m.invalid != "") {
+		t.Fatalf("answer %v: invalid is %q", obj, m.invalid)
+	}
+	if id, ok := obj["id"]; ok && fuzzIsID(id) {
+		fuzzSame(t, "id", m.id, id)
+	} else if m.id != nil {
+		t.Fatalf("response id %s carried, the line has %s", m.id, id)
+	}
 }
 
 func fuzzSame(t *testing.T, what string, got, want []byte) {

@@ -121,8 +121,17 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 	pc.end(result, errObj, c.notes.barrier())
 }
 
-// deliver matches a response to its call.
+// deliver matches a response to its call. A response that breaks the
+// protocol fails the call it names, so that the call neither waits for an
+// answer that has come nor takes a broken one for a success.
 func (c *Conn) deliver(m *message) {
+	if m.invalid != "" {
+		c.log.Warn("acprpc: invalid response from peer", "id", string(m.id), "error", m.invalid)
+		if m.id != nil {
+			c.failCall(m.id, &Error{Code: CodeInternalError, Message: "invalid response: " + m.invalid})
+		}
+		return
+	}
 	if m.id == nil {
 		c.log.Warn("acprpc: the peer answered a message it could not read", "error", string(m.errObj))
 		return

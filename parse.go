@@ -26,6 +26,7 @@ type message struct {
 	result    []byte // raw JSON, for responses
 	errObj    []byte // raw JSON, for error responses
 	sessionID string // params.sessionId when it is a string
+	invalid   string // why a response cannot be taken as an answer, if it cannot
 }
 
 // messageError is the answer owed to a message that is not usable. id is
@@ -389,6 +390,9 @@ func (m *members) classify() (message, *messageError) {
 	invalid := func(msg string, id []byte) (message, *messageError) {
 		return message{}, &messageError{code: CodeInvalidRequest, msg: "Invalid request: " + msg, id: id}
 	}
+	if m.isResponse() {
+		return m.response(), nil
+	}
 	carried := m.id
 	if carried != nil && !validID(carried) {
 		carried = nil
@@ -397,13 +401,17 @@ func (m *members) classify() (message, *messageError) {
 		return invalid(`"jsonrpc" must be "2.0"`, carried)
 	}
 	if m.method == nil {
-		return m.response()
+		var id []byte // neither a request nor an answer: the peer can match the error when its ID is usable
+		if validID(m.id) {
+			id = m.id
+		}
+		return invalid(lineMissing, id)
 	}
 	if m.method[0] != '"' {
 		return invalid("the method must be a string", carried)
 	}
 	msg := message{method: unquote(m.method), params: m.params}
-	if len(m.params) > 0 && m.params[0] != '{' && m.params[0] != '[' && !bytes.Equal(m.params, jsonNull) {
+	if len(m.params) > 0 && m.params[0] != '{' && m.params[0] != '[' && !isNull(m.params) {
 		return invalid("params must be an object or an array", carried)
 	}
 	if sid := m.session.span; len(sid) > 0 && sid[0] == '"' {
@@ -425,21 +433,42 @@ func isVersion20(v []byte) bool {
 	return bytes.Equal(v, version20) || v[0] == '"' && unquote(v) == "2.0"
 }
 
-func (m *members) response() (message, *messageError) {
-	if m.result == nil && m.errObj == nil {
-		var id []byte // the peer can match the answer when its ID is usable
-		if validID(m.id) {
-			id = m.id
-		}
-		return message{}, &messageError{code: CodeInvalidRequest, msg: "Invalid request: " + lineMissing, id: id}
-	}
-	// A response is never answered: one with an unusable ID only reaches
-	// the log.
-	if m.id == nil || !validID(m.id) {
-		return message{kind: kindResponse, result: m.result, errObj: m.errObj}, nil
-	}
-	return message{kind: kindResponse, id: m.id, result: m.result, errObj: m.errObj}, nil
+// isResponse reports whether the message is an answer: it has a result or
+// an error member and no method. A null method counts as none, as peers that
+// write every member send it. An answer is never answered, whatever is
+// wrong with it: the ID it carries is one of ours, and an error answer with
+// it would reach the peer as the answer to its own request of that ID.
+func (m *members) isResponse() bool {
+	return (m.method == nil || isNull(m.method)) && (m.result != nil || m.errObj != nil)
 }
+
+// response reads an answer. A null error beside a result, or a null result
+// beside an error, is a member written for its own sake and means nothing.
+// An answer that breaks the protocol is marked invalid: it still ends the
+// call it names, with an error that says why.
+func (m *members) response() message {
+	msg := message{kind: kindResponse, result: m.result, errObj: m.errObj}
+	if validID(m.id) { // one with an unusable ID only reaches the log
+		msg.id = m.id
+	}
+	if msg.errObj != nil && isNull(msg.errObj) {
+		msg.errObj = nil
+	}
+	if msg.errObj != nil && msg.result != nil && isNull(msg.result) {
+		msg.result = nil
+	}
+	switch {
+	case m.version != nil && !isVersion20(m.version):
+		msg.invalid = `"jsonrpc" must be "2.0"`
+	case msg.result != nil && msg.errObj != nil:
+		msg.invalid = "it has both a result and an error"
+	case msg.result == nil && msg.errObj == nil:
+		msg.invalid = "its error is null and it has no result"
+	}
+	return msg
+}
+
+func isNull(v []byte) bool { return bytes.Equal(v, jsonNull) }
 
 // peekID reads what it can of the start of an over-long message: the ID, if a
 // complete one comes before the cut, and whether the message is an answer.
