@@ -33,6 +33,9 @@ type Conn struct {
 	calls    callTable     // our requests awaiting answers
 	notes    *notifier     // the peer's notifications, in order
 	workers  workerPool    // goroutines that run request handlers
+	versions versioning    // the ACP version and its rules
+	works    workTable     // v2: each session's foreground work
+	entities entityTable   // v2: tool calls and terminals the peer may cancel
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
@@ -63,6 +66,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c.log = logger{c.opts.Logger}
 	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.workers.init(c.opts.MaxConcurrentRequests)
+	c.versions.init(opts, &c.opts, h)
 	if l, ok := t.(readLimiter); ok {
 		l.SetReadLimit(c.opts.MaxMessageSize)
 	}
@@ -124,7 +128,9 @@ func (c *Conn) route(m message) {
 	case m.kind == kindResponse:
 		c.deliver(&m)
 	case m.kind == kindRequest:
-		c.serve(&m)
+		if !c.interceptRequest(&m) {
+			c.serve(&m)
+		}
 	case !c.intercept(&m):
 		c.notes.push(m)
 	}

@@ -20,6 +20,7 @@ type inRequest struct {
 	rawID    []byte
 	key      idKey
 	answered atomic.Bool // set once, by the one answer
+	work     *Work       // v2: a prompt's foreground work, or the work a session/close waits for; set before the handler starts, then under mu
 
 	mu       sync.Mutex  // protects the fields below
 	cause    error       // the first cancellation cause, recorded as it arrived

@@ -87,8 +87,9 @@ type Options struct {
 	AcceptLSPCancel bool
 
 	// CancelMarkers maps a method to the result that answers it when it is
-	// cancelled, instead of -32800. Nil means ACPCancelMarkers; an empty
-	// non-nil map means none.
+	// cancelled, instead of -32800. Nil means the markers of the
+	// connection's ACP version (ACPCancelMarkersFor); a non-nil map applies
+	// to every version, and an empty one means none.
 	CancelMarkers map[string]json.RawMessage
 
 	// SessionCancelMethods are the notifications that cancel every
@@ -96,6 +97,23 @@ type Options struct {
 	// Nil means ACP's session/cancel and session/close; an empty non-nil
 	// slice turns session cancellation off.
 	SessionCancelMethods []string
+
+	// ProtocolVersion, if set, is the ACP version the connection speaks from
+	// the start, for a peer whose initialize does not go over this Conn.
+	// Otherwise the version is learnt from the initialize exchange the Conn
+	// carries (see Conn.ProtocolVersion), and until then v1's rules apply.
+	ProtocolVersion ProtocolVersion
+
+	// ProtocolVersions, if set, are the ACP versions an agent serves, and
+	// the Conn negotiates the peer's initialize itself, on the read
+	// goroutine before the handler runs: the highest of them at or below the
+	// version the client asks for (with v1 alone, always v1, as v1 falls
+	// back), else the request is answered -32022 with {requested,
+	// supported} data and the handler never sees it. A handler that is a
+	// VersionedHandler (VersionRouter) sets them when this is nil. Without
+	// them the application answers initialize, and its answer's
+	// protocolVersion sets the connection's version.
+	ProtocolVersions []ProtocolVersion
 }
 
 // ACPCancelMarkers returns ACP's cancellation markers: a cancelled prompt

@@ -18,6 +18,9 @@ type pendingCall struct {
 	result  []byte
 	errObj  []byte
 	barrier uint64 // notifications to handle before the answer is seen
+	// learnsVersion: the call is initialize, whose result sets the
+	// connection's protocol version.
+	learnsVersion bool
 }
 
 // end records how the call ended and wakes its caller. It is the only place
@@ -118,6 +121,9 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 		c.log.Debug("acprpc: dropping a response to no pending call", "id", string(rawID))
 		return
 	}
+	if pc.learnsVersion && result != nil {
+		c.learnVersion(result) // before the next message is read
+	}
 	pc.end(result, errObj, c.notes.barrier())
 }
 
@@ -176,6 +182,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	if err != nil {
 		return &CallError{Method: method, Err: err}
 	}
+	pc.learnsVersion = method == MethodInitialize
 	var idBuf [20]byte
 	rawID := strconv.AppendInt(idBuf[:0], id, 10)
 	callErr := func(err error) error { return &CallError{Method: method, ID: ID{raw: string(rawID)}, Err: err} }
@@ -270,6 +277,9 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 		return &CallError{Method: method, Err: fmt.Errorf("cannot encode params: %w", err)}
 	}
 	f.info.ctx = ctx
+	if w := c.workOf(ctx, method); w != nil {
+		return w.sendUpdate(f) // ordered with, and dropped after, the work's ending
+	}
 	if c.writer.send(f) != nil {
 		return &CallError{Method: method, Err: ErrConnClosed}
 	}

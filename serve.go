@@ -27,6 +27,7 @@ func (c *Conn) serve(m *message) {
 			Message: "Invalid request: request id " + string(m.id) + " is already in flight"})
 		return
 	}
+	c.registered(r)
 	r.armDeadline(c.opts.HandlerTimeout)
 	c.workers.start(r)
 }
@@ -126,6 +127,7 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 	if r.answered.Load() {
 		return // answered for the handler when its grace period ran out
 	}
+	c.holdAnswer(r)
 	if err == nil {
 		f, encErr := resultFrame(r.rawID, result)
 		if encErr == nil {
@@ -138,7 +140,7 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 		c.answer(r, c.cancelledFrame(r))
 		return
 	}
-	c.answer(r, errorFrame(r.rawID, answerFor(err)))
+	c.answer(r, errorFrame(r.rawID, c.answerError(r, answerFor(err))))
 }
 
 // answerCancelled answers a cancelled request whose handler has not
@@ -151,7 +153,7 @@ func (c *Conn) answerCancelled(r *inRequest) {
 // or -32800.
 func (c *Conn) cancelledFrame(r *inRequest) *frame {
 	var f *frame
-	if marker, ok := c.opts.CancelMarkers[r.req.Method]; ok {
+	if marker, ok := c.markers()[r.req.Method]; ok {
 		f, _ = resultFrame(r.rawID, marker)
 	}
 	if f == nil {
@@ -171,6 +173,7 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	c.incoming.remove(r) // before sending: the peer may reuse the ID once it reads the answer
 	r.cancel(errRequestDone)
 	f.info.method, f.info.ctx = r.req.Method, r
+	c.answering(r, f)
 	c.reply(f)
 }
 

@@ -29,6 +29,7 @@ func (c *Conn) cancelSession(sessionID string) int {
 	for _, r := range hit {
 		r.cancelWith(ErrSessionCancelled)
 	}
+	c.cancelWork(sessionID)
 	return len(hit)
 }
 
@@ -50,8 +51,8 @@ func (c *Conn) cancelSession(sessionID string) int {
 // answers.
 func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 	err := c.Notify(ctx, MethodSessionCancel, sessionParams{SessionID: sessionID})
-	if sessionID == "" {
-		return err
+	if sessionID == "" || !c.protocol().clientPreempts {
+		return err // v2: every request is left to the agent's $/cancel_request
 	}
 	inSession := c.incoming.matching(func(r *inRequest) bool { return r.req.SessionID == sessionID })
 	var later []*inRequest

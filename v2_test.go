@@ -1,0 +1,774 @@
+package acprpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// Tests of the rules that depend on the ACP version: negotiation, markers,
+// v2's foreground work and its one idle ending, entity cancels, and what
+// stays as it was on v1.
+
+// v2Turns is a v2 agent for the tests: a prompt is inserted at once (or,
+// with hold, once the session's earlier work has ended) and answered with
+// a messageId, and its work runs on a goroutine of its own, with run.
+type v2Turns struct {
+	// run is the work's body; nil reports running, then waits for the
+	// work's context and ends it as cancelled.
+	run func(c *acprpc.Conn, w *acprpc.Work)
+	// hold keeps a prompt until the session's earlier work has ended.
+	hold bool
+	// checkCtx answers a prompt whose context has ended -32800 instead of
+	// inserting it.
+	checkCtx bool
+
+	works   chan *acprpc.Work // each inserted prompt's work
+	held    chan string       // the ID of each prompt that waits
+	settled chan error        // what each prompt's handler returned, for the prompts that did not insert
+
+	mu   sync.Mutex
+	busy map[string]*acprpc.Work
+	wg   sync.WaitGroup
+}
+
+func newV2Turns() *v2Turns {
+	return &v2Turns{
+		works:   make(chan *acprpc.Work, 16),
+		held:    make(chan string, 16),
+		settled: make(chan error, 16),
+		busy:    map[string]*acprpc.Work{},
+	}
+}
+
+func (a *v2Turns) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
+	switch req.Method {
+	case "session/prompt":
+		return a.prompt(ctx, req)
+	case "ping":
+		return "pong", nil
+	case "block":
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	if req.IsNotification() {
+		return nil, nil
+	}
+	return nil, acprpc.MethodNotFound(req.Method)
+}
+
+func (a *v2Turns) prompt(ctx context.Context, req *acprpc.Request) (any, error) {
+	a.mu.Lock()
+	earlier := a.busy[req.SessionID]
+	a.mu.Unlock()
+	if a.hold && earlier != nil {
+		a.held <- req.ID.String()
+		select {
+		case <-earlier.Done():
+		case <-ctx.Done():
+		}
+	}
+	if (a.hold || a.checkCtx) && ctx.Err() != nil { // cancelled before it was inserted
+		a.settled <- context.Cause(ctx)
+		return nil, context.Cause(ctx)
+	}
+	w, ok := acprpc.WorkFromContext(ctx)
+	if !ok {
+		return nil, errors.New("no foreground work for a v2 prompt")
+	}
+	a.mu.Lock()
+	a.busy[req.SessionID] = w
+	a.mu.Unlock()
+	conn := acprpc.ConnFromContext(ctx)
+	a.wg.Go(func() {
+		if a.run != nil {
+			a.run(conn, w)
+			return
+		}
+		_ = conn.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
+		<-w.Context().Done()
+		_ = w.End(acprpc.StopReasonCancelled)
+	})
+	a.works <- w
+	return map[string]string{"messageId": "msg_" + req.ID.String()}, nil
+}
+
+// stateUpdate is a session/update's params with a state_update.
+func stateUpdate(sessionID, state string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"sessionId":%q,"update":{"sessionUpdate":"state_update","state":%q}}`, sessionID, state))
+}
+
+// chunk is a session/update's params with an agent_message_chunk.
+func chunk(sessionID, text string) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(
+		`{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":%q}}}`,
+		sessionID, text))
+}
+
+// isIdle reports whether m is a session/update with an idle state_update,
+// and its stop reason.
+func isIdle(m wiretest.Msg) (string, bool) {
+	if m.Method != "session/update" {
+		return "", false
+	}
+	var p struct {
+		Update struct {
+			SessionUpdate, State, StopReason string
+		}
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	return p.Update.StopReason, p.Update.SessionUpdate == "state_update" && p.Update.State == "idle"
+}
+
+// expectIdle checks that the next line is the idle state_update with
+// stopReason.
+func expectIdle(t *testing.T, ctx context.Context, p *wiretest.Peer, stopReason string) {
+	t.Helper()
+	m := p.ExpectNotification(ctx, "session/update")
+	reason, idle := isIdle(m)
+	require.True(t, idle, "expected the idle state_update, got %s", m.Raw)
+	assert.Equal(t, stopReason, reason, m.Raw)
+}
+
+// expectQuiet checks that nothing but the answer to a ping comes next: every
+// line queued before the ping is out, and none of them is left.
+func expectQuiet(t *testing.T, ctx context.Context, p *wiretest.Peer, id string) {
+	t.Helper()
+	p.Request(id, "ping", "")
+	p.ExpectResult(ctx, id, `"pong"`)
+}
+
+func v2Options() *acprpc.Options { return &acprpc.Options{ProtocolVersion: acprpc.ProtocolV2} }
+
+// ---------------------------------------------------------------- negotiation
+
+// A VersionRouter agent negotiates initialize on the read goroutine: the
+// highest version it has a handler for at or below the client's, served by
+// that version's handler; no fit is -32022 with {requested, supported}, and
+// no handler sees it.
+func TestVersionRouterNegotiates(t *testing.T) {
+	cases := []struct {
+		requested string
+		want      acprpc.ProtocolVersion
+		handler   string
+	}{
+		{"1", acprpc.ProtocolV1, "v1"},
+		{"2", acprpc.ProtocolV2, "v2"},
+		{"7", acprpc.ProtocolV2, "v2"}, // a newer client gets the newest this side has
+	}
+	for _, tc := range cases {
+		t.Run("requested "+tc.requested, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			seen := make(chan string, 4)
+			serve := func(name string) acprpc.HandlerFunc {
+				return func(ctx context.Context, req *acprpc.Request) (any, error) {
+					seen <- name + " " + req.Method
+					v := acprpc.ConnFromContext(ctx).ProtocolVersion()
+					return map[string]any{"protocolVersion": v}, nil
+				}
+			}
+			c, p := wiretest.Connect(t, wiretest.Transports[0],
+				acprpc.VersionRouter{V1: serve("v1"), V2: serve("v2")}, nil)
+			assert.Zero(t, c.ProtocolVersion(), "no version before initialize")
+			p.Request("0", "initialize", `{"protocolVersion":`+tc.requested+`,"info":{"name":"t","version":"1"}}`)
+			p.ExpectResult(ctx, "0", fmt.Sprintf(`{"protocolVersion":%d}`, tc.want))
+			assert.Equal(t, tc.handler+" initialize", wiretest.Recv(t, ctx, seen), "the version is chosen before the handler runs")
+			assert.Equal(t, tc.want, c.ProtocolVersion())
+			p.Request("1", "session/new", `{}`)
+			p.ExpectAnswer(ctx, "1")
+			assert.Equal(t, tc.handler+" session/new", wiretest.Recv(t, ctx, seen))
+		})
+	}
+
+	t.Run("no version fits", func(t *testing.T) {
+		ctx := wiretest.Context(t)
+		called := make(chan string, 1)
+		h := acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
+			called <- "handler"
+			return nil, nil
+		})
+		c, p := wiretest.Connect(t, wiretest.Transports[0], acprpc.VersionRouter{V2: h}, nil)
+		p.Request("0", "initialize", `{"protocolVersion":1}`)
+		m := p.ExpectError(ctx, "0", acprpc.CodeUnsupportedProtocolVersion)
+		assert.JSONEq(t, `{"requested":1,"supported":[2]}`, string(m.Error.Data))
+		p.Request("1", "initialize", `{"protocolVersion":"2"}`)
+		p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+		assert.Empty(t, called, "the handler never sees an initialize the layer answered")
+		assert.Zero(t, c.ProtocolVersion())
+		// The client may try again.
+		p.Request("2", "initialize", `{"protocolVersion":2}`)
+		p.ExpectAnswer(ctx, "2")
+		assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())
+	})
+}
+
+// Options.ProtocolVersions negotiates for a plain handler too, and v1 alone
+// keeps v1's fallback: every client gets v1, as it always did.
+func TestProtocolVersionsOption(t *testing.T) {
+	ctx := wiretest.Context(t)
+	answer := acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
+		return map[string]int{"protocolVersion": 1}, nil
+	})
+	for _, requested := range []string{"0", "1", "2"} {
+		c, p := wiretest.Connect(t, wiretest.Transports[0], answer, &acprpc.Options{ProtocolVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV1}})
+		p.Request("0", "initialize", `{"protocolVersion":`+requested+`}`)
+		p.ExpectResult(ctx, "0", `{"protocolVersion":1}`)
+		assert.Equal(t, acprpc.ProtocolV1, c.ProtocolVersion(), "requested %s", requested)
+	}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], answer,
+		&acprpc.Options{ProtocolVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV2, acprpc.ProtocolV1}})
+	p.Request("0", "initialize", `{"protocolVersion":0}`)
+	m := p.ExpectError(ctx, "0", acprpc.CodeUnsupportedProtocolVersion)
+	assert.JSONEq(t, `{"requested":0,"supported":[1,2]}`, string(m.Error.Data))
+	assert.Zero(t, c.ProtocolVersion())
+}
+
+// Without negotiation the Conn learns the version from the initialize it
+// carries: an agent from its own answer, a client from the agent's, on the
+// read goroutine before the next message is read.
+func TestVersionLearntFromInitialize(t *testing.T) {
+	t.Run("agent", func(t *testing.T) {
+		ctx := wiretest.Context(t)
+		h := acprpc.HandlerFunc(func(_ context.Context, req *acprpc.Request) (any, error) {
+			return json.RawMessage(`{"protocolVersion":2,"info":{"name":"a","version":"1"}}`), nil
+		})
+		c, p := wiretest.Connect(t, wiretest.Transports[0], h, nil)
+		p.Request("0", "initialize", `{"protocolVersion":2}`)
+		p.ExpectAnswer(ctx, "0")
+		assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())
+	})
+	t.Run("client", func(t *testing.T) {
+		ctx := wiretest.Context(t)
+		perm := make(chan context.Context, 1)
+		h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+			perm <- ctx
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		c, p := wiretest.Connect(t, wiretest.Transports[0], h, nil)
+		done := make(chan error, 1)
+		go func() { done <- c.Call(ctx, "initialize", map[string]int{"protocolVersion": 2}, nil) }()
+		init := p.ExpectRequest(ctx, "initialize")
+		// The agent's answer and its first request in one write: the
+		// request is read under v2's rules.
+		p.SendRaw(wiretest.ResultLine(string(init.ID), `{"protocolVersion":2}`) + "\n" +
+			wiretest.RequestLine("1", "session/request_permission", `{"sessionId":"s"}`) + "\n")
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())
+		permCtx := wiretest.Recv(t, ctx, perm)
+		// v2: CancelSession leaves the permission request to the agent's
+		// $/cancel_request.
+		require.NoError(t, c.CancelSession(ctx, "s"))
+		p.ExpectNotification(ctx, "session/cancel")
+		assert.NoError(t, permCtx.Err(), "v2: CancelSession does not answer the agent's requests itself")
+		p.Cancel("1")
+		p.ExpectResult(ctx, "1", `{"outcome":{"outcome":"cancelled"}}`)
+	})
+}
+
+// SetProtocolVersion and Options.ProtocolVersion set the rules directly.
+func TestSetProtocolVersion(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/prompt": wiretest.BlockUntilCancelled}, nil)
+	assert.Zero(t, c.ProtocolVersion())
+	p.Request("1", "session/prompt", `{"sessionId":"s"}`)
+	p.Cancel("1")
+	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+	c.SetProtocolVersion(acprpc.ProtocolV2)
+	assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())
+	p.Request("2", "session/prompt", `{"sessionId":"s"}`)
+	p.Cancel("2")
+	p.ExpectError(ctx, "2", acprpc.CodeRequestCancelled)
+}
+
+// ---------------------------------------------------------------- markers
+
+// The markers by version: a cancelled prompt is {"stopReason":"cancelled"}
+// in v1 and -32800 in v2 (a prompt not yet inserted); a cancelled
+// permission request has the cancelled outcome in both; explicit markers
+// apply to both.
+func TestMarkersByVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version acprpc.ProtocolVersion
+		markers map[string]json.RawMessage
+		prompt  string // the prompt's answer: a result, or "" for -32800
+	}{
+		{acprpc.ProtocolV1, nil, `{"stopReason":"cancelled"}`},
+		{acprpc.ProtocolV2, nil, ""},
+		{acprpc.ProtocolV2, acprpc.ACPCancelMarkers(), `{"stopReason":"cancelled"}`},
+	} {
+		t.Run(fmt.Sprintf("v%d markers %v", tc.version, tc.markers != nil), func(t *testing.T) {
+			wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+				ctx := wiretest.Context(t)
+				h := wiretest.Mux{"session/prompt": wiretest.BlockUntilCancelled, "session/request_permission": wiretest.BlockUntilCancelled}
+				_, p := wiretest.Connect(t, tr, h, &acprpc.Options{ProtocolVersion: tc.version, CancelMarkers: tc.markers})
+				p.Request("1", "session/prompt", `{"sessionId":"s"}`)
+				p.Request("2", "session/request_permission", `{"sessionId":"s"}`)
+				p.Cancel("1")
+				if tc.prompt == "" {
+					p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+				} else {
+					p.ExpectResult(ctx, "1", tc.prompt)
+				}
+				p.Cancel("2")
+				p.ExpectResult(ctx, "2", `{"outcome":{"outcome":"cancelled"}}`)
+			})
+		})
+	}
+}
+
+// A null request ID is -32600 with a null ID on both versions.
+func TestNullIDByVersion(t *testing.T) {
+	for _, v := range []acprpc.ProtocolVersion{acprpc.ProtocolV1, acprpc.ProtocolV2} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{ProtocolVersion: v})
+			p.Send(`{"jsonrpc":"2.0","id":null,"method":"ping"}`)
+			m := p.ExpectError(ctx, "null", acprpc.CodeInvalidRequest)
+			assert.Contains(t, m.Error.Message, "the id must be a string or an integer")
+			expectQuiet(t, ctx, p, "1")
+		})
+	}
+}
+
+// ---------------------------------------------------------------- foreground work
+
+// A v2 turn: the prompt is answered with its messageId at once, the work
+// runs on, its updates go out in order and its End sends the one idle
+// state_update, after which its updates are dropped.
+func TestV2TurnEndsOnce(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		late := make(chan error, 2)
+		proceed := make(chan struct{})
+		a := newV2Turns()
+		a.run = func(c *acprpc.Conn, w *acprpc.Work) {
+			_ = c.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
+			<-proceed
+			_ = c.Notify(w.Context(), "session/update", chunk(w.SessionID(), "done"))
+			_ = w.End(acprpc.StopReasonEndTurn)
+			late <- c.Notify(context.WithoutCancel(w.Context()), "session/update", chunk(w.SessionID(), "late"))
+			late <- w.End(acprpc.StopReasonEndTurn)
+		}
+		_, p := wiretest.Connect(t, tr, a, v2Options())
+		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		got := p.ExpectN(ctx, 2) // the answer and "running", in either order
+		byKind := map[bool]wiretest.Msg{got[0].IsResponse(): got[0], got[1].IsResponse(): got[1]}
+		assert.JSONEq(t, `{"messageId":"msg_1"}`, string(byKind[true].Result))
+		assert.Contains(t, byKind[false].Raw, `"state":"running"`)
+		w := wiretest.Recv(t, ctx, a.works)
+		assert.Equal(t, "s", w.SessionID())
+		close(proceed)
+		assert.Contains(t, p.ExpectNotification(ctx, "session/update").Raw, `"done"`)
+		expectIdle(t, ctx, p, "end_turn")
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, late), acprpc.ErrWorkEnded, "an update after the ending is dropped")
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, late), acprpc.ErrWorkEnded, "a second ending is dropped")
+		expectQuiet(t, ctx, p, "2")
+		<-w.Done()
+		assert.ErrorIs(t, w.Context().Err(), context.Canceled, "the work's context ends with the work")
+		a.wg.Wait()
+	})
+}
+
+// session/cancel cancels the work (cause ErrSessionCancelled), and a call
+// made under it gets its own $/cancel_request; the work's last updates go
+// out before its one idle state_update, whose stop reason is cancelled
+// whatever End is given.
+func TestV2SessionCancelCascadesAndEndsOnce(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		causes := make(chan error, 1)
+		a := newV2Turns()
+		a.run = func(c *acprpc.Conn, w *acprpc.Work) {
+			err := c.Call(w.Context(), "session/request_permission", map[string]string{"sessionId": w.SessionID()}, nil)
+			causes <- errors.Join(err, context.Cause(w.Context()))
+			_ = c.Notify(context.WithoutCancel(w.Context()), "session/update", chunk(w.SessionID(), "stopped"))
+			_ = w.End("error") // the abort surfaced as an error: still "cancelled"
+		}
+		_, p := wiretest.Connect(t, tr, a, v2Options())
+		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		got := p.ExpectN(ctx, 2)
+		var perm wiretest.Msg
+		for _, m := range got {
+			if m.IsRequest() {
+				perm = m
+			}
+		}
+		require.Equal(t, "session/request_permission", perm.Method)
+		p.Notify("session/cancel", `{"sessionId":"s"}`)
+		cancel := p.ExpectNotification(ctx, "$/cancel_request")
+		assert.JSONEq(t, `{"requestId":`+string(perm.ID)+`}`, string(cancel.Params))
+		err := wiretest.Recv(t, ctx, causes)
+		assert.ErrorIs(t, err, acprpc.ErrCancelled)
+		assert.ErrorIs(t, err, acprpc.ErrSessionCancelled)
+		assert.Contains(t, p.ExpectNotification(ctx, "session/update").Raw, `"stopped"`)
+		expectIdle(t, ctx, p, "cancelled")
+		p.Respond(string(perm.ID), `{"outcome":{"outcome":"cancelled"}}`) // a late answer is dropped
+		expectQuiet(t, ctx, p, "2")
+		a.wg.Wait()
+	})
+}
+
+// A session/cancel in the same write as its v2 prompt always finds the
+// prompt's work: registered on the read goroutine before the next line is
+// read. A handler that still inserts the prompt gets a cancelled work,
+// which ends with one idle state_update; one that sees the cancel and does
+// not insert gets -32800 and no idle state_update, since no turn began.
+func TestV2CancelInTheSameWriteAsItsPrompt(t *testing.T) {
+	for _, checkCtx := range []bool{false, true} {
+		t.Run(fmt.Sprintf("handler checks its context %v", checkCtx), func(t *testing.T) {
+			wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+				ctx := wiretest.Context(t)
+				gate := make(chan struct{})
+				a := newV2Turns()
+				a.checkCtx = checkCtx
+				h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+					if req.Method == "session/prompt" {
+						<-gate // the cancel is read while the handler has not looked yet
+					}
+					return a.Handle(ctx, req)
+				})
+				_, p := wiretest.Connect(t, tr, h, v2Options())
+				p.SendRaw(wiretest.RequestLine("1", "session/prompt", `{"sessionId":"s","prompt":[]}`) + "\n" +
+					wiretest.NotificationLine("session/cancel", `{"sessionId":"s"}`) + "\n")
+				expectQuiet(t, ctx, p, "2") // both lines are read
+				close(gate)
+				if checkCtx {
+					p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+					assert.ErrorIs(t, wiretest.Recv(t, ctx, a.settled), acprpc.ErrSessionCancelled)
+					expectQuiet(t, ctx, p, "3")
+					return
+				}
+				// Inserted after the cancel (a result wins); the default work
+				// reports running under a cancelled context (refused), then
+				// ends as cancelled. Updates and the prompt's answer have no
+				// fixed order in v2.
+				got := p.ExpectN(ctx, 2)
+				var answer, idle wiretest.Msg
+				for _, m := range got {
+					if m.IsResponse() {
+						answer = m
+					} else {
+						idle = m
+					}
+				}
+				assert.JSONEq(t, `{"messageId":"msg_1"}`, string(answer.Result))
+				reason, isIdleUpdate := isIdle(idle)
+				assert.True(t, isIdleUpdate, idle.Raw)
+				assert.Equal(t, "cancelled", reason)
+				w := wiretest.Recv(t, ctx, a.works)
+				assert.ErrorIs(t, context.Cause(w.Context()), acprpc.ErrSessionCancelled, "the work was cancelled before its handler ran")
+				expectQuiet(t, ctx, p, "3")
+				a.wg.Wait()
+			})
+		})
+	}
+}
+
+// A prompt held behind running work and cancelled before it is inserted is
+// answered -32800 (v2 has no prompt marker), by session/cancel as by
+// $/cancel_request; the running work ends with exactly one idle
+// state_update; a prompt sent after the cancel starts new work.
+func TestV2HeldPromptCancelledBeforeInsertion(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		a := newV2Turns()
+		a.hold = true
+		_, p := wiretest.Connect(t, tr, a, v2Options())
+		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		p.ExpectN(ctx, 2) // its messageId and "running"
+		first := wiretest.Recv(t, ctx, a.works)
+
+		p.Request("2", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		assert.Equal(t, "2", wiretest.Recv(t, ctx, a.held))
+		p.Cancel("2") // withdrawn
+		p.ExpectError(ctx, "2", acprpc.CodeRequestCancelled)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, a.settled), acprpc.ErrPeerCancelled)
+		assert.NoError(t, first.Context().Err(), "withdrawing a held prompt leaves the work alone")
+
+		p.Request("3", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		assert.Equal(t, "3", wiretest.Recv(t, ctx, a.held))
+		p.Notify("session/cancel", `{"sessionId":"s"}`)
+		got := wiretest.ByID(p.ExpectN(ctx, 2)) // the held prompt's -32800 and the idle, in either order
+		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["3"].Code())
+		reason, idle := isIdle(got[""])
+		assert.True(t, idle)
+		assert.Equal(t, "cancelled", reason)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, a.settled), acprpc.ErrSessionCancelled)
+		expectQuiet(t, ctx, p, "4")
+
+		// A prompt after the cancel is new work.
+		p.Request("5", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		p.ExpectN(ctx, 2)
+		second := wiretest.Recv(t, ctx, a.works)
+		assert.NotSame(t, first, second)
+		assert.NoError(t, second.Context().Err())
+		p.Notify("session/cancel", `{"sessionId":"s"}`)
+		expectIdle(t, ctx, p, "cancelled")
+		a.wg.Wait()
+	})
+}
+
+// Work that ignores its context: once Options.CancelGrace has passed the
+// layer sends the idle state_update itself, exactly once, and drops what
+// the work sends later for that turn, its own ending included.
+func TestV2WorkIgnoringItsContextIsEndedOnce(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		release := make(chan struct{})
+		late := make(chan error, 2)
+		log, records := wiretest.NewLog()
+		a := newV2Turns()
+		a.run = func(c *acprpc.Conn, w *acprpc.Work) {
+			_ = c.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
+			<-release // deaf to its context
+			late <- c.Notify(context.WithoutCancel(w.Context()), "session/update", chunk(w.SessionID(), "late"))
+			late <- w.End(acprpc.StopReasonEndTurn)
+		}
+		opts := v2Options()
+		opts.CancelGrace = 20 * time.Millisecond
+		opts.Logger = log
+		_, p := wiretest.Connect(t, tr, a, opts)
+		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		p.ExpectN(ctx, 2)
+		w := wiretest.Recv(t, ctx, a.works)
+		p.Notify("session/cancel", `{"sessionId":"s"}`)
+		expectIdle(t, ctx, p, "cancelled")
+		<-w.Done()
+		close(release)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, late), acprpc.ErrWorkEnded)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, late), acprpc.ErrWorkEnded)
+		expectQuiet(t, ctx, p, "2")
+		_, warned := records.Find(0, "did not end within its grace period")
+		assert.True(t, warned)
+		a.wg.Wait()
+	})
+}
+
+// An idle state_update the application sends itself with Notify is the
+// work's ending too: de-duplicated with End and with the layer's own, and
+// turned into "cancelled" for a cancelled work.
+func TestV2IdleNotifyIsTheEnding(t *testing.T) {
+	ctx := wiretest.Context(t)
+	ends := make(chan error, 3)
+	a := newV2Turns()
+	a.run = func(c *acprpc.Conn, w *acprpc.Work) {
+		<-w.Context().Done()
+		idle := json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}`)
+		ends <- c.Notify(context.WithoutCancel(w.Context()), "session/update", idle)
+		ends <- c.Notify(context.WithoutCancel(w.Context()), "session/update", idle)
+		ends <- w.End(acprpc.StopReasonCancelled)
+	}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], a, v2Options())
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.ExpectAnswer(ctx, "1")
+	p.Notify("session/cancel", `{"sessionId":"s"}`)
+	expectIdle(t, ctx, p, "cancelled")
+	assert.NoError(t, wiretest.Recv(t, ctx, ends))
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, ends), acprpc.ErrWorkEnded)
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, ends), acprpc.ErrWorkEnded)
+	expectQuiet(t, ctx, p, "2")
+	a.wg.Wait()
+}
+
+// A v2 session/close is a request: it cancels the session's work and held
+// prompts before it is served, and is answered only after the work's idle
+// state_update.
+func TestV2SessionCloseAnsweredAfterTheIdle(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		a := newV2Turns()
+		a.hold = true
+		proceed := make(chan struct{})
+		a.run = func(c *acprpc.Conn, w *acprpc.Work) {
+			<-w.Context().Done()
+			<-proceed // the close is already being served
+			_ = c.Notify(context.WithoutCancel(w.Context()), "session/update", chunk(w.SessionID(), "stopped"))
+			_ = w.End(acprpc.StopReasonCancelled)
+		}
+		closed := make(chan struct{})
+		h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+			if req.Method == "session/close" {
+				close(closed)
+				return struct{}{}, nil
+			}
+			return a.Handle(ctx, req)
+		})
+		_, p := wiretest.Connect(t, tr, h, v2Options())
+		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		p.ExpectAnswer(ctx, "1")
+		p.Request("2", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		wiretest.Recv(t, ctx, a.held)
+		p.Request("3", "session/close", `{"sessionId":"s"}`)
+		p.ExpectError(ctx, "2", acprpc.CodeRequestCancelled)
+		<-closed
+		close(proceed)
+		assert.Contains(t, p.ExpectNotification(ctx, "session/update").Raw, `"stopped"`)
+		expectIdle(t, ctx, p, "cancelled")
+		p.ExpectResult(ctx, "3", `{}`)
+		a.wg.Wait()
+	})
+}
+
+// Closing the connection cancels the work with ErrConnClosed and sends
+// nothing.
+func TestV2WorkEndsWithTheConnection(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := newV2Turns()
+	ended := make(chan error, 1)
+	a.run = func(c *acprpc.Conn, w *acprpc.Work) {
+		<-w.Context().Done()
+		ended <- errors.Join(context.Cause(w.Context()), w.End(acprpc.StopReasonCancelled))
+	}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, v2Options())
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.ExpectAnswer(ctx, "1")
+	wiretest.Recv(t, ctx, a.works)
+	require.NoError(t, c.Close())
+	err := wiretest.Recv(t, ctx, ended)
+	assert.ErrorIs(t, err, acprpc.ErrConnClosed)
+	assert.Empty(t, p.Rest(ctx), "nothing is sent for work the connection's end cancelled")
+	a.wg.Wait()
+}
+
+// BeginWork starts work of the agent's own, with no prompt; its End sends
+// the idle state_update. A prompt read while it runs joins it.
+func TestV2BeginWork(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := newV2Turns()
+	a.run = func(*acprpc.Conn, *acprpc.Work) {}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, v2Options())
+	w := c.BeginWork("s")
+	assert.Same(t, w, c.BeginWork("s"), "the session's work in progress")
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.ExpectAnswer(ctx, "1")
+	assert.Same(t, w, wiretest.Recv(t, ctx, a.works), "a prompt joins the work in progress")
+	require.NoError(t, w.End(acprpc.StopReasonEndTurn))
+	expectIdle(t, ctx, p, "end_turn")
+	assert.NotSame(t, w, c.BeginWork("s"), "after its end, new work")
+	a.wg.Wait()
+}
+
+// On v1 a prompt has no foreground work, and its updates are never
+// dropped or reordered by the layer.
+func TestV1HasNoWork(t *testing.T) {
+	ctx := wiretest.Context(t)
+	found := make(chan bool, 1)
+	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		_, ok := acprpc.WorkFromContext(ctx)
+		found <- ok
+		return map[string]string{"stopReason": "end_turn"}, nil
+	})
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{ProtocolVersion: acprpc.ProtocolV1})
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.ExpectResult(ctx, "1", `{"stopReason":"end_turn"}`)
+	assert.False(t, wiretest.Recv(t, ctx, found))
+}
+
+// ---------------------------------------------------------------- entity cancels
+
+// tool_call/cancel and terminal/cancel for a registered entity cancel its
+// context (cause ErrEntityCancelled) on the read goroutine and are answered
+// at once; for an unknown or final one the handler is asked, and -32602
+// goes out when it does not serve the method.
+func TestV2EntityCancels(t *testing.T) {
+	for _, tc := range []struct{ method, field string }{
+		{acprpc.MethodToolCallCancel, "toolCallId"},
+		{acprpc.MethodTerminalCancel, "terminalId"},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+				ctx := wiretest.Context(t)
+				c, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping}, v2Options())
+				register := c.CancellableToolCall
+				if tc.method == acprpc.MethodTerminalCancel {
+					register = c.CancellableTerminal
+				}
+				entityCtx, done := register(context.Background(), "s", "e1")
+				params := func(session, id string) string {
+					return fmt.Sprintf(`{"sessionId":%q,%q:%q}`, session, tc.field, id)
+				}
+
+				p.Request("1", tc.method, params("s", "unknown"))
+				m := p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+				assert.Contains(t, m.Error.Message, "unknown, final or not cancellable")
+				p.Request("2", tc.method, params("other", "e1"))
+				p.ExpectError(ctx, "2", acprpc.CodeInvalidParams)
+				p.Request("3", tc.method, `{"sessionId":"s"}`)
+				p.ExpectError(ctx, "3", acprpc.CodeInvalidParams)
+				assert.NoError(t, entityCtx.Err())
+
+				p.Request("4", tc.method, params("s", "e1"))
+				p.ExpectResult(ctx, "4", `{}`)
+				<-entityCtx.Done()
+				assert.ErrorIs(t, context.Cause(entityCtx), acprpc.ErrEntityCancelled)
+
+				done()
+				done()
+				p.Request("5", tc.method, params("s", "e1"))
+				p.ExpectError(ctx, "5", acprpc.CodeInvalidParams) // final
+			})
+		})
+	}
+}
+
+// An application that serves an entity cancel itself gets the ones it did
+// not register; a Conn with no handler answers -32602; on v1 the methods
+// are ordinary requests.
+func TestEntityCancelFallbacks(t *testing.T) {
+	ctx := wiretest.Context(t)
+	h := wiretest.Mux{acprpc.MethodToolCallCancel: func(context.Context, *acprpc.Request) (any, error) {
+		return json.RawMessage(`{"_meta":{"by":"app"}}`), nil
+	}}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, v2Options())
+	p.Request("1", acprpc.MethodToolCallCancel, `{"sessionId":"s","toolCallId":"x"}`)
+	p.ExpectResult(ctx, "1", `{"_meta":{"by":"app"}}`)
+
+	_, p = wiretest.Connect(t, wiretest.Transports[0], nil, v2Options())
+	p.Request("1", acprpc.MethodTerminalCancel, `{"sessionId":"s","terminalId":"x"}`)
+	p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{}, &acprpc.Options{ProtocolVersion: acprpc.ProtocolV1})
+	entityCtx, done := c.CancellableToolCall(context.Background(), "s", "x")
+	defer done()
+	p.Request("1", acprpc.MethodToolCallCancel, `{"sessionId":"s","toolCallId":"x"}`)
+	p.ExpectError(ctx, "1", acprpc.CodeMethodNotFound)
+	assert.NoError(t, entityCtx.Err(), "v1 has no entity cancels")
+}
+
+// A tool call registered under the work's context ends with the work's
+// cancel too, and a tool_call/cancel leaves the work running.
+func TestV2EntityUnderWork(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := newV2Turns()
+	toolCtxs := make(chan context.Context, 1)
+	a.run = func(c *acprpc.Conn, w *acprpc.Work) {
+		toolCtx, done := c.CancellableToolCall(w.Context(), w.SessionID(), "call_1")
+		defer done()
+		toolCtxs <- toolCtx
+		<-w.Context().Done()
+		_ = w.End(acprpc.StopReasonCancelled)
+	}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], a, v2Options())
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.ExpectAnswer(ctx, "1")
+	w := wiretest.Recv(t, ctx, a.works)
+	toolCtx := wiretest.Recv(t, ctx, toolCtxs)
+	p.Request("2", acprpc.MethodToolCallCancel, `{"sessionId":"s","toolCallId":"call_1"}`)
+	p.ExpectResult(ctx, "2", `{}`)
+	<-toolCtx.Done()
+	assert.NoError(t, w.Context().Err(), "cancelling a tool call does not cancel the work")
+	p.Notify("session/cancel", `{"sessionId":"s"}`)
+	expectIdle(t, ctx, p, "cancelled")
+	a.wg.Wait()
+}

@@ -1,0 +1,259 @@
+package acprpc
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+)
+
+// ProtocolVersion is an ACP protocol version: the integer that initialize
+// negotiates.
+type ProtocolVersion int
+
+// The ACP versions this library knows the rules of.
+const (
+	ProtocolV1 ProtocolVersion = 1
+	ProtocolV2 ProtocolVersion = 2
+)
+
+// CodeUnsupportedProtocolVersion is ACP's error for an initialize that asks
+// for a version below every version the agent supports. Its data is
+// {"requested": n, "supported": [...]}.
+const CodeUnsupportedProtocolVersion = -32022
+
+// MethodInitialize is ACP's first request, which negotiates the version.
+const MethodInitialize = "initialize"
+
+// protocol is everything a connection does differently by version; the rest
+// of the library is the same for every version. A Conn holds the rules of
+// the version negotiated on it, or of v1 until one is.
+type protocol struct {
+	version ProtocolVersion
+	markers map[string]json.RawMessage
+
+	// foreground: session/prompt is answered once the prompt is inserted,
+	// and the turn runs on as the session's foreground work, which ends with
+	// an idle state_update (work.go).
+	foreground bool
+	// entityCancels: tool_call/cancel and terminal/cancel are the client's
+	// requests to cancel one tool call or terminal (entity.go).
+	entityCancels bool
+	// closeRequest: session/close is a request that cancels the session
+	// before it is served, and is answered after the session's cancelled
+	// work has ended.
+	closeRequest bool
+	// clientPreempts: CancelSession answers the session's requests in
+	// flight here as cancelled at once, without waiting for the agent's
+	// $/cancel_request.
+	clientPreempts bool
+}
+
+// rulesFor returns the rules of version v. markers are the application's
+// Options.CancelMarkers, or nil for the version's own.
+func rulesFor(v ProtocolVersion, markers map[string]json.RawMessage) *protocol {
+	if v >= ProtocolV2 {
+		if markers == nil {
+			markers = ACPCancelMarkersFor(ProtocolV2)
+		}
+		return &protocol{version: v, markers: markers, foreground: true, entityCancels: true, closeRequest: true}
+	}
+	if markers == nil {
+		markers = ACPCancelMarkers()
+	}
+	return &protocol{version: v, markers: markers, clientPreempts: true}
+}
+
+// ACPCancelMarkersFor returns the cancellation markers of ACP version v. In
+// v1 (ACPCancelMarkers) a cancelled prompt turn ends with stopReason
+// "cancelled"; in v2 session/prompt has no marker, since a prompt is
+// answered when it is inserted and a turn ends with an idle state_update,
+// so a prompt cancelled before insertion is answered -32800. A cancelled
+// permission request has the cancelled outcome in both. The map is new on
+// each call.
+func ACPCancelMarkersFor(v ProtocolVersion) map[string]json.RawMessage {
+	m := ACPCancelMarkers()
+	if v >= ProtocolV2 {
+		delete(m, "session/prompt")
+	}
+	return m
+}
+
+// versioning is the Conn's knowledge of its protocol version.
+type versioning struct {
+	current   atomic.Pointer[protocol]
+	markers   map[string]json.RawMessage // the application's, or nil
+	supported []ProtocolVersion          // when set, this side negotiates initialize
+}
+
+// VersionedHandler is a Handler that serves a fixed set of ACP versions, as
+// VersionRouter does. A Conn serving one negotiates initialize itself; see
+// Options.ProtocolVersions.
+type VersionedHandler interface {
+	Handler
+	ProtocolVersions() []ProtocolVersion
+}
+
+func (v *versioning) init(opts *Options, settled *Options, h Handler) {
+	if opts != nil {
+		v.markers = opts.CancelMarkers
+	}
+	v.supported = slices.Clone(settled.ProtocolVersions)
+	if vh, ok := h.(VersionedHandler); ok && v.supported == nil {
+		v.supported = vh.ProtocolVersions()
+	}
+	slices.Sort(v.supported)
+	v.current.Store(rulesFor(settled.ProtocolVersion, v.markers))
+}
+
+// protocol returns the rules in force.
+func (c *Conn) protocol() *protocol { return c.versions.current.Load() }
+
+// ProtocolVersion returns the ACP version the connection speaks: the one
+// its initialize exchange settled, the one set by Options.ProtocolVersion
+// or SetProtocolVersion, or 0 while none is known (the connection then
+// follows v1's rules).
+func (c *Conn) ProtocolVersion() ProtocolVersion { return c.protocol().version }
+
+// SetProtocolVersion fixes the ACP version the connection speaks, for an
+// application that negotiated it outside this Conn. The rules change for
+// every message read or sent from then on. A later initialize exchange on
+// the connection sets it again.
+func (c *Conn) SetProtocolVersion(v ProtocolVersion) {
+	if c.protocol().version != v {
+		c.versions.current.Store(rulesFor(v, c.versions.markers))
+	}
+}
+
+// markers are the cancellation markers in force.
+func (c *Conn) markers() map[string]json.RawMessage { return c.protocol().markers }
+
+// negotiate handles the peer's initialize on the read goroutine when this
+// side negotiates: it picks the version before the handler runs, so the
+// handler (and a VersionRouter) already serve that version, or answers the
+// request itself when no version fits. It reports whether it answered.
+func (c *Conn) negotiate(m *message) bool {
+	supported := c.versions.supported
+	if len(supported) == 0 {
+		return false
+	}
+	requested, ok := parseProtocolVersion(member(m.params, "protocolVersion"))
+	if !ok {
+		c.reply(errorFrame(m.id, &Error{Code: CodeInvalidParams,
+			Message: "Invalid params: initialize.protocolVersion must be an integer from 0 to 65535"}))
+		return true
+	}
+	v, ok := selectVersion(requested, supported)
+	if !ok {
+		data, _ := json.Marshal(struct {
+			Requested ProtocolVersion   `json:"requested"`
+			Supported []ProtocolVersion `json:"supported"`
+		}{requested, supported})
+		c.reply(errorFrame(m.id, &Error{Code: CodeUnsupportedProtocolVersion,
+			Message: fmt.Sprintf("Unsupported protocol version %d (supported: %v)", requested, supported), Data: data}))
+		return true
+	}
+	c.SetProtocolVersion(v)
+	return false
+}
+
+// selectVersion is ACP's negotiation: the highest supported version at or
+// below the requested one. An agent that supports v1 alone keeps v1's
+// rule, which answers every request with v1.
+func selectVersion(requested ProtocolVersion, supported []ProtocolVersion) (ProtocolVersion, bool) {
+	if len(supported) == 1 && supported[0] == ProtocolV1 {
+		return ProtocolV1, true
+	}
+	for _, v := range slices.Backward(supported) {
+		if v <= requested {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// parseProtocolVersion reads a protocolVersion member: an integer from 0 to
+// 65535.
+func parseProtocolVersion(raw []byte) (ProtocolVersion, bool) {
+	n, err := strconv.ParseUint(string(raw), 10, 16)
+	return ProtocolVersion(n), err == nil
+}
+
+// learnVersion takes the version from a successful initialize result, the
+// agent's answer either way through the connection.
+func (c *Conn) learnVersion(result []byte) {
+	if v, ok := parseProtocolVersion(member(result, "protocolVersion")); ok {
+		c.SetProtocolVersion(v)
+	}
+}
+
+// interceptRequest acts on the requests whose rules depend on the version,
+// on the read goroutine before anything else is read, and reports whether m
+// is used up (answered here).
+func (c *Conn) interceptRequest(m *message) bool {
+	switch p := c.protocol(); {
+	case m.method == MethodInitialize:
+		return c.negotiate(m)
+	case p.entityCancels && (m.method == MethodToolCallCancel || m.method == MethodTerminalCancel):
+		return c.entityCancel(m)
+	case p.closeRequest && c.isSessionCancel(m.method):
+		c.cancelSession(m.sessionID)
+	}
+	return false
+}
+
+// registered does what the version asks of a request just registered, on
+// the read goroutine: a v2 prompt joins its session's foreground work, and a
+// v2 session/close waits for the work it cancelled.
+func (c *Conn) registered(r *inRequest) {
+	p := c.protocol()
+	switch {
+	case !p.foreground || r.req.SessionID == "":
+	case r.req.Method == MethodSessionPrompt:
+		r.work = c.works.forPrompt(c, r.req.SessionID)
+	case p.closeRequest && c.isSessionCancel(r.req.Method):
+		r.work = c.works.get(r.req.SessionID)
+	}
+}
+
+// answering sees each answer just before it is sent: the version can come
+// from an initialize result, and a v2 prompt answered with a result has been
+// inserted, which starts its work.
+func (c *Conn) answering(r *inRequest, f *frame) {
+	switch r.req.Method {
+	case MethodInitialize:
+		if result := member(f.buf.Bytes(), "result"); result != nil {
+			c.learnVersion(result)
+		}
+	case MethodSessionPrompt:
+		w := r.promptWork()
+		switch {
+		case w == nil:
+		case member(f.buf.Bytes(), "result") != nil:
+			w.start()
+		default:
+			w.promptRejected()
+		}
+	}
+}
+
+// holdAnswer keeps a v2 session/close's answer until the foreground work it
+// cancelled has ended, so its idle state_update goes out first, as v2
+// requires; the grace period bounds the wait.
+func (c *Conn) holdAnswer(r *inRequest) {
+	if r.work != nil && r.req.Method != MethodSessionPrompt {
+		r.work.wait()
+	}
+}
+
+// answerError adjusts an error answer to the version: a v2 entity cancel
+// that the application does not serve is answered -32602, as for an entity
+// that is unknown, final or not cancellable.
+func (c *Conn) answerError(r *inRequest, e *Error) *Error {
+	if e.Code == CodeMethodNotFound && c.protocol().entityCancels &&
+		(r.req.Method == MethodToolCallCancel || r.req.Method == MethodTerminalCancel) {
+		return unknownEntity(r.req.Method)
+	}
+	return e
+}

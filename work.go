@@ -1,0 +1,396 @@
+package acprpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ACP's prompt-turn methods, as far as the library reads them.
+const (
+	MethodSessionPrompt = "session/prompt"
+	MethodSessionUpdate = "session/update"
+)
+
+// ACP v2's stop reasons that the library itself sends.
+const (
+	StopReasonEndTurn   = "end_turn"
+	StopReasonCancelled = "cancelled"
+)
+
+// ErrWorkEnded is the reason a session/update sent under a Work's context is
+// dropped: the work has already ended with its idle state_update, which no
+// update of that work may follow.
+var ErrWorkEnded = errors.New("acprpc: the session's foreground work has ended")
+
+// errWorkDone ends a Work's context once the work has ended, as an answer
+// ends a request's context.
+var errWorkDone = errors.New("acprpc: foreground work ended")
+
+// Work is a session's foreground work on an ACP v2 connection: the turn
+// that a prompt starts and that runs on after session/prompt has been
+// answered with the prompt's messageId. It ends with exactly one idle
+// state_update, sent by End (or by the layer), after every update sent under
+// its context, and never followed by one.
+//
+// Its context is cancelled with ErrSessionCancelled by the peer's
+// session/cancel or session/close for the session, with ErrConnClosed when
+// the connection closes, and once the work has ended. Calls made under it
+// send $/cancel_request when it is cancelled, as calls under a request's
+// context do, and session/update notifications sent under it (or under a
+// context derived from it, context.WithoutCancel included) are that work's:
+// the layer drops them once the work has ended.
+//
+// A cancelled work that has been started (its prompt was answered with a
+// result, or End or BeginWork was called, or it sent an update) ends with
+// stop reason "cancelled", whatever reason End is given. If it has not ended
+// within Options.CancelGrace of the cancel, the layer sends the idle
+// state_update itself. A work cancelled before it started (its prompt was
+// answered -32800, never inserted) ends without one.
+type Work struct {
+	ctx       workContext
+	cancel    context.CancelCauseFunc
+	conn      *Conn
+	sessionID string
+	done      chan struct{} // closed when the work ends
+
+	mu      sync.Mutex // protects the fields below, and orders the work's updates
+	cause   error      // the first cancellation cause
+	started bool
+	prompts int // prompts that joined the work and are not answered yet
+	grace   *time.Timer
+	// ended and cancelled are written under mu, and read without it by the
+	// table, whose lock is never held together with mu.
+	ended, cancelled atomic.Bool
+}
+
+// workContext is a Work's context; its values name the work and the Conn.
+type workContext struct {
+	context.Context
+	w *Work
+}
+
+type workKey struct{}
+
+func (wc workContext) Value(key any) any {
+	switch key {
+	case workKey{}:
+		return wc.w
+	case connKey:
+		return wc.w.conn
+	}
+	return wc.Context.Value(key)
+}
+
+func newWork(c *Conn, sessionID string) *Work {
+	w := &Work{conn: c, sessionID: sessionID, done: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(c.base)
+	w.ctx, w.cancel = workContext{Context: ctx, w: w}, cancel
+	return w
+}
+
+// Context returns the work's context. Pass it, or a context derived from
+// it, to the calls and updates of the work.
+func (w *Work) Context() context.Context { return w.ctx }
+
+// SessionID names the work's session.
+func (w *Work) SessionID() string { return w.sessionID }
+
+// Done is closed once the work has ended: its idle state_update is queued,
+// or it was cancelled before it started. The connection closing does not
+// close it; see Context for that.
+func (w *Work) Done() <-chan struct{} { return w.done }
+
+// End ends the work with an idle state_update carrying stopReason
+// ("end_turn", "cancelled", ...), queued after every update the work has
+// sent. A work that was cancelled ends with "cancelled" whatever stopReason
+// says: ACP requires it even when the abort surfaced as an error. Only the
+// first ending is sent; End after that returns ErrWorkEnded, and with the
+// connection closed, ErrConnClosed.
+func (w *Work) End(stopReason string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended.Load() {
+		return &CallError{Method: MethodSessionUpdate, Err: ErrWorkEnded}
+	}
+	w.started = true
+	if w.conn.Err() != nil {
+		_ = w.endLocked(nil) // nobody to tell
+		return &CallError{Method: MethodSessionUpdate, Err: ErrConnClosed}
+	}
+	if w.cause != nil {
+		stopReason = StopReasonCancelled
+	}
+	return w.endLocked(w.idleFrame(stopReason))
+}
+
+// idleFrame is the idle state_update that ends the work.
+func (w *Work) idleFrame(stopReason string) *frame {
+	f, _ := requestFrame(nil, MethodSessionUpdate, idleUpdate{
+		SessionID: w.sessionID,
+		Update:    idleState{SessionUpdate: "state_update", State: "idle", StopReason: stopReason},
+	})
+	f.info.ctx, f.info.generated = w.ctx, true // the Sent hook sees it as the work's, and as the layer's
+	return f
+}
+
+type idleUpdate struct {
+	SessionID string    `json:"sessionId"`
+	Update    idleState `json:"update"`
+}
+
+type idleState struct {
+	SessionUpdate string `json:"sessionUpdate"`
+	State         string `json:"state"`
+	StopReason    string `json:"stopReason,omitempty"`
+}
+
+// endLocked sends f (nil for none) as the work's ending, then ends it. The
+// table lets go of an ended work when it next looks at the session.
+func (w *Work) endLocked(f *frame) error {
+	w.ended.Store(true)
+	if w.grace != nil {
+		w.grace.Stop()
+	}
+	var err error
+	if f != nil {
+		if w.conn.writer.send(f) != nil {
+			err = &CallError{Method: MethodSessionUpdate, Err: ErrConnClosed}
+		}
+	}
+	close(w.done)
+	w.cancel(errWorkDone)
+	return err
+}
+
+// start records that the work exists for the peer: its prompt was inserted,
+// or it sent an update. A cancelled work that the layer already ended
+// without an idle state_update, because it had not started, gets it now.
+func (w *Work) start() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return
+	}
+	w.started = true
+	if w.ended.Load() && w.cause != nil {
+		if f := w.idleFrame(StopReasonCancelled); w.conn.writer.send(f) != nil {
+			w.conn.log.Debug("acprpc: idle state_update not sent", "session", w.sessionID)
+		}
+	}
+}
+
+// promptRejected records that a prompt of the work was answered with an
+// error: never inserted. A work that has not started and has no prompt
+// left ends at once, without an idle state_update: there was no turn.
+func (w *Work) promptRejected() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.prompts--
+	if w.prompts <= 0 && !w.started && !w.ended.Load() {
+		_ = w.endLocked(nil)
+	}
+}
+
+// cancelWith cancels the work for cause; the first cause is kept, and the
+// grace period starts: a work still running when it passes is ended by the
+// layer.
+func (w *Work) cancelWith(cause error) {
+	w.mu.Lock()
+	if w.cause != nil || w.ended.Load() {
+		w.mu.Unlock()
+		return
+	}
+	w.cause = cause
+	w.cancelled.Store(true)
+	if grace := w.conn.opts.CancelGrace; grace > 0 && w.conn.Err() == nil {
+		w.grace = time.AfterFunc(grace, w.endForApplication)
+	}
+	w.mu.Unlock()
+	w.cancel(cause)
+}
+
+// endForApplication ends a cancelled work whose application has not ended
+// it within the grace period: with the idle state_update if it started.
+func (w *Work) endForApplication() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended.Load() || w.conn.Err() != nil {
+		return
+	}
+	var f *frame
+	if w.started {
+		f = w.idleFrame(StopReasonCancelled)
+		w.conn.log.Warn("acprpc: the foreground work did not end within its grace period; its idle state_update is sent for it",
+			"session", w.sessionID)
+	}
+	_ = w.endLocked(f)
+}
+
+// wait returns once the work has ended or the connection has closed.
+func (w *Work) wait() {
+	select {
+	case <-w.done:
+	case <-w.conn.closed:
+	}
+}
+
+// sendUpdate queues a session/update of the work, unless the work has ended.
+// An idle state_update is the work's ending, as End is.
+func (w *Work) sendUpdate(f *frame) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended.Load() {
+		f.release()
+		return &CallError{Method: MethodSessionUpdate, Err: ErrWorkEnded}
+	}
+	w.started = true
+	if stopReason, idle := idleStopReason(f.buf.Bytes()); idle {
+		if w.cause != nil && stopReason != StopReasonCancelled {
+			f.release()
+			f = w.idleFrame(StopReasonCancelled)
+		}
+		return w.endLocked(f)
+	}
+	if w.conn.writer.send(f) != nil {
+		return &CallError{Method: MethodSessionUpdate, Err: ErrConnClosed}
+	}
+	return nil
+}
+
+// idleStopReason reports whether msg is a session/update carrying an idle
+// state_update, and its stop reason.
+func idleStopReason(msg []byte) (string, bool) {
+	update := member(member(msg, "params"), "update")
+	if string(member(update, "sessionUpdate")) != `"state_update"` || string(member(update, "state")) != `"idle"` {
+		return "", false
+	}
+	var reason string
+	_ = json.Unmarshal(member(update, "stopReason"), &reason)
+	return reason, true
+}
+
+// WorkFromContext returns the foreground work that ctx belongs to: a Work's
+// own context (or one derived from it), or the context of a v2
+// session/prompt handler, whose work was registered when the prompt was
+// read, before the next message, so a session/cancel right behind the
+// prompt always finds it. A prompt that was held until earlier work ended
+// gets the session's next work. It reports false for any other context.
+func WorkFromContext(ctx context.Context) (*Work, bool) {
+	if w, ok := ctx.Value(workKey{}).(*Work); ok {
+		return w, true
+	}
+	if r, ok := ctx.Value(requestKey).(*Request); ok && r.Method == MethodSessionPrompt {
+		if in, ok := ctx.(*inRequest); ok && in.conn.protocol().foreground {
+			return in.currentWork(), true
+		}
+	}
+	return nil, false
+}
+
+// BeginWork returns the session's foreground work in progress, or starts a
+// new one: for work the agent starts on its own, which ACP v2 allows. The
+// work counts as started.
+func (c *Conn) BeginWork(sessionID string) *Work {
+	w := c.works.current(c, sessionID)
+	w.start()
+	return w
+}
+
+// workOf returns the work a notification sent under ctx belongs to, on a
+// connection whose version has foreground work.
+func (c *Conn) workOf(ctx context.Context, method string) *Work {
+	if method != MethodSessionUpdate || !c.protocol().foreground {
+		return nil
+	}
+	w, _ := ctx.Value(workKey{}).(*Work)
+	if w == nil || w.conn != c {
+		return nil
+	}
+	return w
+}
+
+// promptWork is a v2 prompt's work, read under the request's lock.
+func (r *inRequest) promptWork() *Work {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.work
+}
+
+// currentWork is the work of a v2 prompt's handler: the one registered when
+// it was read, or, if that has ended meanwhile (the prompt was held), the
+// session's next, cancelled already if the prompt was cancelled by its
+// session.
+func (r *inRequest) currentWork() *Work {
+	r.mu.Lock()
+	w, cause := r.work, r.cause
+	r.mu.Unlock()
+	if w != nil && !w.ended.Load() {
+		return w
+	}
+	w = r.conn.works.current(r.conn, r.req.SessionID)
+	if errors.Is(cause, ErrSessionCancelled) {
+		w.cancelWith(cause)
+	}
+	r.mu.Lock()
+	r.work = w
+	r.mu.Unlock()
+	return w
+}
+
+// workTable holds each session's latest foreground work.
+type workTable struct {
+	mu sync.Mutex // protects m
+	m  map[string]*Work
+}
+
+// forPrompt is the work a prompt just read joins: the session's work in
+// progress, or a new one. It runs on the read goroutine.
+func (t *workTable) forPrompt(c *Conn, sessionID string) *Work {
+	w := t.current(c, sessionID)
+	w.mu.Lock()
+	w.prompts++
+	w.mu.Unlock()
+	return w
+}
+
+// current returns the session's work in progress, neither ended nor
+// cancelled, or registers a new one. A cancelled work still winding down is
+// no longer current: what comes after the cancel is new work.
+func (t *workTable) current(c *Conn, sessionID string) *Work {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if w := t.m[sessionID]; w != nil && !w.ended.Load() && !w.cancelled.Load() {
+		return w
+	}
+	if t.m == nil {
+		t.m = make(map[string]*Work)
+	}
+	w := newWork(c, sessionID)
+	t.m[sessionID] = w
+	return w
+}
+
+// get returns the session's latest work if it has not ended, else nil,
+// letting go of an ended one.
+func (t *workTable) get(sessionID string) *Work {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.m[sessionID]
+	if w != nil && w.ended.Load() {
+		delete(t.m, sessionID)
+		return nil
+	}
+	return w
+}
+
+// cancelWork cancels the session's foreground work, for the peer's
+// session/cancel or session/close; it runs on the read goroutine.
+func (c *Conn) cancelWork(sessionID string) {
+	if w := c.works.get(sessionID); w != nil {
+		w.cancelWith(ErrSessionCancelled)
+	}
+}
