@@ -3,6 +3,7 @@ package acprpc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 )
@@ -42,14 +43,33 @@ func (f *frame) release() {
 // encode appends v as JSON, without the encoder's trailing newline.
 func (f *frame) encode(v any) error {
 	if raw, ok := v.(json.RawMessage); ok && raw != nil {
-		f.buf.Write(raw) // already checked by the caller or produced here
-		return nil
+		return f.encodeRaw(raw)
 	}
 	if err := f.enc.Encode(v); err != nil {
 		return err
 	}
 	f.buf.Truncate(f.buf.Len() - 1)
 	return nil
+}
+
+// errRawInvalid is why a json.RawMessage cannot be sent.
+var errRawInvalid = errors.New("json.RawMessage is not valid JSON")
+
+// encodeRaw appends raw, checked and compacted: whatever a caller hands over
+// goes out as one JSON value on one line. Compact JSON, the common case (our
+// own markers, params passed on as received), is checked in one pass and
+// copied as is.
+func (f *frame) encodeRaw(raw json.RawMessage) error {
+	s := scanner{b: raw}
+	s.ws()
+	if s.value(0, nil) != nil || !s.atEnd() {
+		return errRawInvalid
+	}
+	if !s.spaced {
+		f.buf.Write(raw)
+		return nil
+	}
+	return json.Compact(&f.buf, raw)
 }
 
 // begin starts a message: {"jsonrpc":"2.0", then the ID member if any.

@@ -2,6 +2,7 @@ package acprpc
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"strings"
 )
@@ -68,8 +69,9 @@ func parseMessage(msg []byte) (message, *messageError) {
 }
 
 type scanner struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	spaced bool // white space was skipped between tokens
 }
 
 func (s *scanner) first() byte {
@@ -86,6 +88,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 func (s *scanner) ws() {
 	for s.i < len(s.b) && isSpace(s.b[s.i]) {
 		s.i++
+		s.spaced = true
 	}
 }
 
@@ -280,31 +283,56 @@ func (s *scanner) array(depth int) error {
 	}
 }
 
-// str skips a string, checking escapes and rejecting raw control characters.
-// The plain run between quotes and backslashes is skipped with IndexAny-free
-// byte loops, which the compiler keeps tight.
+// str skips a string, checking escapes and rejecting raw control
+// characters. The plain runs between them, most of a long string, are
+// skipped eight bytes at a time.
 func (s *scanner) str() error {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
 		return errSyntax
 	}
 	s.i++
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
+	for {
+		s.i += plainRun(s.b[s.i:])
+		if s.i >= len(s.b) {
+			return errSyntax
+		}
+		switch s.b[s.i] {
+		case '"':
 			s.i++
 			return nil
-		case c == '\\':
+		case '\\':
 			if err := s.escape(); err != nil {
 				return err
 			}
-		case c < 0x20:
+		default: // a control character
 			return errSyntax
-		default:
-			s.i++
 		}
 	}
-	return errSyntax
+}
+
+// plainRun is the length of b's leading run of bytes a string holds as
+// they are: no quote, backslash or control character.
+func plainRun(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b) && !hasSpecial(binary.LittleEndian.Uint64(b[i:])); i += 8 {
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c == '"' || c == '\\' {
+			break
+		}
+	}
+	return i
+}
+
+// hasSpecial reports whether one of x's eight bytes is a quote, a backslash
+// or a control character, with the classic test for a zero byte:
+// (v - 0x01…) & ^v & 0x80… is set exactly when some byte of v is zero (and
+// when some byte is below n, with n × 0x01… in place of 0x01…).
+func hasSpecial(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := x^(ones*'"'), x^(ones*'\\')
+	below := (x - ones*0x20) & ^x
+	return (below|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
 }
 
 func (s *scanner) escape() error {
