@@ -36,3 +36,17 @@ func BlockUntilCancelled(ctx context.Context, _ *acprpc.Request) (any, error) {
 	<-ctx.Done()
 	return nil, context.Cause(ctx)
 }
+
+// Hold returns a handler that holds its request open until release is
+// closed, then answers "held"; if its context ends first, it returns the
+// cause. Track it with a Recorder to get its context.
+func Hold(release <-chan struct{}) acprpc.HandlerFunc {
+	return func(ctx context.Context, _ *acprpc.Request) (any, error) {
+		select {
+		case <-release:
+			return "held", nil
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}

@@ -110,10 +110,12 @@ func Parse(line string) (Msg, error) {
 // Peer is a scripted raw peer: the test writes the exact bytes the Conn
 // reads and reads, line by line, what the Conn wrote. The Peer reads only
 // while the test waits for a line (one line of look-ahead), so a test that
-// stops asking is a peer that has stopped reading.
+// stops asking is a peer that has stopped reading. Every line it hands the
+// test is in its Ledger, as a line that went AtoB (A is the Conn).
 type Peer struct {
-	t   testing.TB
-	end *End
+	t      testing.TB
+	end    *End
+	ledger Ledger
 
 	start  sync.Once
 	lines  chan lineOrErr
@@ -187,11 +189,11 @@ func (p *Peer) Next(ctx context.Context) (Msg, error) {
 	})
 	select {
 	case le := <-p.lines:
-		return le.msg, le.err
+		return p.took(le)
 	case <-p.eof:
 		select {
 		case le := <-p.lines:
-			return le.msg, le.err
+			return p.took(le)
 		default:
 		}
 		if p.rerr == nil || errors.Is(p.rerr, io.ErrClosedPipe) {
@@ -202,6 +204,15 @@ func (p *Peer) Next(ctx context.Context) (Msg, error) {
 		return Msg{}, fmt.Errorf("waiting for a line: %w", ctx.Err())
 	}
 }
+
+// took records a line handed to the test.
+func (p *Peer) took(le lineOrErr) (Msg, error) {
+	p.ledger.Record(AtoB, []byte(le.msg.Raw))
+	return le.msg, le.err
+}
+
+// Ledger is the record of the lines the Peer has handed the test.
+func (p *Peer) Ledger() *Ledger { return &p.ledger }
 
 // Expect returns the next line, failing the test if there is none.
 func (p *Peer) Expect(ctx context.Context) Msg {
@@ -295,6 +306,38 @@ func (p *Peer) Rest(ctx context.Context) []Msg {
 	}
 }
 
+// Drain reads and drops everything the Conn writes from now on, as a peer
+// that reads but does not look, and returns a channel closed once the
+// Conn's output has ended. Use a Tap to see what was written.
+func (p *Peer) Drain() <-chan struct{} {
+	lineMode := true
+	p.start.Do(func() {
+		lineMode = false
+		p.reader.Add(1)
+		go func() {
+			defer p.reader.Done()
+			defer close(p.eof)
+			_, p.rerr = io.Copy(io.Discard, p.end.R)
+		}()
+	})
+	if lineMode {
+		p.reader.Add(1)
+		go func() {
+			defer p.reader.Done()
+			for {
+				select {
+				case <-p.lines:
+				case <-p.eof:
+					return
+				case <-p.stop:
+					return
+				}
+			}
+		}()
+	}
+	return p.eof
+}
+
 // Send writes line and a "\n" in one write.
 func (p *Peer) Send(line string) {
 	p.t.Helper()
@@ -309,6 +352,17 @@ func (p *Peer) SendRaw(s string) {
 	if err := p.TrySend(s); err != nil {
 		p.t.Fatalf("wiretest: send %q: %v", s, err)
 	}
+}
+
+// SendAsync writes b exactly, in one write, on a goroutine of its own, for
+// a write the Conn may not take for a while, and reports the write's error.
+func (p *Peer) SendAsync(b []byte) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.end.W.Write(b)
+		done <- err
+	}()
+	return done
 }
 
 // TrySend writes s exactly and returns the write's error.

@@ -58,17 +58,27 @@ func (e *End) Close() error {
 }
 
 func openOSPipe() (*acprpc.Stream, *End, error) {
-	inR, inW, err := os.Pipe() // peer → Conn
+	in, out, end, err := osPipes()
 	if err != nil {
 		return nil, nil, err
+	}
+	return acprpc.NewStreamPipes(in, out), end, nil
+}
+
+// osPipes makes two os.Pipes: the Conn's input and output, and the peer's
+// End of both.
+func osPipes() (in, out *os.File, end *End, err error) {
+	inR, inW, err := os.Pipe() // peer → Conn
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	outR, outW, err := os.Pipe() // Conn → peer
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return acprpc.NewStreamPipes(inR, outW), &End{R: outR, W: inW, closeR: outR.Close, closeW: inW.Close}, nil
+	return inR, outW, &End{R: outR, W: inW, closeR: outR.Close, closeW: inW.Close}, nil
 }
 
 func openNetPipe() (*acprpc.Stream, *End, error) {

@@ -1,0 +1,144 @@
+package wiretest
+
+import (
+	"context"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/acpkit/acprpc"
+)
+
+// Side configures one Conn of a Link or a Wire.
+type Side struct {
+	Handler acprpc.Handler
+	Options *acprpc.Options
+	// Inject, on a Wire, slips lines into this side's output (see
+	// Tap.Inject); a Link ignores it.
+	Inject Injector
+}
+
+// Direction names one way through a Link or a Wire.
+type Direction int
+
+// The two ways through a Link or a Wire.
+const (
+	AtoB Direction = iota
+	BtoA
+)
+
+// String names the direction as an arrow.
+func (d Direction) String() string {
+	if d == AtoB {
+		return "A→B"
+	}
+	return "B→A"
+}
+
+// Link is two Conns talking over a transport, through a relay that records
+// every line in each direction in its Ledger (which keeps the lines), so a
+// test can see what went on the wire.
+type Link struct {
+	A, B   *acprpc.Conn
+	Ledger *Ledger
+
+	t     testing.TB
+	ends  [2]*End
+	relay sync.WaitGroup
+}
+
+// Pair connects two Conns over tr (each through its own pipes, joined by
+// the relay). The test's cleanup closes both and the relay, and fails the
+// test if a line on the wire was not a valid message.
+func Pair(t testing.TB, tr Transport, a, b Side) *Link {
+	t.Helper()
+	sa, ea, err := tr.Open()
+	if err != nil {
+		t.Fatalf("wiretest: open %s: %v", tr.Name, err)
+	}
+	sb, eb, err := tr.Open()
+	if err != nil {
+		ea.Close()
+		t.Fatalf("wiretest: open %s: %v", tr.Name, err)
+	}
+	l := &Link{t: t, ends: [2]*End{ea, eb}, Ledger: &Ledger{Keep: true}}
+	t.Cleanup(l.close)
+	l.relay.Add(2)
+	go l.pump(ea.R, NewTap(writeOnly{eb.W}, l.Ledger, AtoB))
+	go l.pump(eb.R, NewTap(writeOnly{ea.W}, l.Ledger, BtoA))
+	l.A = acprpc.NewConn(context.Background(), sa, a.Handler, a.Options)
+	l.B = acprpc.NewConn(context.Background(), sb, b.Handler, b.Options)
+	t.Cleanup(func() {
+		_ = l.A.Close()
+		_ = l.B.Close()
+	})
+	return l
+}
+
+// pump copies one way through its tap; when either side ends it closes
+// both, as a dying proxy would.
+func (l *Link) pump(r io.Reader, tap *Tap) {
+	defer l.relay.Done()
+	defer l.closeEnds()
+	_, _ = io.Copy(tap, r)
+}
+
+// writeOnly is an End's writer as an output a Tap can own: the Link closes
+// its ends itself.
+type writeOnly struct{ io.Writer }
+
+func (writeOnly) Close() error { return nil }
+
+func (l *Link) closeEnds() {
+	for _, e := range l.ends {
+		_ = e.Close()
+	}
+}
+
+func (l *Link) close() {
+	l.closeEnds()
+	l.relay.Wait()
+	for _, d := range []Direction{AtoB, BtoA} {
+		for _, p := range l.Ledger.Tally(d).Problems {
+			l.t.Errorf("wiretest: %s: %s", d, p)
+		}
+	}
+}
+
+// Lines returns what has gone one way so far.
+func (l *Link) Lines(d Direction) []Msg { return l.Ledger.Lines(d) }
+
+// Await waits until a line matching match has gone the way d, and returns
+// it; it fails the test if ctx ends first.
+func (l *Link) Await(ctx context.Context, d Direction, match func(Msg) bool) Msg {
+	l.t.Helper()
+	return l.Ledger.AwaitLine(ctx, l.t, d, match)
+}
+
+// Count returns how many lines that went the way d match.
+func (l *Link) Count(d Direction, match func(Msg) bool) int {
+	n := 0
+	for _, m := range l.Lines(d) {
+		if match(m) {
+			n++
+		}
+	}
+	return n
+}
+
+// IsCancelOf matches a $/cancel_request for id (JSON text).
+func IsCancelOf(id string) func(Msg) bool {
+	return func(m Msg) bool {
+		return m.IsNotification() && m.Method == acprpc.MethodCancelRequest && string(m.ParamMember("requestId")) == id
+	}
+}
+
+// IsAnswerTo matches the answer for id (JSON text).
+func IsAnswerTo(id string) func(Msg) bool {
+	return func(m Msg) bool { return m.IsResponse() && string(m.ID) == id }
+}
+
+// IsRequestOf matches a request of method.
+func IsRequestOf(method string) func(Msg) bool {
+	return func(m Msg) bool { return m.IsRequest() && m.Method == method }
+}

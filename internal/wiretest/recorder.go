@@ -1,0 +1,165 @@
+package wiretest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/acpkit/acprpc"
+)
+
+// Recorder records what a Conn's handlers went through: each handler's
+// context, by the request's ID (as JSON text; a notification's by its
+// method), the order in which they started and returned, and, as a Gauge,
+// how many are running. The zero Recorder is ready to use.
+type Recorder struct {
+	Gauge
+
+	mu       sync.Mutex
+	ctxs     map[string]context.Context
+	starts   []string
+	returns  []Return
+	changed  chan struct{} // closed and replaced at every start and return
+	nextSeen [2]int        // how far NextStart and NextReturn have read
+}
+
+// Return is a handler's return: its key and its context's cause then (nil
+// if the context had not ended).
+type Return struct {
+	Key   string
+	Cause error
+}
+
+// Key is what a Recorder files a request under: its ID's JSON text, or a
+// notification's method.
+func Key(req *acprpc.Request) string {
+	if req.IsNotification() {
+		return req.Method
+	}
+	return req.ID.String()
+}
+
+// Track returns h recorded by the Recorder.
+func (r *Recorder) Track(h acprpc.HandlerFunc) acprpc.HandlerFunc {
+	return r.Gauge.Track(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		key := Key(req)
+		r.note(func() {
+			if r.ctxs == nil {
+				r.ctxs = map[string]context.Context{}
+			}
+			r.ctxs[key] = ctx
+			r.starts = append(r.starts, key)
+		})
+		defer func() { r.note(func() { r.returns = append(r.returns, Return{key, context.Cause(ctx)}) }) }()
+		return h(ctx, req)
+	})
+}
+
+// Block is a recorded handler that waits for its context to end and
+// returns the cause.
+func (r *Recorder) Block(ctx context.Context, req *acprpc.Request) (any, error) {
+	return r.Track(BlockUntilCancelled)(ctx, req)
+}
+
+func (r *Recorder) note(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+	if r.changed != nil {
+		close(r.changed)
+		r.changed = nil
+	}
+}
+
+// await waits until cond, called under the lock, holds.
+func (r *Recorder) await(ctx context.Context, cond func() bool) error {
+	for {
+		r.mu.Lock()
+		if cond() {
+			r.mu.Unlock()
+			return nil
+		}
+		if r.changed == nil {
+			r.changed = make(chan struct{})
+		}
+		changed := r.changed
+		r.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// NextStart waits for the next handler to start, in the order they
+// started, and returns its key; it fails the test if ctx ends first.
+func (r *Recorder) NextStart(t testing.TB, ctx context.Context) string {
+	t.Helper()
+	var key string
+	if err := r.await(ctx, func() bool {
+		if r.nextSeen[0] < len(r.starts) {
+			key = r.starts[r.nextSeen[0]]
+			r.nextSeen[0]++
+			return true
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("wiretest: waiting for a handler to start: %v (started: %v)", err, r.Starts())
+	}
+	return key
+}
+
+// NextReturn waits for the next handler to return, in the order they
+// returned; it fails the test if ctx ends first.
+func (r *Recorder) NextReturn(t testing.TB, ctx context.Context) Return {
+	t.Helper()
+	var ret Return
+	if err := r.await(ctx, func() bool {
+		if r.nextSeen[1] < len(r.returns) {
+			ret = r.returns[r.nextSeen[1]]
+			r.nextSeen[1]++
+			return true
+		}
+		return false
+	}); err != nil {
+		t.Fatalf("wiretest: waiting for a handler to return: %v", err)
+	}
+	return ret
+}
+
+// Starts returns the keys of the handlers started so far, in order.
+func (r *Recorder) Starts() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.starts...)
+}
+
+// Returns returns the handlers' returns so far, in order.
+func (r *Recorder) Returns() []Return {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Return(nil), r.returns...)
+}
+
+// Context returns the context of the handler filed under key, or nil if
+// none has started.
+func (r *Recorder) Context(key string) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ctxs[key]
+}
+
+// CheckCauses fails t unless every recorded handler's context has ended
+// with a cause matching want.
+func (r *Recorder) CheckCauses(t testing.TB, want error) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, ctx := range r.ctxs {
+		if cause := context.Cause(ctx); !errors.Is(cause, want) {
+			t.Errorf("wiretest: handler %s: context ended with %v, want %v", key, cause, want)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package wiretest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+)
+
+func TestRecorderFollowsHandlers(t *testing.T) {
+	ctx := Context(t)
+	var rec Recorder
+	note := make(chan struct{})
+	h := Mux{
+		"block": rec.Block,
+		"ping":  rec.Track(Ping),
+		"note": rec.Track(func(context.Context, *acprpc.Request) (any, error) {
+			close(note)
+			return nil, nil
+		}),
+	}
+	c, p := Connect(t, Transports[0], h, &acprpc.Options{CancelGrace: -1})
+	p.Request(`"b"`, "block", "")
+	assert.Equal(t, `"b"`, rec.NextStart(t, ctx))
+	assert.Equal(t, 1, rec.Running())
+	p.Request("2", "ping", "")
+	assert.Equal(t, "2", rec.NextStart(t, ctx))
+	assert.Equal(t, Return{Key: "2"}, rec.NextReturn(t, ctx))
+	p.ExpectResult(ctx, "2", `"pong"`)
+	p.Notify("note", "")
+	assert.Equal(t, "note", rec.NextStart(t, ctx), "a notification is filed by its method")
+	Recv(t, ctx, note)
+	assert.Equal(t, "note", rec.NextReturn(t, ctx).Key)
+
+	p.Cancel(`"b"`)
+	ret := rec.NextReturn(t, ctx)
+	assert.Equal(t, `"b"`, ret.Key)
+	assert.ErrorIs(t, ret.Cause, acprpc.ErrPeerCancelled)
+	p.ExpectError(ctx, `"b"`, acprpc.CodeRequestCancelled)
+	assert.ErrorIs(t, context.Cause(rec.Context(`"b"`)), acprpc.ErrPeerCancelled)
+	assert.Nil(t, rec.Context("nothing"))
+	assert.Equal(t, []string{`"b"`, "2", "note"}, rec.Starts())
+
+	Settle(t, ctx, c)
+	require.NoError(t, rec.AwaitIdle(ctx))
+	assert.Len(t, rec.Returns(), 3)
+}
+
+func TestRecorderChecksCauses(t *testing.T) {
+	ctx := Context(t)
+	var rec Recorder
+	c, p := Connect(t, Transports[0], Mux{"block": rec.Block}, &acprpc.Options{CancelGrace: -1})
+	p.Request("1", "block", "")
+	p.Request("2", "block", "")
+	rec.NextStart(t, ctx)
+	rec.NextStart(t, ctx)
+	p.Cancel("1")
+	p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+	Settle(t, ctx, c)
+	ft := &failures{TB: t}
+	rec.CheckCauses(ft, acprpc.ErrConnClosed)
+	assert.Len(t, ft.errors, 1, "1 was cancelled by the peer")
+	ft = &failures{TB: t}
+	rec.CheckCauses(ft, acprpc.ErrPeerCancelled)
+	assert.Len(t, ft.errors, 1, "2 was closed")
+}
+
+func TestGaugeAwaitsIdle(t *testing.T) {
+	ctx := Context(t)
+	var g Gauge
+	require.NoError(t, g.AwaitIdle(ctx))
+	release, started := make(chan struct{}), make(chan struct{})
+	h := g.Track(func(context.Context, *acprpc.Request) (any, error) {
+		close(started)
+		<-release
+		return nil, nil
+	})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = h(ctx, &acprpc.Request{})
+	}()
+	Recv(t, ctx, started)
+	assert.Equal(t, 1, g.Running())
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.ErrorIs(t, g.AwaitIdle(short), context.Canceled)
+	idle := make(chan error, 1)
+	go func() { idle <- g.AwaitIdle(ctx) }()
+	close(release)
+	assert.NoError(t, Recv(t, ctx, idle))
+	Recv(t, ctx, done)
+}
+
+func TestScriptPlays(t *testing.T) {
+	var moves []string
+	step := func(name string, cut bool) Step {
+		s := Step{Name: name, Do: func(*testing.T) { moves = append(moves, name) }}
+		if cut {
+			s.Cut = func(*testing.T) { moves = append(moves, name+" cut") }
+		}
+		return s
+	}
+	script := Script{step("a", true), step("b", false), step("c", true)}
+	script.Play(t, 2)
+	assert.Equal(t, []string{"a", "b"}, moves)
+	moves = nil
+	script.PlayCut(t, 3)
+	assert.Equal(t, []string{"a", "b", "c cut"}, moves)
+	moves = nil
+	script.PlayCut(t, 2)
+	assert.Equal(t, []string{"a"}, moves, "b cannot be cut")
+	moves = nil
+	script.Play(t, 0)
+	assert.Empty(t, moves)
+}
