@@ -1,8 +1,6 @@
 package acprpc_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,13 +12,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
 // Fault tests: the peer dies at every point of the ACP cascade, input ends in
@@ -29,333 +26,30 @@ import (
 // context ended with the right cause, every pending call returned an error
 // matching ErrConnClosed, no answer went out twice, and no goroutine is left.
 
-// fltTimeout bounds every wait; a test that reaches it has already failed.
-const fltTimeout = 10 * time.Second
-
-func fltContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), fltTimeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// fltNoLeak fails t if a goroutine started during the test outlives it. It
-// must be called first, so that its check runs after every other cleanup.
-func fltNoLeak(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
-
-// fltWait waits for ch or fails the test.
-func fltWait(t *testing.T, ctx context.Context, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		require.FailNow(t, "timed out waiting: "+what)
-	}
-}
-
-// fltTap stands between a Conn and its output and records every line the
-// Conn managed to write: how many answers each ID got, and how many bytes the
-// Conn asked to write.
-type fltTap struct {
-	w         io.WriteCloser
-	attempted atomic.Int64
-
-	mu        sync.Mutex
-	partial   []byte
-	answers   map[string]int // raw ID → answers written
-	requests  map[string]string
-	notes     []string // notification methods, in order
-	lines     int
-	threshold int64
-	past      chan struct{} // closed once attempted reaches threshold
-}
-
-func fltNewTap(w io.WriteCloser) *fltTap {
-	return &fltTap{w: w, answers: map[string]int{}, requests: map[string]string{}}
-}
-
-// attemptedPast returns a channel closed once the Conn has asked to write at
-// least n bytes in all.
-func (t *fltTap) attemptedPast(n int64) <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.threshold, t.past = n, make(chan struct{})
-	if t.attempted.Load() >= n {
-		close(t.past)
-		t.past = nil
-	}
-	return t.pastOrClosed()
-}
-
-func (t *fltTap) pastOrClosed() <-chan struct{} {
-	if t.past == nil {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return t.past
-}
-
-func (t *fltTap) Write(p []byte) (int, error) {
-	total := t.attempted.Add(int64(len(p)))
-	t.mu.Lock()
-	if t.past != nil && total >= t.threshold {
-		close(t.past)
-		t.past = nil
-	}
-	t.mu.Unlock()
-	n, err := t.w.Write(p)
-	t.record(p[:n])
-	return n, err
-}
-
-func (t *fltTap) Close() error { return t.w.Close() }
-
-func (t *fltTap) record(b []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.partial = append(t.partial, b...)
-	for {
-		i := bytes.IndexByte(t.partial, '\n')
-		if i < 0 {
-			return
-		}
-		t.line(t.partial[:i])
-		t.partial = t.partial[i+1:]
-	}
-}
-
-// fltMsg is as much of a line as the fault tests look at.
-type fltMsg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *acprpc.Error   `json:"error"`
-}
-
-func (m fltMsg) isAnswer() bool { return m.Method == "" && (m.Result != nil || m.Error != nil) }
-
-func (t *fltTap) line(b []byte) {
-	t.lines++
-	var m fltMsg
-	if json.Unmarshal(b, &m) != nil {
-		t.answers["unparsable"]++
-		return
-	}
-	switch {
-	case m.isAnswer():
-		id := string(m.ID)
-		if id == "" {
-			id = "null"
-		}
-		t.answers[id]++
-	case m.ID != nil:
-		t.requests[string(m.ID)] = m.Method
-	default:
-		t.notes = append(t.notes, m.Method)
-	}
-}
-
-// answerCounts returns a copy of the answers written per ID.
-func (t *fltTap) answerCounts() map[string]int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[string]int, len(t.answers))
-	for k, v := range t.answers {
-		out[k] = v
-	}
-	return out
-}
-
-// wroteMethod reports whether a request of this method went out whole.
-func (t *fltTap) wroteMethod(method string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, m := range t.requests {
-		if m == method {
-			return true
-		}
-	}
-	return false
-}
-
-// requireNoDuplicates fails if any ID (null aside: it answers lines that had
-// none) was answered more than once.
-func (t *fltTap) requireNoDuplicates(tb testing.TB) {
-	tb.Helper()
-	for id, n := range t.answerCounts() {
-		if id != "null" {
-			require.LessOrEqual(tb, n, 1, "id %s answered %d times", id, n)
-		}
-		require.NotEqual(tb, "unparsable", id, "the Conn wrote a line that is not JSON")
-	}
-}
-
-// fltPeer is the raw far end of a Conn over two os.Pipes.
-type fltPeer struct {
-	t  *testing.T
-	w  *os.File // the Conn's input
-	r  *os.File // the Conn's output
-	br *bufio.Reader
-}
-
-// fltConnect starts a Conn over two os.Pipes, its output going through a
-// tap, and wrap (if set) around the tap, and returns the raw far end.
-func fltConnect(t *testing.T, ctx context.Context, h acprpc.Handler, opts *acprpc.Options,
-	wrap func(io.WriteCloser) io.WriteCloser) (*acprpc.Conn, *fltPeer, *fltTap) {
-	t.Helper()
-	inR, inW, err := os.Pipe()
-	require.NoError(t, err)
-	outR, outW, err := os.Pipe()
-	require.NoError(t, err)
-	tap := fltNewTap(outW)
-	var out io.WriteCloser = tap
-	if wrap != nil {
-		out = wrap(tap)
-	}
-	c := acprpc.NewConn(ctx, acprpc.NewStreamPipes(inR, out), h, opts)
-	p := &fltPeer{t: t, w: inW, r: outR, br: bufio.NewReaderSize(outR, 64<<10)}
-	t.Cleanup(func() {
-		_ = c.Close()
-		p.kill()
-	})
-	return c, p, tap
-}
-
-func (p *fltPeer) send(line string) {
-	p.t.Helper()
-	_, err := io.WriteString(p.w, line+"\n")
-	require.NoError(p.t, err)
-}
-
-func (p *fltPeer) sendRaw(s string) {
-	p.t.Helper()
-	_, err := io.WriteString(p.w, s)
-	require.NoError(p.t, err)
-}
-
-// next reads the Conn's next line.
-func (p *fltPeer) next() fltMsg {
-	p.t.Helper()
-	require.NoError(p.t, p.r.SetReadDeadline(time.Now().Add(fltTimeout)))
-	line, err := p.br.ReadBytes('\n')
-	require.NoError(p.t, err, "reading the Conn's next line (got %q)", line)
-	var m fltMsg
-	require.NoError(p.t, json.Unmarshal(line, &m), "line %q", line)
-	return m
-}
-
-// readToEOF reads the Conn's output until it ends and returns the lines.
-func (p *fltPeer) readToEOF() []fltMsg {
-	p.t.Helper()
-	require.NoError(p.t, p.r.SetReadDeadline(time.Now().Add(fltTimeout)))
-	var out []fltMsg
-	for {
-		line, err := p.br.ReadBytes('\n')
-		if len(line) > 0 {
-			var m fltMsg
-			require.NoError(p.t, json.Unmarshal(line, &m), "line %q", line)
-			out = append(out, m)
-		}
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		require.NoError(p.t, err)
-	}
-}
-
-// kill closes both of the peer's ends, as a peer process that dies does.
-func (p *fltPeer) kill() {
-	_ = p.w.Close()
-	_ = p.r.Close()
-}
-
-// fltRecorder keeps the context of every request handler.
-type fltRecorder struct {
-	mu   sync.Mutex
-	ctxs map[string]context.Context // by name
-}
-
-func fltNewRecorder() *fltRecorder { return &fltRecorder{ctxs: map[string]context.Context{}} }
-
-// block is a handler's body that ignores nothing: it records its context,
-// says it has started, and returns its context's cause once it ends.
-func (r *fltRecorder) block(ctx context.Context, name string, started chan<- struct{}) (any, error) {
-	r.start(ctx, name)
-	close(started)
-	<-ctx.Done()
-	return nil, context.Cause(ctx)
-}
-
-func (r *fltRecorder) start(ctx context.Context, name string) {
-	r.mu.Lock()
-	r.ctxs[name] = ctx
-	r.mu.Unlock()
-}
-
-func (r *fltRecorder) ctx(name string) context.Context {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ctxs[name]
-}
-
-// requireCauses checks every recorded handler context's cause.
-func (r *fltRecorder) requireCauses(t *testing.T, want error) {
-	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for name, hctx := range r.ctxs {
-		require.ErrorIs(t, context.Cause(hctx), want, name)
-	}
-}
-
-// fltSettled closes c and waits until every request it served has been
-// answered (or its answer dropped), which is after its handler returned:
-// once Close has returned nothing new is served, and an entry leaves the
-// in-flight table only when its handler's return is answered. With nothing
-// to wake on, the table is polled.
-func fltSettled(t *testing.T, ctx context.Context, c *acprpc.Conn) {
-	t.Helper()
-	require.NoError(t, c.Close())
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for c.Stats().IncomingInFlight > 0 {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			require.FailNow(t, "handlers did not return", "%d still in flight", c.Stats().IncomingInFlight)
-		}
-	}
-}
-
 // The cascade of the wire facts, as the agent's handler plays it: a prompt
 // sends an update, then calls the client twice with its own context; a
 // session/cancel cancels the prompt, which cancels both calls.
 const (
-	fltPrompt     = `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}`
-	fltSessCancel = `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`
-	fltMarkerPerm = `{"outcome":{"outcome":"cancelled"}}`
+	cascadePrompt     = `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}`
+	cascadeCancel     = `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`
+	cascadePermMarker = `{"outcome":{"outcome":"cancelled"}}`
 )
 
-// fltCascadeAgent is the agent's handler. The errors of its two calls are
+// cascadeAgent is the agent's handler. The errors of its two calls are
 // recorded by method.
-type fltCascadeAgent struct {
-	rec   *fltRecorder
+type cascadeAgent struct {
+	rec   wiretest.Recorder
 	mu    sync.Mutex
 	calls map[string]error
 }
 
-func (a *fltCascadeAgent) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
+func (a *cascadeAgent) turn(ctx context.Context, req *acprpc.Request) (any, error) {
 	if req.IsNotification() {
 		return nil, nil
 	}
 	if req.Method != "session/prompt" {
 		return nil, acprpc.MethodNotFound(req.Method)
 	}
-	a.rec.start(ctx, req.Method)
 	conn := acprpc.ConnFromContext(ctx)
 	_ = conn.Notify(ctx, "session/update", map[string]any{"sessionId": "s",
 		"update": map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]string{"type": "text", "text": "working"}}})
@@ -382,103 +76,117 @@ func (a *fltCascadeAgent) Handle(ctx context.Context, req *acprpc.Request) (any,
 	return map[string]string{"stopReason": "end_turn"}, nil
 }
 
-// fltCascadeStep is one message of the cascade, from the peer's side.
-type fltCascadeStep struct {
-	name string
-	out  bool // the peer sends it; otherwise the peer reads it
+// cascade is the client's side of the cascade, step by step.
+type cascade struct {
+	ctx       context.Context
+	p         *wiretest.Peer
+	wrote     *wiretest.Ledger  // what the agent's Conn wrote
+	idOf      map[string]string // method → the agent's request ID
+	delivered map[string]bool   // the steps the client sent whole
+	read      int               // the agent's lines the client has read
 }
 
-var fltCascade = []fltCascadeStep{
-	{"session/prompt", true},
-	{"session/update", false},
-	{"agent request 1", false},
-	{"agent request 2", false},
-	{"session/cancel", true},
-	{"$/cancel_request 1", false},
-	{"$/cancel_request 2", false},
-	{"answer to terminal/create", true},
-	{"answer to session/request_permission", true},
-	{"prompt answer", false},
+func (c *cascade) script() wiretest.Script {
+	return wiretest.Script{
+		c.send("session/prompt", func() string { return cascadePrompt }),
+		c.expect("session/update", func(t *testing.T, m wiretest.Msg) {
+			require.Equal(t, "session/update", m.Method)
+		}),
+		c.expect("agent request 1", c.agentRequest),
+		c.expect("agent request 2", c.agentRequest),
+		c.send("session/cancel", func() string { return cascadeCancel }),
+		c.expect("$/cancel_request 1", isCancelRequest),
+		c.expect("$/cancel_request 2", isCancelRequest),
+		c.send("answer to terminal/create", func() string {
+			return wiretest.ErrorLine(c.idOf["terminal/create"], acprpc.CodeRequestCancelled, "Request cancelled")
+		}),
+		c.send("answer to session/request_permission", func() string {
+			return wiretest.ResultLine(c.idOf["session/request_permission"], cascadePermMarker)
+		}),
+		c.expect("prompt answer", func(t *testing.T, m wiretest.Msg) {
+			require.Equal(t, "1", string(m.ID))
+			require.JSONEq(t, `{"stopReason":"cancelled"}`, string(m.Result))
+		}),
+	}
+}
+
+// send is a step in which the client sends a line; cut, it sends half.
+func (c *cascade) send(name string, line func() string) wiretest.Step {
+	return wiretest.Step{
+		Name: name,
+		Do: func(t *testing.T) {
+			c.p.Send(line())
+			c.delivered[name] = true
+		},
+		Cut: func(t *testing.T) {
+			l := line()
+			c.p.SendRaw(l[:len(l)/2])
+		},
+	}
+}
+
+// expect is a step in which the client reads the agent's next line; cut,
+// the client dies while the agent is writing it.
+func (c *cascade) expect(name string, check func(*testing.T, wiretest.Msg)) wiretest.Step {
+	return wiretest.Step{
+		Name: name,
+		Do: func(t *testing.T) {
+			c.read++
+			check(t, c.p.Expect(c.ctx))
+		},
+		Cut: func(t *testing.T) {
+			n := c.read + 1
+			require.NoError(t, c.wrote.Await(c.ctx, func() bool { return c.wrote.Tally(wiretest.AtoB).Lines >= n }))
+		},
+	}
+}
+
+func (c *cascade) agentRequest(t *testing.T, m wiretest.Msg) {
+	require.True(t, m.IsRequest(), "expected a request, got %s", m)
+	c.idOf[m.Method] = string(m.ID)
+}
+
+func isCancelRequest(t *testing.T, m wiretest.Msg) {
+	require.Equal(t, acprpc.MethodCancelRequest, m.Method)
 }
 
 // TestFaultsPeerDiesInCascade kills the raw client after each message of the
 // cascade, and in the middle of each, and checks what the agent's Conn did.
 func TestFaultsPeerDiesInCascade(t *testing.T) {
-	for k := 0; k <= len(fltCascade); k++ {
-		t.Run(fmt.Sprintf("after_%d", k), func(t *testing.T) { fltRunCascade(t, k, false) })
+	steps := len(new(cascade).script())
+	for k := 0; k <= steps; k++ {
+		t.Run(fmt.Sprintf("after_%d", k), func(t *testing.T) { runCascade(t, k, false) })
 	}
-	for k := 1; k <= len(fltCascade); k++ {
-		t.Run(fmt.Sprintf("inside_%d", k), func(t *testing.T) { fltRunCascade(t, k, true) })
+	for k := 1; k <= steps; k++ {
+		t.Run(fmt.Sprintf("inside_%d", k), func(t *testing.T) { runCascade(t, k, true) })
 	}
 }
 
-// fltRunCascade plays the cascade as the client and kills the peer after k
-// messages, or, with mid set, halfway through message k.
-func fltRunCascade(t *testing.T, k int, mid bool) {
-	fltNoLeak(t)
-	ctx := fltContext(t)
-	agent := &fltCascadeAgent{rec: fltNewRecorder(), calls: map[string]error{}}
-	c, p, tap := fltConnect(t, context.Background(), agent,
-		&acprpc.Options{WaitAfterCancel: fltTimeout, CancelGrace: -1}, nil)
-
-	idOf := map[string]string{} // method → the agent's request ID
-	delivered := map[string]bool{}
-	for i, step := range fltCascade {
-		n := i + 1
-		if !mid && n == k+1 {
-			break
-		}
-		half := mid && n == k
-		if !step.out {
-			if half {
-				for range 5 {
-					_, err := p.br.ReadByte()
-					require.NoError(t, err)
-				}
-				break
-			}
-			m := p.next()
-			switch {
-			case step.name == "session/update":
-				require.Equal(t, "session/update", m.Method)
-			case strings.HasPrefix(step.name, "agent request"):
-				require.NotNil(t, m.ID, "expected a request, got %+v", m)
-				idOf[m.Method] = string(m.ID)
-			case strings.HasPrefix(step.name, "$/cancel_request"):
-				require.Equal(t, acprpc.MethodCancelRequest, m.Method)
-			default:
-				require.Equal(t, "1", string(m.ID))
-				require.JSONEq(t, `{"stopReason":"cancelled"}`, string(m.Result))
-			}
-			continue
-		}
-		var line string
-		switch step.name {
-		case "session/prompt":
-			line = fltPrompt
-		case "session/cancel":
-			line = fltSessCancel
-		case "answer to terminal/create":
-			line = `{"jsonrpc":"2.0","id":` + idOf["terminal/create"] + `,"error":{"code":-32800,"message":"Request cancelled"}}`
-		default:
-			line = `{"jsonrpc":"2.0","id":` + idOf["session/request_permission"] + `,"result":` + fltMarkerPerm + `}`
-		}
-		if half {
-			p.sendRaw(line[:len(line)/2])
-			break
-		}
-		p.send(line)
-		delivered[step.name] = true
+// runCascade plays the cascade as the client and kills the peer after k
+// messages, or, with cut set, halfway through message k.
+func runCascade(t *testing.T, k int, cut bool) {
+	wiretest.NoLeak(t)
+	ctx := wiretest.Context(t)
+	agent := &cascadeAgent{calls: map[string]error{}}
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, agent.rec.Track(agent.turn),
+		&acprpc.Options{WaitAfterCancel: wiretest.Timeout, CancelGrace: -1}, nil)
+	client := &cascade{ctx: ctx, p: p, wrote: tap.Ledger(), idOf: map[string]string{}, delivered: map[string]bool{}}
+	script := client.script()
+	if cut {
+		script.PlayCut(t, k)
+	} else {
+		script.Play(t, k)
 	}
-	p.kill()
+	p.Close()
 
-	fltWait(t, ctx, c.Done(), "the Conn to close")
+	wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
 	require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
-	fltSettled(t, ctx, c)
+	wiretest.Settle(t, ctx, c)
 	agent.mu.Lock()
 	defer agent.mu.Unlock()
 
-	hctx := agent.rec.ctx("session/prompt")
+	delivered := client.delivered
+	hctx := agent.rec.Context("1")
 	if !delivered["session/prompt"] {
 		require.Nil(t, hctx, "no prompt was sent, yet a handler ran")
 	} else {
@@ -498,7 +206,7 @@ func fltRunCascade(t *testing.T, k int, mid bool) {
 				continue
 			}
 			require.Error(t, err, method)
-			if tap.wroteMethod(method) {
+			if tap.Ledger().Tally(wiretest.AtoB).Requests[method] > 0 {
 				require.ErrorIs(t, err, acprpc.ErrConnClosed, "%s was pending when the peer died", method)
 			} else {
 				// Never sent: the connection was already closing.
@@ -506,10 +214,9 @@ func fltRunCascade(t *testing.T, k int, mid bool) {
 			}
 		}
 	}
-	tap.requireNoDuplicates(t)
-	counts := tap.answerCounts()
-	if k == len(fltCascade) && !mid {
-		require.Equal(t, 1, counts["1"], "the prompt's answer")
+	tap.Ledger().CheckNoDuplicates(t)
+	if k == len(script) && !cut {
+		require.Equal(t, 1, tap.Ledger().Answered(wiretest.BtoA, "1"), "the prompt's answer")
 	}
 }
 
@@ -518,106 +225,93 @@ func fltRunCascade(t *testing.T, k int, mid bool) {
 // peer dies. The handler's context and the call both end; the call's error
 // must say the connection closed, not that someone cancelled it.
 func TestFaultsHandlerCallPendingWhenPeerDies(t *testing.T) {
-	fltNoLeak(t)
-	ctx := fltContext(t)
 	rounds := 100
 	if testing.Short() {
 		rounds = 20
 	}
-	for range rounds {
-		callErr := make(chan error, 1)
-		h := acprpc.HandlerFunc(func(hctx context.Context, req *acprpc.Request) (any, error) {
-			err := acprpc.ConnFromContext(hctx).Call(hctx, "fs/read_text_file", map[string]string{"path": "a"}, nil)
-			callErr <- err
-			return nil, err
-		})
-		c, p, _ := fltConnect(t, context.Background(), h, nil, nil)
-		p.send(fltPrompt)
-		require.Equal(t, "fs/read_text_file", p.next().Method)
-		p.kill()
-		select {
-		case err := <-callErr:
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		wiretest.NoLeak(t)
+		ctx := wiretest.Context(t)
+		for range rounds {
+			callErr := make(chan error, 1)
+			h := acprpc.HandlerFunc(func(hctx context.Context, req *acprpc.Request) (any, error) {
+				err := acprpc.ConnFromContext(hctx).Call(hctx, "fs/read_text_file", map[string]string{"path": "a"}, nil)
+				callErr <- err
+				return nil, err
+			})
+			c, p := wiretest.Connect(t, tr, h, nil)
+			p.Send(cascadePrompt)
+			p.ExpectRequest(ctx, "fs/read_text_file")
+			p.Close()
+			err := wiretest.Recv(t, ctx, callErr)
 			require.ErrorIs(t, err, acprpc.ErrConnClosed)
 			require.NotErrorIs(t, err, acprpc.ErrCancelled)
-		case <-ctx.Done():
-			require.FailNow(t, "the pending call did not return")
+			require.NoError(t, c.Close())
 		}
-		require.NoError(t, c.Close())
-	}
+	})
 }
 
 // TestFaultsPartialLineThenEOF ends the Conn's input in the middle of a line,
 // with a call and a handler pending, while the peer still reads.
 func TestFaultsPartialLineThenEOF(t *testing.T) {
-	fltNoLeak(t)
-	ctx := fltContext(t)
-	rec := fltNewRecorder()
-	started := make(chan struct{})
-	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		return rec.block(ctx, req.Method, started)
-	})
-	c, p, tap := fltConnect(t, context.Background(), h, nil, nil)
+	wiretest.NoLeak(t)
+	ctx := wiretest.Context(t)
+	var rec wiretest.Recorder
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, acprpc.HandlerFunc(rec.Block), nil, nil)
 
-	p.send(`{"jsonrpc":"2.0","id":"long","method":"block"}`)
-	fltWait(t, ctx, started, "the handler to start")
+	p.Request(`"long"`, "block", "")
+	rec.NextStart(t, ctx)
 	callErr := make(chan error, 1)
 	go func() {
 		callErr <- c.Call(context.Background(), "fs/read_text_file", map[string]string{"path": "x"}, nil)
 	}()
-	req := p.next()
-	require.Equal(t, "fs/read_text_file", req.Method)
+	p.ExpectRequest(ctx, "fs/read_text_file")
 
-	p.sendRaw(`{"jsonrpc":"2.0","id":9,"method":"ec`)
-	require.NoError(t, p.w.Close())
+	p.SendRaw(`{"jsonrpc":"2.0","id":9,"method":"ec`)
+	p.CloseWrite()
 
 	// The broken line is answered -32700; the blocked request's handler
 	// sees ErrConnClosed, and its -32800 may still make the closing flush.
-	rest := p.readToEOF()
+	rest := p.Rest(ctx)
 	require.NotEmpty(t, rest)
 	require.Equal(t, "null", string(rest[0].ID))
-	require.EqualValues(t, acprpc.CodeParseError, rest[0].Error.Code)
+	require.EqualValues(t, acprpc.CodeParseError, rest[0].Code())
 	for _, m := range rest[1:] {
-		require.Equal(t, `"long"`, string(m.ID), "unexpected line %+v", m)
-		require.EqualValues(t, acprpc.CodeRequestCancelled, m.Error.Code)
+		require.Equal(t, `"long"`, string(m.ID), "unexpected line %s", m)
+		require.EqualValues(t, acprpc.CodeRequestCancelled, m.Code())
 	}
 	require.LessOrEqual(t, len(rest), 2)
 
-	fltWait(t, ctx, c.Done(), "the Conn to close")
+	wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
 	require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 	require.ErrorIs(t, c.Err(), io.EOF)
-	select {
-	case err := <-callErr:
-		require.ErrorIs(t, err, acprpc.ErrConnClosed)
-	case <-ctx.Done():
-		require.FailNow(t, "the pending call did not return")
-	}
-	fltSettled(t, ctx, c)
-	require.ErrorIs(t, context.Cause(rec.ctx("block")), acprpc.ErrConnClosed)
-	tap.requireNoDuplicates(t)
+	require.ErrorIs(t, wiretest.Recv(t, ctx, callErr), acprpc.ErrConnClosed)
+	wiretest.Settle(t, ctx, c)
+	require.ErrorIs(t, context.Cause(rec.Context(`"long"`)), acprpc.ErrConnClosed)
+	tap.Ledger().CheckNoDuplicates(t)
 	require.NoError(t, c.Close())
 }
 
 // TestFaultsLastLineWithoutNewline: a complete message cut off from its "\n"
 // by the end of input is still a message; it is answered at most once.
 func TestFaultsLastLineWithoutNewline(t *testing.T) {
-	fltNoLeak(t)
-	ctx := fltContext(t)
-	c, p, tap := fltConnect(t, context.Background(), acprpc.HandlerFunc(
-		func(ctx context.Context, req *acprpc.Request) (any, error) { return "ok", nil }), nil, nil)
-	p.sendRaw(`{"jsonrpc":"2.0","id":3,"method":"echo"}`)
-	require.NoError(t, p.w.Close())
-	rest := p.readToEOF()
+	wiretest.NoLeak(t)
+	ctx := wiretest.Context(t)
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.Mux{"echo": wiretest.Ping}, nil, nil)
+	p.SendRaw(wiretest.RequestLine("3", "echo", ""))
+	p.CloseWrite()
+	rest := p.Rest(ctx)
 	require.LessOrEqual(t, len(rest), 1)
 	for _, m := range rest {
 		require.Equal(t, "3", string(m.ID))
 		if m.Error != nil {
-			require.EqualValues(t, acprpc.CodeRequestCancelled, m.Error.Code)
+			require.EqualValues(t, acprpc.CodeRequestCancelled, m.Code())
 		} else {
-			require.JSONEq(t, `"ok"`, string(m.Result))
+			require.JSONEq(t, `"pong"`, string(m.Result))
 		}
 	}
-	fltWait(t, ctx, c.Done(), "the Conn to close")
-	tap.requireNoDuplicates(t)
+	wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
+	tap.Ledger().CheckNoDuplicates(t)
 	require.NoError(t, c.Close())
 }
 
@@ -626,33 +320,25 @@ func TestFaultsLastLineWithoutNewline(t *testing.T) {
 // A caller's cancel still returns at once (its $/cancel_request only
 // queued), Notify too, and Close returns, ending everything.
 func TestFaultsPeerStopsReading(t *testing.T) {
-	fltNoLeak(t)
-	ctx := fltContext(t)
-	rec := fltNewRecorder()
-	blocked := make(chan struct{})
-	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		if req.Method == "block" {
-			return rec.block(ctx, req.Method, blocked)
-		}
-		return req.Params, nil
-	})
-	c, p, tap := fltConnect(t, context.Background(), h, &acprpc.Options{MaxQueuedWrite: 64 << 10}, nil)
-	p.send(`{"jsonrpc":"2.0","id":"b","method":"block"}`)
-	fltWait(t, ctx, blocked, "the blocking handler")
+	wiretest.NoLeak(t)
+	ctx := wiretest.Context(t)
+	var rec wiretest.Recorder
+	h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, h, &acprpc.Options{MaxQueuedWrite: 64 << 10}, nil)
+	p.Request(`"b"`, "block", "")
+	rec.NextStart(t, ctx)
 
 	// Two calls of our own, pending; the peer will never answer them.
 	callCtx, cancelCall := context.WithCancel(context.Background())
 	defer cancelCall()
-	cancelledErr, closedErr := make(chan error, 1), make(chan error, 1)
-	go func() { cancelledErr <- c.Call(callCtx, "slow", nil, nil) }()
-	go func() { closedErr <- c.Call(context.Background(), "slow", nil, nil) }()
-	require.Equal(t, "slow", p.next().Method)
-	require.Equal(t, "slow", p.next().Method)
-	capacity := fltPipeCapacity(t)
+	cancelledErr, closedErr := goCall(c, callCtx, "slow", nil, nil), goCall(c, context.Background(), "slow", nil, nil)
+	p.ExpectRequest(ctx, "slow")
+	p.ExpectRequest(ctx, "slow")
+	capacity := wiretest.PipeCapacity(t)
 	// Half the pipe: a pipe wastes the tails of its pages on small writes,
 	// so the writer can block before it has asked for the full capacity,
 	// and a higher mark might never be reached.
-	writeBlocked := tap.attemptedPast(tap.attempted.Load() + int64(capacity)/2)
+	writeBlocked := tap.Past(tap.Attempted() + int64(capacity)/2)
 
 	// Flood: the Conn writes far more than any pipe buffer holds, and the
 	// peer reads nothing.
@@ -661,98 +347,44 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 		defer close(flooder)
 		pad := strings.Repeat("x", 1000)
 		for i := 0; ; i++ {
-			line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"echo","params":{"pad":%q}}`+"\n", i, pad)
-			if _, err := io.WriteString(p.w, line); err != nil {
+			if p.TrySend(wiretest.RequestLine(fmt.Sprint(i), "echo", `{"pad":"`+pad+`"}`)+"\n") != nil {
 				return // the Conn closed its input
 			}
 		}
 	}()
 	// Once the Conn has written half the pipe and the flood goes on with the
 	// peer reading nothing, the writer is about to block for good.
-	fltWait(t, ctx, writeBlocked, "the writer to block")
+	wiretest.WaitFor(t, ctx, writeBlocked, "the writer to block")
 
 	cancelCall()
-	select {
-	case err := <-cancelledErr:
-		require.ErrorIs(t, err, acprpc.ErrCancelled)
-		require.ErrorIs(t, err, context.Canceled)
-	case <-ctx.Done():
-		require.FailNow(t, "a cancelled Call blocked behind a stuck writer")
-	}
+	err := wiretest.Recv(t, ctx, cancelledErr)
+	require.ErrorIs(t, err, acprpc.ErrCancelled, "a cancelled Call blocked behind a stuck writer")
+	require.ErrorIs(t, err, context.Canceled)
 	require.NoError(t, c.Notify(ctx, "session/update", map[string]string{"sessionId": "s"}))
 	require.GreaterOrEqual(t, c.Stats().CancelsSent, uint64(1))
 
 	closed := make(chan struct{})
 	go func() { _ = c.Close(); close(closed) }()
-	fltWait(t, ctx, closed, "Close to return")
-	fltWait(t, ctx, flooder, "the flooding peer to be cut off")
-	select {
-	case err := <-closedErr:
-		require.ErrorIs(t, err, acprpc.ErrConnClosed)
-	case <-ctx.Done():
-		require.FailNow(t, "a pending call did not return on Close")
-	}
-	fltSettled(t, ctx, c)
-	require.ErrorIs(t, context.Cause(rec.ctx("block")), acprpc.ErrConnClosed)
-	tap.requireNoDuplicates(t)
+	wiretest.WaitFor(t, ctx, closed, "Close to return")
+	wiretest.WaitFor(t, ctx, flooder, "the flooding peer to be cut off")
+	require.ErrorIs(t, wiretest.Recv(t, ctx, closedErr), acprpc.ErrConnClosed, "a pending call on Close")
+	wiretest.Settle(t, ctx, c)
+	require.ErrorIs(t, context.Cause(rec.Context(`"b"`)), acprpc.ErrConnClosed)
+	tap.Ledger().CheckNoDuplicates(t)
 }
-
-// fltPipeCapacity measures how many bytes an os.Pipe holds with nobody
-// reading: a write with a deadline fills it and returns what it took.
-func fltPipeCapacity(t *testing.T) int {
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	defer r.Close()
-	defer w.Close()
-	require.NoError(t, w.SetWriteDeadline(time.Now().Add(200*time.Millisecond)))
-	n, err := w.Write(make([]byte, 16<<20))
-	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
-	require.Positive(t, n)
-	return n
-}
-
-// fltFailAfter is an output that takes n bytes and then fails every write.
-type fltFailAfter struct {
-	w    io.WriteCloser
-	left int
-}
-
-var errFltBrokenOutput = errors.New("output broken")
-
-func (f *fltFailAfter) Write(p []byte) (int, error) {
-	if len(p) <= f.left {
-		f.left -= len(p)
-		return f.w.Write(p)
-	}
-	n, _ := f.w.Write(p[:f.left])
-	f.left = 0
-	return n, errFltBrokenOutput
-}
-
-func (f *fltFailAfter) Close() error { return f.w.Close() }
 
 // TestFaultsWriteFails: the output fails after n bytes, for several n, with
 // calls pending, handlers running and answers going out.
 func TestFaultsWriteFails(t *testing.T) {
 	for _, n := range []int{0, 1, 60, 500, 4000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			fltNoLeak(t)
-			ctx := fltContext(t)
-			rec := fltNewRecorder()
-			var blocking atomic.Int32
-			h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-				if req.Method != "block" {
-					return req.Params, nil
-				}
-				rec.start(ctx, req.Method+req.ID.String())
-				blocking.Add(1)
-				<-ctx.Done()
-				return nil, context.Cause(ctx)
-			})
-			c, p, tap := fltConnect(t, context.Background(), h, nil,
-				func(w io.WriteCloser) io.WriteCloser { return &fltFailAfter{w: w, left: n} })
-			drained := make(chan struct{})
-			go func() { _, _ = io.Copy(io.Discard, p.r); close(drained) }()
+			wiretest.NoLeak(t)
+			ctx := wiretest.Context(t)
+			var rec wiretest.Recorder
+			h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
+			c, p, tap := wiretest.ConnectTapped(context.Background(), t, h, nil,
+				func(w io.WriteCloser) io.WriteCloser { return wiretest.FailAfter(w, n) })
+			drained := p.Drain()
 
 			const calls = 20
 			errs := make(chan error, calls)
@@ -761,115 +393,101 @@ func TestFaultsWriteFails(t *testing.T) {
 			}
 			// The Conn may already have closed its input: writes may fail.
 			for i := range 10 {
-				_, _ = io.WriteString(p.w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"block"}`+"\n", i))
+				_ = p.TrySend(wiretest.RequestLine(fmt.Sprint(i), "block", "") + "\n")
 			}
 			for i := range 200 {
-				if _, err := io.WriteString(p.w, fmt.Sprintf(`{"jsonrpc":"2.0","id":"e%d","method":"echo","params":[%d]}`+"\n", i, i)); err != nil {
+				if p.TrySend(wiretest.RequestLine(fmt.Sprintf(`"e%d"`, i), "echo", fmt.Sprintf("[%d]", i))+"\n") != nil {
 					break
 				}
 			}
-			fltWait(t, ctx, c.Done(), "the write failure to close the Conn")
+			wiretest.WaitFor(t, ctx, c.Done(), "the write failure to close the Conn")
 			require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
-			require.ErrorIs(t, c.Err(), errFltBrokenOutput)
+			require.ErrorIs(t, c.Err(), wiretest.ErrBrokenOutput)
 			for range calls {
-				select {
-				case err := <-errs:
-					require.ErrorIs(t, err, acprpc.ErrConnClosed)
-				case <-ctx.Done():
-					require.FailNow(t, "a pending call did not return")
-				}
+				require.ErrorIs(t, wiretest.Recv(t, ctx, errs), acprpc.ErrConnClosed, "a pending call")
 			}
-			fltSettled(t, ctx, c)
-			rec.requireCauses(t, acprpc.ErrConnClosed)
-			p.kill()
-			fltWait(t, ctx, drained, "the output to end")
-			tap.requireNoDuplicates(t)
+			wiretest.Settle(t, ctx, c)
+			rec.CheckCauses(t, acprpc.ErrConnClosed)
+			p.Close()
+			wiretest.WaitFor(t, ctx, drained, "the output to end")
+			tap.Ledger().CheckNoDuplicates(t)
 			require.ErrorIs(t, c.Call(ctx, "late", nil, nil), acprpc.ErrConnClosed)
 			require.ErrorIs(t, c.Notify(ctx, "late", nil), acprpc.ErrConnClosed)
 		})
 	}
 }
 
+type parentKey struct{}
+
 // TestFaultsParentContextEnds: the context given to NewConn ends while a
 // call and a handler are in flight.
 func TestFaultsParentContextEnds(t *testing.T) {
-	fltNoLeak(t)
-	ctx := fltContext(t)
-	parent, cancelParent := context.WithCancelCause(context.WithValue(context.Background(), fltKey{}, "v"))
+	wiretest.NoLeak(t)
+	ctx := wiretest.Context(t)
+	parent, cancelParent := context.WithCancelCause(context.WithValue(context.Background(), parentKey{}, "v"))
 	defer cancelParent(nil)
-	rec := fltNewRecorder()
-	started := make(chan struct{})
+	var rec wiretest.Recorder
 	var sawValue atomic.Bool
-	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		sawValue.Store(ctx.Value(fltKey{}) == "v")
-		return rec.block(ctx, req.Method, started)
+	h := rec.Track(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		sawValue.Store(ctx.Value(parentKey{}) == "v")
+		return wiretest.BlockUntilCancelled(ctx, req)
 	})
-	c, p, tap := fltConnect(t, parent, h, nil, nil)
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"block"}`)
-	fltWait(t, ctx, started, "the handler")
-	callErr := make(chan error, 1)
-	go func() { callErr <- c.Call(context.Background(), "slow", nil, nil) }()
-	require.Equal(t, "slow", p.next().Method)
+	c, p, tap := wiretest.ConnectTapped(parent, t, h, nil, nil)
+	p.Request("1", "block", "")
+	rec.NextStart(t, ctx)
+	callErr := goCall(c, context.Background(), "slow", nil, nil)
+	p.ExpectRequest(ctx, "slow")
 
 	gone := errors.New("the editor quit")
 	cancelParent(gone)
-	fltWait(t, ctx, c.Done(), "the Conn to close")
+	wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
 	require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 	require.ErrorIs(t, c.Err(), gone)
-	select {
-	case err := <-callErr:
-		require.ErrorIs(t, err, acprpc.ErrConnClosed)
-	case <-ctx.Done():
-		require.FailNow(t, "the pending call did not return")
-	}
-	fltSettled(t, ctx, c)
+	require.ErrorIs(t, wiretest.Recv(t, ctx, callErr), acprpc.ErrConnClosed, "the pending call")
+	wiretest.Settle(t, ctx, c)
 	require.True(t, sawValue.Load(), "handlers carry the parent's values")
-	require.ErrorIs(t, context.Cause(rec.ctx("block")), acprpc.ErrConnClosed)
+	require.ErrorIs(t, context.Cause(rec.Context("1")), acprpc.ErrConnClosed)
 	require.NoError(t, c.Close())
-	for _, m := range p.readToEOF() {
-		require.True(t, m.isAnswer() && string(m.ID) == "1", "unexpected line %+v", m)
+	for _, m := range p.Rest(ctx) {
+		require.True(t, m.IsResponse() && string(m.ID) == "1", "unexpected line %s", m)
 	}
-	tap.requireNoDuplicates(t)
+	tap.Ledger().CheckNoDuplicates(t)
 }
-
-type fltKey struct{}
 
 // TestFaultsParentContextAlreadyDone: a connection made with a context that
 // has already ended closes at once, cleanly.
 func TestFaultsParentContextAlreadyDone(t *testing.T) {
-	fltNoLeak(t)
-	ctx := fltContext(t)
-	for range 50 {
-		parent, cancel := context.WithCancel(context.Background())
-		cancel()
-		c, p, _ := fltConnect(t, parent, nil, nil, nil)
-		fltWait(t, ctx, c.Done(), "the Conn to close")
-		require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
-		require.ErrorIs(t, c.Err(), context.Canceled)
-		require.NoError(t, c.Close())
-		p.kill()
-	}
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		wiretest.NoLeak(t)
+		ctx := wiretest.Context(t)
+		for range 50 {
+			parent, cancel := context.WithCancel(context.Background())
+			cancel()
+			c, p := wiretest.ConnectContext(parent, t, tr, nil, nil)
+			wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
+			require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
+			require.ErrorIs(t, c.Err(), context.Canceled)
+			require.NoError(t, c.Close())
+			p.Close()
+		}
+	})
 }
 
 // TestFaultsInputAlreadyEnded: the peer's input has ended before NewConn
 // returns.
 func TestFaultsInputAlreadyEnded(t *testing.T) {
-	fltNoLeak(t)
-	ctx := fltContext(t)
+	wiretest.NoLeak(t)
+	ctx := wiretest.Context(t)
 	for range 50 {
 		inR, inW, err := os.Pipe()
 		require.NoError(t, err)
 		require.NoError(t, inW.Close())
-		c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(inR, fltNopCloser{io.Discard}), nil, nil)
-		fltWait(t, ctx, c.Done(), "the Conn to close")
+		c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(inR, wiretest.Discard), nil, nil)
+		wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
 		require.ErrorIs(t, c.Err(), io.EOF)
 		require.NoError(t, c.Close())
 	}
 }
-
-type fltNopCloser struct{ io.Writer }
-
-func (fltNopCloser) Close() error { return nil }
 
 // TestFaultsCloseRaces closes a connection at a random moment while both
 // sides call, notify, cancel sessions and poll Stats, over and over.
@@ -879,13 +497,13 @@ func TestFaultsCloseRaces(t *testing.T) {
 		rounds = 6
 	}
 	for round := range rounds {
-		t.Run(fmt.Sprint(round), func(t *testing.T) { fltCloseRace(t, uint64(round)) })
+		t.Run(fmt.Sprint(round), func(t *testing.T) { closeRace(t, uint64(round)) })
 	}
 }
 
-func fltCloseRace(t *testing.T, seed uint64) {
-	fltNoLeak(t)
-	ctx := fltContext(t)
+func closeRace(t *testing.T, seed uint64) {
+	wiretest.NoLeak(t)
+	ctx := wiretest.Context(t)
 	rng := rand.New(rand.NewPCG(seed, 99))
 
 	// Handlers that are running when the connection closes must see
@@ -906,15 +524,8 @@ func fltCloseRace(t *testing.T, seed uint64) {
 		}
 		return nil, cause
 	})
-
-	aIn, bOut, err := os.Pipe()
-	require.NoError(t, err)
-	bIn, aOut, err := os.Pipe()
-	require.NoError(t, err)
-	tapA, tapB := fltNewTap(aOut), fltNewTap(bOut)
-	a := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(aIn, tapA), serve, nil)
-	b := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(bIn, tapB), serve, nil)
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	w := wiretest.NewWire(t, wiretest.Side{Handler: serve}, wiretest.Side{Handler: serve})
+	a, b := w.A, w.B
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -976,13 +587,13 @@ func fltCloseRace(t *testing.T, seed uint64) {
 	}
 	closed := make(chan struct{})
 	go func() { _ = victim.Close(); close(closed) }()
-	fltWait(t, ctx, closed, "Close to return")
-	fltWait(t, ctx, a.Done(), "a to close")
-	fltWait(t, ctx, b.Done(), "b to close (its peer's pipes closed)")
+	wiretest.WaitFor(t, ctx, closed, "Close to return")
+	wiretest.WaitFor(t, ctx, a.Done(), "a to close")
+	wiretest.WaitFor(t, ctx, b.Done(), "b to close (its peer's pipes closed)")
 	close(stop)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	fltWait(t, ctx, done, "every operation to return")
+	wiretest.WaitFor(t, ctx, done, "every operation to return")
 	require.NoError(t, a.Close())
 	require.NoError(t, b.Close())
 
@@ -990,11 +601,10 @@ func fltCloseRace(t *testing.T, seed uint64) {
 		assert.Failf(t, "an operation failed for the wrong reason", "%v: %v", k, v)
 		return true
 	})
-	if w := wrongCause.Load(); w != nil {
-		require.Fail(t, "a handler's context ended with the wrong cause", w)
+	if wc := wrongCause.Load(); wc != nil {
+		require.Fail(t, "a handler's context ended with the wrong cause", wc)
 	}
-	tapA.requireNoDuplicates(t)
-	tapB.requireNoDuplicates(t)
+	w.Ledger.CheckNoDuplicates(t)
 	require.ErrorIs(t, a.Err(), acprpc.ErrConnClosed)
 	require.ErrorIs(t, b.Err(), acprpc.ErrConnClosed)
 }
