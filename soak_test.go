@@ -1,14 +1,11 @@
 package acprpc_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -22,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
 // The soak: two Conns over real pipes, a client (A) and an agent (B), with a
@@ -77,13 +75,11 @@ var soakOpWeights = [soakNumOps]int{
 }
 
 const (
-	soakErrCode      = 4242
-	soakSessions     = 16
-	soakGrace        = 30 * time.Millisecond
-	soakMaxMessage   = 64 << 10
-	soakBadEvery     = 400 // about one bad line per this many forwarded lines
-	soakMarkerPrompt = `{"stopReason":"cancelled"}`
-	soakMarkerPerm   = `{"outcome":{"outcome":"cancelled"}}`
+	soakErrCode    = 4242
+	soakSessions   = 16
+	soakGrace      = 30 * time.Millisecond
+	soakMaxMessage = 64 << 10
+	soakBadEvery   = 400 // about one bad line per this many forwarded lines
 )
 
 func TestSoak(t *testing.T) {
@@ -105,48 +101,79 @@ func TestSoak(t *testing.T) {
 	goEnd := runtime.NumGoroutine()
 	elapsed := time.Since(began)
 
-	ab, ba := s.ledger[0].snapshot(), s.ledger[1].snapshot()
-	var total soakCounts
-	total.add(ab)
-	total.add(ba)
-	wire := func(i int) soakWireCounts { return s.wire[i].load() }
+	l := s.wire.Ledger
+	ab, ba := l.Tally(wiretest.AtoB), l.Tally(wiretest.BtoA)
+	callsAB, callsBA := l.Calls(wiretest.AtoB), l.Calls(wiretest.BtoA)
+	both := func(f func(wiretest.Tally) int) int { return f(ab) + f(ba) }
+	count := func(f func(wiretest.Calls) []string) int { return len(f(callsAB)) + len(f(callsBA)) }
+	note := func(method string) int { return ab.Notifications[method] + ba.Notifications[method] }
+	requests := both(wiretest.Tally.RequestCount)
+	answers := both(wiretest.Tally.Answers)
+	markers := both(func(t wiretest.Tally) int { return t.Markers })
+	results := both(func(t wiretest.Tally) int { return t.Results }) - markers
+	cancelled := both(func(t wiretest.Tally) int { return t.Errors[acprpc.CodeRequestCancelled] })
+	codes := map[int64]int{}
+	for _, t := range []wiretest.Tally{ab, ba} {
+		for code, k := range t.Errors {
+			if code != acprpc.CodeRequestCancelled {
+				codes[code] += k
+			}
+		}
+	}
+	cancels, sessionCancels := note(acprpc.MethodCancelRequest), note(acprpc.MethodSessionCancel)
+	notes := both(func(t wiretest.Tally) int { return sum(t.Notifications) }) - cancels - sessionCancels - note(wiretest.MarkMethod)
+	nullAnswers := both(func(t wiretest.Tally) int { return t.NullAnswers })
+	nullExpected := int(s.nullExpected.Load())
+	problems := append(ab.Problems, ba.Problems...)
+	lost, dup, stray := count(func(c wiretest.Calls) []string { return c.Unanswered }),
+		count(func(c wiretest.Calls) []string { return c.Duplicated }), count(func(c wiretest.Calls) []string { return c.Stray })
+	resent := count(func(c wiretest.Calls) []string { return c.Resent })
 	t.Logf("soak report (%s, %d top-level requests, %d workers)", began.UTC().Format("2006-01-02"), n, s.workers)
 	t.Logf("  requests on the wire   %d (client→agent %d, agent→client %d; bad lines injected %d, of which answerable %d)",
-		total.requests, ab.requests, ba.requests, s.injected.Load(), total.injectedWithID+total.nullExpected)
-	t.Logf("  cancels                $/cancel_request %d, session/cancel %d; notifications %d",
-		wire(0).cancels+wire(1).cancels, wire(0).sessionCancels+wire(1).sessionCancels, wire(0).notes+wire(1).notes)
+		requests, ab.RequestCount(), ba.RequestCount(), s.injected.Load(), ab.Owed+ba.Owed+nullExpected)
+	t.Logf("  cancels                $/cancel_request %d, session/cancel %d; notifications %d", cancels, sessionCancels, notes)
 	t.Logf("  answers                %d: result %d, marker %d, -32800 %d, other errors %d %v",
-		total.answers, total.results, total.markers, total.cancelled, total.otherErrors, total.codes())
-	t.Logf("  null-id answers        %d (expected %d)", total.nullAnswers, total.nullExpected)
-	t.Logf("  duplicates             %d", total.duplicates)
-	t.Logf("  lost                   %d", total.lost)
-	t.Logf("  stray answers          %d", total.stray)
+		answers, results, markers, cancelled, sum(codes), codes)
+	t.Logf("  null-id answers        %d (expected %d)", nullAnswers, nullExpected)
+	t.Logf("  duplicates             %d", dup)
+	t.Logf("  lost                   %d", lost)
+	t.Logf("  stray answers          %d", stray)
+	t.Logf("  bad lines from a Conn  %d", len(problems))
 	t.Logf("  wrong outcomes         %d", s.wrong.Load())
 	t.Logf("  goroutines             start %d, end %d", goStart, goEnd)
 	t.Logf("  heap                   start %.1f MiB, end %.1f MiB (in use after GC)",
 		float64(memStart.HeapAlloc)/(1<<20), float64(memEnd.HeapAlloc)/(1<<20))
 	t.Logf("  duration               %v", elapsed.Round(time.Millisecond))
 
-	require.Zero(t, total.duplicates, "requests answered more than once: %v", total.examples)
-	require.Zero(t, total.lost, "requests never answered: %v", total.examples)
-	require.Zero(t, total.stray, "answers to no request: %v", total.examples)
-	require.Equal(t, total.nullExpected, total.nullAnswers, "unreadable lines answered with a null ID")
+	require.Zero(t, dup, "requests answered more than once: %v %v", callsAB.Duplicated, callsBA.Duplicated)
+	require.Zero(t, lost, "requests never answered: %v %v", callsAB.Unanswered, callsBA.Unanswered)
+	require.Zero(t, stray, "answers to no request: %v %v", callsAB.Stray, callsBA.Stray)
+	require.Zero(t, resent, "request IDs used twice: %v %v", callsAB.Resent, callsBA.Resent)
+	require.Empty(t, problems, "lines from a Conn that are not valid messages")
+	require.Equal(t, nullExpected, nullAnswers, "unreadable lines answered with a null ID")
 	require.Zero(t, s.wrong.Load(), "calls with the wrong outcome: %v", s.wrongExamples())
-	require.GreaterOrEqual(t, total.requests, n)
+	require.GreaterOrEqual(t, requests, n)
+}
+
+func sum[K comparable](m map[K]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 type soak struct {
 	t       *testing.T
+	wire    *wiretest.Wire
 	a, b    *acprpc.Conn // client, agent
 	workers int
 	ctx     context.Context
 	cancel  context.CancelFunc
 
-	ledger   [2]*soakLedger // requests going client→agent, agent→client
-	wire     [2]*soakWire   // what each relay saw go its way
-	relays   sync.WaitGroup
-	injected atomic.Int64
-	active   atomic.Int64 // handlers running
+	injected     atomic.Int64
+	nullExpected atomic.Int64   // injected lines owed a null-ID answer
+	active       wiretest.Gauge // handlers running
 
 	wrong   atomic.Int64
 	wrongMu sync.Mutex
@@ -156,30 +183,16 @@ type soak struct {
 func newSoak(t *testing.T) *soak {
 	s := &soak{t: t, workers: 24}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.ledger = [2]*soakLedger{newSoakLedger(), newSoakLedger()}
-	s.wire = [2]*soakWire{{}, {}}
-	pipe := func() (*os.File, *os.File) {
-		r, w, err := os.Pipe()
-		require.NoError(t, err)
-		return r, w
+	side := func(h acprpc.HandlerFunc, seed uint64) wiretest.Side {
+		return wiretest.Side{
+			Handler: s.active.Track(h),
+			Options: &acprpc.Options{CancelGrace: soakGrace, MaxMessageSize: soakMaxMessage},
+			Inject:  s.injector(seed),
+		}
 	}
-	aInR, aInW := pipe()
-	aOutR, aOutW := pipe()
-	bInR, bInW := pipe()
-	bOutR, bOutW := pipe()
-	opts := func() *acprpc.Options {
-		return &acprpc.Options{CancelGrace: soakGrace, MaxMessageSize: soakMaxMessage}
-	}
-	s.a = acprpc.NewConn(s.ctx, acprpc.NewStreamPipes(aInR, aOutW), acprpc.HandlerFunc(s.client), opts())
-	s.b = acprpc.NewConn(s.ctx, acprpc.NewStreamPipes(bInR, bOutW), acprpc.HandlerFunc(s.agent), opts())
-	s.relays.Add(2)
-	go s.relay(0, aOutR, bInW, 1)
-	go s.relay(1, bOutR, aInW, 2)
-	t.Cleanup(func() {
-		_ = s.a.Close()
-		_ = s.b.Close()
-		s.cancel()
-	})
+	s.wire = wiretest.NewWire(t, side(s.client, 1), side(s.agent, 2))
+	s.a, s.b = s.wire.A, s.wire.B
+	t.Cleanup(s.cancel)
 	return s
 }
 
@@ -188,8 +201,6 @@ func (s *soak) agent(ctx context.Context, req *acprpc.Request) (any, error) {
 	if req.IsNotification() {
 		return nil, nil
 	}
-	s.active.Add(1)
-	defer s.active.Add(-1)
 	switch req.Method {
 	case "echo":
 		return req.Params, nil
@@ -213,8 +224,6 @@ func (s *soak) client(ctx context.Context, req *acprpc.Request) (any, error) {
 	if req.IsNotification() {
 		return nil, nil
 	}
-	s.active.Add(1)
-	defer s.active.Add(-1)
 	switch req.Method {
 	case "echo", "fs/read_text_file":
 		return req.Params, nil
@@ -399,96 +408,64 @@ func (s *soak) wrongExamples() []string {
 	return append([]string(nil), s.wrongEx...)
 }
 
-// settle waits until every request on the wire has been answered (answers
-// to calls that returned on cancel may still be on their way) and every
-// handler has returned, or reports what is missing.
+// settle waits until each side has written all it queued, every request on
+// the wire has been answered (answers to calls that returned on cancel may
+// still be on their way) and every handler has returned, or reports what
+// is missing. A handler that outlived its answer (the grace period) can
+// make no call: its context has ended. So one more settle finds all.
 func (s *soak) settle(t *testing.T) {
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for s.ledger[0].outstanding() > 0 || s.ledger[1].outstanding() > 0 || s.active.Load() > 0 {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			t.Logf("soak: not settled: %d + %d requests unanswered, %d handlers running",
-				s.ledger[0].outstanding(), s.ledger[1].outstanding(), s.active.Load())
-			return // the report counts them as lost
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := s.wire.Settle(ctx)
+	if err == nil {
+		err = s.active.AwaitIdle(ctx)
+	}
+	if err == nil {
+		err = s.wire.Settle(ctx)
+	}
+	if err != nil {
+		t.Logf("soak: not settled: %v; %d handlers running", err, s.active.Running())
+		// the report counts what is missing as lost
 	}
 }
 
 func (s *soak) close(t *testing.T) {
 	require.NoError(t, s.a.Close())
 	require.NoError(t, s.b.Close())
-	s.relays.Wait()
 	s.cancel()
 }
 
-// relay copies lines from r to w, recording each, and slips in a bad line
-// now and then. Requests going this way are recorded in ledger[dir], and
-// answers going this way answer the requests of ledger[1-dir].
-func (s *soak) relay(dir int, r io.ReadCloser, w io.WriteCloser, seed uint64) {
-	defer s.relays.Done()
-	defer w.Close()
-	defer r.Close()
+// injector returns what slips a bad line into one side's output about once
+// in soakBadEvery lines, accounting in the ledger for the answer each owes.
+// It runs on that side's writer only.
+func (s *soak) injector(seed uint64) wiretest.Injector {
 	rng := rand.New(rand.NewPCG(seed, 11))
-	br := bufio.NewReaderSize(r, 64<<10)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	reqs, answers, wire := s.ledger[dir], s.ledger[1-dir], s.wire[dir]
-	var long []byte
-	broken := false
-	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long[:0], line...)
-			for err == bufio.ErrBufferFull {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
+	return func(l *wiretest.Ledger, d wiretest.Direction) []byte {
+		if rng.IntN(soakBadEvery) != 0 {
+			return nil
 		}
-		if len(line) > 0 && !broken {
-			soakRecord(line, reqs, answers, wire)
-			if rng.IntN(soakBadEvery) == 0 {
-				bad := s.badLine(rng, reqs)
-				if _, werr := bw.Write(bad); werr != nil {
-					broken = true
-				}
-			}
-			if _, werr := bw.Write(line); werr != nil {
-				broken = true
-			}
-		}
-		if br.Buffered() == 0 && !broken {
-			if bw.Flush() != nil {
-				broken = true
-			}
-		}
-		if err != nil {
-			return
-		}
+		return s.badLine(rng, l, d)
 	}
 }
 
 // badLine returns a line that is not a usable message, and records the
 // answer it is owed.
-func (s *soak) badLine(rng *rand.Rand, reqs *soakLedger) []byte {
+func (s *soak) badLine(rng *rand.Rand, l *wiretest.Ledger, d wiretest.Direction) []byte {
 	k := s.injected.Add(1)
 	switch rng.IntN(6) {
 	case 0:
-		reqs.expectNull()
+		s.nullExpected.Add(1)
 		return []byte("this is not JSON\n")
 	case 1:
-		reqs.expectNull()
+		s.nullExpected.Add(1)
 		return []byte(`[{"jsonrpc":"2.0","id":1,"method":"echo"}]` + "\n")
 	case 2:
 		id := fmt.Sprintf(`"bad-%d"`, k)
-		reqs.request([]byte(id))
+		l.Owe(d, id)
 		return []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":42}` + "\n")
 	case 3:
 		id := fmt.Sprintf(`"big-%d"`, k)
-		reqs.request([]byte(id))
+		l.Owe(d, id)
 		return []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"echo","params":{"pad":"` +
 			strings.Repeat("x", soakMaxMessage) + `"}}` + "\n")
 	case 4:
@@ -498,315 +475,4 @@ func (s *soak) badLine(rng *rand.Rand, reqs *soakLedger) []byte {
 		// A notification nobody serves: never answered either.
 		return []byte(`{"jsonrpc":"2.0","method":"_soak/noise","params":{}}` + "\n")
 	}
-}
-
-// soakWire counts the notifications that went one way.
-type soakWire struct {
-	cancels, sessionCancels, notes atomic.Int64
-}
-
-type soakWireCounts struct{ cancels, sessionCancels, notes int64 }
-
-func (w *soakWire) load() soakWireCounts {
-	return soakWireCounts{w.cancels.Load(), w.sessionCancels.Load(), w.notes.Load()}
-}
-
-var (
-	soakHead   = []byte(`{"jsonrpc":"2.0",`)
-	soakID     = []byte(`"id":`)
-	soakMethod = []byte(`"method":"`)
-	soakResult = []byte(`"result":`)
-	soakError  = []byte(`"error":{"code":`)
-)
-
-// soakRecord classifies one line as the Conns write it, falling back on a
-// full decode for anything unusual.
-func soakRecord(line []byte, reqs, answers *soakLedger, wire *soakWire) {
-	body := bytes.TrimRight(line, "\r\n")
-	rest, ok := bytes.CutPrefix(body, soakHead)
-	if !ok {
-		soakRecordSlow(body, reqs, answers, wire)
-		return
-	}
-	if m, ok := bytes.CutPrefix(rest, soakMethod); ok {
-		method, _, _ := bytes.Cut(m, []byte(`"`))
-		switch string(method) {
-		case acprpc.MethodCancelRequest:
-			wire.cancels.Add(1)
-		case acprpc.MethodSessionCancel:
-			wire.sessionCancels.Add(1)
-		default:
-			wire.notes.Add(1)
-		}
-		return
-	}
-	idAndRest, ok := bytes.CutPrefix(rest, soakID)
-	if !ok {
-		soakRecordSlow(body, reqs, answers, wire)
-		return
-	}
-	comma := bytes.IndexByte(idAndRest, ',')
-	if comma < 0 {
-		soakRecordSlow(body, reqs, answers, wire)
-		return
-	}
-	id, after := idAndRest[:comma], idAndRest[comma+1:]
-	switch {
-	case bytes.HasPrefix(after, soakMethod):
-		reqs.request(id)
-	case bytes.HasPrefix(after, soakResult):
-		result := bytes.TrimSuffix(after[len(soakResult):], []byte("}"))
-		answers.answer(id, soakKindOfResult(result), 0)
-	case bytes.HasPrefix(after, soakError):
-		num := after[len(soakError):]
-		end := bytes.IndexAny(num, ",}")
-		code, err := strconv.ParseInt(string(num[:max(end, 0)]), 10, 64)
-		if err != nil {
-			soakRecordSlow(body, reqs, answers, wire)
-			return
-		}
-		answers.answer(id, soakKindOfError(code), code)
-	default:
-		soakRecordSlow(body, reqs, answers, wire)
-	}
-}
-
-func soakRecordSlow(body []byte, reqs, answers *soakLedger, wire *soakWire) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method *string         `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  *acprpc.Error   `json:"error"`
-	}
-	if err := json.Unmarshal(body, &m); err != nil {
-		answers.noteUnparsable(string(body))
-		return
-	}
-	switch {
-	case m.Method != nil && m.ID != nil:
-		reqs.request(m.ID)
-	case m.Method != nil:
-		wire.notes.Add(1)
-	case m.Error != nil:
-		answers.answer(m.ID, soakKindOfError(m.Error.Code), m.Error.Code)
-	default:
-		answers.answer(m.ID, soakKindOfResult(m.Result), 0)
-	}
-}
-
-const (
-	soakKindResult = iota
-	soakKindMarker
-	soakKindCancelled
-	soakKindOther
-)
-
-func soakKindOfResult(result []byte) int {
-	if string(result) == soakMarkerPrompt || string(result) == soakMarkerPerm {
-		return soakKindMarker
-	}
-	return soakKindResult
-}
-
-func soakKindOfError(code int64) int {
-	if code == acprpc.CodeRequestCancelled {
-		return soakKindCancelled
-	}
-	return soakKindOther
-}
-
-// soakLedger tracks the requests that went one way and their answers.
-// Numeric IDs (the Conns') are kept in slices, anything else in a map.
-type soakLedger struct {
-	mu           sync.Mutex
-	seen         []bool
-	answered     []uint8
-	other        map[string]int // -1 once requested, then answers counted from 0
-	open         int
-	c            soakCounts
-	otherCodeMap map[int64]int
-}
-
-type soakCounts struct {
-	requests, answers                         int
-	results, markers, cancelled, otherErrors  int
-	duplicates, lost, stray                   int
-	nullAnswers, nullExpected, injectedWithID int
-	codeCounts                                map[int64]int
-	examples                                  []string
-}
-
-func newSoakLedger() *soakLedger {
-	return &soakLedger{other: map[string]int{}, otherCodeMap: map[int64]int{}}
-}
-
-func (l *soakLedger) example(s string) {
-	if len(l.c.examples) < 10 {
-		l.c.examples = append(l.c.examples, s)
-	}
-}
-
-func soakNumericID(id []byte) (int, bool) {
-	n, err := strconv.Atoi(string(id))
-	return n, err == nil && n > 0
-}
-
-func (l *soakLedger) request(id []byte) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.c.requests++
-	l.open++
-	if n, ok := soakNumericID(id); ok {
-		for len(l.seen) <= n {
-			l.seen = append(l.seen, false)
-			l.answered = append(l.answered, 0)
-		}
-		if l.seen[n] {
-			l.example("request id reused: " + string(id))
-		}
-		l.seen[n] = true
-		return
-	}
-	l.c.injectedWithID++
-	l.other[string(id)] = 0
-}
-
-func (l *soakLedger) expectNull() {
-	l.mu.Lock()
-	l.c.nullExpected++
-	l.mu.Unlock()
-}
-
-func (l *soakLedger) answer(id []byte, kind int, code int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.c.answers++
-	switch kind {
-	case soakKindResult:
-		l.c.results++
-	case soakKindMarker:
-		l.c.markers++
-	case soakKindCancelled:
-		l.c.cancelled++
-	default:
-		l.c.otherErrors++
-		l.otherCodeMap[code]++
-	}
-	if id == nil || string(id) == "null" {
-		l.c.nullAnswers++
-		return
-	}
-	if n, ok := soakNumericID(id); ok {
-		switch {
-		case n >= len(l.seen) || !l.seen[n]:
-			l.c.stray++
-			l.example("answer to no request: " + string(id))
-		case l.answered[n] > 0:
-			l.c.duplicates++
-			l.example("answered again: " + string(id))
-		default:
-			l.open--
-		}
-		if n < len(l.answered) {
-			l.answered[n]++
-		}
-		return
-	}
-	count, ok := l.other[string(id)]
-	switch {
-	case !ok:
-		l.c.stray++
-		l.example("answer to no request: " + string(id))
-	case count > 0:
-		l.c.duplicates++
-		l.example("answered again: " + string(id))
-	default:
-		l.open--
-	}
-	l.other[string(id)] = count + 1
-}
-
-func (l *soakLedger) noteUnparsable(line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.c.stray++
-	l.example("unparsable line from a Conn: " + line)
-}
-
-func (l *soakLedger) outstanding() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.open
-}
-
-// snapshot returns the counts, with every request still open counted lost.
-func (l *soakLedger) snapshot() soakCounts {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c := l.c
-	c.lost = 0
-	for n, seen := range l.seen {
-		if seen && l.answered[n] == 0 {
-			c.lost++
-			if len(c.examples) < 10 {
-				c.examples = append(c.examples, fmt.Sprint("never answered: ", n))
-			}
-		}
-	}
-	for id, count := range l.other {
-		if count == 0 {
-			c.lost++
-			if len(c.examples) < 10 {
-				c.examples = append(c.examples, "never answered: "+id)
-			}
-		}
-	}
-	c.codeCounts = map[int64]int{}
-	for k, v := range l.otherCodeMap {
-		c.codeCounts[k] = v
-	}
-	c.examples = append([]string(nil), c.examples...)
-	return c
-}
-
-func (c *soakCounts) add(o soakCounts) {
-	c.requests += o.requests
-	c.answers += o.answers
-	c.results += o.results
-	c.markers += o.markers
-	c.cancelled += o.cancelled
-	c.otherErrors += o.otherErrors
-	c.duplicates += o.duplicates
-	c.lost += o.lost
-	c.stray += o.stray
-	c.nullAnswers += o.nullAnswers
-	c.nullExpected += o.nullExpected
-	c.injectedWithID += o.injectedWithID
-	if c.codeCounts == nil {
-		c.codeCounts = map[int64]int{}
-	}
-	for k, v := range o.codeCounts {
-		c.codeCounts[k] += v
-	}
-	c.examples = append(c.examples, o.examples...)
-}
-
-// codes lists the other errors by code.
-func (c *soakCounts) codes() string {
-	var parts []string
-	for _, code := range []int64{acprpc.CodeParseError, acprpc.CodeInvalidRequest, acprpc.CodeMethodNotFound,
-		acprpc.CodeInternalError, soakErrCode} {
-		if n := c.codeCounts[code]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d: %d", code, n))
-		}
-	}
-	known := 0
-	for _, code := range []int64{acprpc.CodeParseError, acprpc.CodeInvalidRequest, acprpc.CodeMethodNotFound,
-		acprpc.CodeInternalError, soakErrCode} {
-		known += c.codeCounts[code]
-	}
-	if rest := c.otherErrors - known; rest > 0 {
-		parts = append(parts, fmt.Sprintf("other: %d", rest))
-	}
-	return "(" + strings.Join(parts, ", ") + ")"
 }

@@ -1,22 +1,18 @@
 package acprpc_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"os"
-	"runtime/pprof"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
 // TestStressCancellation drives thousands of requests between two Conns over
@@ -87,52 +83,35 @@ func TestStressCancellation(t *testing.T) {
 			}
 		}()
 	}
-	h.await(t, "every Call to return", func() bool { wg.Wait(); return true })
+	called := make(chan struct{})
+	go func() { wg.Wait(); close(called) }()
+	h.await(t, "every Call to return", called)
 	h.settle(t)
 	h.check(t, total)
 }
 
-// stressRig is a client and a server Conn over two os.Pipes, with a tap on
-// each side's output.
+// stressRig is a client and a server Conn over a Wire: every line either
+// writes is in its ledger, the client's going AtoB.
 type stressRig struct {
+	wire           *wiretest.Wire
 	client, server *acprpc.Conn
-	sent, answered *stressLedger // the client's and the server's output
-	started        sync.Map      // request n -> chan struct{} closed when its handler starts
-	handlers       stressGauge   // server handlers running
+	started        sync.Map       // request n -> chan struct{} closed when its handler starts
+	handlers       wiretest.Gauge // server handlers running
 	lateCancels    atomic.Int64
 }
 
 func newStressRig(t *testing.T) *stressRig {
-	h := &stressRig{sent: newStressLedger(), answered: newStressLedger()}
-	c2sR, c2sW := stressPipe(t)
-	s2cR, s2cW := stressPipe(t)
+	h := &stressRig{}
 	opts := &acprpc.Options{CancelGrace: 2 * time.Millisecond} // the grace timer races slow handlers
-	h.server = acprpc.NewConn(context.Background(),
-		acprpc.NewStreamPipes(c2sR, &stressTap{w: s2cW, l: h.answered}), acprpc.HandlerFunc(h.serve), opts)
-	h.client = acprpc.NewConn(context.Background(),
-		acprpc.NewStreamPipes(s2cR, &stressTap{w: c2sW, l: h.sent}), nil, nil)
-	t.Cleanup(func() {
-		h.client.Close()
-		h.server.Close()
-	})
+	h.wire = wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: h.handlers.Track(h.serve), Options: opts})
+	h.client, h.server = h.wire.A, h.wire.B
 	return h
-}
-
-func stressPipe(t *testing.T) (*os.File, *os.File) {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r, w
 }
 
 func (h *stressRig) serve(ctx context.Context, req *acprpc.Request) (any, error) {
 	if req.IsNotification() {
-		return nil, nil // session/cancel and the final mark
+		return nil, nil // session/cancel and the wire's marks
 	}
-	h.handlers.add(1)
-	defer h.handlers.add(-1)
 	var p stressParams
 	if err := req.DecodeParams(&p); err != nil {
 		return nil, err
@@ -331,78 +310,59 @@ func (h *stressRig) callSessionCancel(t *testing.T, p stressParams) {
 	}
 }
 
-// await runs wait, failing with a goroutine dump if it takes over a minute.
-func (h *stressRig) await(t *testing.T, what string, wait func() bool) {
+// await waits for ch, failing with a goroutine dump if it takes over a
+// minute.
+func (h *stressRig) await(t *testing.T, what string, ch <-chan struct{}) {
 	t.Helper()
-	done := make(chan bool, 1)
-	go func() { done <- wait() }()
-	select {
-	case ok := <-done:
-		if !ok {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-	case <-time.After(time.Minute):
-		var b strings.Builder
-		pprof.Lookup("goroutine").WriteTo(&b, 1)
-		t.Fatalf("timed out waiting for %s; goroutines:\n%s", what, b.String())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	wiretest.WaitFor(t, ctx, ch, what)
+}
+
+// must fails the test, with a goroutine dump, if a wait went wrong.
+func (h *stressRig) must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; goroutines:\n%s", what, err, wiretest.Goroutines())
 	}
 }
 
-// settle waits until everything sent has been answered on the wire and every
-// handler has returned, then makes one more call: its answer follows every
-// other on the pipe, so once it returns the client has read them all.
+// settle waits until both sides have written everything and everything sent
+// has been answered on the wire, and every handler has returned, then makes
+// one more call: its answer follows every other on the pipe, so once it
+// returns the client has read them all. The ledger records a line before it
+// is written, so the final request and answer are in it by then; settling
+// once more checks both sides again.
 func (h *stressRig) settle(t *testing.T) {
-	h.flushClient(t, 1)
-	h.await(t, "every request to be answered", func() bool {
-		return h.answered.waitFor(func(a *stressLedger) bool { return h.sent.allAnsweredIn(a) })
-	})
-	h.await(t, "every handler to return", func() bool { return h.handlers.waitZero() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h.must(t, "every request to be answered", h.wire.Settle(ctx))
+	h.must(t, "every handler to return", h.handlers.AwaitIdle(ctx))
 	var res stressResult
-	if err := h.client.Call(context.Background(), "stress/work", stressParams{N: -1}, &res); err != nil || res.N != -1 {
+	if err := h.client.Call(ctx, "stress/work", stressParams{N: -1}, &res); err != nil || res.N != -1 {
 		t.Fatalf("final call: %+v, %v", res, err)
 	}
-	h.flushClient(t, 2) // the tap records a line after writing it, so maybe after its answer came back
-}
-
-// flushClient sends the k-th mark and waits for the client's tap to record
-// it, and so everything the client wrote before it.
-func (h *stressRig) flushClient(t *testing.T, k int) {
-	if err := h.client.Notify(context.Background(), "stress/mark", nil); err != nil {
-		t.Fatal(err)
-	}
-	h.await(t, "the client's output to be written", func() bool {
-		return h.sent.waitFor(func(l *stressLedger) bool { return l.marks >= k })
-	})
+	h.must(t, "the final answer", h.wire.Settle(ctx))
 }
 
 func (h *stressRig) check(t *testing.T, total int) {
-	sent, answered := h.sent.snapshot(), h.answered.snapshot()
-	for _, p := range append(sent.problems, answered.problems...) {
-		t.Error(p)
+	l := h.wire.Ledger
+	sent, answered := l.Tally(wiretest.AtoB), l.Tally(wiretest.BtoA)
+	for _, p := range append(sent.Problems, answered.Problems...) {
+		t.Errorf("bad line on the wire: %s", p)
 	}
-	if len(sent.requests) < total/2 {
-		t.Errorf("only %d of %d requests reached the wire", len(sent.requests), total)
+	calls := l.Calls(wiretest.AtoB)
+	if calls.Requested < total/2 {
+		t.Errorf("only %d of %d requests reached the wire", calls.Requested, total)
 	}
-	for id, n := range sent.requests {
-		if n != 1 {
-			t.Errorf("request id %s sent %d times", id, n)
-		}
-		if a := answered.answers[id]; a != 1 {
-			t.Errorf("request id %s answered %d times", id, a)
-		}
+	l.CheckExactlyOnce(t, wiretest.AtoB) // sent once, answered once, no answer to anything else
+	for _, id := range calls.Precancel {
+		t.Errorf("$/cancel_request for id %s before its request", id)
 	}
-	for id := range answered.answers {
-		if sent.requests[id] == 0 {
-			t.Errorf("answer for id %s, which was never sent", id)
-		}
+	for _, id := range calls.Recancelled {
+		t.Errorf("id %s: more than one $/cancel_request", id)
 	}
-	var cancels int
-	for id, n := range sent.cancels {
-		cancels += n
-		if sent.requests[id] == 0 || n != 1 {
-			t.Errorf("id %s: %d $/cancel_request for a request sent %d times", id, n, sent.requests[id])
-		}
-	}
+	cancels := sent.Notifications[acprpc.MethodCancelRequest]
 	cs, ss := h.client.Stats(), h.server.Stats()
 	if cs.OutgoingInFlight != 0 || cs.IncomingInFlight != 0 || ss.IncomingInFlight != 0 || ss.OutgoingInFlight != 0 {
 		t.Errorf("in flight at the end: client %+v, server %+v", cs, ss)
@@ -414,173 +374,5 @@ func (h *stressRig) check(t *testing.T, total int) {
 		t.Errorf("server counted %d cancels received, the wire shows %d", ss.CancelsReceived, cancels)
 	}
 	t.Logf("%d requests on the wire, %d $/cancel_request (%d after the answer), %d session cancels",
-		len(sent.requests), cancels, h.lateCancels.Load(), sent.sessionCancels)
-}
-
-// stressTap writes to w, then shows each complete line to l, so a line the stressLedger
-// has seen is already in the pipe.
-type stressTap struct {
-	w       io.WriteCloser
-	l       *stressLedger
-	mu      sync.Mutex
-	partial []byte
-}
-
-func (t *stressTap) Write(p []byte) (int, error) {
-	n, err := t.w.Write(p)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.partial = append(t.partial, p[:n]...)
-	for {
-		i := bytes.IndexByte(t.partial, '\n')
-		if i < 0 {
-			break
-		}
-		t.l.record(t.partial[:i])
-		t.partial = t.partial[i+1:]
-	}
-	t.partial = append([]byte(nil), t.partial...)
-	return n, err
-}
-
-func (t *stressTap) Close() error { return t.w.Close() }
-
-// stressLedger counts what one side wrote, by message ID.
-type stressLedger struct {
-	mu             sync.Mutex
-	requests       map[string]int // request ID -> times sent
-	answers        map[string]int // answered ID -> times answered
-	cancels        map[string]int // requestId -> $/cancel_request sent
-	sessionCancels int
-	marks          int
-	problems       []string
-	changed        chan struct{}
-}
-
-func newStressLedger() *stressLedger {
-	return &stressLedger{requests: map[string]int{}, answers: map[string]int{}, cancels: map[string]int{},
-		changed: make(chan struct{})}
-}
-
-type stressLine struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
-}
-
-func (l *stressLedger) record(line []byte) {
-	var m stressLine
-	err := json.Unmarshal(line, &m)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	defer func() { close(l.changed); l.changed = make(chan struct{}) }()
-	switch {
-	case err != nil || m.JSONRPC != "2.0":
-		l.problems = append(l.problems, fmt.Sprintf("bad line on the wire: %q", line))
-	case m.Method == nil && (m.Result == nil) == (m.Error == nil):
-		l.problems = append(l.problems, fmt.Sprintf("answer without exactly one of result and error: %q", line))
-	case m.Method == nil:
-		l.answers[string(m.ID)]++
-	case m.ID != nil:
-		l.requests[string(m.ID)]++
-	default:
-		l.notification(*m.Method, m.Params)
-	}
-}
-
-func (l *stressLedger) notification(method string, params json.RawMessage) {
-	switch method {
-	case acprpc.MethodCancelRequest:
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		_ = json.Unmarshal(params, &p)
-		id := string(p.RequestID)
-		if l.requests[id] == 0 {
-			l.problems = append(l.problems, "$/cancel_request before its request: "+string(params))
-		}
-		l.cancels[id]++
-	case acprpc.MethodSessionCancel:
-		l.sessionCancels++
-	case "stress/mark":
-		l.marks++
-	}
-}
-
-// waitFor waits until cond holds, checking after each line recorded.
-func (l *stressLedger) waitFor(cond func(*stressLedger) bool) bool {
-	for {
-		l.mu.Lock()
-		ok, changed := cond(l), l.changed
-		l.mu.Unlock()
-		if ok {
-			return true
-		}
-		<-changed
-	}
-}
-
-// allAnsweredIn reports whether every request in l has an answer in a; a's
-// lock is held.
-func (l *stressLedger) allAnsweredIn(a *stressLedger) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for id := range l.requests {
-		if a.answers[id] == 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func (l *stressLedger) snapshot() *stressLedger {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := &stressLedger{requests: map[string]int{}, answers: map[string]int{}, cancels: map[string]int{},
-		sessionCancels: l.sessionCancels, marks: l.marks, problems: append([]string(nil), l.problems...)}
-	for k, v := range l.requests {
-		s.requests[k] = v
-	}
-	for k, v := range l.answers {
-		s.answers[k] = v
-	}
-	for k, v := range l.cancels {
-		s.cancels[k] = v
-	}
-	return s
-}
-
-// stressGauge is a counter whose return to zero can be awaited.
-type stressGauge struct {
-	mu   sync.Mutex
-	n    int
-	zero chan struct{}
-}
-
-func (g *stressGauge) add(d int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.n += d
-	if g.n == 0 && g.zero != nil {
-		close(g.zero)
-		g.zero = nil
-	}
-}
-
-func (g *stressGauge) waitZero() bool {
-	g.mu.Lock()
-	if g.n == 0 {
-		g.mu.Unlock()
-		return true
-	}
-	if g.zero == nil {
-		g.zero = make(chan struct{})
-	}
-	ch := g.zero
-	g.mu.Unlock()
-	<-ch
-	return true
+		calls.Requested, cancels, h.lateCancels.Load(), sent.Notifications[acprpc.MethodSessionCancel])
 }
