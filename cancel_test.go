@@ -19,36 +19,13 @@ import (
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
-// causeRecorder is a handler that waits for its context and reports why it
-// ended, per request ID.
-type causeRecorder struct {
-	started chan string
-	causes  chan idCause
-}
-
-type idCause struct {
-	id    string
-	cause error
-}
-
-func newCauseRecorder() *causeRecorder {
-	return &causeRecorder{started: make(chan string, 256), causes: make(chan idCause, 256)}
-}
-
-func (r *causeRecorder) handle(ctx context.Context, req *acprpc.Request) (any, error) {
-	r.started <- req.ID.String()
-	<-ctx.Done()
-	r.causes <- idCause{req.ID.String(), context.Cause(ctx)}
-	return nil, context.Cause(ctx)
-}
-
 // A cancel written together with its request (one write, two lines) always
 // finds it: the request is registered before anything after it is read.
 func TestCancelInSameWrite(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		rec := newCauseRecorder()
-		_, p := wiretest.Connect(t, tr, wiretest.Mux{"x/wait": rec.handle}, &acprpc.Options{CancelGrace: -1})
+		var rec wiretest.Recorder
+		_, p := wiretest.Connect(t, tr, wiretest.Mux{"x/wait": rec.Block}, &acprpc.Options{CancelGrace: -1})
 		for i := range 50 {
 			id := strconv.Itoa(i)
 			if i%2 == 1 {
@@ -58,12 +35,12 @@ func TestCancelInSameWrite(t *testing.T) {
 			m := p.ExpectError(ctx, id, acprpc.CodeRequestCancelled)
 			assert.Equal(t, "Request cancelled", m.Error.Message)
 			assert.Equal(t, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":-32800,"message":"Request cancelled"}}`, m.Raw)
-			got := wiretest.Recv(t, ctx, rec.causes)
-			assert.Equal(t, id, got.id)
-			assert.ErrorIs(t, got.cause, acprpc.ErrPeerCancelled)
-			assert.NotErrorIs(t, got.cause, acprpc.ErrSessionCancelled)
-			assert.NotErrorIs(t, got.cause, acprpc.ErrDeadline)
-			assert.NotErrorIs(t, got.cause, acprpc.ErrConnClosed)
+			got := rec.NextReturn(t, ctx)
+			assert.Equal(t, id, got.Key)
+			assert.ErrorIs(t, got.Cause, acprpc.ErrPeerCancelled)
+			assert.NotErrorIs(t, got.Cause, acprpc.ErrSessionCancelled)
+			assert.NotErrorIs(t, got.Cause, acprpc.ErrDeadline)
+			assert.NotErrorIs(t, got.Cause, acprpc.ErrConnClosed)
 		}
 	})
 }
@@ -71,10 +48,10 @@ func TestCancelInSameWrite(t *testing.T) {
 // A cancel may spell a string ID with other escapes: it is the same ID.
 func TestCancelMatchesStringIDByValue(t *testing.T) {
 	ctx := wiretest.Context(t)
-	rec := newCauseRecorder()
-	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"x/wait": rec.handle}, nil)
+	var rec wiretest.Recorder
+	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"x/wait": rec.Block}, nil)
 	p.Request(`"xA"`, "x/wait", "")
-	wiretest.Recv(t, ctx, rec.started)
+	rec.NextStart(t, ctx)
 	p.Cancel(`"x\u0041"`)
 	m := p.ExpectError(ctx, `"xA"`, acprpc.CodeRequestCancelled)
 	assert.Contains(t, m.Raw, `"id":"xA"`)
@@ -85,10 +62,11 @@ func TestCancelMatchesStringIDByValue(t *testing.T) {
 func TestCancelUnknownID(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		held := newInFlight()
-		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.handle, "ping": wiretest.Ping}, nil)
+		var held wiretest.Recorder
+		release := make(chan struct{})
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.Track(wiretest.Hold(release)), "ping": wiretest.Ping}, nil)
 		p.Request("1", "x/hold", "")
-		heldCtx := wiretest.Recv(t, ctx, held.ctx)
+		heldCtx := held.Context(held.NextStart(t, ctx))
 		p.Cancel("42")
 		p.Cancel(`"1"`)
 		p.Cancel("-1")
@@ -96,7 +74,7 @@ func TestCancelUnknownID(t *testing.T) {
 		p.ExpectResult(ctx, "2", `"pong"`)
 		assert.NoError(t, heldCtx.Err())
 		assert.EqualValues(t, 3, c.Stats().CancelsReceived)
-		close(held.release)
+		close(release)
 		p.ExpectResult(ctx, "1", `"held"`)
 		require.NoError(t, c.Close())
 		assert.Empty(t, p.Rest(ctx))
@@ -128,21 +106,21 @@ func TestCancelAfterAnswer(t *testing.T) {
 func TestCancelDuplicate(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		rec := newCauseRecorder()
-		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/wait": rec.handle, "ping": wiretest.Ping},
+		var rec wiretest.Recorder
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/wait": rec.Block, "ping": wiretest.Ping},
 			&acprpc.Options{CancelGrace: -1})
 		p.Request("1", "x/wait", "")
-		wiretest.Recv(t, ctx, rec.started)
+		rec.NextStart(t, ctx)
 		p.Cancel("1")
 		p.Cancel("1")
 		p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
-		assert.ErrorIs(t, wiretest.Recv(t, ctx, rec.causes).cause, acprpc.ErrPeerCancelled)
+		assert.ErrorIs(t, rec.NextReturn(t, ctx).Cause, acprpc.ErrPeerCancelled)
 		p.Cancel("1")
 		p.Request("2", "ping", "")
 		p.ExpectResult(ctx, "2", `"pong"`)
 		require.NoError(t, c.Close())
 		assert.Empty(t, p.Rest(ctx))
-		assert.Empty(t, rec.causes)
+		assert.Len(t, rec.Returns(), 1, "one cause")
 	})
 }
 
@@ -349,11 +327,12 @@ func TestCancelMalformedParams(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
 		logger, log := wiretest.NewLog()
-		held := newInFlight()
-		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.handle, "ping": wiretest.Ping},
+		var held wiretest.Recorder
+		release := make(chan struct{})
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.Track(wiretest.Hold(release)), "ping": wiretest.Ping},
 			&acprpc.Options{Logger: logger})
 		p.Request("1", "x/hold", "")
-		heldCtx := wiretest.Recv(t, ctx, held.ctx)
+		heldCtx := held.Context(held.NextStart(t, ctx))
 		for _, params := range []string{"", `{}`, `[1]`, `{"requestId":1.5}`, `{"requestId":null}`,
 			`{"requestId":true}`, `{"requestId":{"id":1}}`, `{"id":1}`, `{"requestId":1e0}`, `null`} {
 			p.Notify(acprpc.MethodCancelRequest, params)
@@ -441,10 +420,10 @@ func TestCancelAheadOfQueues(t *testing.T) {
 func TestCancelLSPSpelling(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		rec := newCauseRecorder()
+		var rec wiretest.Recorder
 		var lspSeen atomic.Int32
 		h := wiretest.Mux{
-			"x/wait": rec.handle,
+			"x/wait": rec.Block,
 			"ping":   wiretest.Ping,
 			acprpc.MethodLSPCancelRequest: func(context.Context, *acprpc.Request) (any, error) {
 				lspSeen.Add(1)
@@ -453,25 +432,25 @@ func TestCancelLSPSpelling(t *testing.T) {
 		}
 		_, p := wiretest.Connect(t, tr, h, &acprpc.Options{AcceptLSPCancel: true})
 		p.Request("1", "x/wait", "")
-		wiretest.Recv(t, ctx, rec.started)
+		rec.NextStart(t, ctx)
 		p.Notify(acprpc.MethodLSPCancelRequest, `{"id":1}`)
 		p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
-		assert.ErrorIs(t, wiretest.Recv(t, ctx, rec.causes).cause, acprpc.ErrPeerCancelled)
+		assert.ErrorIs(t, rec.NextReturn(t, ctx).Cause, acprpc.ErrPeerCancelled)
 		p.Request(`"2"`, "x/wait", "")
-		wiretest.Recv(t, ctx, rec.started)
+		rec.NextStart(t, ctx)
 		p.Cancel(`"2"`)
 		p.ExpectError(ctx, `"2"`, acprpc.CodeRequestCancelled)
-		wiretest.Recv(t, ctx, rec.causes)
+		rec.NextReturn(t, ctx)
 		assert.Zero(t, lspSeen.Load(), "an honoured LSP cancel also reached the handler")
 
 		c2, p2 := wiretest.Connect(t, tr, h, nil)
 		p2.Request("1", "x/wait", "")
-		wiretest.Recv(t, ctx, rec.started)
+		rec.NextStart(t, ctx)
 		p2.Notify(acprpc.MethodLSPCancelRequest, `{"id":1}`)
 		p2.Request("2", "ping", "")
 		p2.ExpectResult(ctx, "2", `"pong"`)
 		assert.Equal(t, 1, c2.Stats().IncomingInFlight, "LSP cancel honoured without AcceptLSPCancel")
-		assert.Empty(t, rec.causes)
+		assert.Len(t, rec.Returns(), 2, "the first two handlers' returns only")
 		p2.Cancel("1")
 		p2.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
 	})

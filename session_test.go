@@ -16,11 +16,8 @@ import (
 // sessionAgent is a handler whose requests wait for their context, and
 // which records the session notifications it receives.
 type sessionAgent struct {
-	mu      sync.Mutex
-	ctxs    map[string]context.Context
-	started chan string
-	causes  chan idCause
-	notes   chan noteSeen
+	wiretest.Recorder
+	notes chan noteSeen
 }
 
 type noteSeen struct {
@@ -31,35 +28,23 @@ type noteSeen struct {
 }
 
 func newSessionAgent() *sessionAgent {
-	return &sessionAgent{
-		ctxs:    map[string]context.Context{},
-		started: make(chan string, 16),
-		causes:  make(chan idCause, 16),
-		notes:   make(chan noteSeen, 16),
-	}
+	return &sessionAgent{notes: make(chan noteSeen, 16)}
 }
 
 func (a *sessionAgent) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
-	if req.IsNotification() {
-		seen := noteSeen{method: req.Method, sessionID: req.SessionID, alreadyCancelled: true}
-		a.mu.Lock()
-		for _, c := range a.ctxs {
-			r, _ := acprpc.RequestFromContext(c)
-			if r.SessionID == req.SessionID && c.Err() == nil {
-				seen.alreadyCancelled = false
-			}
-		}
-		a.mu.Unlock()
-		a.notes <- seen
-		return nil, nil
+	if !req.IsNotification() {
+		return a.Block(ctx, req)
 	}
-	a.mu.Lock()
-	a.ctxs[req.ID.String()] = ctx
-	a.mu.Unlock()
-	a.started <- req.ID.String()
-	<-ctx.Done()
-	a.causes <- idCause{req.ID.String(), context.Cause(ctx)}
-	return nil, context.Cause(ctx)
+	seen := noteSeen{method: req.Method, sessionID: req.SessionID, alreadyCancelled: true}
+	for _, key := range a.Starts() {
+		c := a.Context(key)
+		r, _ := acprpc.RequestFromContext(c)
+		if r.SessionID == req.SessionID && c.Err() == nil {
+			seen.alreadyCancelled = false
+		}
+	}
+	a.notes <- seen
+	return nil, nil
 }
 
 // The peer's session/cancel and session/close cancel the requests in flight
@@ -77,7 +62,7 @@ func TestSessionCancelFromPeer(t *testing.T) {
 		p.Request("4", "x/nosession", `{"other":{"sessionId":"s1"}}`)
 		p.Request(`"5"`, "x/array", `["s1"]`)
 		for range 5 {
-			wiretest.Recv(t, ctx, a.started)
+			a.NextStart(t, ctx)
 		}
 
 		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"s1"}`)
@@ -85,10 +70,10 @@ func TestSessionCancelFromPeer(t *testing.T) {
 		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
 		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["3"].Code())
 		for range 2 {
-			ic := wiretest.Recv(t, ctx, a.causes)
-			assert.Contains(t, []string{"1", "3"}, ic.id)
-			assert.ErrorIs(t, ic.cause, acprpc.ErrSessionCancelled)
-			assert.NotErrorIs(t, ic.cause, acprpc.ErrPeerCancelled)
+			ic := a.NextReturn(t, ctx)
+			assert.Contains(t, []string{"1", "3"}, ic.Key)
+			assert.ErrorIs(t, ic.Cause, acprpc.ErrSessionCancelled)
+			assert.NotErrorIs(t, ic.Cause, acprpc.ErrPeerCancelled)
 		}
 		note := wiretest.Recv(t, ctx, a.notes)
 		assert.Equal(t, noteSeen{acprpc.MethodSessionCancel, "s1", true}, note)
@@ -96,7 +81,7 @@ func TestSessionCancelFromPeer(t *testing.T) {
 
 		p.Notify(acprpc.MethodSessionClose, `{"sessionId":"s2"}`)
 		p.ExpectResult(ctx, "2", `{"stopReason":"cancelled"}`)
-		assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes).cause, acprpc.ErrSessionCancelled)
+		assert.ErrorIs(t, a.NextReturn(t, ctx).Cause, acprpc.ErrSessionCancelled)
 		assert.Equal(t, noteSeen{acprpc.MethodSessionClose, "s2", true}, wiretest.Recv(t, ctx, a.notes))
 
 		// Unknown, missing or non-string session IDs cancel nothing.
@@ -107,7 +92,7 @@ func TestSessionCancelFromPeer(t *testing.T) {
 			wiretest.Recv(t, ctx, a.notes)
 		}
 		assert.Equal(t, 2, c.Stats().IncomingInFlight)
-		assert.Empty(t, a.causes)
+		assert.Len(t, a.Returns(), 3, "no other request ended")
 
 		p.Cancel("4")
 		p.Cancel(`"5"`)
@@ -124,7 +109,7 @@ func TestSessionCancelMethodsOption(t *testing.T) {
 	a := newSessionAgent()
 	c, p := wiretest.Connect(t, wiretest.Transports[0], a, &acprpc.Options{SessionCancelMethods: []string{}})
 	p.Request("1", "session/prompt", `{"sessionId":"s"}`)
-	wiretest.Recv(t, ctx, a.started)
+	a.NextStart(t, ctx)
 	p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"s"}`)
 	note := wiretest.Recv(t, ctx, a.notes)
 	assert.False(t, note.alreadyCancelled)
@@ -133,10 +118,10 @@ func TestSessionCancelMethodsOption(t *testing.T) {
 	a2 := newSessionAgent()
 	_, p2 := wiretest.Connect(t, wiretest.Transports[0], a2, &acprpc.Options{SessionCancelMethods: []string{"x/stop"}})
 	p2.Request("1", "session/prompt", `{"sessionId":"s"}`)
-	wiretest.Recv(t, ctx, a2.started)
+	a2.NextStart(t, ctx)
 	p2.Notify("x/stop", `{"sessionId":"s"}`)
 	p2.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
-	assert.ErrorIs(t, wiretest.Recv(t, ctx, a2.causes).cause, acprpc.ErrSessionCancelled)
+	assert.ErrorIs(t, a2.NextReturn(t, ctx).Cause, acprpc.ErrSessionCancelled)
 }
 
 // Conn.CancelSession sends session/cancel and cancels this side's requests
@@ -149,16 +134,16 @@ func TestSessionCancelSession(t *testing.T) {
 		c, p := wiretest.Connect(t, tr, a, nil)
 		p.Request("7", "session/request_permission", `{"sessionId":"s1","toolCall":{"toolCallId":"t"},"options":[]}`)
 		p.Request("8", "session/request_permission", `{"sessionId":"s2","toolCall":{"toolCallId":"t"},"options":[]}`)
-		wiretest.Recv(t, ctx, a.started)
-		wiretest.Recv(t, ctx, a.started)
+		a.NextStart(t, ctx)
+		a.NextStart(t, ctx)
 
 		require.NoError(t, c.CancelSession(ctx, "s1"))
 		m := p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
 		assert.Equal(t, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`, m.Raw)
 		p.ExpectResult(ctx, "7", `{"outcome":{"outcome":"cancelled"}}`)
-		ic := wiretest.Recv(t, ctx, a.causes)
-		assert.Equal(t, "7", ic.id)
-		assert.ErrorIs(t, ic.cause, acprpc.ErrSessionCancelled)
+		ic := a.NextReturn(t, ctx)
+		assert.Equal(t, "7", ic.Key)
+		assert.ErrorIs(t, ic.Cause, acprpc.ErrSessionCancelled)
 		assert.Equal(t, 1, c.Stats().IncomingInFlight)
 
 		// A session with nothing in flight here: only the notification.

@@ -38,21 +38,15 @@ func closeWithin(t *testing.T, c *acprpc.Conn, d time.Duration) {
 type shutdownRig struct {
 	conn      *acprpc.Conn
 	peer      *wiretest.Peer
-	causes    chan error // one per handler, requests and notification
+	handlers  wiretest.Recorder
 	callErrs  chan error
 	cancelCtx context.CancelCauseFunc
 }
 
 func newShutdownRig(t *testing.T, tr wiretest.Transport) *shutdownRig {
 	ctx := wiretest.Context(t)
-	r := &shutdownRig{causes: make(chan error, 3), callErrs: make(chan error, 2)}
-	started := make(chan struct{}, 3)
-	wait := func(ctx context.Context, _ *acprpc.Request) (any, error) {
-		started <- struct{}{}
-		<-ctx.Done()
-		r.causes <- context.Cause(ctx)
-		return nil, ctx.Err()
-	}
+	r := &shutdownRig{callErrs: make(chan error, 2)}
+	wait := r.handlers.Block
 	parent, cancel := context.WithCancelCause(context.Background())
 	t.Cleanup(func() { cancel(nil) })
 	r.cancelCtx = cancel
@@ -63,7 +57,7 @@ func newShutdownRig(t *testing.T, tr wiretest.Transport) *shutdownRig {
 	r.peer.Request("2", "session/prompt", `{"sessionId":"s"}`)
 	r.peer.Notify("x/note", "")
 	for range 3 {
-		wiretest.Recv(t, ctx, started)
+		r.handlers.NextStart(t, ctx)
 	}
 	for range 2 {
 		go func() { r.callErrs <- r.conn.Call(context.Background(), "peer/pending", nil, nil) }()
@@ -82,7 +76,7 @@ func (r *shutdownRig) check(t *testing.T) {
 	wiretest.Recv(t, ctx, r.conn.Done())
 	assert.ErrorIs(t, r.conn.Err(), acprpc.ErrConnClosed)
 	for range 3 {
-		cause := wiretest.Recv(t, ctx, r.causes)
+		cause := r.handlers.NextReturn(t, ctx).Cause
 		assert.ErrorIs(t, cause, acprpc.ErrConnClosed)
 		assert.NotErrorIs(t, cause, acprpc.ErrPeerCancelled)
 	}
@@ -220,7 +214,7 @@ func TestShutdownCloseFromNotificationHandler(t *testing.T) {
 func TestShutdownAtStart(t *testing.T) {
 	ctx := wiretest.Context(t)
 	for range 200 {
-		c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(strings.NewReader(""), discardCloser{}), nil, nil)
+		c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(strings.NewReader(""), wiretest.Discard), nil, nil)
 		wiretest.Recv(t, ctx, c.Done())
 		assert.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 		require.NoError(t, c.Close())
@@ -236,8 +230,3 @@ func TestShutdownAtStart(t *testing.T) {
 		require.NoError(t, c.Close())
 	}
 }
-
-type discardCloser struct{}
-
-func (discardCloser) Write(p []byte) (int, error) { return len(p), nil }
-func (discardCloser) Close() error                { return nil }

@@ -1,7 +1,6 @@
 package acprpc_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -11,27 +10,6 @@ import (
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
-
-// inFlight is a request held open across a test, to check that nothing the
-// test does disturbs it.
-type inFlight struct {
-	ctx     chan context.Context
-	release chan struct{}
-}
-
-func newInFlight() *inFlight {
-	return &inFlight{ctx: make(chan context.Context, 1), release: make(chan struct{})}
-}
-
-func (f *inFlight) handle(ctx context.Context, _ *acprpc.Request) (any, error) {
-	f.ctx <- ctx
-	select {
-	case <-f.release:
-		return "held", nil
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
-}
 
 // Lines that are not usable messages are answered, -32700 with "id": null for
 // non-JSON and -32600 for the rest (with the ID when one can be read); the
@@ -71,10 +49,11 @@ func TestStreamBadLines(t *testing.T) {
 	}
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		held := newInFlight()
-		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.handle, "ping": wiretest.Ping}, nil)
+		var held wiretest.Recorder
+		release := make(chan struct{})
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.Track(wiretest.Hold(release)), "ping": wiretest.Ping}, nil)
 		p.Request(`"held"`, "x/hold", "")
-		heldCtx := wiretest.Recv(t, ctx, held.ctx)
+		heldCtx := held.Context(held.NextStart(t, ctx))
 		callDone := make(chan error, 1)
 		var callResult string
 		go func() { callDone <- c.Call(ctx, "peer/slow", nil, &callResult) }()
@@ -102,7 +81,7 @@ func TestStreamBadLines(t *testing.T) {
 		p.Respond(string(call.ID), `"answered"`)
 		require.NoError(t, wiretest.Recv(t, ctx, callDone))
 		assert.Equal(t, "answered", callResult)
-		close(held.release)
+		close(release)
 		p.ExpectResult(ctx, `"held"`, `"held"`)
 	})
 }
@@ -156,11 +135,12 @@ func TestStreamOverLongLine(t *testing.T) {
 	const limit = 1000
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		held := newInFlight()
-		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.handle, "echo": wiretest.Echo},
+		var held wiretest.Recorder
+		release := make(chan struct{})
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.Track(wiretest.Hold(release)), "echo": wiretest.Echo},
 			&acprpc.Options{MaxMessageSize: limit})
 		p.Request("1", "x/hold", "")
-		heldCtx := wiretest.Recv(t, ctx, held.ctx)
+		heldCtx := held.Context(held.NextStart(t, ctx))
 
 		pad := func(n int) string { return `"` + strings.Repeat("x", n) + `"` }
 		// The ID first: it is read from the part that was kept.
@@ -195,7 +175,7 @@ func TestStreamOverLongLine(t *testing.T) {
 		assert.NoError(t, heldCtx.Err())
 		p.Request("13", "echo", `[1]`)
 		p.ExpectResult(ctx, "13", `[1]`)
-		close(held.release)
+		close(release)
 		p.ExpectResult(ctx, "1", `"held"`)
 		assert.Equal(t, 0, c.Stats().IncomingInFlight)
 	})
