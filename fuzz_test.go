@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -206,8 +208,8 @@ func fuzzCheckID(t *testing.T, id []byte) {
 		t.Fatalf("id %s comes back as %s (%+v)", id, answer.id, bad)
 	}
 	k := keyOf(id)
-	if k.isStr && utf8.Valid(id) && !fuzzIsString(id, k.str) {
-		t.Fatalf("id %s keyed as %q", id, k.str)
+	if k.isStr && utf8.ValidString(k.str) && !fuzzIsString(id, k.str) {
+		t.Fatalf("id %s keyed as %q", id, k.str) // an ID that is all text is keyed by its text
 	}
 	if n, err := strconv.ParseInt(string(id), 10, 64); !k.isStr && (err != nil || n != k.num) {
 		t.Fatalf("id %s keyed as %d", id, k.num)
@@ -336,4 +338,76 @@ func fuzzReadAnswers(out *os.File, probed chan struct{}) (problems []string) {
 		close(probed) // the output ended: the wait fails on the connection's error
 	}
 	return problems
+}
+
+// FuzzIDKey: two string IDs share a key exactly when they spell the same
+// characters, lone surrogates and bytes that are not UTF-8 included, as
+// read by fuzzIDChars, a decoder written apart from the library's.
+func FuzzIDKey(f *testing.F) {
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if !fuzzStringID(a) || !fuzzStringID(b) {
+			return
+		}
+		same := keyOf(a) == keyOf(b)
+		if want := slices.Equal(fuzzIDChars(a), fuzzIDChars(b)); same != want {
+			t.Fatalf("ids %q and %q: same key %v, same characters %v", a, b, same, want)
+		}
+	})
+}
+
+// fuzzStringID says whether raw is a string ID as the parser lets it
+// through: one valid JSON string.
+func fuzzStringID(raw []byte) bool {
+	s := scanner{b: raw}
+	return len(raw) > 0 && raw[0] == '"' && s.str() == nil && s.i == len(raw)
+}
+
+// fuzzIDChars reads a JSON string in two steps: first into code units
+// (escapes), runes (valid UTF-8) and stray bytes, then pairing surrogate
+// halves that follow each other.
+func fuzzIDChars(raw []byte) []string {
+	type unit struct {
+		kind byte // 'u' an escaped code unit, 'r' a rune, 'b' a stray byte
+		v    rune
+	}
+	var units []unit
+	in := raw[1 : len(raw)-1]
+	for i := 0; i < len(in); {
+		switch {
+		case in[i] == '\\' && in[i+1] == 'u':
+			n, _ := strconv.ParseUint(string(in[i+2:i+6]), 16, 32)
+			units = append(units, unit{'u', rune(n)})
+			i += 6
+		case in[i] == '\\':
+			var s string
+			_ = json.Unmarshal([]byte(`"`+string(in[i:i+2])+`"`), &s)
+			units = append(units, unit{'r', []rune(s)[0]})
+			i += 2
+		default:
+			r, size := utf8.DecodeRune(in[i:])
+			if r == utf8.RuneError && size == 1 {
+				units = append(units, unit{'b', rune(in[i])})
+			} else {
+				units = append(units, unit{'r', r})
+			}
+			i += size
+		}
+	}
+	var chars []string
+	for i := 0; i < len(units); i++ {
+		u := units[i]
+		switch {
+		case u.kind == 'b':
+			chars = append(chars, fmt.Sprintf("byte %02x", u.v))
+		case u.kind == 'u' && u.v >= 0xD800 && u.v < 0xDC00 && i+1 < len(units) &&
+			units[i+1].kind == 'u' && units[i+1].v >= 0xDC00 && units[i+1].v < 0xE000:
+			chars = append(chars, fmt.Sprintf("char %x", 0x10000+(u.v-0xD800)<<10+(units[i+1].v-0xDC00)))
+			i++
+		case u.kind == 'u' && u.v >= 0xD800 && u.v < 0xE000:
+			chars = append(chars, fmt.Sprintf("half %x", u.v))
+		default:
+			chars = append(chars, fmt.Sprintf("char %x", u.v))
+		}
+	}
+	return chars
 }
