@@ -187,6 +187,18 @@ func TestVersionRouterNegotiates(t *testing.T) {
 			p.Request("1", "session/new", `{}`)
 			p.ExpectAnswer(ctx, "1")
 			assert.Equal(t, tc.handler+" session/new", wiretest.Recv(t, ctx, seen))
+			// A repeat may ask again for the same version, never switch.
+			p.Request("2", "initialize", `{"protocolVersion":`+tc.requested+`}`)
+			p.ExpectAnswer(ctx, "2")
+			assert.Equal(t, tc.handler+" initialize", wiretest.Recv(t, ctx, seen))
+			other := "1"
+			if tc.want == acprpc.ProtocolV1 {
+				other = "2"
+			}
+			p.Request("3", "initialize", `{"protocolVersion":`+other+`}`)
+			m := p.ExpectError(ctx, "3", acprpc.CodeInvalidRequest)
+			assert.Contains(t, m.Error.Message, "already speaks")
+			assert.Equal(t, tc.want, c.ProtocolVersion())
 		})
 	}
 

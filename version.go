@@ -154,6 +154,12 @@ func (c *Conn) negotiate(m *message) bool {
 			Message: fmt.Sprintf("Unsupported protocol version %d (supported: %v)", requested, supported), Data: data}))
 		return true
 	}
+	if current := c.ProtocolVersion(); current != 0 && current != v {
+		// One connection, one version: a repeated initialize must keep it.
+		c.reply(errorFrame(m.id, &Error{Code: CodeInvalidRequest,
+			Message: fmt.Sprintf("Invalid request: the connection already speaks ACP version %d", current)}))
+		return true
+	}
 	c.SetProtocolVersion(v)
 	return false
 }
