@@ -9,6 +9,16 @@
 // $/cancel_request on the prompt, cancels both requests, each with its own
 // $/cancel_request, and the turn ends with stopReason "cancelled".
 //
+// It serves ACP v1 and v2 on one connection (an acprpc.VersionRouter): the
+// version is the highest one at or below the client's protocolVersion. A
+// client asking for 2 gets the same turn in v2's form: session/prompt is
+// answered with the prompt's messageId at once, the turn reports
+// state_update running, echoes the prompt, and ends with an idle
+// state_update carrying the stop reason; session/cancel cascades the same
+// way; a prompt that arrives while the session works is held until that
+// work ends. v2 has no terminal/create: the turn still sends it, in its v1
+// shape, as its second nested request.
+//
 // The agent exits with status 0 when its stdin closes.
 //
 //	go run ./examples/agent

@@ -10,6 +10,12 @@
 //	go run ./examples/cascade                   # cancel by session/cancel
 //	go run ./examples/cascade -cancel=request   # cancel by $/cancel_request on the prompt
 //	go run ./examples/cascade -raw              # the exact JSON lines
+//	go run ./examples/cascade -protocol 2       # the same turn in ACP v2
+//
+// In ACP v2 the prompt is answered with its messageId as soon as the agent
+// inserts it, the turn runs on as the session's foreground work, and it ends
+// with an idle state_update carrying the stop reason; session/cancel is the
+// way to cancel it.
 package main
 
 import (
@@ -42,11 +48,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	agentPath := fs.String("agent", "", "the agent binary to run (default: build ./examples/agent into a temporary directory)")
 	prompt := fs.String("prompt", "slow: analyze file X", "the prompt's text")
 	showLog := fs.Bool("log", false, "print the agent's stderr log after the timeline")
+	protocol := fs.Int("protocol", demo.ProtocolV1, "the ACP version the client asks for: 1 or 2")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *cancel != demo.CancelSession && *cancel != demo.CancelRequest {
 		fmt.Fprintf(stderr, "cascade: -cancel must be %q or %q\n", demo.CancelSession, demo.CancelRequest)
+		return 2
+	}
+	if *protocol != demo.ProtocolV1 && *protocol != demo.ProtocolV2 {
+		fmt.Fprintf(stderr, "cascade: -protocol must be %d or %d\n", demo.ProtocolV1, demo.ProtocolV2)
+		return 2
+	}
+	if *protocol == demo.ProtocolV2 && *cancel == demo.CancelRequest {
+		fmt.Fprintf(stderr, "cascade: -cancel=request needs -protocol 1: %v\n", demo.ErrRequestCancelV2)
 		return 2
 	}
 
@@ -68,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		demo.CancelSession: "session/cancel",
 		demo.CancelRequest: "$/cancel_request on the prompt",
 	}[*cancel]
-	fmt.Fprintf(stdout, "ACP cascading cancellation with acprpc: the client cancels the turn by %s,\n", how)
+	fmt.Fprintf(stdout, "ACP v%d cascading cancellation with acprpc: the client cancels the turn by %s,\n", *protocol, how)
 	fmt.Fprintf(stdout, "%v after the agent's permission and terminal requests arrive.\n", *delay)
 	fmt.Fprintf(stdout, "%s\n\n", demo.Legend)
 
@@ -76,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rec := demo.NewRecorder()
 	session := &demo.Session{AgentPath: *agentPath, AgentStderr: &agentLog, Recorder: rec}
 	client := &demo.Client{TerminalStartup: 10 * time.Second}
-	res, err := session.Run(ctx, client, demo.Turn{Prompt: *prompt, Cancel: *cancel, Delay: *delay})
+	res, err := session.Run(ctx, client, demo.Turn{Prompt: *prompt, Cancel: *cancel, Delay: *delay, Protocol: *protocol})
 
 	sum := demo.Render(stdout, rec.Lines(), *raw)
 	if *showLog || err != nil {

@@ -12,6 +12,7 @@
 //	go run ./examples/client -agent /tmp/agent
 //	go run ./examples/client -agent /tmp/agent -cancel=request
 //	go run ./examples/client -agent /tmp/agent -cancel=none -approve -prompt hello
+//	go run ./examples/client -agent /tmp/agent -protocol 2
 //
 // Without -agent it builds ./examples/agent into a temporary directory
 // first. See ./examples/cascade for the same conversation shown on the wire.
@@ -50,7 +51,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	terminal := fs.Duration("terminal-startup", time.Second, "how long a terminal takes to start")
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	verbose := fs.Bool("v", false, "show the agent's log and acprpc's diagnostics")
+	protocol := fs.Int("protocol", demo.ProtocolV1, "the ACP version to ask for: 1 or 2 (in 2, -cancel=request is not possible)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *protocol != demo.ProtocolV1 && *protocol != demo.ProtocolV2 {
+		fmt.Fprintf(stderr, "client: -protocol must be %d or %d\n", demo.ProtocolV1, demo.ProtocolV2)
+		return 2
+	}
+	if *protocol == demo.ProtocolV2 && *cancel == demo.CancelRequest {
+		fmt.Fprintf(stderr, "client: -cancel=request needs -protocol 1: %v\n", demo.ErrRequestCancelV2)
 		return 2
 	}
 	stdout = &lockedWriter{w: stdout} // handlers print from goroutines of their own
@@ -86,7 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Approve:         *approve,
 		TerminalStartup: *terminal,
 		OnUpdate: func(n demo.SessionNotification) {
-			if c := n.Update.Content; c != nil && c.Type == "text" {
+			if c := n.Update.Content; c != nil && c.Type == "text" && n.Update.SessionUpdate == "agent_message_chunk" {
 				fmt.Fprintf(stdout, "agent: %s\n", c.Text)
 			}
 		},
@@ -104,9 +114,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		},
 	}
 	turn := demo.Turn{
-		Prompt: *prompt,
-		Cancel: *cancel,
-		Delay:  *delay,
+		Prompt:   *prompt,
+		Cancel:   *cancel,
+		Delay:    *delay,
+		Protocol: *protocol,
 		OnCancel: func(how string) {
 			if how == demo.CancelSession {
 				fmt.Fprintln(stdout, "client: cancelling the turn: session/cancel")
@@ -123,6 +134,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "client:", err)
 		return 1
+	}
+	if res.MessageID != "" {
+		fmt.Fprintf(stdout, "the agent inserted the prompt as %s\n", res.MessageID)
 	}
 	fmt.Fprintf(stdout, "stopReason: %s\n", res.StopReason)
 	return 0

@@ -19,13 +19,18 @@ const (
 	MethodTerminalCreate    = "terminal/create"
 )
 
-// ProtocolVersion is the ACP version the demo speaks.
-const ProtocolVersion = 1
+// The ACP versions the demo speaks. A client asks for one; the agent
+// serves both.
+const (
+	ProtocolV1 = 1
+	ProtocolV2 = 2
+)
 
 // Stop reasons of a prompt turn.
 const (
 	StopEndTurn   = "end_turn"
 	StopCancelled = "cancelled"
+	StopError     = "error" // v2: the work failed
 )
 
 // The permission options the agent offers, and the outcomes a client
@@ -146,11 +151,20 @@ type SessionNotification struct {
 	Update    SessionUpdate `json:"update"`
 }
 
-// SessionUpdate is one update of a turn; the demo sends message chunks.
+// SessionUpdate is one update of a turn: a message chunk (v1 and v2), or,
+// in v2, a state_update. v2's chunks carry the ID of the message they
+// belong to; v1's do not.
 type SessionUpdate struct {
 	SessionUpdate string        `json:"sessionUpdate"`
+	MessageID     string        `json:"messageId,omitempty"`
 	Content       *ContentBlock `json:"content,omitempty"`
+	State         string        `json:"state,omitempty"`      // v2 state_update: running, idle, ...
+	StopReason    string        `json:"stopReason,omitempty"` // v2 idle state_update: why the work ended
 }
+
+// IsIdle reports whether the update is v2's idle state_update, which ends
+// a session's foreground work.
+func (u SessionUpdate) IsIdle() bool { return u.SessionUpdate == "state_update" && u.State == "idle" }
 
 // ToolCallUpdate describes the tool call a permission request is about.
 type ToolCallUpdate struct {

@@ -19,22 +19,34 @@ const AgentName = "acprpc-demo-agent"
 // the client to answer the requests it cancelled (ACP's "graceful
 // cancellation"), so the turn ends after them, as in the specification's
 // cascading flow. It stays below acprpc.DefaultCancelGrace, which would
-// otherwise answer the prompt for the handler.
+// otherwise answer the prompt (v1) or end the work (v2) for the agent.
 const confirmWait = time.Second
 
-// Agent is the demo's ACP agent, an acprpc.Handler. Each prompt turn streams
-// a message, then asks the client, concurrently, for permission to run a
-// tool and for a terminal, with the turn's context: cancelling the turn
-// cancels both requests, each with its own $/cancel_request.
+// Agent is the demo's ACP agent, an acprpc.Handler for ACP v1 and v2 on one
+// connection: a VersionRouter with a handler for each, so the Conn
+// negotiates the version the client asks for. Each prompt turn streams a
+// message, then asks the client, concurrently, for permission to run a tool
+// and for a terminal, with the turn's context: cancelling the turn cancels
+// both requests, each with its own $/cancel_request. In v1 the turn ends
+// with the prompt's answer; in v2 the prompt is answered with its messageId
+// at once and the turn, the session's foreground work, ends with an idle
+// state_update (see agent_v2.go).
 type Agent struct {
-	log *slog.Logger
+	log     *slog.Logger
+	handler acprpc.VersionRouter
 
 	mu       sync.Mutex
-	sessions map[string]bool
+	sessions map[string]*session
 	nextID   int
-	terminal bool // the client offers terminal/create
+	terminal bool // the v1 client offers terminal/create
 
 	turns sync.WaitGroup
+}
+
+// session is what the agent keeps of a session.
+type session struct {
+	work     *acprpc.Work // v2: its foreground work, while it runs
+	messages int          // v2: messages numbered so far
 }
 
 // NewAgent returns an agent that logs to log, which may be nil.
@@ -42,95 +54,131 @@ func NewAgent(log *slog.Logger) *Agent {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{log: log, sessions: make(map[string]bool)}
+	a := &Agent{log: log, sessions: make(map[string]*session)}
+	a.handler = acprpc.VersionRouter{V1: a.v1(), V2: a.v2()}
+	return a
 }
+
+// v1 is the agent's ACP v1 handler.
+func (a *Agent) v1() acprpc.Handler {
+	r := acprpc.NewRouter()
+	r.Register(MethodInitialize, acprpc.RequestHandler(a.initializeV1))
+	r.Register(MethodSessionNew, acprpc.RequestHandler(a.newSession))
+	r.Register(MethodSessionPrompt, acprpc.RequestHandler(a.promptV1))
+	r.Register(acprpc.MethodSessionCancel, acprpc.NotificationHandler(a.sessionCancelled))
+	return r
+}
+
+// Handle serves the client's requests and notifications with the handler of
+// the connection's version.
+func (a *Agent) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
+	return a.handler.Handle(ctx, req)
+}
+
+// ProtocolVersions are the ACP versions the agent serves: 1 and 2.
+func (a *Agent) ProtocolVersions() []acprpc.ProtocolVersion { return a.handler.ProtocolVersions() }
 
 // Wait returns once no prompt turn is running. Call it after the connection
 // has closed, when every turn's context has ended.
 func (a *Agent) Wait() { a.turns.Wait() }
 
-// Handle serves the client's requests and notifications.
-func (a *Agent) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
-	switch req.Method {
-	case MethodInitialize:
-		return a.initialize(req)
-	case MethodSessionNew:
-		return a.newSession(req)
-	case MethodSessionPrompt:
-		a.turns.Add(1)
-		defer a.turns.Done()
-		return a.prompt(ctx, req)
-	case acprpc.MethodSessionCancel:
-		// acprpc has already cancelled the session's turn by the time this
-		// runs; the handler only sees the notification go by.
-		a.log.Info("session/cancel received", "session", req.SessionID)
-		return nil, nil
-	}
-	if req.IsNotification() {
-		return nil, nil // unknown notifications are ignored
-	}
-	return nil, acprpc.MethodNotFound(req.Method)
-}
-
-func (a *Agent) initialize(req *acprpc.Request) (any, error) {
-	var p InitializeRequest
-	if err := req.DecodeParams(&p); err != nil {
-		return nil, err
-	}
+func (a *Agent) initializeV1(_ context.Context, p InitializeRequest) (InitializeResponse, error) {
 	a.mu.Lock()
 	a.terminal = p.ClientCapabilities.Terminal
 	a.mu.Unlock()
 	return InitializeResponse{
-		ProtocolVersion: ProtocolVersion,
-		AgentCapabilities: AgentCapabilities{
-			PromptCapabilities: PromptCapabilities{},
-			MCPCapabilities:    MCPCapabilities{},
-		},
-		AuthMethods: []any{},
-		AgentInfo:   &Implementation{Name: AgentName, Version: "0.1.0"},
+		ProtocolVersion: ProtocolV1,
+		AuthMethods:     []any{},
+		AgentInfo:       &Implementation{Name: AgentName, Version: "0.1.0"},
 	}, nil
 }
 
-func (a *Agent) newSession(req *acprpc.Request) (any, error) {
-	var p NewSessionRequest
-	if err := req.DecodeParams(&p); err != nil {
-		return nil, err
-	}
+func (a *Agent) newSession(_ context.Context, p NewSessionRequest) (NewSessionResponse, error) {
 	a.mu.Lock()
 	a.nextID++
 	id := fmt.Sprintf("sess_%d", a.nextID)
-	a.sessions[id] = true
+	a.sessions[id] = &session{}
 	a.mu.Unlock()
 	a.log.Info("session created", "session", id, "cwd", p.Cwd)
 	return NewSessionResponse{SessionID: id}, nil
 }
+
+// sessionCancelled sees session/cancel go by: acprpc has already cancelled
+// the session's turn by the time it runs.
+func (a *Agent) sessionCancelled(_ context.Context, p sessionRef) {
+	a.log.Info("session/cancel received", "session", p.SessionID)
+}
+
+type sessionRef struct {
+	SessionID string `json:"sessionId"`
+}
+
+// known reports whether the session exists.
+func (a *Agent) known(sessionID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sessions[sessionID] != nil
+}
+
+func unknownSession(sessionID string) error {
+	return acprpc.NewError(acprpc.CodeInvalidParams, "Invalid params: unknown session "+sessionID)
+}
+
+// promptV1 runs a v1 turn. It honours ctx: whatever ended it
+// (session/cancel, $/cancel_request on the prompt, or a cancelled answer
+// from the client), it flushes a last update and answers
+// {"stopReason":"cancelled"} itself, never an error.
+func (a *Agent) promptV1(ctx context.Context, p PromptRequest) (any, error) {
+	a.turns.Add(1)
+	defer a.turns.Done()
+	req, _ := acprpc.RequestFromContext(ctx)
+	a.mu.Lock()
+	terminal := a.terminal
+	a.mu.Unlock()
+	if !a.known(p.SessionID) {
+		return nil, unknownSession(p.SessionID)
+	}
+	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: p.SessionID, log: a.log.With("session", p.SessionID, "prompt", req.ID.String())}
+	text := p.Text()
+	t.log.Info("turn started", "text", text)
+	stopReason, err := t.run(ctx, text, RequestPermissionRequest{
+		SessionID: p.SessionID,
+		ToolCall:  toolCall,
+		Options:   permissionOptions,
+	}, terminal)
+	if err != nil {
+		return nil, err
+	}
+	return PromptResponse{StopReason: stopReason}, nil
+}
+
+// The tool call the agent asks permission for, and the options it offers.
+var (
+	toolCall          = ToolCallUpdate{ToolCallID: ToolCallID, Title: "Run `sleep 30`", Kind: "execute", Status: "pending"}
+	permissionOptions = []PermissionOption{
+		{OptionID: OptionAllow, Name: "Allow once", Kind: "allow_once"},
+		{OptionID: OptionReject, Name: "Reject", Kind: "reject_once"},
+	}
+)
 
 // turn is one prompt turn in progress.
 type turn struct {
 	conn      *acprpc.Conn
 	sessionID string
 	log       *slog.Logger
+	messageID string // v2: the agent message its chunks belong to; empty in v1
 }
 
-// prompt runs a turn. It honours ctx: whatever ended it (session/cancel,
-// $/cancel_request on the prompt, or a cancelled answer from the client),
-// it flushes a last update and answers {"stopReason":"cancelled"} itself,
-// never an error.
-func (a *Agent) prompt(ctx context.Context, req *acprpc.Request) (any, error) {
-	var p PromptRequest
-	if err := req.DecodeParams(&p); err != nil {
-		return nil, err
-	}
-	a.mu.Lock()
-	known, terminal := a.sessions[p.SessionID], a.terminal
-	a.mu.Unlock()
-	if !known {
-		return nil, acprpc.NewError(acprpc.CodeInvalidParams, "Invalid params: unknown session "+p.SessionID)
-	}
-	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: p.SessionID, log: a.log.With("session", p.SessionID, "prompt", req.ID.String())}
-	text := p.Text()
-	t.log.Info("turn started", "text", text)
+// errAbandoned ends a turn whose connection has closed: there is nobody to
+// tell.
+var errAbandoned = errors.New("the connection closed")
 
+// run does a turn's work under ctx and returns its stop reason: the same
+// work in both versions, told apart only by the permission request's shape
+// and whether terminal/create is sent. A cancelled turn flushes a last
+// update and returns StopCancelled; a turn whose connection closed returns
+// ctx's error.
+func (t *turn) run(ctx context.Context, text string, permissionRequest any, wantTerminal bool) (string, error) {
 	// (1) Say something, so the client shows the turn is under way.
 	t.say(ctx, "Looking into it: I need your permission and a terminal.")
 
@@ -141,20 +189,11 @@ func (a *Agent) prompt(ctx context.Context, req *acprpc.Request) (any, error) {
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
-		wg                sync.WaitGroup
-		perm              RequestPermissionResponse
-		term              CreateTerminalResponse
-		permErr, termErr  error
-		wantedTerminal    = terminal
-		graceful          = acprpc.WaitAfterCancel(confirmWait)
-		permissionRequest = RequestPermissionRequest{
-			SessionID: p.SessionID,
-			ToolCall:  ToolCallUpdate{ToolCallID: ToolCallID, Title: "Run `sleep 30`", Kind: "execute", Status: "pending"},
-			Options: []PermissionOption{
-				{OptionID: OptionAllow, Name: "Allow once", Kind: "allow_once"},
-				{OptionID: OptionReject, Name: "Reject", Kind: "reject_once"},
-			},
-		}
+		wg               sync.WaitGroup
+		perm             RequestPermissionResponse
+		term             CreateTerminalResponse
+		permErr, termErr error
+		graceful         = acprpc.WaitAfterCancel(confirmWait)
 	)
 	wg.Go(func() {
 		permErr = t.conn.Call(tctx, MethodRequestPermission, permissionRequest, &perm, graceful)
@@ -162,10 +201,10 @@ func (a *Agent) prompt(ctx context.Context, req *acprpc.Request) (any, error) {
 			stop()
 		}
 	})
-	if wantedTerminal {
+	if wantTerminal {
 		wg.Go(func() {
 			termErr = t.conn.Call(tctx, MethodTerminalCreate,
-				CreateTerminalRequest{SessionID: p.SessionID, Command: "sleep", Args: []string{"30"}}, &term, graceful)
+				CreateTerminalRequest{SessionID: t.sessionID, Command: "sleep", Args: []string{"30"}}, &term, graceful)
 		})
 	}
 	wg.Wait()
@@ -176,16 +215,16 @@ func (a *Agent) prompt(ctx context.Context, req *acprpc.Request) (any, error) {
 		return t.cancelled(ctx)
 	}
 	if permErr != nil {
-		return nil, fmt.Errorf("asking permission: %w", permErr)
+		return "", fmt.Errorf("asking permission: %w", permErr)
 	}
 	if termErr != nil {
-		return nil, fmt.Errorf("creating a terminal: %w", termErr)
+		return "", fmt.Errorf("creating a terminal: %w", termErr)
 	}
 	if perm.Outcome.OptionID != OptionAllow {
 		t.say(ctx, "Permission denied: I will not run the tool.")
-		return PromptResponse{StopReason: StopEndTurn}, nil
+		return StopEndTurn, nil
 	}
-	if !wantedTerminal {
+	if !wantTerminal {
 		term.TerminalID = "(none: the client has no terminals)"
 	}
 	if strings.Contains(strings.ToLower(text), SlowWord) {
@@ -195,7 +234,7 @@ func (a *Agent) prompt(ctx context.Context, req *acprpc.Request) (any, error) {
 	}
 	t.say(ctx, "Permission granted; terminal "+term.TerminalID+" runs `sleep 30`. Done.")
 	t.log.Info("turn ended", "stopReason", StopEndTurn)
-	return PromptResponse{StopReason: StopEndTurn}, nil
+	return StopEndTurn, nil
 }
 
 // cancelledAnswer reports whether the client ended the turn through one of
@@ -212,13 +251,13 @@ func cancelledAnswer(perm RequestPermissionResponse, errs ...error) bool {
 	return false
 }
 
-// cancelled ends a cancelled turn: a last update, then the stop reason as a
-// result. When the connection itself is gone there is nobody to tell.
-func (t *turn) cancelled(ctx context.Context) (any, error) {
+// cancelled ends a cancelled turn: a last update, then the stop reason.
+// When the connection itself is gone there is nobody to tell.
+func (t *turn) cancelled(ctx context.Context) (string, error) {
 	cause := context.Cause(ctx)
 	if errors.Is(cause, acprpc.ErrConnClosed) {
 		t.log.Info("turn abandoned: the connection closed")
-		return nil, ctx.Err()
+		return "", errors.Join(errAbandoned, ctx.Err())
 	}
 	why := "the client cancelled it"
 	switch {
@@ -231,19 +270,20 @@ func (t *turn) cancelled(ctx context.Context) (any, error) {
 	}
 	t.log.Info("turn cancelled", "by", why)
 	// The turn's context has ended, but this update belongs to the turn and
-	// must go out before its answer.
+	// must go out before its end.
 	t.say(context.WithoutCancel(ctx), "Stopped ("+why+").")
-	return PromptResponse{StopReason: StopCancelled}, nil
+	return StopCancelled, nil
 }
 
 // say sends an agent_message_chunk update.
 func (t *turn) say(ctx context.Context, text string) {
 	block := TextBlock(text)
-	err := t.conn.Notify(ctx, MethodSessionUpdate, SessionNotification{
-		SessionID: t.sessionID,
-		Update:    SessionUpdate{SessionUpdate: "agent_message_chunk", Content: &block},
-	})
-	if err != nil {
+	t.update(ctx, SessionUpdate{SessionUpdate: "agent_message_chunk", MessageID: t.messageID, Content: &block})
+}
+
+// update sends a session/update of the turn.
+func (t *turn) update(ctx context.Context, u SessionUpdate) {
+	if err := t.conn.Notify(ctx, MethodSessionUpdate, SessionNotification{SessionID: t.sessionID, Update: u}); err != nil {
 		t.log.Debug("update not sent", "error", err) // the turn or the connection has ended
 	}
 }

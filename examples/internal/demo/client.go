@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -38,6 +39,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	arrived map[string]int
+	idle    map[string]string // v2: each session's stop reason, once its work has ended
 	changed chan struct{}
 	served  sync.WaitGroup
 }
@@ -47,8 +49,13 @@ func (c *Client) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
 	switch req.Method {
 	case MethodSessionUpdate:
 		var n SessionNotification
-		if err := req.DecodeParams(&n); err == nil && c.OnUpdate != nil {
-			c.OnUpdate(n)
+		if err := req.DecodeParams(&n); err == nil {
+			if c.OnUpdate != nil {
+				c.OnUpdate(n)
+			}
+			if n.Update.IsIdle() {
+				c.ended(n.SessionID, n.Update.StopReason)
+			}
 		}
 		return nil, nil
 	case MethodRequestPermission:
@@ -101,19 +108,51 @@ func (c *Client) arrive(method string) {
 	}
 }
 
+// ended records a v2 session's idle state_update: its work has ended.
+func (c *Client) ended(sessionID, stopReason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.idle == nil {
+		c.idle = make(map[string]string)
+	}
+	c.idle[sessionID] = stopReason
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
+}
+
 // awaitRequests returns a channel closed once each method has arrived at
 // least once, or ctx has ended.
 func (c *Client) awaitRequests(ctx context.Context, methods ...string) <-chan struct{} {
+	return c.await(ctx, func() bool {
+		for _, m := range methods {
+			if c.arrived[m] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// awaitIdle returns a channel closed once the v2 session's work has ended,
+// or ctx has ended.
+func (c *Client) awaitIdle(ctx context.Context, sessionID string) <-chan struct{} {
+	return c.await(ctx, func() bool {
+		_, ok := c.idle[sessionID]
+		return ok
+	})
+}
+
+// await returns a channel closed once ready, checked under c.mu whenever a
+// request arrives or a work ends, holds, or ctx has ended.
+func (c *Client) await(ctx context.Context, ready func() bool) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
 			c.mu.Lock()
-			all := true
-			for _, m := range methods {
-				all = all && c.arrived[m] > 0
-			}
-			if all {
+			if ready() {
 				c.mu.Unlock()
 				return
 			}
@@ -148,6 +187,10 @@ type Turn struct {
 	Cwd string
 	// OnCancel, if set, is called just before the turn is cancelled.
 	OnCancel func(how string)
+	// Protocol is the ACP version the client asks for: ProtocolV1 (the
+	// default) or ProtocolV2. In v2 the turn can only be cancelled with
+	// session/cancel: the prompt is answered as soon as it is inserted.
+	Protocol int
 }
 
 // TurnResult is what a turn ended with.
@@ -155,27 +198,28 @@ type TurnResult struct {
 	AgentName  string
 	SessionID  string
 	StopReason string
+	// MessageID is, in v2, the ID the agent gave the prompt's message.
+	MessageID string
 }
 
-// RunTurn initializes the connection, opens a session, sends the prompt and,
-// unless t.Cancel is CancelNone, cancels the turn t.Delay after the agent's
-// two requests have arrived. It returns the turn's stop reason.
+// ErrRequestCancelV2 is why a v2 turn cannot be cancelled by
+// $/cancel_request on its prompt: the prompt is answered as soon as the
+// agent inserts it, and the turn runs on as the session's foreground work.
+var ErrRequestCancelV2 = errors.New("in ACP v2 a prompt is answered once inserted, so its turn is cancelled with session/cancel, not $/cancel_request")
+
+// RunTurn initializes the connection with t.Protocol, opens a session,
+// sends the prompt and, unless t.Cancel is CancelNone, cancels the turn
+// t.Delay after the agent's two requests have arrived. It returns the
+// turn's stop reason: the prompt's answer in v1, the idle state_update that
+// ends the session's work in v2.
 func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnResult, error) {
-	var res TurnResult
-	var init InitializeResponse
-	err := conn.Call(ctx, MethodInitialize, InitializeRequest{
-		ProtocolVersion:    ProtocolVersion,
-		ClientCapabilities: ClientCapabilities{Terminal: true},
-		ClientInfo:         &Implementation{Name: ClientName, Version: "0.1.0"},
-	}, &init)
+	v2 := t.Protocol == ProtocolV2
+	if v2 && t.Cancel == CancelRequest {
+		return TurnResult{}, ErrRequestCancelV2
+	}
+	res, err := c.initialize(ctx, conn, v2)
 	if err != nil {
 		return res, err
-	}
-	if init.ProtocolVersion != ProtocolVersion {
-		return res, fmt.Errorf("the agent speaks ACP version %d, not %d", init.ProtocolVersion, ProtocolVersion)
-	}
-	if init.AgentInfo != nil {
-		res.AgentName = init.AgentInfo.Name
 	}
 	cwd := t.Cwd
 	if cwd == "" {
@@ -190,16 +234,40 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 	promptCtx, cancelPrompt := context.WithCancel(ctx)
 	defer cancelPrompt()
 	var (
-		prompt PromptResponse
-		done   = make(chan error, 1)
+		v1Answer PromptResponse
+		v2Answer PromptResponseV2
+		answer   any = &v1Answer
+		done         = make(chan error, 1)
 	)
+	if v2 {
+		answer = &v2Answer
+	}
 	go func() {
 		// WaitAfterCancel: after $/cancel_request, wait for the agent's
-		// answer, which carries the turn's stop reason.
+		// answer, which in v1 carries the turn's stop reason.
 		done <- conn.Call(promptCtx, MethodSessionPrompt,
 			PromptRequest{SessionID: sess.SessionID, Prompt: []ContentBlock{TextBlock(t.Prompt)}},
-			&prompt, acprpc.WaitAfterCancel(5*time.Second))
+			answer, acprpc.WaitAfterCancel(5*time.Second))
 	}()
+	if v2 {
+		// In v2 the answer comes at once, and the turn's end later.
+		if err := <-done; err != nil {
+			return res, err
+		}
+		res.MessageID = v2Answer.MessageID
+		done = c.turnEnd(ctx, sess.SessionID)
+	}
+	finish := func(err error) (TurnResult, error) {
+		if err != nil {
+			return res, err
+		}
+		if v2 {
+			res.StopReason = c.stopReason(sess.SessionID)
+		} else {
+			res.StopReason = v1Answer.StopReason
+		}
+		return res, nil
+	}
 
 	if t.Cancel == CancelSession || t.Cancel == CancelRequest {
 		arrivedCtx, stopWaiting := context.WithCancel(ctx)
@@ -208,7 +276,7 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 		case err = <-done:
 			stopWaiting()
 			<-arrived
-			return c.ended(res, prompt, err)
+			return finish(err)
 		case <-arrived:
 		}
 		stopWaiting()
@@ -216,7 +284,7 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 		select {
 		case err = <-done:
 			timer.Stop()
-			return c.ended(res, prompt, err)
+			return finish(err)
 		case <-timer.C:
 		}
 		if t.OnCancel != nil {
@@ -230,13 +298,64 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 			cancelPrompt()
 		}
 	}
-	return c.ended(res, prompt, <-done)
+	return finish(<-done)
 }
 
-func (c *Client) ended(res TurnResult, prompt PromptResponse, err error) (TurnResult, error) {
-	if err != nil {
-		return res, err
+// initialize runs initialize in the version asked for and checks that the
+// agent speaks it.
+func (c *Client) initialize(ctx context.Context, conn *acprpc.Conn, v2 bool) (TurnResult, error) {
+	var res TurnResult
+	var agentVersion int
+	if v2 {
+		var init InitializeResponseV2
+		err := conn.Call(ctx, MethodInitialize, InitializeRequestV2{
+			ProtocolVersion: ProtocolV2,
+			Info:            Implementation{Name: ClientName, Version: "0.1.0"},
+		}, &init)
+		if err != nil {
+			return res, err
+		}
+		agentVersion, res.AgentName = init.ProtocolVersion, init.Info.Name
+	} else {
+		var init InitializeResponse
+		err := conn.Call(ctx, MethodInitialize, InitializeRequest{
+			ProtocolVersion:    ProtocolV1,
+			ClientCapabilities: ClientCapabilities{Terminal: true},
+			ClientInfo:         &Implementation{Name: ClientName, Version: "0.1.0"},
+		}, &init)
+		if err != nil {
+			return res, err
+		}
+		agentVersion = init.ProtocolVersion
+		if init.AgentInfo != nil {
+			res.AgentName = init.AgentInfo.Name
+		}
 	}
-	res.StopReason = prompt.StopReason
+	want := ProtocolV1
+	if v2 {
+		want = ProtocolV2
+	}
+	if agentVersion != want {
+		return res, fmt.Errorf("the agent speaks ACP version %d, not %d", agentVersion, want)
+	}
 	return res, nil
+}
+
+// turnEnd returns a channel that gets nil once the v2 session's work has
+// ended with its idle state_update, or ctx's error.
+func (c *Client) turnEnd(ctx context.Context, sessionID string) chan error {
+	done := make(chan error, 1)
+	idle := c.awaitIdle(ctx, sessionID)
+	go func() {
+		<-idle
+		done <- ctx.Err()
+	}()
+	return done
+}
+
+// stopReason is the stop reason of the v2 session's idle state_update.
+func (c *Client) stopReason(sessionID string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idle[sessionID]
 }

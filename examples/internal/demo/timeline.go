@@ -45,7 +45,9 @@ type Summary struct {
 	StopReason string // the last prompt turn's, if it was answered
 }
 
-// phase headings, after the specification's cascading flow.
+// phase headings, after the specification's cascading flow; in v2 the
+// prompt is answered when it is inserted, and the turn, the session's
+// foreground work, ends with an idle state_update.
 var phases = [...]string{
 	1: "1. the prompt turn starts",
 	2: "2. the agent makes concurrent requests to the client",
@@ -55,14 +57,29 @@ var phases = [...]string{
 	6: "6. the agent flushes its updates and ends the turn",
 }
 
+var phasesV2 = [...]string{
+	1: "1. the prompt is inserted: answered with its messageId at once, and its work starts",
+	2: phases[2],
+	3: "3. the client cancels the turn: session/cancel",
+	4: phases[4],
+	5: phases[5],
+	6: "6. the agent flushes its updates and ends the work: one idle state_update",
+}
+
 // Render writes lines as a timeline, or, with raw set, as the exact JSON
-// lines, and then a summary of the checks every ACP conversation must pass.
+// lines, and then a summary of the checks every ACP conversation must pass,
+// in the version the initialize exchange settled.
 func Render(w io.Writer, lines []Line, raw bool) Summary {
 	reqs := map[reqKey]*request{}
 	var order []*request
 	shown := map[int]bool{}
-	promptOpen := map[string]bool{} // prompt IDs awaiting their answer
+	promptOpen := map[string]bool{} // v1: prompt IDs awaiting their answer; v2: sessions whose work runs
 	cancelled := false              // the client has cancelled the turn
+	v2 := isV2(lines)
+	headings := phases
+	if v2 {
+		headings = phasesV2
+	}
 	var t0 time.Duration
 	if len(lines) > 0 {
 		t0 = lines[0].At
@@ -79,7 +96,7 @@ func Render(w io.Writer, lines []Line, raw bool) Summary {
 			reqs[k] = r
 			order = append(order, r)
 			if l.Dir == ClientToAgent && m.Method == MethodSessionPrompt {
-				promptOpen[k.id] = true
+				promptOpen[turnKey(v2, k.id, m)] = true
 				phase = 1
 			} else if nested {
 				phase = 2
@@ -99,7 +116,7 @@ func Render(w io.Writer, lines []Line, raw bool) Summary {
 			k := reqKey{1 - l.Dir, string(m.ID)}
 			if r := reqs[k]; r != nil {
 				r.answers = append(r.answers, i)
-				if r.method == MethodSessionPrompt {
+				if r.method == MethodSessionPrompt && !v2 {
 					delete(promptOpen, k.id)
 				}
 			}
@@ -115,9 +132,13 @@ func Render(w io.Writer, lines []Line, raw bool) Summary {
 		case cancelled && l.Dir == AgentToClient:
 			phase = 6
 		}
+		if _, idle := idleOf(m); idle && v2 {
+			nested = false // the work's end, beside its prompt
+			delete(promptOpen, unquoted(member(m.Params, "sessionId")))
+		}
 		if phase > 0 && !shown[phase] {
 			shown[phase] = true
-			fmt.Fprintf(w, "                 ── %s\n", phases[phase])
+			fmt.Fprintf(w, "                 ── %s\n", headings[phase])
 		}
 		indent := ""
 		if nested {
@@ -129,7 +150,40 @@ func Render(w io.Writer, lines []Line, raw bool) Summary {
 			fmt.Fprintf(w, "%9.1fms  %s  %s%s\n", ms(l.At-t0), l.Dir, indent, describe(l, reqs))
 		}
 	}
-	return summarize(w, lines, order)
+	return summarize(w, lines, order, v2)
+}
+
+// isV2 reports whether the conversation's initialize settled ACP v2.
+func isV2(lines []Line) bool {
+	for _, l := range lines {
+		if l.Dir == AgentToClient && l.Msg.IsResponse() && l.Msg.Result != nil {
+			if v := member(l.Msg.Result, "protocolVersion"); v != nil && member(l.Msg.Result, "info") != nil {
+				return string(v) == "2"
+			}
+		}
+	}
+	return false
+}
+
+// turnKey names an open turn: by the prompt's ID in v1, where its answer
+// ends it, and by its session in v2, where an idle state_update does.
+func turnKey(v2 bool, id string, m *Message) string {
+	if v2 {
+		return unquoted(member(m.Params, "sessionId"))
+	}
+	return id
+}
+
+// idleOf reports whether m is v2's idle state_update, and its stop reason.
+func idleOf(m *Message) (string, bool) {
+	if m.Method != MethodSessionUpdate {
+		return "", false
+	}
+	var n SessionNotification
+	if json.Unmarshal(m.Params, &n) != nil || !n.Update.IsIdle() {
+		return "", false
+	}
+	return n.Update.StopReason, true
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -186,19 +240,36 @@ func paramsDetail(m *Message) string {
 	case MethodSessionUpdate:
 		var n SessionNotification
 		_ = json.Unmarshal(m.Params, &n)
-		s := n.Update.SessionUpdate
-		if n.Update.Content != nil {
-			s += " " + strconv.Quote(clip(n.Update.Content.Text, 64))
+		u := n.Update
+		s := u.SessionUpdate
+		if u.State != "" {
+			s += " " + u.State
+		}
+		if u.StopReason != "" {
+			s += ", stopReason " + u.StopReason
+		}
+		if u.MessageID != "" {
+			s += " " + u.MessageID
+		}
+		if u.Content != nil {
+			s += " " + strconv.Quote(clip(u.Content.Text, 64))
 		}
 		return s
 	case MethodRequestPermission:
-		var p RequestPermissionRequest
+		var p struct {
+			RequestPermissionRequest
+			Subject PermissionSubject `json:"subject"` // v2
+		}
 		_ = json.Unmarshal(m.Params, &p)
 		var opts []string
 		for _, o := range p.Options {
 			opts = append(opts, o.OptionID)
 		}
-		return "toolCall " + p.ToolCall.ToolCallID + ", options " + strings.Join(opts, "/")
+		toolCallID := p.ToolCall.ToolCallID
+		if toolCallID == "" {
+			toolCallID = p.Subject.ToolCall.ToolCallID
+		}
+		return "toolCall " + toolCallID + ", options " + strings.Join(opts, "/")
 	case MethodTerminalCreate:
 		var p CreateTerminalRequest
 		_ = json.Unmarshal(m.Params, &p)
@@ -208,7 +279,7 @@ func paramsDetail(m *Message) string {
 }
 
 // summarize checks the conversation and writes what it found.
-func summarize(w io.Writer, lines []Line, order []*request) Summary {
+func summarize(w io.Writer, lines []Line, order []*request, v2 bool) Summary {
 	s := Summary{OK: true}
 	check := func(ok bool, format string, args ...any) {
 		mark := "✓"
@@ -277,8 +348,14 @@ func summarize(w io.Writer, lines []Line, order []*request) Summary {
 			map[bool]string{true: "", false: "; not: " + strings.Join(missed, ", ")}[len(missed) == 0])
 	}
 
-	// Updates of each turn before its answer, none after.
+	if v2 {
+		summarizeWork(check, lines, order, &s)
+	}
+	// v1: updates of each turn before its answer, none after.
 	for _, r := range order {
+		if v2 {
+			break
+		}
 		if r.method != MethodSessionPrompt || len(r.answers) == 0 {
 			continue
 		}
@@ -372,4 +449,39 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// summarizeWork checks v2's turns: each inserted prompt answered with a
+// messageId, and its session's work ended by exactly one idle state_update,
+// after every update of that session and followed by none.
+func summarizeWork(check func(bool, string, ...any), lines []Line, order []*request, s *Summary) {
+	for _, r := range order {
+		if r.method != MethodSessionPrompt || len(r.answers) == 0 {
+			continue
+		}
+		at := findRequest(lines, r.key)
+		answer := lines[r.answers[0]].Msg
+		if answer.Error != nil {
+			check(answer.Error.Code == acprpc.CodeRequestCancelled, "%s was not inserted: error %d", r.key.tag(), answer.Error.Code)
+			continue
+		}
+		check(member(answer.Result, "messageId") != nil, "%s was answered with its messageId %s", r.key.tag(), compact(member(answer.Result, "messageId")))
+		sid := string(member(lines[at].Msg.Params, "sessionId"))
+		updates, idles, after := 0, 0, 0
+		for _, l := range lines[at:] {
+			if l.Dir != AgentToClient || l.Msg.Method != MethodSessionUpdate || string(member(l.Msg.Params, "sessionId")) != sid {
+				continue
+			}
+			switch reason, idle := idleOf(&l.Msg); {
+			case idle:
+				idles++
+				s.StopReason = reason
+			case idles > 0:
+				after++
+			default:
+				updates++
+			}
+		}
+		check(idles == 1 && after == 0, "%d session/update of the work, then %d idle state_update, %d after", updates, idles, after)
+	}
 }

@@ -1,0 +1,129 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/acpkit/acprpc"
+)
+
+// v2 is the agent's ACP v2 handler. The turn is v1's, in v2's form:
+// session/prompt is answered with the prompt's messageId once it is
+// inserted, and the turn runs on as the session's foreground work, which
+// reports state_update running, echoes the prompt, and ends with an idle
+// state_update carrying its stop reason. A prompt that arrives while the
+// session works is held until that work ends; cancelled before that (by
+// $/cancel_request or session/cancel) it is answered -32800, never
+// inserted. v2 has no terminal/create and no terminal capability: the turn
+// still sends it, in its v1 shape, as its second nested request.
+func (a *Agent) v2() acprpc.Handler {
+	r := acprpc.NewRouter()
+	r.Register(MethodInitialize, acprpc.RequestHandler(a.initializeV2))
+	r.Register(MethodSessionNew, acprpc.RequestHandler(a.newSession))
+	r.Register(MethodSessionPrompt, acprpc.RequestHandler(a.promptV2))
+	r.Register(acprpc.MethodSessionClose, acprpc.RequestHandler(a.closeSession))
+	r.Register(acprpc.MethodSessionCancel, acprpc.NotificationHandler(a.sessionCancelled))
+	return r
+}
+
+func (a *Agent) initializeV2(context.Context, InitializeRequestV2) (InitializeResponseV2, error) {
+	return InitializeResponseV2{
+		ProtocolVersion: ProtocolV2,
+		Info:            Implementation{Name: AgentName, Version: "0.1.0"},
+	}, nil
+}
+
+// promptV2 inserts the prompt and starts its work, once the session's
+// earlier work, if any, has ended.
+func (a *Agent) promptV2(ctx context.Context, p PromptRequest) (PromptResponseV2, error) {
+	if !a.known(p.SessionID) {
+		return PromptResponseV2{}, unknownSession(p.SessionID)
+	}
+	req, _ := acprpc.RequestFromContext(ctx)
+	log := a.log.With("session", p.SessionID, "prompt", req.ID.String())
+	if earlier := a.working(p.SessionID); earlier != nil {
+		log.Info("prompt held: the session is working")
+		select {
+		case <-earlier.Done():
+		case <-ctx.Done():
+		}
+	}
+	if ctx.Err() != nil {
+		// Not inserted: acprpc answers -32800, v2's answer for a prompt
+		// cancelled before insertion.
+		log.Info("prompt cancelled before it was inserted", "cause", context.Cause(ctx))
+		return PromptResponseV2{}, context.Cause(ctx)
+	}
+	work, _ := acprpc.WorkFromContext(ctx)
+	messageID := a.startWork(p.SessionID, work)
+	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: p.SessionID, log: log, messageID: messageID + "_reply"}
+	a.turns.Go(func() { t.runV2(work, p, messageID) })
+	return PromptResponseV2{MessageID: messageID}, nil
+}
+
+// working returns the session's foreground work while it runs.
+func (a *Agent) working(sessionID string) *acprpc.Work {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.sessions[sessionID]
+	if s == nil || s.work == nil {
+		return nil
+	}
+	select {
+	case <-s.work.Done():
+		return nil
+	default:
+		return s.work
+	}
+}
+
+// startWork records the session's new work and numbers the prompt's
+// message.
+func (a *Agent) startWork(sessionID string, w *acprpc.Work) (messageID string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.sessions[sessionID]
+	s.work = w
+	s.messages++
+	return fmt.Sprintf("msg_%d", s.messages)
+}
+
+// runV2 is a v2 turn's foreground work, after its prompt's answer.
+func (t *turn) runV2(work *acprpc.Work, p PromptRequest, messageID string) {
+	ctx := work.Context()
+	text := p.Text()
+	t.log.Info("turn started", "text", text, "messageId", messageID)
+	t.update(ctx, SessionUpdate{SessionUpdate: "state_update", State: "running"})
+	for _, block := range p.Prompt { // the prompt, echoed as the inserted user message
+		t.update(ctx, SessionUpdate{SessionUpdate: "user_message_chunk", MessageID: messageID, Content: &block})
+	}
+	stopReason, err := t.run(ctx, text, RequestPermissionRequestV2{
+		SessionID: p.SessionID,
+		Title:     "Run `sleep 30`?",
+		Subject:   PermissionSubject{Type: "tool_call", ToolCall: toolCall},
+		Options:   permissionOptions,
+	}, true)
+	switch {
+	case errors.Is(err, errAbandoned):
+		return // the work ended with the connection: there is no one to tell
+	case err != nil:
+		t.log.Info("turn failed", "error", err)
+		stopReason = StopError
+	}
+	if err := work.End(stopReason); err != nil {
+		t.log.Debug("the work had already ended", "error", err) // acprpc ended it after its grace period
+	}
+	t.log.Info("turn ended", "stopReason", stopReason)
+}
+
+// closeSession frees a session. acprpc has cancelled its work and held
+// prompts before this runs, and answers only once the work's idle
+// state_update is out.
+func (a *Agent) closeSession(_ context.Context, p sessionRef) (struct{}, error) {
+	a.mu.Lock()
+	delete(a.sessions, p.SessionID)
+	a.mu.Unlock()
+	a.log.Info("session closed", "session", p.SessionID)
+	return struct{}{}, nil
+}
