@@ -1,9 +1,12 @@
 package remote
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,3 +130,113 @@ func send(t testing.TB, tr acprpc.Transport, msg string) {
 
 // initRequest is the first message of every connection.
 const initRequest = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}`
+
+// rawHTTP makes plain HTTP requests to a server, as a client library
+// would, for the tests that look at statuses and headers.
+type rawHTTP struct {
+	t      testing.TB
+	url    string
+	client *http.Client
+}
+
+func newRawHTTP(t testing.TB, url string) *rawHTTP {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &rawHTTP{t: t, url: url, client: &http.Client{Transport: tr}}
+}
+
+// do sends one request; headers are name, value pairs. The response's body
+// is read whole and closed, unless stream is set.
+func (c *rawHTTP) do(method, body string, headers ...string) (*http.Response, string) {
+	c.t.Helper()
+	resp := c.open(method, body, headers...)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	return resp, string(b)
+}
+
+// open sends one request and returns the response with its body unread.
+func (c *rawHTTP) open(method, body string, headers ...string) *http.Response {
+	c.t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	c.t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, method, c.url, r)
+	require.NoError(c.t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i] == "Host" {
+			req.Host = headers[i+1]
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := c.client.Do(req)
+	require.NoError(c.t, err)
+	return resp
+}
+
+// initialize opens a Streamable HTTP connection by hand: it POSTs
+// initialize, plays the server's Conn for its answer, and returns the
+// connection's ID and its server-side transport.
+func (c *rawHTTP) initialize(ts *testServer) (string, acprpc.Transport) {
+	c.t.Helper()
+	type answer struct {
+		resp *http.Response
+		body string
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, body := c.do(http.MethodPost, initRequest)
+		got <- answer{resp, body}
+	}()
+	server := ts.next(c.t)
+	require.Equal(c.t, initRequest, recvMsg(c.t, server))
+	send(c.t, server, initAnswer)
+	a := <-got
+	require.Equal(c.t, http.StatusOK, a.resp.StatusCode, a.body)
+	require.Equal(c.t, initAnswer, a.body)
+	return a.resp.Header.Get(HeaderConnectionID), server
+}
+
+// sseEvents reads a GET's SSE response, sending each event's data and each
+// keep-alive ("") on the channel it returns, which closes with the stream.
+func sseEvents(resp *http.Response) <-chan string {
+	out := make(chan string, 1024)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "data: "):
+				out <- strings.TrimPrefix(line, "data: ")
+			case line == ":":
+				out <- ""
+			}
+		}
+	}()
+	return out
+}
+
+const initAnswer = `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}`
+
+// deliver sends msg from one end and checks that the other receives it.
+// The send runs beside the receive: a Streamable HTTP POST returns only
+// once the server's side has taken the message, as a Conn always does.
+func deliver(t testing.TB, from, to acprpc.Transport, msg string) {
+	t.Helper()
+	sent := make(chan error, 1)
+	go func() { sent <- from.Send([]byte(msg)) }()
+	got, err := recv(t, to)
+	require.NoError(t, err)
+	require.Equal(t, msg, string(got))
+	require.NoError(t, <-sent)
+}

@@ -295,12 +295,12 @@ func (h *httpConn) Close() error {
 // from then on.
 func (h *httpConn) closeWith(reason error) {
 	h.closeOnce.Do(func() {
+		h.srv.forget(h) // first, so that no one finds it open after its Recv fails
 		h.mu.Lock()
 		h.reason = reason
 		close(h.closed)
 		h.mu.Unlock()
 		h.idle.disarm()
-		h.srv.forget(h)
 	})
 }
 
