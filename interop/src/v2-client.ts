@@ -369,8 +369,11 @@ function endingChecks(stopReason: string): Record<string, boolean> {
     agentChunksCarryMessageIds: report.updates
       .filter((u) => u.sessionUpdate === "agent_message_chunk")
       .every((u) => typeof u.messageId === "string"),
+    // The inserted prompt is echoed as a user message (whole, or in chunks) with its messageId.
     userMessageEchoed: report.updates.some(
-      (u) => u.sessionUpdate === "user_message" && u.messageId === messageIdOf(report.prompts[0]),
+      (u) =>
+        (u.sessionUpdate === "user_message" || u.sessionUpdate === "user_message_chunk") &&
+        u.messageId === messageIdOf(report.prompts[0]),
     ),
     schemaValid: (report.schema?.failures.length ?? 1) === 0,
     noOtherRequests: report.otherRequests.length === 0,
