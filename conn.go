@@ -92,12 +92,12 @@ func (c *Conn) read() {
 		var tooLarge *MessageTooLargeError
 		switch {
 		case errors.As(err, &tooLarge):
-			c.tooLarge(tooLarge.Prefix, tooLarge.Size)
+			c.tooLarge(tooLarge)
 		case err != nil:
 			c.shutdown(fmt.Errorf("%w: input ended: %w", ErrConnClosed, err))
 			return
 		case len(msg) > c.opts.MaxMessageSize: // a transport with no limit of its own
-			c.tooLarge(msg[:min(len(msg), prefixKept)], len(msg))
+			c.tooLarge(tooLargeOf(msg, c.opts.MaxMessageSize))
 		default:
 			c.receive(msg)
 		}
@@ -150,13 +150,12 @@ func (c *Conn) intercept(m *message) bool {
 	return false
 }
 
-// tooLarge answers a message over the size limit, of which only its first
-// bytes were kept.
-func (c *Conn) tooLarge(prefix []byte, size int) {
+// tooLarge answers a message over the size limit, which was not kept.
+func (c *Conn) tooLarge(e *MessageTooLargeError) {
 	if c.opts.Hooks.Received != nil {
-		c.receivedTooLarge(prefix, size)
+		c.receivedTooLarge(e.Prefix, e.Size)
 	}
-	c.overLong(prefix, size)
+	c.overLong(e)
 }
 
 func (c *Conn) writeFailed(err error) {

@@ -411,3 +411,38 @@ func fuzzIDChars(raw []byte) []string {
 	}
 	return chars
 }
+
+// FuzzTooLargeEnvelope: the scan of an over-long message, fed in parts of
+// any size, finds the top-level ID and kind that encoding/json finds in the
+// message read whole.
+func FuzzTooLargeEnvelope(f *testing.F) {
+	f.Fuzz(func(t *testing.T, msg []byte, step uint8) {
+		e := &MessageTooLargeError{}
+		n := int(step)%13 + 1
+		for i := 0; i < len(msg); i += n {
+			_, _ = e.Write(msg[i:min(i+n, len(msg))])
+		}
+		id, isResponse := e.envelope()
+		if e.Size != len(msg) {
+			t.Fatalf("size %d of %d bytes", e.Size, len(msg))
+		}
+		if fuzzDepth(msg) >= maxDepth-1 || !json.Valid(msg) {
+			return
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(msg, &obj) != nil || obj == nil {
+			if id != nil || isResponse {
+				t.Fatalf("%q is no object, but the scan found id %s, response %v", msg, id, isResponse)
+			}
+			return
+		}
+		want, ok := obj["id"]
+		if !ok || !fuzzIsID(want) || len(want) > idKept {
+			want = nil
+		}
+		fuzzSame(t, "id", id, want)
+		if isResponse != fuzzIsAnswer(obj) {
+			t.Fatalf("%q: the scan says response %v", msg, isResponse)
+		}
+	})
+}

@@ -35,13 +35,11 @@ func TestLimitsMaxMessageSize(t *testing.T) {
 		m := p.ExpectError(ctx, "2", acprpc.CodeInvalidRequest) // the ID at the start of an over-long line is read
 		require.Contains(t, m.Error.Message, "exceeds the limit")
 
-		// An ID past the first 4 KiB, the part of an over-long line that is
-		// looked at, cannot be read: the answer has a null ID.
+		// An ID after the long part is found too: the whole line is scanned.
 		p.Send(`{"jsonrpc":"2.0","method":"echo","params":{"pad":"` + strings.Repeat("y", 8<<10) + `"},"id":3}`)
-		p.ExpectError(ctx, "null", acprpc.CodeInvalidRequest)
+		p.ExpectError(ctx, "3", acprpc.CodeInvalidRequest)
 
-		// An over-long notification cannot be told from a request whose ID was
-		// cut off, so it too gets a null-ID -32600.
+		// An over-long notification has no ID: its -32600 carries null.
 		p.Notify("session/update", `{"pad":"`+strings.Repeat("z", 2*limit)+`"}`)
 		p.ExpectAnswer(ctx, "null")
 

@@ -197,15 +197,18 @@ func (c *Conn) badMessage(e *messageError) {
 	c.reply(f)
 }
 
-// overLong answers a message above the size limit, which was not kept. If
-// its first bytes show an ID, the answer carries it; if they show an answer
-// to one of our calls, that call fails instead.
-func (c *Conn) overLong(prefix []byte, size int) {
-	msg := fmt.Sprintf("Invalid request: message of %d bytes exceeds the limit of %d", size, c.opts.MaxMessageSize)
-	id, isResponse := peekID(prefix)
-	c.log.Warn("acprpc: over-long message from peer", "size", size, "id", string(id))
+// overLong answers a message above the size limit, which was not kept.
+// The answer carries its ID, wherever in the message the ID was; if the
+// message answers one of our calls, that call fails instead, and an answer
+// is never answered.
+func (c *Conn) overLong(e *MessageTooLargeError) {
+	msg := fmt.Sprintf("Invalid request: message of %d bytes exceeds the limit of %d", e.Size, c.opts.MaxMessageSize)
+	id, isResponse := e.envelope()
+	c.log.Warn("acprpc: over-long message from peer", "size", e.Size, "id", string(id), "response", isResponse)
 	if isResponse {
-		c.failCall(id, &Error{Code: CodeInternalError, Message: "response too large: " + msg})
+		if id != nil {
+			c.failCall(id, &Error{Code: CodeInternalError, Message: "response too large: " + msg})
+		}
 		return
 	}
 	f := errorFrame(id, &Error{Code: CodeInvalidRequest, Message: msg})

@@ -90,13 +90,14 @@ func (s *Stream) interruptible() bool { return s.canCut }
 func (s *Stream) SetReadLimit(n int) { s.limit = n }
 
 // Recv returns the next non-blank line, without its line end. A line over
-// the limit is returned as a *MessageTooLargeError holding its first bytes.
+// the limit is returned as a *MessageTooLargeError, which found the line's ID
+// without holding the line.
 func (s *Stream) Recv() ([]byte, error) {
 	for s.err == nil {
-		line, size, err := s.readLine()
+		line, tooLarge, err := s.readLine()
 		s.err = err
-		if size > s.limit {
-			return nil, &MessageTooLargeError{Size: size, Limit: s.limit, Prefix: line}
+		if tooLarge != nil {
+			return nil, tooLarge
 		}
 		if !blank(line) {
 			return line, nil
@@ -105,42 +106,64 @@ func (s *Stream) Recv() ([]byte, error) {
 	return nil, s.err
 }
 
-// readLine returns the next line without its line end, copied so it can be
-// kept, and the size of the message it holds. A line longer than the limit
-// is consumed without being held: only its first bytes come back. A last
-// line without "\n" is returned with the error that ended it.
-func (s *Stream) readLine() (line []byte, size int, err error) {
+// readLine returns the next line without its line end ("\n", and a "\r"
+// before it: framing, not message), copied so it can be kept, or the error
+// for a line over the limit. A last line without "\n" is returned with the
+// error that ended it.
+func (s *Stream) readLine() (line []byte, tooLarge *MessageTooLargeError, err error) {
 	chunk, err := s.r.ReadSlice('\n')
 	if err == bufio.ErrBufferFull {
-		line, size, err = s.readLong(chunk)
-	} else {
-		line, size = append([]byte(nil), chunk...), len(chunk)
+		return s.readLong(chunk)
 	}
-	if err == nil {
-		size-- // the "\n" is framing, not message
+	line = trimLineEnd(chunk)
+	if len(line) > s.limit {
+		return nil, tooLargeOf(line, s.limit), err
 	}
-	if size > s.limit {
-		return trimLineEnd(line[:min(prefixKept, len(line))]), size, err
-	}
-	return trimLineEnd(line), size, err
+	return bytes.Clone(line), nil, err
 }
 
 // readLong reads the rest of a line longer than the read buffer, whose
 // first part is first. The parts are kept as they come and joined once, so
 // a long line is copied twice rather than once per growth of one slice.
-// Parts beyond the size limit are not kept.
-func (s *Stream) readLong(first []byte) (line []byte, size int, err error) {
+// Once the line is known to be over the limit, its parts are no longer
+// kept, only scanned for its ID: a line of any length costs the read
+// buffer and the limit.
+func (s *Stream) readLong(first []byte) (line []byte, tooLarge *MessageTooLargeError, err error) {
 	parts := [][]byte{bytes.Clone(first)}
-	size, err = len(first), bufio.ErrBufferFull
-	for err == bufio.ErrBufferFull {
+	size, ends := len(first), lineEnds(first, 0)
+	for err = bufio.ErrBufferFull; err == bufio.ErrBufferFull; {
 		var chunk []byte
 		chunk, err = s.r.ReadSlice('\n')
-		size += len(chunk)
-		if size <= s.limit+1 {
+		size, ends = size+len(chunk), lineEnds(chunk, ends)
+		switch {
+		case tooLarge != nil:
+			_, _ = tooLarge.Write(chunk)
+		case size-ends > s.limit: // whatever follows, the message is longer than the limit
+			tooLarge = &MessageTooLargeError{Limit: s.limit, Prefix: parts[0][:min(len(parts[0]), prefixKept)]}
+			for _, p := range append(parts, chunk) {
+				_, _ = tooLarge.Write(p)
+			}
+			parts = nil
+		default:
 			parts = append(parts, bytes.Clone(chunk))
 		}
 	}
-	return bytes.Join(parts, nil), size, err
+	if tooLarge != nil {
+		tooLarge.Size = size - ends
+		return nil, tooLarge, err
+	}
+	return trimLineEnd(bytes.Join(parts, nil)), nil, err
+}
+
+// lineEnds counts the "\r" and "\n" bytes at the end of what has been read
+// of a line, given the count before chunk: those may be the line's end
+// rather than its message.
+func lineEnds(chunk []byte, before int) int {
+	n := len(chunk) - len(trimLineEnd(chunk))
+	if n == len(chunk) {
+		return before + n
+	}
+	return n
 }
 
 // blank reports whether a line holds nothing but white space; such a line

@@ -150,9 +150,9 @@ func TestStreamOverLongLine(t *testing.T) {
 		// Longer than any read buffer.
 		p.Request(`"big"`, "echo", `{"pad":`+pad(200<<10)+`}`)
 		p.ExpectError(ctx, `"big"`, acprpc.CodeInvalidRequest)
-		// The ID after the long part, or no JSON at all: "id": null.
+		// The ID after the long part is found; no JSON at all: "id": null.
 		p.Send(`{"jsonrpc":"2.0","method":"echo","params":{"pad":` + pad(8<<10) + `},"id":10}`)
-		p.ExpectError(ctx, "null", acprpc.CodeInvalidRequest)
+		p.ExpectError(ctx, "10", acprpc.CodeInvalidRequest)
 		p.Send(strings.Repeat("z", 3*limit))
 		p.ExpectError(ctx, "null", acprpc.CodeInvalidRequest)
 		// A line of exactly the limit is served, with CRLF too.

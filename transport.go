@@ -1,9 +1,5 @@
 package acprpc
 
-import (
-	"fmt"
-)
-
 // Transport carries whole JSON-RPC messages between a Conn and its peer: one
 // message per Recv, one per Send. It knows nothing of JSON-RPC; the Conn
 // validates, answers and routes what it receives, so every transport gets the
@@ -33,21 +29,6 @@ type Transport interface {
 	// transport cannot promise that (a blocking file), the Conn still closes
 	// without waiting for it.
 	Close() error
-}
-
-// MessageTooLargeError is what a Transport's Recv returns for a message over
-// its size limit, which it dropped without holding it in memory. The Conn
-// answers it -32600, with the message's ID when Prefix shows one, and reads
-// the next message.
-type MessageTooLargeError struct {
-	Size   int    // the message's size in bytes, as far as it was read
-	Limit  int    // the limit it broke
-	Prefix []byte // the message's first bytes, kept to find its ID
-}
-
-// Error says how large the message was and what the limit is.
-func (e *MessageTooLargeError) Error() string {
-	return fmt.Sprintf("message of %d bytes exceeds the limit of %d", e.Size, e.Limit)
 }
 
 // readLimiter and flusher are the optional methods of a Transport.
