@@ -60,6 +60,24 @@ func BenchmarkRoundTrip(b *testing.B) {
 	})
 }
 
+// BenchmarkRoundTripStdio is BenchmarkRoundTrip with the agent on blocking
+// descriptors, as a spawned agent's stdin and stdout are: the case of an
+// editor and its agent, in one process.
+func BenchmarkRoundTripStdio(b *testing.B) {
+	forEachPeer(b, func(b *testing.B, p Peer) {
+		l := newBenchLink(b, p, &Workload{}, LinkOptions{AgentStdio: true})
+		ctx := context.Background()
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			stop, err := l.Client.Prompt(ctx, "s1", TextHello)
+			if err != nil || stop != StopEndTurn {
+				b.Fatalf("prompt: %q, %v", stop, err)
+			}
+		}
+	})
+}
+
 func BenchmarkRoundTripParallel8(b *testing.B) {
 	forEachPeer(b, func(b *testing.B, p Peer) {
 		l := newBenchLink(b, p, &Workload{}, LinkOptions{})

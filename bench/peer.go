@@ -116,16 +116,26 @@ type Link struct {
 type LinkOptions struct {
 	// Tap, if set, sees every chunk the client side reads.
 	Tap func([]byte)
+	// AgentStdio makes the agent's ends blocking descriptors, like the
+	// stdin and stdout of an agent the client spawned (on Linux; elsewhere
+	// it has no effect).
+	AgentStdio bool
 }
 
 // NewLink starts peer p over os.Pipe: the client writes to the agent's
 // input pipe and reads from the agent's output pipe.
 func NewLink(p Peer, wl *Workload, opt LinkOptions) (*Link, error) {
-	toAgentR, toAgentW, err := os.Pipe()
+	pipe := func(agentReads bool) (*os.File, *os.File, error) {
+		if opt.AgentStdio {
+			return stdioPipe(agentReads)
+		}
+		return os.Pipe()
+	}
+	toAgentR, toAgentW, err := pipe(true)
 	if err != nil {
 		return nil, err
 	}
-	toClientR, toClientW, err := os.Pipe()
+	toClientR, toClientW, err := pipe(false)
 	if err != nil {
 		toAgentR.Close()
 		toAgentW.Close()

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,16 +20,18 @@ func params1MiBText() string {
 }
 
 func TestPeers(t *testing.T) {
-	for _, p := range Peers() {
-		t.Run(p.Name(), func(t *testing.T) {
-			// Every goroutine the peer started must be gone after close.
-			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-			testPeer(t, p)
-		})
+	for _, stdio := range []bool{false, true} {
+		for _, p := range Peers() {
+			t.Run(fmt.Sprintf("%s/agentStdio=%v", p.Name(), stdio), func(t *testing.T) {
+				// Every goroutine the peer started must be gone after close.
+				defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+				testPeer(t, p, stdio)
+			})
+		}
 	}
 }
 
-func testPeer(t *testing.T, p Peer) {
+func testPeer(t *testing.T, p Peer, agentStdio bool) {
 	started := make(chan struct{}, 1)
 	seen := make(chan struct{}, 1)
 	answered := make(chan struct{}, 1)
@@ -37,7 +40,7 @@ func testPeer(t *testing.T, p Peer) {
 		OnCancel: func() { seen <- struct{}{} },
 	}
 	mw := NewMarkerWatch(func() { answered <- struct{}{} })
-	l, err := NewLink(p, wl, LinkOptions{Tap: mw.Tap})
+	l, err := NewLink(p, wl, LinkOptions{Tap: mw.Tap, AgentStdio: agentStdio})
 	if err != nil {
 		t.Fatal(err)
 	}

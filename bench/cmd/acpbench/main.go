@@ -55,18 +55,18 @@ func main() {
 		calls := fs.Int("calls", 20000, "calls per run")
 		runs := fs.Int("runs", 3, "runs per row; the median is reported")
 		fs.StringVar(&rows, "rows", defaultRows, "comma-separated client:server pairs")
-		parse(fs, args, &cfg, rows)
+		parse(fs, args, &cfg, &rows)
 		check(runStdio(&cfg, *calls, *runs))
 	case "cancel":
 		n := fs.Int("n", 1000, "cancellations per row")
 		fs.StringVar(&rows, "rows", defaultRows, "comma-separated client:server pairs")
-		parse(fs, args, &cfg, rows)
+		parse(fs, args, &cfg, &rows)
 		check(runCancel(&cfg, *n))
 	case "scale":
 		sizes := fs.String("n", "10000,100000", "comma-separated numbers of requests in flight")
 		peers := fs.String("peers", "acprpc,coder,lsp,sourcegraph", "peers to run")
 		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
-		parse(fs, args, &cfg, "")
+		parse(fs, args, &cfg, new(string))
 		check(runScale(&cfg, strings.Split(*peers, ","), *sizes, *wait))
 	case "scale-one": // one peer and size in a fresh process; used by scale
 		peer := fs.String("peer", "", "peer")
@@ -81,9 +81,10 @@ func main() {
 	}
 }
 
-func parse(fs *flag.FlagSet, args []string, cfg *config, rows string) {
+// parse parses args, then splits *rows, which the parse may have set.
+func parse(fs *flag.FlagSet, args []string, cfg *config, rows *string) {
 	check(fs.Parse(args))
-	for _, r := range strings.Split(rows, ",") {
+	for _, r := range strings.Split(*rows, ",") {
 		if r = strings.TrimSpace(r); r == "" {
 			continue
 		}

@@ -21,7 +21,19 @@ type stdioResult struct {
 	Par8CPS []float64 `json:"par8CallsPerSec"`
 	SeqMed  float64   `json:"seqMedian"`
 	Par8Med float64   `json:"par8Median"`
-	Skipped string    `json:"skipped,omitempty"`
+	// CPU µs per sequential call, user and system, of each process; -1
+	// where it could not be read (the TypeScript client's runs).
+	SeqClientCPU    []float64 `json:"seqClientCpuUs"`
+	SeqServerCPU    []float64 `json:"seqServerCpuUs"`
+	SeqClientCPUMed float64   `json:"seqClientCpuUsMedian"`
+	SeqServerCPUMed float64   `json:"seqServerCpuUsMedian"`
+	Skipped         string    `json:"skipped,omitempty"`
+}
+
+// stdioRun is what one run of a row measures.
+type stdioRun struct {
+	seq, par                   float64 // calls per second
+	seqClientCPU, seqServerCPU float64 // CPU µs per sequential call
 }
 
 func runStdio(cfg *config, calls, runs int) error {
@@ -35,25 +47,29 @@ func runStdio(cfg *config, calls, runs int) error {
 			continue
 		}
 		for i := 0; i < runs; i++ {
-			seq, par, err := stdioOnce(cfg, r, calls)
+			run, err := stdioOnce(cfg, r, calls)
 			if err != nil {
 				return fmt.Errorf("%s: %w", r, err)
 			}
-			res.SeqCPS = append(res.SeqCPS, seq)
-			res.Par8CPS = append(res.Par8CPS, par)
+			res.SeqCPS = append(res.SeqCPS, run.seq)
+			res.Par8CPS = append(res.Par8CPS, run.par)
+			res.SeqClientCPU = append(res.SeqClientCPU, run.seqClientCPU)
+			res.SeqServerCPU = append(res.SeqServerCPU, run.seqServerCPU)
 		}
 		res.SeqMed, res.Par8Med = median(res.SeqCPS), median(res.Par8CPS)
+		res.SeqClientCPUMed, res.SeqServerCPUMed = median(res.SeqClientCPU), median(res.SeqServerCPU)
 		results = append(results, res)
 	}
 	return writeResults(cfg, "stdio", results, stdioTable(results, runs, calls))
 }
 
 // stdioOnce runs one row in a fresh server process and returns calls per
-// second, sequential and with 8 concurrent callers.
-func stdioOnce(cfg *config, r row, calls int) (seq, par float64, err error) {
+// second, sequential and with 8 concurrent callers, and what the sequential
+// calls cost each side in CPU time.
+func stdioOnce(cfg *config, r row, calls int) (run stdioRun, err error) {
 	argv, err := serverCmd(cfg, r.server)
 	if err != nil {
-		return 0, 0, err
+		return run, err
 	}
 	if r.client == "ts" {
 		var out struct {
@@ -61,17 +77,18 @@ func stdioOnce(cfg *config, r row, calls int) (seq, par float64, err error) {
 			Par8Ns float64 `json:"par8Ns"`
 		}
 		if err := runTS(cfg, "throughput", calls, argv, &out); err != nil {
-			return 0, 0, err
+			return run, err
 		}
-		return float64(calls) / (out.SeqNs / 1e9), float64(calls) / (out.Par8Ns / 1e9), nil
+		return stdioRun{seq: float64(calls) / (out.SeqNs / 1e9), par: float64(calls) / (out.Par8Ns / 1e9),
+			seqClientCPU: -1, seqServerCPU: -1}, nil
 	}
 	peer, ok := bench.Lookup(r.client)
 	if !ok {
-		return 0, 0, fmt.Errorf("unknown peer %q", r.client)
+		return run, fmt.Errorf("unknown peer %q", r.client)
 	}
 	p, err := spawn(argv)
 	if err != nil {
-		return 0, 0, err
+		return run, err
 	}
 	c := peer.Dial(p.stdout, p.stdin, new(bench.Counter))
 	defer func() {
@@ -83,16 +100,18 @@ func stdioOnce(cfg *config, r row, calls int) (seq, par float64, err error) {
 	ctx := context.Background()
 	for i := 0; i < 1000; i++ {
 		if _, err := c.Prompt(ctx, "s1", bench.TextHello); err != nil {
-			return 0, 0, err
+			return run, err
 		}
 	}
+	cpu := startCPU(p.cmd.Process.Pid)
 	t := time.Now()
 	for i := 0; i < calls; i++ {
 		if _, err := c.Prompt(ctx, "s1", bench.TextHello); err != nil {
-			return 0, 0, err
+			return run, err
 		}
 	}
-	seq = float64(calls) / time.Since(t).Seconds()
+	run.seq = float64(calls) / time.Since(t).Seconds()
+	run.seqClientCPU, run.seqServerCPU = cpu.perCall(calls)
 
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -112,11 +131,11 @@ func stdioOnce(cfg *config, r row, calls int) (seq, par float64, err error) {
 		}()
 	}
 	wg.Wait()
-	par = float64(calls) / time.Since(t).Seconds()
+	run.par = float64(calls) / time.Since(t).Seconds()
 	if e, ok := firstErr.Load().(error); ok {
-		return 0, 0, e
+		return run, e
 	}
-	return seq, par, nil
+	return run, nil
 }
 
 func median(v []float64) float64 {
@@ -140,19 +159,28 @@ func stdioTable(results []stdioResult, runs, calls int) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Round trips over a spawned server's stdio: %d session/prompt calls per run, median of %d runs.\n", calls, runs)
-	fmt.Fprintf(&b, "Rows are client→server; one name means both sides. \"vs acprpc\" is the row's calls/s divided by acprpc's.\n\n")
-	fmt.Fprintf(&b, "%-20s %12s %9s %12s %9s %12s\n", "row", "seq calls/s", "vs acprpc", "8× calls/s", "vs acprpc", "seq µs/call")
+	fmt.Fprintf(&b, "Rows are client→server; one name means both sides. \"vs acprpc\" is the row's calls/s divided by acprpc's.\n")
+	fmt.Fprintf(&b, "\"cpu µs\" is each process's CPU time (user and system) per sequential call: a side's own cost, whatever the load.\n\n")
+	fmt.Fprintf(&b, "%-20s %12s %9s %12s %9s %12s %14s %14s\n", "row", "seq calls/s", "vs acprpc", "8× calls/s", "vs acprpc", "seq µs/call",
+		"client cpu µs", "server cpu µs")
 	for _, r := range results {
 		if r.Skipped != "" {
 			fmt.Fprintf(&b, "%-20s skipped: %s\n", r.Row, r.Skipped)
 			continue
 		}
-		fmt.Fprintf(&b, "%-20s %12.0f %9s %12.0f %9s %12.1f\n", r.Row,
+		fmt.Fprintf(&b, "%-20s %12.0f %9s %12.0f %9s %12.1f %14s %14s\n", r.Row,
 			r.SeqMed, ratio(r.SeqMed, ref, func(x *stdioResult) float64 { return x.SeqMed }),
 			r.Par8Med, ratio(r.Par8Med, ref, func(x *stdioResult) float64 { return x.Par8Med }),
-			1e6/r.SeqMed)
+			1e6/r.SeqMed, cpuCell(r.SeqClientCPUMed), cpuCell(r.SeqServerCPUMed))
 	}
 	return b.String()
+}
+
+func cpuCell(us float64) string {
+	if us < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", us)
 }
 
 func ratio[T any](v float64, ref *T, get func(*T) float64) string {
