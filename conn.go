@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,7 +101,22 @@ func (c *Conn) read() {
 			c.tooLarge(tooLargeOf(msg, c.opts.MaxMessageSize))
 		default:
 			c.receive(msg)
+			c.yieldBeforeWait()
 		}
+	}
+}
+
+// yieldBeforeWait lets the goroutine a message woke (its handler, the
+// notification goroutine, the caller it answers) run on this thread before
+// the read loop waits for more input in a system call that holds the thread
+// and its processor, as a read of a blocking stdin does. Without it the woken
+// goroutine would wait on that processor for another thread to wake and take
+// it: tens of microseconds on every round trip of an agent over stdio. A
+// wait that parks in the runtime's poller frees the processor by itself, and
+// input already buffered is read at once, so neither yields.
+func (c *Conn) yieldBeforeWait() {
+	if t, ok := c.transport.(threadHolder); ok && t.recvHoldsThread() {
+		runtime.Gosched()
 	}
 }
 

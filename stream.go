@@ -33,6 +33,8 @@ type Stream struct {
 
 	w *bufio.Writer // used by Send and Flush only, on the Conn's writer
 
+	readParks bool // a read that waits parks in the runtime's poller
+
 	closers   []io.Closer
 	canCut    bool // closing ends a blocked read and write
 	closeOnce sync.Once
@@ -60,12 +62,28 @@ func NewStreamPipes(r io.Reader, w io.Writer) *Stream {
 
 func newStream(r io.Reader, w io.Writer, closers ...io.Closer) *Stream {
 	return &Stream{
-		r:       bufio.NewReaderSize(r, readBufferSize),
-		w:       bufio.NewWriterSize(w, 64<<10),
-		limit:   DefaultMaxMessageSize,
-		closers: closers,
-		canCut:  closeInterrupts(r) && closeInterrupts(w),
+		r:         bufio.NewReaderSize(r, readBufferSize),
+		w:         bufio.NewWriterSize(w, 64<<10),
+		limit:     DefaultMaxMessageSize,
+		closers:   closers,
+		canCut:    closeInterrupts(r) && closeInterrupts(w),
+		readParks: polled(r),
 	}
+}
+
+// polled reports whether the runtime polls x, so that a wait on it parks
+// the goroutine and frees its thread: true for a network connection and for
+// a file the runtime polls (os.Pipe's), false for a file it cannot (the
+// blocking stdin and stdout os/exec hands a child) and for what it cannot
+// tell.
+func polled(x any) bool {
+	switch f := x.(type) {
+	case *os.File:
+		return !errors.Is(f.SetDeadline(time.Time{}), os.ErrNoDeadline)
+	case interface{ SetReadDeadline(time.Time) error }: // a net.Conn
+		return true
+	}
+	return false
 }
 
 // closeInterrupts reports whether closing x ends a read or write blocked on
@@ -104,6 +122,17 @@ func (s *Stream) Recv() ([]byte, error) {
 		}
 	}
 	return nil, s.err
+}
+
+// recvHoldsThread reports whether the next Recv would wait in a system call
+// that holds the thread: the input is not polled and no whole line is
+// buffered.
+func (s *Stream) recvHoldsThread() bool {
+	if s.readParks {
+		return false
+	}
+	b, _ := s.r.Peek(s.r.Buffered())
+	return bytes.IndexByte(b, '\n') < 0
 }
 
 // readLine returns the next line without its line end ("\n", and a "\r"

@@ -36,3 +36,7 @@ type (
 	readLimiter interface{ SetReadLimit(n int) }
 	flusher     interface{ Flush() error }
 )
+
+// threadHolder is a transport that can tell whether its next Recv would
+// wait in a system call holding its thread.
+type threadHolder interface{ recvHoldsThread() bool }
