@@ -21,7 +21,13 @@
 //
 // The agent exits with status 0 when its stdin closes.
 //
+// With -listen ADDR it serves the same agent at http://ADDR/acp instead, over
+// WebSocket and Streamable HTTP alike, to clients on this machine only (the
+// remote package's defaults), each connection with an agent of its own. It
+// prints the URL as its first line and exits with status 0 on an interrupt.
+//
 //	go run ./examples/agent
+//	go run ./examples/agent -listen 127.0.0.1:8080
 //	go run ./examples/cascade   # watch it work with the demo client
 package main
 
@@ -39,6 +45,7 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "log acprpc's diagnostics too")
+	listen := flag.String("listen", "", "serve at http://`ADDR`/acp (WebSocket and Streamable HTTP) instead of stdio")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -49,6 +56,10 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	if *listen != "" {
+		os.Exit(serve(ctx, *listen, log))
+	}
 
 	agent := demo.NewAgent(log)
 	conn := acprpc.NewConn(ctx, acprpc.NewStreamPipes(os.Stdin, os.Stdout), agent, &acprpc.Options{Logger: log})

@@ -11,6 +11,8 @@
 //	go run ./examples/cascade -cancel=request   # cancel by $/cancel_request on the prompt
 //	go run ./examples/cascade -raw              # the exact JSON lines
 //	go run ./examples/cascade -protocol 2       # the same turn in ACP v2
+//	go run ./examples/cascade -transport ws     # over WebSocket, the agent serving at ws://127.0.0.1:…/acp
+//	go run ./examples/cascade -transport http   # over Streamable HTTP
 //
 // In ACP v2 the prompt is answered with its messageId as soon as the agent
 // inserts it, the turn runs on as the session's foreground work, and it ends
@@ -49,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	prompt := fs.String("prompt", "slow: analyze file X", "the prompt's text")
 	showLog := fs.Bool("log", false, "print the agent's stderr log after the timeline")
 	protocol := fs.Int("protocol", demo.ProtocolV1, "the ACP version the client asks for: 1 or 2")
+	transport := fs.String("transport", "stdio", "how the client reaches the agent: stdio (a subprocess's pipes), ws (WebSocket) or http (Streamable HTTP)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -58,6 +61,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *protocol != demo.ProtocolV1 && *protocol != demo.ProtocolV2 {
 		fmt.Fprintf(stderr, "cascade: -protocol must be %d or %d\n", demo.ProtocolV1, demo.ProtocolV2)
+		return 2
+	}
+	if *transport != "stdio" && *transport != "ws" && *transport != "http" {
+		fmt.Fprintf(stderr, "cascade: -transport must be stdio, ws or http\n")
 		return 2
 	}
 	if *protocol == demo.ProtocolV2 && *cancel == demo.CancelRequest {
@@ -83,15 +90,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		demo.CancelSession: "session/cancel",
 		demo.CancelRequest: "$/cancel_request on the prompt",
 	}[*cancel]
-	fmt.Fprintf(stdout, "ACP v%d cascading cancellation with acprpc: the client cancels the turn by %s,\n", *protocol, how)
+	fmt.Fprintf(stdout, "ACP v%d cascading cancellation with acprpc over %s: the client cancels the turn by %s,\n", *protocol, transportNames[*transport], how)
 	fmt.Fprintf(stdout, "%v after the agent's permission and terminal requests arrive.\n", *delay)
 	fmt.Fprintf(stdout, "%s\n\n", demo.Legend)
 
 	var agentLog bytes.Buffer
 	rec := demo.NewRecorder()
-	session := &demo.Session{AgentPath: *agentPath, AgentStderr: &agentLog, Recorder: rec}
 	client := &demo.Client{TerminalStartup: 10 * time.Second}
-	res, err := session.Run(ctx, client, demo.Turn{Prompt: *prompt, Cancel: *cancel, Delay: *delay, Protocol: *protocol})
+	turn := demo.Turn{Prompt: *prompt, Cancel: *cancel, Delay: *delay, Protocol: *protocol}
+	var res demo.TurnResult
+	var err error
+	if *transport == "stdio" {
+		session := &demo.Session{AgentPath: *agentPath, AgentStderr: &agentLog, Recorder: rec}
+		res, err = session.Run(ctx, client, turn)
+	} else {
+		res, err = runRemote(ctx, *agentPath, *transport, &agentLog, rec, client, turn)
+	}
 
 	sum := demo.Render(stdout, rec.Lines(), *raw)
 	if *showLog || err != nil {

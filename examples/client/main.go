@@ -15,7 +15,14 @@
 //	go run ./examples/client -agent /tmp/agent -protocol 2
 //
 // Without -agent it builds ./examples/agent into a temporary directory
-// first. See ./examples/cascade for the same conversation shown on the wire.
+// first. With -url it connects to an agent that is already serving instead,
+// over WebSocket (ws://, wss://) or Streamable HTTP (http://, https://):
+//
+//	go run ./examples/agent -listen 127.0.0.1:8080 &
+//	go run ./examples/client -url ws://127.0.0.1:8080/acp
+//	go run ./examples/client -url http://127.0.0.1:8080/acp
+//
+// See ./examples/cascade for the same conversation shown on the wire.
 package main
 
 import (
@@ -44,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	agentPath := fs.String("agent", "", "the agent binary to run (default: build ./examples/agent into a temporary directory)")
+	agentURL := fs.String("url", "", "connect to the agent serving at `URL` (ws://…/acp or http://…/acp) instead of running one")
 	prompt := fs.String("prompt", "slow: analyze file X", `the prompt's text; the demo agent works until cancelled if it contains "slow"`)
 	cancel := fs.String("cancel", demo.CancelSession, "how to cancel the turn: session (session/cancel), request ($/cancel_request on the prompt) or none")
 	delay := fs.Duration("delay", 200*time.Millisecond, "how long after the agent's permission and terminal requests arrive to cancel")
@@ -73,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := context.WithTimeout(ctx, *timeout)
 	defer stop()
 
-	if *agentPath == "" {
+	if *agentPath == "" && *agentURL == "" {
 		dir, err := os.MkdirTemp("", "acprpc-client-")
 		if err != nil {
 			fmt.Fprintln(stderr, "client:", err)
@@ -130,7 +138,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		turn.Cwd = cwd
 	}
 	fmt.Fprintf(stdout, "you: %s\n", *prompt)
-	res, err := session.Run(ctx, client, turn)
+	var res demo.TurnResult
+	var err error
+	if *agentURL != "" {
+		res, err = (&demo.Remote{URL: *agentURL, Log: session.Log}).Run(ctx, client, turn)
+	} else {
+		res, err = session.Run(ctx, client, turn)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "client:", err)
 		return 1

@@ -1,0 +1,114 @@
+package demo
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/remote"
+)
+
+// ServeAgent serves the demo agent at http://addr/acp, over WebSocket and
+// Streamable HTTP alike, with the remote package's defaults (this
+// machine's loopback only), one Agent per connection. It calls ready with
+// the endpoint's URL once it listens, and returns when ctx ends, after every
+// connection has closed and every turn has ended.
+func ServeAgent(ctx context.Context, addr string, log *slog.Logger, ready func(url string)) error {
+	var open sync.WaitGroup // each connection, until its turns have ended
+	srv := remote.NewServer(func(t acprpc.Transport, r *http.Request) {
+		peer := log.With("peer", r.RemoteAddr, "transport", transportOf(r))
+		agent := NewAgent(peer)
+		conn := acprpc.NewConn(context.WithoutCancel(r.Context()), t, agent, &acprpc.Options{Logger: peer})
+		peer.Info("connection opened")
+		open.Go(func() {
+			<-conn.Done()
+			peer.Info("connection closed", "reason", conn.Err())
+			conn.Close()
+			agent.Wait()
+		})
+	}, nil)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	url := "http://" + l.Addr().String() + remote.DefaultPath
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	ready(url)
+	<-ctx.Done()
+	err = srv.Close()
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	open.Wait()
+	return err
+}
+
+func transportOf(r *http.Request) string {
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		return "websocket"
+	}
+	return "streamable-http"
+}
+
+// Remote is a client's conversation with an agent served at URL (ws://,
+// wss://, http:// or https://).
+type Remote struct {
+	URL string
+	// Recorder, if set, taps the wire: every message in and out.
+	Recorder *Recorder
+	// Log receives the client connection's diagnostics; nil discards them.
+	Log *slog.Logger
+}
+
+// Run connects to the agent, runs one turn with client, and closes the
+// connection.
+func (s *Remote) Run(ctx context.Context, client *Client, t Turn) (TurnResult, error) {
+	tr, err := remote.Dial(ctx, s.URL, nil)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	if s.Recorder != nil {
+		tr = s.Recorder.Transport(tr)
+	}
+	conn := acprpc.NewConn(ctx, tr, client, &acprpc.Options{Logger: s.Log})
+	res, err := client.RunTurn(ctx, conn, t)
+	conn.Close()
+	client.Wait()
+	return res, err
+}
+
+// StartListeningAgent starts the agent binary with -listen on a free
+// loopback port and returns it with the URL it serves, which it prints as
+// its first line of output. Stop it with Stop.
+func StartListeningAgent(path string, stderr io.Writer, args ...string) (*AgentProcess, string, error) {
+	p, err := StartAgent(path, stderr, append([]string{"-listen", "127.0.0.1:0"}, args...)...)
+	if err != nil {
+		return nil, "", err
+	}
+	line, err := bufio.NewReader(p.Stdout).ReadString('\n')
+	if err != nil {
+		p.Kill()
+		_ = p.Wait()
+		return nil, "", fmt.Errorf("the agent did not say where it listens: %w", err)
+	}
+	return p, strings.TrimSpace(line), nil
+}
+
+// Stop interrupts a listening agent and waits for it to exit, which must be
+// with status 0.
+func (p *AgentProcess) Stop() error {
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		p.Kill()
+	}
+	return p.Wait()
+}
