@@ -34,6 +34,7 @@ type Conn struct {
 	calls    callTable     // our requests awaiting answers
 	notes    *notifier     // the peer's notifications, in order
 	workers  workerPool    // goroutines that run request handlers
+	intake   intake        // closed by Shutdown before its last flush
 	versions versioning    // the ACP version and its rules
 	works    workTable     // v2: each session's foreground work
 	entities entityTable   // v2: tool calls and terminals the peer may cancel
@@ -43,6 +44,8 @@ type Conn struct {
 	}
 
 	closeOnce sync.Once
+	stopOnce  sync.Once
+	stopping  chan struct{} // closed when Shutdown begins
 	ready     chan struct{} // closed once NewConn has set every field
 	closed    chan struct{}
 	reason    error // why the connection closed; set before closed is closed
@@ -60,6 +63,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 		handler:   h,
 		transport: t,
 		notes:     newNotifier(),
+		stopping:  make(chan struct{}),
 		ready:     make(chan struct{}),
 		closed:    make(chan struct{}),
 		readDone:  make(chan struct{}),
@@ -91,16 +95,23 @@ func (c *Conn) read() {
 		c.writer.waitRoom()
 		msg, err := c.transport.Recv()
 		var tooLarge *MessageTooLargeError
-		switch {
-		case errors.As(err, &tooLarge):
-			c.tooLarge(tooLarge)
-		case err != nil:
+		if err != nil && !errors.As(err, &tooLarge) {
 			c.shutdown(fmt.Errorf("%w: input ended: %w", ErrConnClosed, err))
 			return
+		}
+		if !c.intake.enter() {
+			continue // Shutdown has taken its last message in: this one goes unread
+		}
+		switch {
+		case tooLarge != nil:
+			c.tooLarge(tooLarge)
 		case len(msg) > c.opts.MaxMessageSize: // a transport with no limit of its own
 			c.tooLarge(tooLargeOf(msg, c.opts.MaxMessageSize))
 		default:
 			c.receive(msg)
+		}
+		c.intake.leave()
+		if tooLarge == nil {
 			c.yieldBeforeWait()
 		}
 	}
@@ -183,6 +194,14 @@ func (c *Conn) writeFailed(err error) {
 // queued messages get a short chance to go out, then the transport closes.
 // It never waits on the peer for longer than closeFlushTimeout.
 func (c *Conn) shutdown(reason error) {
+	flush, stop := context.WithTimeout(context.Background(), closeFlushTimeout)
+	defer stop()
+	c.closeFlushing(reason, flush)
+}
+
+// closeFlushing closes the connection, giving queued messages until flush
+// ends to go out.
+func (c *Conn) closeFlushing(reason error, flush context.Context) {
 	c.closeOnce.Do(func() {
 		// The read loop and the parent's AfterFunc start inside NewConn and
 		// can get here before it has set stopParent.
@@ -194,7 +213,7 @@ func (c *Conn) shutdown(reason error) {
 		c.incoming.stopAllTimers()
 		c.calls.closeAll()
 		c.notes.stop()
-		c.writer.drain(closeFlushTimeout)
+		c.writer.drain(flush)
 		if err := c.transport.Close(); err != nil {
 			c.log.Debug("acprpc: closing the transport", "error", err.Error())
 		}

@@ -67,6 +67,9 @@
 //     the session named by the request's params.sessionId, or this side
 //     called CancelSession;
 //   - ErrDeadline: Options.HandlerTimeout passed;
+//   - ErrShutdown: this side is shutting the connection down (Shutdown);
+//   - a cause of the application's own, given to CancelRequest (a limit
+//     reached, a resource gone);
 //   - ErrConnClosed: the connection closed.
 //
 // The cause is recorded when the cancellation arrives, and it is that record,
@@ -86,7 +89,9 @@
 //   - the handler's result, also when it returns one after a cancel (a
 //     partial result is a valid answer);
 //   - if the request was cancelled and the handler returns an error, or does
-//     not return within Options.CancelGrace: the method's cancellation marker
+//     not return within Options.CancelGrace, or if the handler returns
+//     ErrCancelled (or a -32800 *Error) of its own to say that it gave up on
+//     the request: the method's cancellation marker
 //     when one is registered (ACP's: {"stopReason":"cancelled"} for
 //     session/prompt, {"outcome":{"outcome":"cancelled"}} for
 //     session/request_permission), else the error -32800 "Request
@@ -167,7 +172,23 @@
 //
 // # Shutdown
 //
-// Close, the end of the peer's input, a failed write, or the end of the
+// Shutdown is the graceful end, ACP's internal cancellation: it stops taking
+// requests (each one read from then on is answered as cancelled), cancels
+// every request in flight and every v2 session's foreground work with
+// ErrShutdown, sends $/cancel_request for this side's own calls, lets each
+// request end with its result, its marker or -32800 under the usual grace
+// rules, flushes, and closes. It returns when all is sent, or at once, as
+// Close, when its context ends:
+//
+//	sigs, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+//	defer stop()
+//	<-sigs.Done()
+//	grace, cancel := context.WithTimeout(ctx, 5*time.Second)
+//	defer cancel()
+//	err := conn.Shutdown(grace) // every request answered, then closed
+//
+// Close is the immediate stop, and the other ways a connection ends are
+// immediate too. Close, the end of the peer's input, a failed write, or the end of the
 // context given to NewConn close the connection. Every handler's context is
 // then cancelled with ErrConnClosed, every pending Call returns an error that
 // matches ErrConnClosed, and Close returns once the read loop, the writer and

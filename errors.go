@@ -33,6 +33,10 @@ var (
 	// input, by a write failure, or by NewConn's context ending. A call
 	// that fails with it got no answer; no error the peer sends matches it.
 	ErrConnClosed = errors.New("acprpc: connection closed")
+	// ErrShutdown: this side is shutting the connection down gracefully
+	// (Conn.Shutdown). The request is still answered, with its result, its
+	// marker or -32800; a Call it cut short matches it too.
+	ErrShutdown = errors.New("acprpc: connection shutting down")
 )
 
 type deadlineError struct{}
@@ -42,6 +46,8 @@ func (deadlineError) Unwrap() error { return context.DeadlineExceeded }
 
 // ErrCancelled matches, with errors.Is, every error that means a request was
 // cancelled: a Call whose context ended, and a -32800 answer from the peer.
+// A handler returns it (or an error wrapping it) to have its request
+// answered as cancelled: the method's marker, or -32800.
 var ErrCancelled = errors.New("acprpc: request cancelled")
 
 // ErrTooManyCalls is the reason Call fails when Options.MaxOutgoing calls
@@ -158,4 +164,34 @@ func ownError(err error) *Error {
 		}
 	}
 	return nil
+}
+
+// saysCancelled reports whether a handler's error says that its request was
+// cancelled: ErrCancelled, or a -32800 *Error, of the handler's own. One
+// reached only through a *CallError is a nested call's cancellation, which
+// is that call's news, not an answer for this request.
+func saysCancelled(err error) bool {
+	switch e := err.(type) {
+	case nil, *CallError:
+		return false
+	case *Error:
+		return e.Is(ErrCancelled)
+	}
+	if err == ErrCancelled {
+		return true
+	}
+	if is, ok := err.(interface{ Is(error) bool }); ok && is.Is(ErrCancelled) {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return saysCancelled(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if saysCancelled(e) {
+				return true
+			}
+		}
+	}
+	return false
 }

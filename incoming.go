@@ -62,12 +62,13 @@ func (r *inRequest) armDeadline(d time.Duration) {
 
 // cancelWith cancels the request for cause. The first cause is kept, and
 // from then on the request is owed its cancelled answer: by the handler's
-// return, or by the grace timer if the handler does not return in time.
-func (r *inRequest) cancelWith(cause error) {
+// return, or by the grace timer if the handler does not return in time. It
+// reports whether this call cancelled the request.
+func (r *inRequest) cancelWith(cause error) bool {
 	r.mu.Lock()
 	if r.cause != nil || r.answered.Load() {
 		r.mu.Unlock()
-		return
+		return false
 	}
 	r.cause = cause
 	if grace := r.conn.opts.CancelGrace; grace > 0 && r.conn.Err() == nil {
@@ -75,6 +76,7 @@ func (r *inRequest) cancelWith(cause error) {
 	}
 	r.mu.Unlock()
 	r.cancel(cause)
+	return true
 }
 
 // cancelledBy returns why the request was cancelled, or nil if it was not.
@@ -106,14 +108,21 @@ func (r *inRequest) stopTimers() {
 // exact ID. A request is added on the read goroutine before its handler
 // starts, so a $/cancel_request read right after it always finds it.
 type incomingTable struct {
-	mu sync.Mutex // protects m
-	m  map[idKey]*inRequest
+	mu       sync.Mutex // protects the fields below
+	m        map[idKey]*inRequest
+	draining bool          // Shutdown has begun: no request is added any more
+	open     int           // requests added whose answer is not queued yet
+	empty    chan struct{} // closed when open drops to 0, if someone waits
 }
 
-// add registers r, or reports false when its ID is already in flight.
+// add registers r, or reports false when its ID is already in flight or
+// the table is draining.
 func (t *incomingTable) add(r *inRequest) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.draining {
+		return false
+	}
 	if t.m == nil {
 		t.m = make(map[idKey]*inRequest)
 	}
@@ -121,6 +130,7 @@ func (t *incomingTable) add(r *inRequest) bool {
 		return false
 	}
 	t.m[r.key] = r
+	t.open++
 	return true
 }
 
@@ -138,6 +148,54 @@ func (t *incomingTable) remove(r *inRequest) {
 	}
 	t.mu.Unlock()
 }
+
+// queued records that an answer removed from the table is queued: once
+// every one is, emptied's channel closes.
+func (t *incomingTable) queued() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.open--
+	if t.open == 0 && t.empty != nil {
+		close(t.empty)
+		t.empty = nil
+	}
+}
+
+// drain stops the table taking requests and returns those in flight: after
+// it, the table only shrinks.
+func (t *incomingTable) drain() []*inRequest {
+	t.mu.Lock()
+	t.draining = true
+	t.mu.Unlock()
+	return t.matching(func(*inRequest) bool { return true })
+}
+
+func (t *incomingTable) isDraining() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.draining
+}
+
+// emptied returns a channel closed once no request is in flight and every
+// answer is queued.
+func (t *incomingTable) emptied() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.open == 0 {
+		return closedChan
+	}
+	if t.empty == nil {
+		t.empty = make(chan struct{})
+	}
+	return t.empty
+}
+
+// closedChan is a channel that is always ready.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // matching returns the requests in flight for which keep is true. The
 // table's lock is released before the caller acts on them.

@@ -40,10 +40,13 @@ func (pc *pendingCall) answered() bool { return pc.result != nil || pc.errObj !=
 type callTable struct {
 	limit int // set before the connection starts
 
-	mu     sync.Mutex // protects the fields below
-	last   int64
-	m      map[int64]*pendingCall
-	closed bool
+	mu       sync.Mutex // protects the fields below
+	last     int64
+	m        map[int64]*pendingCall
+	closed   bool
+	draining bool          // Shutdown has begun: no call is registered any more
+	callers  int           // Calls that have registered and not returned
+	idle     chan struct{} // closed when callers drops to 0, if someone waits
 }
 
 // register adds a call, or says why it cannot: the connection closed, or
@@ -54,6 +57,9 @@ func (t *callTable) register(method string) (int64, *pendingCall, error) {
 	if t.closed {
 		return 0, nil, ErrConnClosed
 	}
+	if t.draining {
+		return 0, nil, cancelledCall{ctxErr: ErrShutdown}
+	}
 	if len(t.m) >= t.limit {
 		return 0, nil, ErrTooManyCalls
 	}
@@ -63,7 +69,35 @@ func (t *callTable) register(method string) (int64, *pendingCall, error) {
 	t.last++
 	pc := &pendingCall{done: make(chan struct{}), method: method}
 	t.m[t.last] = pc
+	t.callers++
 	return t.last, pc, nil
+}
+
+// leave records that a Call that registered has returned.
+func (t *callTable) leave() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.callers--
+	if t.callers == 0 && t.idle != nil {
+		close(t.idle)
+		t.idle = nil
+	}
+}
+
+// drain stops the table registering calls and returns a channel closed once
+// every Call in progress has returned. A call whose caller has given up
+// waits on in the table for its late answer, and is not waited for.
+func (t *callTable) drain() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.draining = true
+	if t.callers == 0 {
+		return closedChan
+	}
+	if t.idle == nil {
+		t.idle = make(chan struct{})
+	}
+	return t.idle
 }
 
 // take removes and returns the call with the given ID, or nil.
@@ -182,6 +216,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	if err != nil {
 		return &CallError{Method: method, Err: err}
 	}
+	defer c.calls.leave()
 	pc.learnsVersion = method == MethodInitialize
 	var idBuf [20]byte
 	rawID := strconv.AppendInt(idBuf[:0], id, 10)
@@ -206,24 +241,29 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 			<-pc.done
 			return c.complete(ctx, pc, result, callErr, nil)
 		}
+		c.sendCancel(ctx, id)
+		return c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel, ctx.Err())
+	case <-c.stopping:
+		// Shutdown cancels this side's calls as it cancels the peer's
+		// requests: the peer is told, and may still answer.
+		c.sendCancel(ctx, id)
+		return c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel, ErrShutdown)
 	}
-	c.sendCancel(ctx, id)
-	return c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel)
 }
 
-// awaitAfterCancel waits up to d for the answer to a call whose context has
-// ended and whose cancel is sent.
-func (c *Conn) awaitAfterCancel(ctx context.Context, pc *pendingCall, result any, callErr func(error) error, d time.Duration) error {
+// awaitAfterCancel waits up to d for the answer to a call that was
+// cancelled, for why, and whose cancel is sent.
+func (c *Conn) awaitAfterCancel(ctx context.Context, pc *pendingCall, result any, callErr func(error) error, d time.Duration, why error) error {
 	if d > 0 {
 		wait, stop := context.WithTimeout(context.WithoutCancel(ctx), d)
 		defer stop()
 		select {
 		case <-pc.done:
-			return c.complete(wait, pc, result, callErr, ctx.Err())
+			return c.complete(wait, pc, result, callErr, why)
 		case <-wait.Done():
 		}
 	}
-	return callErr(cancelledCall{ctxErr: ctx.Err()})
+	return callErr(cancelledCall{ctxErr: why})
 }
 
 // complete turns a finished call into Call's return. wait bounds the wait

@@ -33,8 +33,9 @@ type ProcessOptions struct {
 	// agent's process ID in "pid". It may be used together with Stderr.
 	StderrLog *slog.Logger
 
-	// ExitTimeout is how long Close waits for the agent to exit once its
-	// stdin is closed, before it kills it. Zero means DefaultExitTimeout.
+	// ExitTimeout bounds each of Close's two waits: for the connection's
+	// graceful shutdown, then for the agent to exit once its stdin is
+	// closed, before it kills it. Zero means DefaultExitTimeout.
 	ExitTimeout time.Duration
 }
 
@@ -153,9 +154,11 @@ func (p *AgentProcess) Pid() int { return p.cmd.Process.Pid }
 // killed because it did not exit in time once its stdin was closed.
 var ErrAgentKilled = errors.New("acprpc: the agent did not exit after its stdin closed, and was killed")
 
-// Close ends the agent: it closes the connection (queued messages get
-// their short chance to go out), which closes the agent's stdin, waits up
-// to ProcessOptions.ExitTimeout for the agent to exit, then kills it. The
+// Close ends the agent: it shuts the connection down gracefully
+// (Conn.Shutdown, for at most ProcessOptions.ExitTimeout: the agent's
+// requests are answered as cancelled and this side's calls are cancelled),
+// which closes the agent's stdin, then waits up to ExitTimeout for the
+// agent to exit, and kills it if it has not. The
 // agent's stdout is read and discarded until it exits, so that an agent
 // writing its last lines never blocks on a full pipe or dies of a broken
 // one.
@@ -165,7 +168,9 @@ var ErrAgentKilled = errors.New("acprpc: the agent did not exit after its stdin 
 // It is safe to call more than once; later calls return the same.
 func (p *AgentProcess) Close() error {
 	p.closeOnce.Do(func() {
-		_ = p.Conn.Close()
+		shutdown, cancel := context.WithTimeout(context.Background(), p.timeout)
+		_ = p.Conn.Shutdown(shutdown)
+		cancel()
 		drained := make(chan struct{})
 		go func() {
 			defer close(drained)

@@ -65,7 +65,8 @@ func runHelperAgent(mode string) int {
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
 	}
 	h := wiretest.Mux{
-		"echo": wiretest.Echo,
+		"echo":  wiretest.Echo,
+		"block": wiretest.BlockUntilCancelled,
 		"stderr": func(_ context.Context, req *acprpc.Request) (any, error) {
 			fmt.Fprintln(os.Stderr, string(req.Params))
 			return true, nil
@@ -122,6 +123,30 @@ func TestStartAgentServesAndCloses(t *testing.T) {
 	require.NoError(t, agent.Wait())
 	<-agent.Done()
 	assert.ErrorIs(t, agent.Call(ctx, "echo", nil, nil), acprpc.ErrConnClosed)
+}
+
+// Close shuts the connection down gracefully before closing the agent's
+// stdin: a call still waiting is cancelled with $/cancel_request, and the
+// agent's -32800 for it is read before the agent exits.
+func TestStartAgentCloseCancelsPendingCalls(t *testing.T) {
+	ctx := wiretest.Context(t)
+	sent := make(chan struct{}, 1)
+	hooks := acprpc.Hooks{Sent: func(_ context.Context, m *acprpc.Message) {
+		if m.Method == "block" && m.Kind == acprpc.KindRequest {
+			sent <- struct{}{}
+		}
+	}}
+	agent, err := acprpc.StartAgent(ctx, helperAgent("serve"), nil, &acprpc.ProcessOptions{Conn: &acprpc.Options{Hooks: hooks}})
+	require.NoError(t, err)
+	pending := make(chan error, 1)
+	go func() { pending <- agent.Call(ctx, "block", nil, nil, acprpc.WaitAfterCancel(wiretest.Timeout)) }()
+	wiretest.Recv(t, ctx, sent)
+	require.NoError(t, agent.Close())
+	err = wiretest.Recv(t, ctx, pending)
+	assert.ErrorIs(t, err, acprpc.ErrShutdown)
+	var rpcErr *acprpc.Error
+	require.ErrorAs(t, err, &rpcErr, "the agent's answer to the cancel was read: %v", err)
+	assert.Equal(t, int64(acprpc.CodeRequestCancelled), rpcErr.Code)
 }
 
 // The agent's stderr goes to a writer as it is, and to a logger one line at

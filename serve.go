@@ -23,6 +23,10 @@ func (c *Conn) serve(m *message) {
 	r := c.newInRequest(m)
 	if !c.incoming.add(r) {
 		r.cancel(errRequestDone)
+		if c.incoming.isDraining() { // Shutdown: no new work, answered as cancelled
+			c.reply(c.cancelledFrameFor(m.id, m.method))
+			return
+		}
 		c.refuse(m, &Error{Code: CodeInvalidRequest,
 			Message: "Invalid request: request id " + string(m.id) + " is already in flight"})
 		return
@@ -136,7 +140,7 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 		}
 		err = &Error{Code: CodeInternalError, Message: "Internal error: cannot encode result: " + encErr.Error()}
 	}
-	if r.cancelledBy() != nil {
+	if r.cancelledBy() != nil || saysCancelled(err) {
 		c.answer(r, c.cancelledFrame(r))
 		return
 	}
@@ -152,14 +156,19 @@ func (c *Conn) answerCancelled(r *inRequest) {
 // cancelledFrame is the answer of a cancelled request: its method's marker,
 // or -32800.
 func (c *Conn) cancelledFrame(r *inRequest) *frame {
+	return c.cancelledFrameFor(r.rawID, r.req.Method)
+}
+
+// cancelledFrameFor is the cancelled answer of the request rawID of method.
+func (c *Conn) cancelledFrameFor(rawID []byte, method string) *frame {
 	var f *frame
-	if marker, ok := c.markers()[r.req.Method]; ok {
-		f, _ = resultFrame(r.rawID, marker)
+	if marker, ok := c.markers()[method]; ok {
+		f, _ = resultFrame(rawID, marker)
 	}
 	if f == nil {
-		f = errorFrame(r.rawID, errCancelledAnswer)
+		f = errorFrame(rawID, errCancelledAnswer)
 	}
-	f.info.generated = true
+	f.info.method, f.info.generated = method, true
 	return f
 }
 
@@ -175,6 +184,7 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	f.info.method, f.info.ctx = r.req.Method, r
 	c.answering(r, f)
 	c.reply(f)
+	c.incoming.queued()
 }
 
 // reply queues an answer, which counts against Options.MaxQueuedWrite.

@@ -374,6 +374,19 @@ func (t *workTable) current(c *Conn, sessionID string) *Work {
 	return w
 }
 
+// inProgress returns every session's latest work that has not ended.
+func (t *workTable) inProgress() []*Work {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*Work
+	for _, w := range t.m {
+		if !w.ended.Load() {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // get returns the session's latest work if it has not ended, else nil,
 // letting go of an ended one.
 func (t *workTable) get(sessionID string) *Work {

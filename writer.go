@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 )
 
 // writer owns the write side of a connection: senders queue frames and
@@ -184,19 +183,17 @@ func (w *writer) fail(err error) {
 	}
 }
 
-// drain asks the writer to finish the queue and stop, waiting at most d: a
-// peer that stopped reading cannot hold the close.
-func (w *writer) drain(d time.Duration) {
+// drain asks the writer to finish the queue and stop, waiting until ctx
+// ends at most: a peer that stopped reading cannot hold the close.
+func (w *writer) drain(ctx context.Context) {
 	w.started.Do(func() { go w.run() })
 	w.mu.Lock()
 	w.closing = true
 	w.mu.Unlock()
 	w.signal()
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-w.done:
-	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 

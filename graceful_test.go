@@ -1,0 +1,467 @@
+package acprpc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// Tests of Conn.Shutdown, ACP's internal cancellation: every request in
+// flight is answered as cancelled before the connection closes.
+
+// shutdownAsync runs Shutdown on a goroutine of its own and returns its
+// result channel; the test reads the peer meanwhile, since a peer that does
+// not read holds the flush.
+func shutdownAsync(ctx context.Context, c *acprpc.Conn) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- c.Shutdown(ctx) }()
+	return done
+}
+
+// turnAgent serves session/prompt as an agent does: it waits for its
+// context, reports the cause, sends a last update, and returns the cause as
+// its error, which the connection turns into the marker. Any other method
+// blocks the same way and ends -32800.
+type turnAgent struct {
+	started chan string
+	causes  chan error
+}
+
+func newTurnAgent() *turnAgent {
+	return &turnAgent{started: make(chan string, 16), causes: make(chan error, 16)}
+}
+
+func (a *turnAgent) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
+	if req.IsNotification() {
+		return nil, nil
+	}
+	a.started <- req.Method
+	<-ctx.Done()
+	a.causes <- context.Cause(ctx)
+	if req.Method == "session/prompt" {
+		conn := acprpc.ConnFromContext(ctx)
+		_ = conn.Notify(context.WithoutCancel(ctx), "session/update", json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk"}}`))
+	}
+	return nil, context.Cause(ctx)
+}
+
+// Shutdown cancels every request in flight with ErrShutdown; each is
+// answered as cancelled (the marker for session/prompt, after its last
+// update; -32800 for the rest) before the output ends, and Shutdown returns
+// nil.
+func TestShutdownAnswersInFlightAsCancelled(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		a := newTurnAgent()
+		c, p := wiretest.Connect(t, tr, a, nil)
+		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		p.Request(`"t"`, "x/tool", `{}`)
+		wiretest.Recv(t, ctx, a.started)
+		wiretest.Recv(t, ctx, a.started)
+		done := shutdownAsync(ctx, c)
+		rest := p.Rest(ctx)
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		for range 2 {
+			assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes), acprpc.ErrShutdown)
+		}
+		require.Len(t, rest, 3, "%v", rest)
+		byID := wiretest.ByID(rest)
+		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(byID["1"].Result))
+		assert.Equal(t, int64(acprpc.CodeRequestCancelled), byID[`"t"`].Code())
+		update, answer := -1, -1
+		for i, m := range rest {
+			switch {
+			case m.Method == "session/update":
+				update = i
+			case string(m.ID) == "1":
+				answer = i
+			}
+		}
+		assert.Less(t, update, answer, "the turn's last update goes out before its answer")
+		assert.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
+		assert.ErrorIs(t, c.Err(), acprpc.ErrShutdown)
+	})
+}
+
+// holdAgent's requests report their cause once cancelled, then wait for
+// release before answering with a result; with a negative CancelGrace, the
+// answer is theirs.
+type holdAgent struct {
+	started   chan struct{}
+	cancelled chan error
+	release   chan struct{}
+	calls     atomic.Int32
+}
+
+func newHoldAgent() *holdAgent {
+	return &holdAgent{started: make(chan struct{}, 16), cancelled: make(chan error, 16), release: make(chan struct{})}
+}
+
+func (a *holdAgent) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
+	if req.IsNotification() {
+		return nil, nil
+	}
+	a.calls.Add(1)
+	a.started <- struct{}{}
+	<-ctx.Done()
+	a.cancelled <- context.Cause(ctx)
+	<-a.release
+	return "finished anyway", nil
+}
+
+// Once Shutdown has begun, a new request is answered at once as cancelled
+// (its marker, or -32800) and never reaches the handler; a handler that
+// returns a result after the cancel has it sent.
+func TestShutdownRefusesNewRequests(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		a := newHoldAgent()
+		c, p := wiretest.Connect(t, tr, a, &acprpc.Options{CancelGrace: -1})
+		p.Request("1", "x/hold", "")
+		p.Request(`"h"`, "x/hold", "")
+		wiretest.Recv(t, ctx, a.started)
+		wiretest.Recv(t, ctx, a.started)
+		done := shutdownAsync(ctx, c)
+		for range 2 {
+			require.ErrorIs(t, wiretest.Recv(t, ctx, a.cancelled), acprpc.ErrShutdown)
+		}
+		p.Request("2", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		p.Request("3", "x/new", "")
+		p.ExpectResult(ctx, "2", `{"stopReason":"cancelled"}`)
+		p.ExpectError(ctx, "3", acprpc.CodeRequestCancelled)
+		close(a.release)
+		rest := p.Rest(ctx)
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		require.Len(t, rest, 2)
+		for _, m := range rest {
+			assert.JSONEq(t, `"finished anyway"`, string(m.Result))
+		}
+		assert.Equal(t, int32(2), a.calls.Load(), "only the requests read before Shutdown reached the handler")
+	})
+}
+
+// Shutdown cancels this side's own calls: each is sent $/cancel_request. A
+// call without WaitAfterCancel returns at once, matching ErrCancelled and
+// ErrShutdown; one with it gets the peer's answer (here the marker). A
+// call made once Shutdown has begun fails at once and sends nothing.
+func TestShutdownCancelsOwnCalls(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+	type result struct {
+		res promptResult
+		err error
+	}
+	waiting := make(chan result, 1)
+	go func() {
+		res, err := acprpc.CallFor[promptResult](ctx, c, "session/prompt", sessionRef{SessionID: "s"}, acprpc.WaitAfterCancel(wiretest.Timeout))
+		waiting <- result{res, err}
+	}()
+	prompt := p.ExpectRequest(ctx, "session/prompt")
+	quick := make(chan error, 1)
+	go func() { quick <- c.Call(ctx, "x/slow", nil, nil) }()
+	slow := p.ExpectRequest(ctx, "x/slow")
+
+	done := shutdownAsync(ctx, c)
+	cancels := p.ExpectN(ctx, 2)
+	var cancelled []string
+	for _, m := range cancels {
+		require.Equal(t, acprpc.MethodCancelRequest, m.Method, m.Raw)
+		cancelled = append(cancelled, string(m.ParamMember("requestId")))
+	}
+	assert.ElementsMatch(t, []string{string(prompt.ID), string(slow.ID)}, cancelled)
+
+	err := wiretest.Recv(t, ctx, quick)
+	assert.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.ErrorIs(t, err, acprpc.ErrShutdown)
+	assert.NotErrorIs(t, err, acprpc.ErrConnClosed)
+
+	late := c.Call(ctx, "x/late", nil, nil)
+	assert.ErrorIs(t, late, acprpc.ErrShutdown)
+	assert.ErrorIs(t, late, acprpc.ErrCancelled)
+
+	p.Respond(string(prompt.ID), `{"stopReason":"cancelled"}`)
+	got := wiretest.Recv(t, ctx, waiting)
+	require.NoError(t, got.err)
+	assert.Equal(t, "cancelled", got.res.StopReason)
+	assert.Empty(t, p.Rest(ctx), "the late call sent nothing")
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+}
+
+// A handler's calls to the peer are cancelled with it: each gets its own
+// $/cancel_request, and the request is answered after.
+func TestShutdownCascadesIntoNestedCalls(t *testing.T) {
+	ctx := wiretest.Context(t)
+	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		return nil, acprpc.ConnFromContext(ctx).Call(ctx, "session/request_permission", sessionRef{SessionID: "s"}, nil)
+	})
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, nil)
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	ask := p.ExpectRequest(ctx, "session/request_permission")
+	done := shutdownAsync(ctx, c)
+	cancel := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+	assert.Equal(t, string(ask.ID), string(cancel.ParamMember("requestId")))
+	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+	assert.Empty(t, p.Rest(ctx))
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+}
+
+// A handler that ignores its context is answered for once CancelGrace has
+// passed, and Shutdown does not wait for it any longer.
+func TestShutdownGraceAnswersForStuckHandler(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := newHoldAgent()
+	defer close(a.release)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, &acprpc.Options{CancelGrace: 20 * time.Millisecond})
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	wiretest.Recv(t, ctx, a.started)
+	done := shutdownAsync(ctx, c)
+	require.ErrorIs(t, wiretest.Recv(t, ctx, a.cancelled), acprpc.ErrShutdown)
+	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+	assert.Empty(t, p.Rest(ctx))
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+}
+
+// If Shutdown's context ends first, the connection closes at once, as
+// Close does, and Shutdown returns the context's error.
+func TestShutdownContextEndsFirst(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := newHoldAgent()
+	defer close(a.release)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, &acprpc.Options{CancelGrace: -1})
+	p.Request("1", "x/hold", "")
+	wiretest.Recv(t, ctx, a.started)
+	shutdownCtx, stop := context.WithCancel(ctx)
+	done := shutdownAsync(shutdownCtx, c)
+	require.ErrorIs(t, wiretest.Recv(t, ctx, a.cancelled), acprpc.ErrShutdown)
+	stop()
+	require.ErrorIs(t, wiretest.Recv(t, ctx, done), context.Canceled)
+	wiretest.Recv(t, ctx, c.Done())
+	assert.Empty(t, p.Rest(ctx), "the held request's answer is dropped, as on Close")
+}
+
+// Shutdown on a connection that has closed returns why it closed; a second
+// Shutdown after a graceful one returns nil.
+func TestShutdownAfterCloseAndTwice(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, _ := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, c.Shutdown(ctx), acprpc.ErrConnClosed)
+
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+	require.NoError(t, c.Shutdown(ctx))
+	require.NoError(t, c.Shutdown(ctx))
+	assert.ErrorIs(t, c.Err(), acprpc.ErrShutdown)
+	assert.Empty(t, p.Rest(ctx))
+}
+
+// Two Shutdowns at once both return nil once the connection is closed.
+func TestShutdownConcurrent(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := newTurnAgent()
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, nil)
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	wiretest.Recv(t, ctx, a.started)
+	first, second := shutdownAsync(ctx, c), shutdownAsync(ctx, c)
+	rest := p.Rest(ctx)
+	require.NoError(t, wiretest.Recv(t, ctx, first))
+	require.NoError(t, wiretest.Recv(t, ctx, second))
+	assert.Equal(t, 1, countAnswers(rest, "1"))
+}
+
+// On ACP v2, Shutdown cancels each session's foreground work with
+// ErrShutdown, and the work's one idle state_update, with stop reason
+// cancelled, goes out before the output ends.
+func TestShutdownEndsV2Work(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], acprpc.HandlerFunc(wiretest.Ping), v2Options())
+	w := c.BeginWork("s")
+	causes := make(chan error, 1)
+	go func() {
+		<-w.Context().Done()
+		causes <- context.Cause(w.Context())
+		_ = w.End(acprpc.StopReasonEndTurn)
+	}()
+	done := shutdownAsync(ctx, c)
+	rest := p.Rest(ctx)
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrShutdown)
+	require.Len(t, rest, 1, "%v", rest)
+	reason, idle := isIdle(rest[0])
+	require.True(t, idle, rest[0].Raw)
+	assert.Equal(t, acprpc.StopReasonCancelled, reason)
+}
+
+func countAnswers(msgs []wiretest.Msg, id string) int {
+	n := 0
+	for _, m := range msgs {
+		if m.IsResponse() && string(m.ID) == id {
+			n++
+		}
+	}
+	return n
+}
+
+// ---------------------------------------------------------------- CancelRequest and ErrCancelled
+
+// errBudget is an application's reason to cancel a request itself.
+var errBudget = errors.New("token budget exhausted")
+
+// The application cancels one incoming request: the handler's context ends
+// with the application's cause, and the request is answered as cancelled,
+// marker included. CancelRequest reports whether it cancelled anything.
+func TestCancelRequest(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := newTurnAgent()
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, nil)
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.Request(`"x"`, "x/tool", "")
+	wiretest.Recv(t, ctx, a.started)
+	wiretest.Recv(t, ctx, a.started)
+
+	assert.True(t, c.CancelRequest(acprpc.Int64ID(1), errBudget))
+	assert.False(t, c.CancelRequest(acprpc.Int64ID(1), errBudget), "cancelled already")
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes), errBudget)
+	p.ExpectNotification(ctx, "session/update")
+	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+
+	assert.True(t, c.CancelRequest(acprpc.StringID("x"), nil))
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes), acprpc.ErrCancelled, "no cause means ErrCancelled")
+	p.ExpectError(ctx, `"x"`, acprpc.CodeRequestCancelled)
+
+	assert.False(t, c.CancelRequest(acprpc.Int64ID(1), errBudget), "answered")
+	assert.False(t, c.CancelRequest(acprpc.Int64ID(42), errBudget), "never seen")
+	assert.False(t, c.CancelRequest(acprpc.ID{}, errBudget), "no ID")
+	assert.False(t, c.CancelRequest(acprpc.StringID("1"), errBudget), `"1" is not 1`)
+}
+
+// A handler says its request was cancelled by returning ErrCancelled, or a
+// -32800 *Error, of its own: the answer is the method's marker or -32800.
+// A nested call's cancellation is not that: it is -32603 (see
+// nested_error_test.go).
+func TestHandlerReturnsErrCancelled(t *testing.T) {
+	ctx := wiretest.Context(t)
+	var n atomic.Int32
+	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		if n.Add(1)%2 == 1 {
+			return nil, fmt.Errorf("%w: %w", acprpc.ErrCancelled, errBudget)
+		}
+		return nil, acprpc.NewError(acprpc.CodeRequestCancelled, "budget gone")
+	})
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, nil)
+	for i, tc := range []struct{ method, want string }{
+		{"session/prompt", `{"stopReason":"cancelled"}`},
+		{"session/prompt", `{"stopReason":"cancelled"}`},
+		{"session/request_permission", `{"outcome":{"outcome":"cancelled"}}`},
+		{"x/tool", ""},
+	} {
+		id := fmt.Sprint(i + 1)
+		p.Request(id, tc.method, `{"sessionId":"s"}`)
+		if tc.want == "" {
+			m := p.ExpectError(ctx, id, acprpc.CodeRequestCancelled)
+			assert.Equal(t, "Request cancelled", m.Error.Message, "ACP's wording, whatever the handler's was")
+		} else {
+			p.ExpectResult(ctx, id, tc.want)
+		}
+	}
+}
+
+// ---------------------------------------------------------------- stress
+
+// Shutdown racing a stream of requests and cancels: every request the
+// connection read is answered exactly once, with a result or as cancelled;
+// nothing else is ever sent; and Shutdown returns nil.
+func TestShutdownStress(t *testing.T) {
+	rounds := 30
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		tr := wiretest.Transports[round%len(wiretest.Transports)]
+		t.Run(fmt.Sprintf("%d/%s", round, tr.Name), func(t *testing.T) { shutdownStressRound(t, tr) })
+	}
+}
+
+func shutdownStressRound(t *testing.T, tr wiretest.Transport) {
+	ctx := wiretest.Context(t)
+	var mu sync.Mutex
+	received := map[string]bool{}
+	hooks := acprpc.Hooks{Received: func(_ context.Context, m *acprpc.Message) {
+		if m.Kind == acprpc.KindRequest {
+			mu.Lock()
+			received[m.ID.String()] = true
+			mu.Unlock()
+		}
+	}}
+	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		if req.Method == "fast" {
+			return "done", nil
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	c, p := wiretest.Connect(t, tr, h, &acprpc.Options{Hooks: hooks})
+	const n = 200
+	var sender sync.WaitGroup
+	sender.Go(func() {
+		for i := range n {
+			method := "slow"
+			if i%3 == 0 {
+				method = "fast"
+			}
+			if p.TrySend(wiretest.RequestLine(fmt.Sprint(i), method, "")+"\n") != nil {
+				return // the connection has closed
+			}
+			if i%4 == 1 && p.TrySend(wiretest.CancelLine(fmt.Sprint(i))+"\n") != nil {
+				return
+			}
+		}
+	})
+	var out []wiretest.Msg
+	reading := make(chan struct{})
+	go func() {
+		defer close(reading)
+		for {
+			m, err := p.Next(ctx)
+			if err != nil {
+				return
+			}
+			out = append(out, m)
+		}
+	}()
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	<-reading
+	p.Close() // ends a send blocked on a synchronous pipe
+	sender.Wait()
+
+	answers := map[string]int{}
+	for _, m := range out {
+		require.True(t, m.IsResponse(), "only answers are sent: %s", m.Raw)
+		answers[string(m.ID)]++
+		if m.Error != nil {
+			assert.Equal(t, int64(acprpc.CodeRequestCancelled), m.Code(), m.Raw)
+		} else {
+			assert.JSONEq(t, `"done"`, string(m.Result), m.Raw)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := range received {
+		assert.Equal(t, 1, answers[id], "request %s was read, and answered %d times", id, answers[id])
+	}
+	for id := range answers {
+		assert.True(t, received[id], "answer to %s, which was never read", id)
+	}
+}

@@ -1,0 +1,182 @@
+package acprpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Shutdown closes the connection gracefully, as ACP asks of an
+// implementation that cancels internally (the user closed the editor, the
+// agent was told to stop): every request is answered as if the peer had
+// cancelled it. In the spirit of http.Server.Shutdown, it
+//
+//   - stops taking requests: each one read from now on is answered at once
+//     with its method's cancellation marker, or -32800, and never reaches
+//     the handler;
+//   - cancels every request in flight and, on an ACP v2 connection, every
+//     session's foreground work, with cause ErrShutdown. Each ends as any
+//     cancelled request does: with the handler's result, or its marker or
+//     -32800, and no later than Options.CancelGrace after the cancel;
+//   - cancels this side's own calls awaiting answers: each is sent its
+//     $/cancel_request (a handler's calls, by the end of its context) and
+//     returns an error matching ErrCancelled and ErrShutdown, or, with
+//     WaitAfterCancel, the peer's answer if it comes in time; a Call made
+//     from now on fails at once the same way, and sends nothing;
+//   - once every request is answered, every work has ended and every Call
+//     has returned, flushes what is queued, then closes the connection.
+//
+// Notifications go on both ways until the close, so a cancelled handler can
+// still send its last session/update before its answer, and the peer's
+// answers to the cancelled calls are still read.
+//
+// Shutdown returns nil once all of that is sent and the connection closed.
+// If ctx ends first, it closes the connection at once, as Close does, and
+// returns ctx's error; if the connection closes for another reason first,
+// it returns that reason. Close stays the immediate stop. Calling Shutdown
+// again, or after Close, is safe.
+func (c *Conn) Shutdown(ctx context.Context) error {
+	if c.Err() != nil {
+		_ = c.Close()
+		return c.closedBeforeQuiet()
+	}
+	c.stopOnce.Do(c.beginShutdown)
+	if err := c.awaitQuiet(ctx); err != nil {
+		_ = c.Close()
+		return err
+	}
+	select { // the requests read meanwhile have had their cancelled answers queued
+	case <-c.intake.close():
+	case <-ctx.Done():
+		_ = c.Close()
+		return ctx.Err()
+	}
+	c.closeFlushing(fmt.Errorf("%w: %w", ErrConnClosed, ErrShutdown), ctx)
+	_ = c.Close() // waits for the connection's goroutines
+	return ctx.Err()
+}
+
+// beginShutdown stops new work and cancels what is in flight.
+func (c *Conn) beginShutdown() {
+	c.calls.drain() // first: a Call registered before it sees stopping
+	for _, r := range c.incoming.drain() {
+		r.cancelWith(ErrShutdown)
+	}
+	for _, w := range c.works.inProgress() {
+		w.cancelWith(ErrShutdown)
+	}
+	// Last: a handler whose call is cut short finds its own request
+	// cancelled already, and is answered as cancelled.
+	close(c.stopping)
+}
+
+// awaitQuiet waits until no request is in flight, no Call is waiting and no
+// work is running. It returns ctx's error if ctx ends first, and the
+// connection's if it closes first.
+func (c *Conn) awaitQuiet(ctx context.Context) error {
+	wait := func(ch <-chan struct{}) error {
+		select {
+		case <-ch:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closed:
+			return c.closedBeforeQuiet()
+		}
+	}
+	if err := wait(c.incoming.emptied()); err != nil {
+		return err
+	}
+	if err := wait(c.calls.drain()); err != nil {
+		return err
+	}
+	// Work can be begun while the rest winds down (BeginWork); it is
+	// cancelled as soon as it is seen.
+	for works := c.works.inProgress(); len(works) > 0; works = c.works.inProgress() {
+		for _, w := range works {
+			w.cancelWith(ErrShutdown)
+			if err := wait(w.done); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// closedBeforeQuiet is Shutdown's error when the connection closed while it
+// waited: nil if a Shutdown closed it, else the reason.
+func (c *Conn) closedBeforeQuiet() error {
+	if errors.Is(c.reason, ErrShutdown) {
+		return nil
+	}
+	return c.reason
+}
+
+// CancelRequest cancels the peer's request id on this side, for cause (nil
+// means ErrCancelled): a limit was reached, a resource went away. The
+// handler's context ends with that cause, and the request is answered as
+// any cancelled request is: with the handler's result if it returns one,
+// else its method's marker or -32800, and no later than Options.CancelGrace.
+// It reports whether it cancelled the request: false if no request with
+// that ID is in flight, or it was cancelled or answered already.
+func (c *Conn) CancelRequest(id ID, cause error) bool {
+	if id.IsZero() {
+		return false
+	}
+	r := c.incoming.get(keyOf([]byte(id.raw)))
+	if r == nil {
+		return false
+	}
+	if cause == nil {
+		cause = ErrCancelled
+	}
+	return r.cancelWith(cause)
+}
+
+// intake is the read loop's gate. Shutdown closes it before its last
+// flush: a message read after that is not taken in, so every request the
+// connection took in has its answer queued before the flush, and none is
+// read only to have its answer dropped by the close.
+type intake struct {
+	mu     sync.Mutex // protects the fields below
+	closed bool
+	active bool          // a message is being taken in
+	idle   chan struct{} // closed when active ends, if Shutdown waits
+}
+
+// enter reports whether the read loop may take a message in.
+func (g *intake) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.active = true
+	return true
+}
+
+func (g *intake) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.active = false
+	if g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// close takes no more messages in and returns a channel closed once the
+// one being taken in, if any, has been.
+func (g *intake) close() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	if !g.active {
+		return closedChan
+	}
+	if g.idle == nil {
+		g.idle = make(chan struct{})
+	}
+	return g.idle
+}
