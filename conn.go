@@ -102,6 +102,7 @@ func (c *Conn) read() {
 		if !c.intake.enter() {
 			continue // Shutdown has taken its last message in: this one goes unread
 		}
+		received := false
 		switch {
 		case tooLarge != nil:
 			c.tooLarge(tooLarge)
@@ -109,9 +110,10 @@ func (c *Conn) read() {
 			c.tooLarge(tooLargeOf(msg, c.opts.MaxMessageSize))
 		default:
 			c.receive(msg)
+			received = true
 		}
 		c.intake.leave()
-		if tooLarge == nil {
+		if received {
 			c.yieldBeforeWait()
 		}
 	}
