@@ -78,6 +78,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c.writer = newWriter(t, c.opts.MaxQueuedWrite, c.writeFailed)
 	c.writer.sent = c.opts.Hooks.Sent
 	c.notes.limit = c.opts.MaxQueuedNotifications
+	c.notes.byteLimit = c.opts.MaxQueuedNotificationBytes
 	c.calls.limit = c.opts.MaxOutgoing
 	go c.notes.run(c.handleNotification)
 	go c.read()

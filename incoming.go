@@ -19,6 +19,7 @@ type inRequest struct {
 	req      Request
 	rawID    []byte
 	key      idKey
+	size     int         // the message's bytes, held until the handler returns
 	answered atomic.Bool // set once, by the one answer
 	work     *Work       // v2: a prompt's foreground work, or the work a session/close waits for; set before the handler starts, then under mu
 
@@ -33,7 +34,7 @@ type inRequest struct {
 var errRequestDone = errors.New("acprpc: request answered")
 
 func (c *Conn) newInRequest(m *message) *inRequest {
-	r := &inRequest{conn: c, rawID: m.id, key: keyOf(m.id)}
+	r := &inRequest{conn: c, rawID: m.id, key: keyOf(m.id), size: m.size}
 	r.req = Request{ID: ID{raw: string(m.id)}, Method: m.method, Params: m.params, SessionID: m.sessionID}
 	r.Context, r.cancel = context.WithCancelCause(c.base)
 	return r
@@ -113,6 +114,10 @@ type incomingTable struct {
 	draining bool          // Shutdown has begun: no request is added any more
 	open     int           // requests added whose answer is not queued yet
 	empty    chan struct{} // closed when open drops to 0, if someone waits
+
+	// held is the bytes of the messages that running handlers hold. Only
+	// the read goroutine adds to it, so its check and its add need no lock.
+	held atomic.Int64
 }
 
 // add registers r, or reports false when its ID is already in flight or
@@ -131,6 +136,7 @@ func (t *incomingTable) add(r *inRequest) bool {
 	}
 	t.m[r.key] = r
 	t.open++
+	t.held.Add(int64(r.size))
 	return true
 }
 

@@ -11,11 +11,14 @@ import (
 // has handled, which lets a response wait for the notifications read before
 // it (see barrier).
 type notifier struct {
-	limit int // queued notifications before the reader waits; set before the connection starts
+	limit     int // queued notifications before the reader waits; set before the connection starts
+	byteLimit int // queued bytes before the reader waits; likewise
 
 	mu      sync.Mutex    // protects the fields below
-	room    chan struct{} // closed when the queue shrinks, if the reader waits
+	room    chan struct{} // closed when the queue shrinks, or may grow, if the reader waits
 	queue   []message
+	bytes   int // the sizes of the queued messages
+	callers int // Calls made by the notification handler, with its context, not yet returned
 	queued  uint64
 	handled uint64
 	changed chan struct{} // closed when handled grows and someone waits
@@ -33,11 +36,16 @@ func newNotifier() *notifier {
 	}
 }
 
+// overflow is how many times its bounds the queue may grow to while the
+// notification handler waits for an answer, which may be behind the
+// notifications that fill it.
+const overflow = 4
+
 // push queues m; it runs on the read goroutine, which waits while the queue
 // is full, so a flood slows the peer down instead of growing without end.
 func (n *notifier) push(m message) {
 	n.mu.Lock()
-	for n.limit > 0 && len(n.queue) >= n.limit {
+	for n.full(m.size) {
 		if n.room == nil {
 			n.room = make(chan struct{})
 		}
@@ -51,11 +59,52 @@ func (n *notifier) push(m message) {
 		n.mu.Lock()
 	}
 	n.queue = append(n.queue, m)
+	n.bytes += m.size
 	n.queued++
 	n.mu.Unlock()
 	select {
 	case n.wake <- struct{}{}:
 	default:
+	}
+}
+
+// full reports whether a message of size must wait for room; n.mu is held.
+// An empty queue always has room, so that a message of any allowed size
+// gets through. While the handler waits for one of its calls, the bounds
+// are raised: its answer may be behind what fills the queue, and only the
+// reader, reading on, can reach it.
+func (n *notifier) full(size int) bool {
+	if len(n.queue) == 0 || n.limit <= 0 {
+		return false
+	}
+	limit, byteLimit := n.limit, n.byteLimit
+	if n.callers > 0 {
+		limit, byteLimit = limit*overflow, byteLimit*overflow
+	}
+	return len(n.queue) >= limit || byteLimit > 0 && n.bytes+size > byteLimit
+}
+
+// callStarted and callEnded bracket a Call made by the notification
+// handler with its context. The reader, if it waits for room, looks again:
+// the queue may now grow further.
+func (n *notifier) callStarted() {
+	n.mu.Lock()
+	n.callers++
+	n.openRoom()
+	n.mu.Unlock()
+}
+
+func (n *notifier) callEnded() {
+	n.mu.Lock()
+	n.callers--
+	n.mu.Unlock()
+}
+
+// openRoom wakes the reader if it waits for room; n.mu is held.
+func (n *notifier) openRoom() {
+	if n.room != nil {
+		close(n.room)
+		n.room = nil
 	}
 }
 
@@ -121,10 +170,8 @@ func (n *notifier) next() (message, bool) {
 			m := n.queue[0]
 			n.queue[0] = message{}
 			n.queue = n.queue[1:]
-			if n.room != nil {
-				close(n.room)
-				n.room = nil
-			}
+			n.bytes -= m.size
+			n.openRoom()
 			n.mu.Unlock()
 			return m, true
 		}

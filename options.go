@@ -16,6 +16,9 @@ const (
 	DefaultMaxOutgoing            = 100_000
 	DefaultMaxQueuedNotifications = 10_000
 	DefaultMaxQueuedWrite         = 32 << 20
+
+	DefaultMaxInFlightBytes           = 256 << 20
+	DefaultMaxQueuedNotificationBytes = 64 << 20
 )
 
 // Options configure a Conn. The zero value (or a nil *Options) is ready for
@@ -50,6 +53,16 @@ type Options struct {
 	// and never queued. Zero means DefaultMaxInFlight.
 	MaxInFlight int
 
+	// MaxInFlightBytes bounds the bytes of the peer's requests held in
+	// flight: each request's message is held, params and all, from when it
+	// is read until its handler has returned (a handler that outlives its
+	// answer still holds it). A request that would take the total over the
+	// bound is answered at once with -32603, like one over MaxInFlight, and
+	// never queued: the reader never waits for it, so the cancels and the
+	// answers that end the requests in flight are always read. Zero means
+	// DefaultMaxInFlightBytes; it is never below MaxMessageSize.
+	MaxInFlightBytes int
+
 	// MaxOutgoing bounds this side's calls awaiting an answer, counting
 	// cancelled calls whose answer is still due (their IDs stay reserved
 	// until it comes). Over it, Call fails at once with ErrTooManyCalls and
@@ -60,9 +73,20 @@ type Options struct {
 
 	// MaxQueuedNotifications bounds the notifications waiting for the
 	// handler. When the queue is full the connection stops reading until
-	// it has room: a notification is never dropped. Zero means
-	// DefaultMaxQueuedNotifications.
+	// it has room: a notification is never dropped. While a notification
+	// handler waits for a Call made with its context, the answer may be
+	// behind the notifications that fill the queue, so the reader goes on
+	// reading up to four times the bound (in number and in bytes); past
+	// that it waits again, and such a call ends only with its context.
+	// Zero means DefaultMaxQueuedNotifications.
 	MaxQueuedNotifications int
+
+	// MaxQueuedNotificationBytes bounds the same queue by the bytes of its
+	// messages: the reader waits while the next notification would take
+	// the queue over it. A notification is always let in when the queue is
+	// empty. Zero means DefaultMaxQueuedNotificationBytes; it is never
+	// below MaxMessageSize.
+	MaxQueuedNotificationBytes int
 
 	// MaxQueuedWrite bounds the bytes of answers waiting to be written.
 	// When a peer sends requests faster than it reads their answers and
@@ -146,6 +170,8 @@ func (o *Options) settled() Options {
 	s.MaxOutgoing = orDefault(s.MaxOutgoing, DefaultMaxOutgoing)
 	s.MaxQueuedNotifications = orDefault(s.MaxQueuedNotifications, DefaultMaxQueuedNotifications)
 	s.MaxQueuedWrite = orDefault(s.MaxQueuedWrite, DefaultMaxQueuedWrite)
+	s.MaxInFlightBytes = max(orDefault(s.MaxInFlightBytes, DefaultMaxInFlightBytes), s.MaxMessageSize)
+	s.MaxQueuedNotificationBytes = max(orDefault(s.MaxQueuedNotificationBytes, DefaultMaxQueuedNotificationBytes), s.MaxMessageSize)
 	if s.CancelMarkers == nil {
 		s.CancelMarkers = ACPCancelMarkers()
 	}

@@ -212,6 +212,12 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	if err := ctx.Err(); err != nil {
 		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
 	}
+	if c.noteOf(ctx) != nil {
+		// Its answer may be behind notifications that fill the queue, which
+		// the reader must read on past to reach it.
+		c.notes.callStarted()
+		defer c.notes.callEnded()
+	}
 	id, pc, err := c.calls.register(method)
 	if err != nil {
 		return &CallError{Method: method, Err: err}
@@ -297,10 +303,19 @@ func (c *Conn) complete(wait context.Context, pc *pendingCall, result any, callE
 // from a notification handler cannot wait for that notification or the ones
 // behind it: they run only once it returns.
 func (c *Conn) barrierFor(ctx context.Context, barrier uint64) uint64 {
-	if nc, ok := ctx.Value(noteKey).(*noteContext); ok && nc.conn == c && nc.seq <= barrier {
+	if nc := c.noteOf(ctx); nc != nil && nc.seq <= barrier {
 		return nc.seq - 1
 	}
 	return barrier
+}
+
+// noteOf returns the notification whose handler's context ctx is, or
+// derives from, if it is one of this connection's.
+func (c *Conn) noteOf(ctx context.Context) *noteContext {
+	if nc, ok := ctx.Value(noteKey).(*noteContext); ok && nc.conn == c {
+		return nc
+	}
+	return nil
 }
 
 // Notify sends a notification. It returns once the message is queued,

@@ -28,6 +28,7 @@ type message struct {
 	errObj    []byte // raw JSON, for error responses
 	sessionID string // params.sessionId when it is a string
 	invalid   string // why a response cannot be taken as an answer, if it cannot
+	size      int    // the message's length: what holding it holds
 }
 
 // messageError is the answer owed to a message that is not usable. id is
@@ -57,7 +58,9 @@ func parseMessage(msg []byte) (message, *messageError) {
 	s := scanner{b: msg}
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '{' {
-		return s.topObject()
+		m, bad := s.topObject()
+		m.size = len(msg)
+		return m, bad
 	}
 	if err := s.value(0, nil); err != nil || !s.atEnd() {
 		return message{}, &messageError{code: CodeParseError, msg: "Parse error: the message is not valid JSON"}

@@ -20,6 +20,11 @@ func (c *Conn) serve(m *message) {
 			Message: fmt.Sprintf("Internal error: too many requests in flight (limit %d)", c.opts.MaxInFlight)})
 		return
 	}
+	if held := c.incoming.held.Load(); held+int64(m.size) > int64(c.opts.MaxInFlightBytes) {
+		c.refuse(m, &Error{Code: CodeInternalError, Message: fmt.Sprintf(
+			"Internal error: too many bytes in flight (%d held, limit %d)", held, c.opts.MaxInFlightBytes)})
+		return
+	}
 	r := c.newInRequest(m)
 	if !c.incoming.add(r) {
 		r.cancel(errRequestDone)
@@ -128,6 +133,10 @@ func (c *Conn) invoke(ctx context.Context, req *Request) (result any, err error)
 // even after a cancel; an error after a cancel becomes the cancelled
 // answer; any other error becomes an error answer.
 func (c *Conn) finish(r *inRequest, result any, err error) {
+	// The handler has returned and holds its message no more. Its bytes are
+	// free before its answer goes out, so a peer that reads the answer can
+	// send the next request at once.
+	c.incoming.held.Add(-int64(r.size))
 	if r.answered.Load() {
 		return // answered for the handler when its grace period ran out
 	}
