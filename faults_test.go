@@ -154,22 +154,24 @@ func isCancelRequest(t *testing.T, m wiretest.Msg) {
 // cascade, and in the middle of each, and checks what the agent's Conn did.
 func TestFaultsPeerDiesInCascade(t *testing.T) {
 	steps := len(new(cascade).script())
-	for k := 0; k <= steps; k++ {
-		t.Run(fmt.Sprintf("after_%d", k), func(t *testing.T) { runCascade(t, k, false) })
-	}
-	for k := 1; k <= steps; k++ {
-		t.Run(fmt.Sprintf("inside_%d", k), func(t *testing.T) { runCascade(t, k, true) })
-	}
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		for k := 0; k <= steps; k++ {
+			t.Run(fmt.Sprintf("after_%d", k), func(t *testing.T) { runCascade(t, tr, k, false) })
+		}
+		for k := 1; k <= steps; k++ {
+			t.Run(fmt.Sprintf("inside_%d", k), func(t *testing.T) { runCascade(t, tr, k, true) })
+		}
+	})
 }
 
 // runCascade plays the cascade as the client and kills the peer after k
 // messages, or, with cut set, halfway through message k.
-func runCascade(t *testing.T, k int, cut bool) {
+func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
 	agent := &cascadeAgent{calls: map[string]error{}}
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, agent.rec.Track(agent.turn),
-		&acprpc.Options{WaitAfterCancel: wiretest.Timeout, CancelGrace: -1}, nil)
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, tr, agent.rec.Track(agent.turn),
+		&acprpc.Options{WaitAfterCancel: wiretest.Timeout, CancelGrace: -1})
 	client := &cascade{ctx: ctx, p: p, wrote: tap.Ledger(), idOf: map[string]string{}, delivered: map[string]bool{}}
 	script := client.script()
 	if cut {
@@ -257,7 +259,7 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
 	var rec wiretest.Recorder
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, acprpc.HandlerFunc(rec.Block), nil, nil)
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, acprpc.HandlerFunc(rec.Block), nil)
 
 	p.Request(`"long"`, "block", "")
 	rec.NextStart(t, ctx)
@@ -297,7 +299,7 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 func TestFaultsLastLineWithoutNewline(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.Mux{"echo": wiretest.Ping}, nil, nil)
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, wiretest.Mux{"echo": wiretest.Ping}, nil)
 	p.SendRaw(wiretest.RequestLine("3", "echo", ""))
 	p.CloseWrite()
 	rest := p.Rest(ctx)
@@ -324,7 +326,7 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 	ctx := wiretest.Context(t)
 	var rec wiretest.Recorder
 	h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, h, &acprpc.Options{MaxQueuedWrite: 64 << 10}, nil)
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedWrite: 64 << 10})
 	p.Request(`"b"`, "block", "")
 	rec.NextStart(t, ctx)
 
@@ -382,8 +384,8 @@ func TestFaultsWriteFails(t *testing.T) {
 			ctx := wiretest.Context(t)
 			var rec wiretest.Recorder
 			h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
-			c, p, tap := wiretest.ConnectTapped(context.Background(), t, h, nil,
-				func(w io.WriteCloser) io.WriteCloser { return wiretest.FailAfter(w, n) })
+			failing := wiretest.OSPipeThrough(func(w io.WriteCloser) io.WriteCloser { return wiretest.FailAfter(w, n) })
+			c, p, tap := wiretest.ConnectTapped(context.Background(), t, failing, h, nil)
 			drained := p.Drain()
 
 			const calls = 20
@@ -422,36 +424,38 @@ type parentKey struct{}
 // TestFaultsParentContextEnds: the context given to NewConn ends while a
 // call and a handler are in flight.
 func TestFaultsParentContextEnds(t *testing.T) {
-	wiretest.NoLeak(t)
-	ctx := wiretest.Context(t)
-	parent, cancelParent := context.WithCancelCause(context.WithValue(context.Background(), parentKey{}, "v"))
-	defer cancelParent(nil)
-	var rec wiretest.Recorder
-	var sawValue atomic.Bool
-	h := rec.Track(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		sawValue.Store(ctx.Value(parentKey{}) == "v")
-		return wiretest.BlockUntilCancelled(ctx, req)
-	})
-	c, p, tap := wiretest.ConnectTapped(parent, t, h, nil, nil)
-	p.Request("1", "block", "")
-	rec.NextStart(t, ctx)
-	callErr := goCall(c, context.Background(), "slow", nil, nil)
-	p.ExpectRequest(ctx, "slow")
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		wiretest.NoLeak(t)
+		ctx := wiretest.Context(t)
+		parent, cancelParent := context.WithCancelCause(context.WithValue(context.Background(), parentKey{}, "v"))
+		defer cancelParent(nil)
+		var rec wiretest.Recorder
+		var sawValue atomic.Bool
+		h := rec.Track(func(ctx context.Context, req *acprpc.Request) (any, error) {
+			sawValue.Store(ctx.Value(parentKey{}) == "v")
+			return wiretest.BlockUntilCancelled(ctx, req)
+		})
+		c, p, tap := wiretest.ConnectTapped(parent, t, tr, h, nil)
+		p.Request("1", "block", "")
+		rec.NextStart(t, ctx)
+		callErr := goCall(c, context.Background(), "slow", nil, nil)
+		p.ExpectRequest(ctx, "slow")
 
-	gone := errors.New("the editor quit")
-	cancelParent(gone)
-	wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
-	require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
-	require.ErrorIs(t, c.Err(), gone)
-	require.ErrorIs(t, wiretest.Recv(t, ctx, callErr), acprpc.ErrConnClosed, "the pending call")
-	wiretest.Settle(t, ctx, c)
-	require.True(t, sawValue.Load(), "handlers carry the parent's values")
-	require.ErrorIs(t, context.Cause(rec.Context("1")), acprpc.ErrConnClosed)
-	require.NoError(t, c.Close())
-	for _, m := range p.Rest(ctx) {
-		require.True(t, m.IsResponse() && string(m.ID) == "1", "unexpected line %s", m)
-	}
-	tap.Ledger().CheckNoDuplicates(t)
+		gone := errors.New("the editor quit")
+		cancelParent(gone)
+		wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
+		require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
+		require.ErrorIs(t, c.Err(), gone)
+		require.ErrorIs(t, wiretest.Recv(t, ctx, callErr), acprpc.ErrConnClosed, "the pending call")
+		wiretest.Settle(t, ctx, c)
+		require.True(t, sawValue.Load(), "handlers carry the parent's values")
+		require.ErrorIs(t, context.Cause(rec.Context("1")), acprpc.ErrConnClosed)
+		require.NoError(t, c.Close())
+		for _, m := range p.Rest(ctx) {
+			require.True(t, m.IsResponse() && string(m.ID) == "1", "unexpected line %s", m)
+		}
+		tap.Ledger().CheckNoDuplicates(t)
+	})
 }
 
 // TestFaultsParentContextAlreadyDone: a connection made with a context that

@@ -79,8 +79,8 @@ func TestLimitsOverLongLineIsNotHeld(t *testing.T) {
 	if testing.Short() {
 		size = 8 << 20
 	}
-	c, p, _ := wiretest.ConnectTapped(context.Background(), t, wiretest.Mux{"echo": wiretest.Echo},
-		&acprpc.Options{MaxMessageSize: limit}, nil)
+	c, p, _ := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, wiretest.Mux{"echo": wiretest.Echo},
+		&acprpc.Options{MaxMessageSize: limit})
 	line := make([]byte, 0, size+64)
 	line = append(line, `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"pad":"`...)
 	line = append(line, strings.Repeat("x", size)...)
@@ -206,7 +206,7 @@ func TestLimitsMaxQueuedNotifications(t *testing.T) {
 	ctx := wiretest.Context(t)
 	const limit, n = 4, 300
 	h := newHeldNotes()
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, h, &acprpc.Options{MaxQueuedNotifications: limit}, nil)
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit})
 	lines := append(updateFlood(n), wiretest.RequestLine("1", "probe", ""))
 	written := p.SendAsync([]byte(strings.Join(lines, "\n") + "\n"))
 	wiretest.WaitFor(t, ctx, h.first, "the first notification")
@@ -237,7 +237,7 @@ func TestLimitsCancelBehindFullNotificationQueue(t *testing.T) {
 	ctx := wiretest.Context(t)
 	const limit, n = 4, 300
 	h := newHeldNotes()
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, h, &acprpc.Options{MaxQueuedNotifications: limit}, nil)
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit})
 	lines := append([]string{wiretest.RequestLine(`"b"`, "block", "")}, updateFlood(n)...)
 	lines = append(lines, wiretest.CancelLine(`"b"`))
 	written := p.SendAsync([]byte(strings.Join(lines, "\n") + "\n"))
@@ -275,7 +275,7 @@ func TestLimitsMaxQueuedWrite(t *testing.T) {
 		handled.Add(1)
 		return mux.Handle(ctx, req)
 	})
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, h, &acprpc.Options{MaxQueuedWrite: limit}, nil)
+	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedWrite: limit})
 	p.Request(`"b"`, "block", "")
 	require.Equal(t, `"b"`, rec.NextStart(t, ctx))
 

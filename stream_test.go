@@ -106,7 +106,7 @@ func TestStreamQuietLinesAndEscapedKeys(t *testing.T) {
 
 // CRLF line ends and blank lines are accepted, wherever they come.
 func TestStreamCRLFAndBlankLines(t *testing.T) {
-	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+	wiretest.RunStreams(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
 		c, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping, "x/wait": wiretest.BlockUntilCancelled}, nil)
 		p.SendRaw("\r\n\n" +

@@ -2,7 +2,6 @@ package wiretest
 
 import (
 	"context"
-	"io"
 	"testing"
 
 	"github.com/acpkit/acprpc"
@@ -28,25 +27,18 @@ func ConnectContext(ctx context.Context, t testing.TB, tr Transport, h acprpc.Ha
 	return c, p
 }
 
-// ConnectTapped starts a Conn serving h over os.Pipes with a Peer at the
-// far end, as ConnectContext does, and records every line the Conn writes
-// in the Tap's Ledger as lines going AtoB: A is the Conn, B the Peer. wrap,
-// if not nil, goes between the Conn and the Tap (FailAfter, say), so the Tap
-// records only what got through.
-func ConnectTapped(ctx context.Context, t testing.TB, h acprpc.Handler, opts *acprpc.Options,
-	wrap func(io.WriteCloser) io.WriteCloser) (*acprpc.Conn, *Peer, *Tap) {
+// ConnectTapped is ConnectContext with every message the Conn sends
+// recorded in the Tap's Ledger, as going AtoB: A is the Conn, B the Peer.
+func ConnectTapped(ctx context.Context, t testing.TB, tr Transport, h acprpc.Handler,
+	opts *acprpc.Options) (*acprpc.Conn, *Peer, *Tap) {
 	t.Helper()
-	in, out, end, err := osPipes()
+	conn, end, err := tr.Open()
 	if err != nil {
-		t.Fatalf("wiretest: os.Pipe: %v", err)
+		t.Fatalf("wiretest: open %s: %v", tr.Name, err)
 	}
-	tap := NewTap(out, &Ledger{}, AtoB)
-	var w io.WriteCloser = tap
-	if wrap != nil {
-		w = wrap(tap)
-	}
+	tap := NewTap(conn, &Ledger{}, AtoB)
 	p := NewPeer(t, end) // its cleanup runs after the Conn's
-	c := acprpc.NewConn(ctx, acprpc.NewStreamPipes(in, w), h, opts)
+	c := acprpc.NewConn(ctx, tap, h, opts)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, p, tap
 }

@@ -35,8 +35,8 @@ func (d Direction) String() string {
 	return "B→A"
 }
 
-// Link is two Conns talking over a transport, through a relay that records
-// every line in each direction in its Ledger (which keeps the lines), so a
+// Link is two Conns talking over a transport, through a relay, each Conn's
+// messages recorded by a Tap in the Link's Ledger (which keeps them), so a
 // test can see what went on the wire.
 type Link struct {
 	A, B   *acprpc.Conn
@@ -64,10 +64,10 @@ func Pair(t testing.TB, tr Transport, a, b Side) *Link {
 	l := &Link{t: t, ends: [2]*End{ea, eb}, Ledger: &Ledger{Keep: true}}
 	t.Cleanup(l.close)
 	l.relay.Add(2)
-	go l.pump(ea.R, NewTap(writeOnly{eb.W}, l.Ledger, AtoB))
-	go l.pump(eb.R, NewTap(writeOnly{ea.W}, l.Ledger, BtoA))
-	l.A = acprpc.NewConn(context.Background(), sa, a.Handler, a.Options)
-	l.B = acprpc.NewConn(context.Background(), sb, b.Handler, b.Options)
+	go l.pump(ea.R, eb.W)
+	go l.pump(eb.R, ea.W)
+	l.A = acprpc.NewConn(context.Background(), NewTap(sa, l.Ledger, AtoB), a.Handler, a.Options)
+	l.B = acprpc.NewConn(context.Background(), NewTap(sb, l.Ledger, BtoA), b.Handler, b.Options)
 	t.Cleanup(func() {
 		_ = l.A.Close()
 		_ = l.B.Close()
@@ -75,19 +75,13 @@ func Pair(t testing.TB, tr Transport, a, b Side) *Link {
 	return l
 }
 
-// pump copies one way through its tap; when either side ends it closes
-// both, as a dying proxy would.
-func (l *Link) pump(r io.Reader, tap *Tap) {
+// pump copies one way; when either side ends it closes both, as a dying
+// proxy would.
+func (l *Link) pump(r io.Reader, w io.Writer) {
 	defer l.relay.Done()
 	defer l.closeEnds()
-	_, _ = io.Copy(tap, r)
+	_, _ = io.Copy(w, r)
 }
-
-// writeOnly is an End's writer as an output a Tap can own: the Link closes
-// its ends itself.
-type writeOnly struct{ io.Writer }
-
-func (writeOnly) Close() error { return nil }
 
 func (l *Link) closeEnds() {
 	for _, e := range l.ends {

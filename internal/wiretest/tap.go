@@ -1,34 +1,35 @@
 package wiretest
 
 import (
-	"bytes"
-	"io"
 	"sync"
+
+	"github.com/acpkit/acprpc"
 )
 
-// Tap stands between a Conn (or a relay) and its output. It records every
-// line written through it in a Ledger before passing the line on, so that
-// once the far end has read a line the ledger has it: a test that syncs on
-// the far end never reads the ledger too early. It also counts the bytes it
-// was asked to write, and can slip lines of its own in between.
+// Tap stands between a Conn and its transport. It records every message
+// the Conn sends in a Ledger before passing the message on, so that once
+// the far end has read a message the ledger has it: a test that syncs on
+// the far end never reads the ledger too early. It also counts the bytes
+// the Conn asked to send, and can slip messages of its own in after the
+// Conn's. What the Conn receives passes untouched.
 type Tap struct {
-	// Inject, when set before the first write, is called after each line
-	// recorded, with the Tap's ledger and direction; a line it returns
-	// (with its "\n") is written next, and is not recorded: the injector
-	// accounts for it, with Ledger.Owe if it owes an answer.
+	// Inject, when set before the first Send, is called after each
+	// message recorded, with the Tap's ledger and direction; a message it
+	// returns is sent next, and is not recorded: the injector accounts
+	// for it, with Ledger.Owe if it owes an answer.
 	Inject Injector
 
-	w io.WriteCloser
+	t acprpc.Transport
 	l *Ledger
 	d Direction
 
 	mu        sync.Mutex
-	partial   []byte // the start of a line whose end has not come yet
 	attempted int64
 	waiters   []bytesWaiter
 }
 
-// Injector makes the lines a Tap slips in; see Tap.Inject.
+// Injector makes the messages a Tap slips in; see Tap.Inject. A message
+// holds no newline.
 type Injector func(l *Ledger, d Direction) []byte
 
 type bytesWaiter struct {
@@ -36,88 +37,69 @@ type bytesWaiter struct {
 	ch chan struct{}
 }
 
-// NewTap returns a Tap writing to w and recording into l as lines that went
-// the way d.
-func NewTap(w io.WriteCloser, l *Ledger, d Direction) *Tap {
-	return &Tap{w: w, l: l, d: d}
+// NewTap returns t tapped: what it sends is recorded in l as going the way
+// d.
+func NewTap(t acprpc.Transport, l *Ledger, d Direction) *Tap {
+	return &Tap{t: t, l: l, d: d}
 }
 
 // Ledger is the ledger the Tap records into.
 func (t *Tap) Ledger() *Ledger { return t.l }
 
-// Write records the lines p completes, then writes p, with any injected
-// lines after the lines they follow. It returns how much of p was written.
-func (t *Tap) Write(p []byte) (int, error) {
-	written := 0
-	for _, c := range t.take(p) {
-		n, err := t.w.Write(c.b)
-		if !c.injected {
-			written += n
-		}
-		if err != nil {
-			return written, err
-		}
+// Recv receives from the transport.
+func (t *Tap) Recv() ([]byte, error) { return t.t.Recv() }
+
+// Send records msg, then sends it, then any message Inject returns.
+func (t *Tap) Send(msg []byte) error {
+	t.count(len(msg) + 1) // and its line end, on a stream
+	t.l.Record(t.d, msg)
+	if err := t.t.Send(msg); err != nil {
+		return err
 	}
-	return written, nil
+	if t.Inject == nil {
+		return nil
+	}
+	if extra := t.Inject(t.l, t.d); extra != nil {
+		return t.t.Send(extra)
+	}
+	return nil
 }
 
-// Close closes the output.
-func (t *Tap) Close() error { return t.w.Close() }
+// Close closes the transport.
+func (t *Tap) Close() error { return t.t.Close() }
 
-type chunk struct {
-	b        []byte
-	injected bool
+// SetReadLimit passes the Conn's limit on to a transport that takes one.
+func (t *Tap) SetReadLimit(n int) {
+	if l, ok := t.t.(interface{ SetReadLimit(int) }); ok {
+		l.SetReadLimit(n)
+	}
 }
 
-// take counts and records what p brings and returns what to write.
-func (t *Tap) take(p []byte) []chunk {
+// Flush flushes a transport that buffers.
+func (t *Tap) Flush() error {
+	if f, ok := t.t.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
+func (t *Tap) count(n int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.attempted += int64(len(p))
+	t.attempted += int64(n)
 	t.wakeWaiters()
-	var out []chunk
-	start, from := 0, 0 // start of the current line in p; start of what is not yet in out
-	for {
-		i := bytes.IndexByte(p[start:], '\n')
-		if i < 0 {
-			break
-		}
-		end := start + i + 1
-		if len(t.partial) > 0 {
-			t.partial = append(t.partial, p[start:end]...)
-			t.l.Record(t.d, t.partial)
-			t.partial = t.partial[:0]
-			if cap(t.partial) > 1<<20 {
-				t.partial = nil // do not pin a huge line's buffer
-			}
-		} else {
-			t.l.Record(t.d, p[start:end])
-		}
-		start = end
-		if t.Inject == nil {
-			continue
-		}
-		if extra := t.Inject(t.l, t.d); extra != nil {
-			out = append(out, chunk{b: p[from:end]}, chunk{b: extra, injected: true})
-			from = end
-		}
-	}
-	t.partial = append(t.partial, p[start:]...)
-	if from < len(p) {
-		out = append(out, chunk{b: p[from:]})
-	}
-	return out
 }
 
-// Attempted returns how many bytes the Tap has been asked to write.
+// Attempted returns how many bytes the Conn has asked to send, a line end
+// counted for each message.
 func (t *Tap) Attempted() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.attempted
 }
 
-// Past returns a channel closed once the Tap has been asked to write at
-// least n bytes in all, whether or not they could be written.
+// Past returns a channel closed once the Conn has asked to send at least n
+// bytes in all, whether or not they could be sent.
 func (t *Tap) Past(n int64) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -19,51 +20,62 @@ type writerFunc func(p []byte) (int, error)
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 func (f writerFunc) Close() error                { return nil }
 
+// sender is a transport that hands every message sent to a function, has
+// nothing to receive, and notes the limit and flushes it is given.
+type sender struct {
+	send    func(msg []byte) error
+	limit   int
+	flushes int
+}
+
+func (s *sender) Send(msg []byte) error { return s.send(msg) }
+func (s *sender) Recv() ([]byte, error) { return nil, io.EOF }
+func (s *sender) Close() error          { return nil }
+func (s *sender) SetReadLimit(n int)    { s.limit = n }
+func (s *sender) Flush() error          { s.flushes++; return nil }
+
+func sendFunc(f func(msg []byte) error) *sender { return &sender{send: f} }
+
 // A tap that wrote a line before recording it let a test that synced on the
 // far end's read look at the ledger too early: TestStressCancellation then
 // saw its last request "answered 0 times" about once in 170 runs. A Tap
-// records first: by the time a line's last byte reaches the output, the
-// ledger has the line, however the writes split it.
-func TestTapRecordsBeforeWriting(t *testing.T) {
-	text := RequestLine("1", "a", `{"k":"v"}`) + "\n" + ResultLine("2", "true") + "\n" + NotificationLine("n", "") + "\n"
-	for _, cuts := range [][]int{nil, {1, 30, 31, 70}, {10, 20, 40, 60, 80, 100, len(text) - 1}} {
-		l := &Ledger{}
-		var out bytes.Buffer
-		tap := NewTap(writerFunc(func(p []byte) (int, error) {
-			out.Write(p)
-			complete := bytes.Count(out.Bytes(), []byte("\n"))
-			require.GreaterOrEqual(t, l.Tally(AtoB).Lines, complete, "a line reached the output before the ledger had it")
-			return len(p), nil
-		}), l, AtoB)
-		from := 0
-		for _, to := range append(cuts, len(text)) {
-			n, err := tap.Write([]byte(text[from:to]))
-			require.NoError(t, err)
-			require.Equal(t, to-from, n)
-			from = to
-		}
-		assert.Equal(t, text, out.String())
-		assert.Equal(t, 3, l.Tally(AtoB).Lines)
+// records first: by the time a message reaches the transport, the ledger
+// has it.
+func TestTapRecordsBeforeSending(t *testing.T) {
+	l := &Ledger{}
+	sent := 0
+	tap := NewTap(sendFunc(func(msg []byte) error {
+		sent++
+		require.Equal(t, sent, l.Tally(AtoB).Lines, "%s reached the transport before the ledger had it", msg)
+		return nil
+	}), l, AtoB)
+	for _, msg := range []string{RequestLine("1", "a", `{"k":"v"}`), ResultLine("2", "true"), NotificationLine("n", "")} {
+		require.NoError(t, tap.Send([]byte(msg)))
 	}
+	assert.Equal(t, 3, sent)
+	assert.Equal(t, 1, l.Open(AtoB))
 }
 
-// The same across a pipe: once the peer has read an answer, the Conn's tap
-// has it. (With the old order, this failed within a few hundred rounds.)
+// The same across every transport: once the peer has read an answer, the
+// Conn's tap has it. (With the old order this failed within a few hundred
+// rounds.)
 func TestTapAnswerRecordedBeforePeerReadsIt(t *testing.T) {
-	ctx := Context(t)
-	_, p, tap := ConnectTapped(context.Background(), t, Mux{"ping": Ping}, nil, nil)
-	for i := range 500 {
-		id := strings.Repeat("1", 1+i%7)
-		p.Request(id, "ping", "")
-		p.ExpectResult(ctx, id, `"pong"`)
-		require.Equal(t, i+1, tap.Ledger().Tally(AtoB).Lines, "round %d: the peer read an answer the tap had not recorded", i)
-	}
+	Run(t, func(t *testing.T, tr Transport) {
+		ctx := Context(t)
+		_, p, tap := ConnectTapped(context.Background(), t, tr, Mux{"ping": Ping}, nil)
+		for i := range 500 {
+			id := strings.Repeat("1", 1+i%7)
+			p.Request(id, "ping", "")
+			p.ExpectResult(ctx, id, `"pong"`)
+			require.Equal(t, i+1, tap.Ledger().Tally(AtoB).Lines, "round %d: the peer read an answer the tap had not recorded", i)
+		}
+	})
 }
 
 func TestTapInjects(t *testing.T) {
 	l := &Ledger{}
-	var out bytes.Buffer
-	tap := NewTap(writerFunc(out.Write), l, BtoA)
+	var out []string
+	tap := NewTap(sendFunc(func(msg []byte) error { out = append(out, string(msg)); return nil }), l, BtoA)
 	n := 0
 	tap.Inject = func(got *Ledger, d Direction) []byte {
 		assert.Same(t, l, got)
@@ -73,33 +85,47 @@ func TestTapInjects(t *testing.T) {
 			return nil
 		}
 		got.Owe(d, `"bad"`)
-		return []byte("bad line\n")
+		return []byte("bad line")
 	}
 	one, two, three := RequestLine("1", "m", ""), RequestLine("2", "m", ""), RequestLine("3", "m", "")
-	written, err := tap.Write([]byte(one + "\n" + two + "\n" + three[:5]))
-	require.NoError(t, err)
-	assert.Equal(t, len(one)+len(two)+7, written, "the injected bytes are not counted")
-	_, err = tap.Write([]byte(three[5:] + "\n"))
-	require.NoError(t, err)
-	assert.Equal(t, one+"\n"+two+"\nbad line\n"+three+"\n", out.String())
-	assert.Equal(t, 3, l.Tally(BtoA).Lines, "injected lines are not recorded")
+	for _, msg := range []string{one, two, three} {
+		require.NoError(t, tap.Send([]byte(msg)))
+	}
+	assert.Equal(t, []string{one, two, "bad line", three}, out)
+	assert.Equal(t, 3, l.Tally(BtoA).Lines, "injected messages are not recorded")
 	assert.Equal(t, 1, l.Tally(BtoA).Owed)
+	assert.Equal(t, 4, l.Open(BtoA))
 }
 
 func TestTapCountsAttemptedBytes(t *testing.T) {
 	ctx := Context(t)
-	tap := NewTap(Discard, &Ledger{}, AtoB)
+	tap := NewTap(sendFunc(func([]byte) error { return nil }), &Ledger{}, AtoB)
 	past := tap.Past(10)
-	_, _ = tap.Write([]byte("12345"))
+	require.NoError(t, tap.Send([]byte("1234"))) // and a line end
 	select {
 	case <-past:
 		t.Fatal("past 10 after 5 bytes")
 	default:
 	}
-	_, _ = tap.Write([]byte("67890"))
+	require.NoError(t, tap.Send([]byte("6789")))
 	WaitFor(t, ctx, past, "10 bytes")
 	WaitFor(t, ctx, tap.Past(3), "a mark already passed")
 	assert.EqualValues(t, 10, tap.Attempted())
+	assert.Len(t, tap.Ledger().Tally(AtoB).Problems, 2, "neither is JSON")
+}
+
+// A Tap passes the Conn's read limit and flushes on, or a Stream under it
+// would keep the default limit and never write.
+func TestTapPassesLimitAndFlush(t *testing.T) {
+	inner := sendFunc(func([]byte) error { return nil })
+	tap := NewTap(inner, &Ledger{}, AtoB)
+	tap.SetReadLimit(77)
+	require.NoError(t, tap.Flush())
+	assert.Equal(t, 77, inner.limit)
+	assert.Equal(t, 1, inner.flushes)
+	_, err := tap.Recv()
+	assert.ErrorIs(t, err, io.EOF)
+	assert.NoError(t, tap.Close())
 }
 
 func TestFailAfter(t *testing.T) {
@@ -120,7 +146,7 @@ func TestFailAfter(t *testing.T) {
 func TestPeerDrainsAndSendsInBackground(t *testing.T) {
 	ctx := Context(t)
 	for _, read := range []bool{false, true} {
-		c, p, tap := ConnectTapped(context.Background(), t, Mux{"echo": Echo}, nil, nil)
+		c, p, tap := ConnectTapped(context.Background(), t, OSPipe, Mux{"echo": Echo}, nil)
 		if read {
 			p.Request("0", "echo", "[0]")
 			p.ExpectAnswer(ctx, "0")

@@ -1,6 +1,8 @@
 // Package wiretest is the test kit of acprpc's behavioural tests: a scripted
-// raw peer that writes and reads JSON-RPC lines byte for byte, the framings
-// a conversation runs over, and Conn-to-Conn links whose lines are recorded.
+// raw peer that writes and reads JSON-RPC lines byte for byte, the
+// transports a conversation runs over, taps and a ledger that record what
+// went over the wire, recorders of what the handlers went through, and
+// Conn-to-Conn links and wires.
 package wiretest
 
 import (
@@ -13,20 +15,39 @@ import (
 	"github.com/acpkit/acprpc"
 )
 
-// Transport is one way of carrying lines between a Conn and its peer.
+// Transport is one way of carrying messages between a Conn and its peer.
 type Transport struct {
 	Name string
-	// Open returns the Conn's stream and the other end of the same pipes.
-	Open func() (*acprpc.Stream, *End, error)
+	// Stream is set for a byte-stream framing (a line per message), where
+	// a peer can write half a line, blank lines or two lines at once; a
+	// test of the framing itself runs over these only (RunStreams).
+	Stream bool
+	// Open returns the Conn's transport and the peer's end of it.
+	Open func() (acprpc.Transport, *End, error)
 }
 
-// Transports are the framings every conversation test runs over:
-// os.Pipe (kernel pipes with a buffer), net.Pipe (synchronous, one full
-// duplex connection) and io.Pipe (synchronous, in memory).
-var Transports = []Transport{
-	{Name: "os.Pipe", Open: openOSPipe},
-	{Name: "net.Pipe", Open: openNetPipe},
-	{Name: "io.Pipe", Open: openIOPipe},
+// The transports of Transports, by name.
+var (
+	OSPipe    = Transport{Name: "os.Pipe", Stream: true, Open: openOSPipe}   // kernel pipes with a buffer
+	NetPipe   = Transport{Name: "net.Pipe", Stream: true, Open: openNetPipe} // synchronous, one full-duplex connection
+	IOPipe    = Transport{Name: "io.Pipe", Stream: true, Open: openIOPipe}   // synchronous, in memory
+	InProcess = Transport{Name: "acprpc.Pipe", Open: openInProcess}          // messages, no framing
+)
+
+// Transports are the framings every conversation test runs over. OSPipe
+// comes first: a test that needs only one runs over Transports[0].
+var Transports = []Transport{OSPipe, NetPipe, IOPipe, InProcess}
+
+// OSPipeThrough is OSPipe with the Conn's output going through wrap
+// (FailAfter, say) on its way to the pipe.
+func OSPipeThrough(wrap func(io.WriteCloser) io.WriteCloser) Transport {
+	return Transport{Name: "os.Pipe", Stream: true, Open: func() (acprpc.Transport, *End, error) {
+		in, out, end, err := osPipes()
+		if err != nil {
+			return nil, nil, err
+		}
+		return acprpc.NewStreamPipes(in, wrap(out)), end, nil
+	}}
 }
 
 // End is the peer's side of a transport: what it reads is what the Conn
@@ -57,7 +78,7 @@ func (e *End) Close() error {
 	return e.err
 }
 
-func openOSPipe() (*acprpc.Stream, *End, error) {
+func openOSPipe() (acprpc.Transport, *End, error) {
 	in, out, end, err := osPipes()
 	if err != nil {
 		return nil, nil, err
@@ -81,13 +102,18 @@ func osPipes() (in, out *os.File, end *End, err error) {
 	return inR, outW, &End{R: outR, W: inW, closeR: outR.Close, closeW: inW.Close}, nil
 }
 
-func openNetPipe() (*acprpc.Stream, *End, error) {
+func openNetPipe() (acprpc.Transport, *End, error) {
 	a, b := net.Pipe()
 	return acprpc.NewStream(a), &End{R: b, W: b, closeR: b.Close, closeW: b.Close}, nil
 }
 
-func openIOPipe() (*acprpc.Stream, *End, error) {
+func openIOPipe() (acprpc.Transport, *End, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	return acprpc.NewStreamPipes(inR, outW), &End{R: outR, W: inW, closeR: outR.Close, closeW: inW.Close}, nil
+}
+
+func openInProcess() (acprpc.Transport, *End, error) {
+	conn, peer := acprpc.Pipe()
+	return conn, EndOf(peer), nil
 }

@@ -102,3 +102,14 @@ func Recv[T any](t testing.TB, ctx context.Context, ch <-chan T) T {
 		return zero
 	}
 }
+
+// RunStreams runs f once per byte-stream transport, for a test of the line
+// framing itself.
+func RunStreams(t *testing.T, f func(t *testing.T, tr Transport)) {
+	t.Helper()
+	for _, tr := range Transports {
+		if tr.Stream {
+			t.Run(tr.Name, func(t *testing.T) { f(t, tr) })
+		}
+	}
+}

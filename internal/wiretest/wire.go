@@ -10,8 +10,8 @@ import (
 )
 
 // Wire is two Conns, A and B, joined by a pair of os.Pipes, each one's
-// output going through a Tap into one Ledger: A's lines go AtoB, B's go
-// BtoA. No relay stands between them, so the timing is the pipes' own.
+// transport tapped into one Ledger: A's messages go AtoB, B's go BtoA. No
+// relay stands between them, so the timing is the pipes' own.
 type Wire struct {
 	A, B       *acprpc.Conn
 	Ledger     *Ledger
@@ -33,10 +33,11 @@ func NewWire(t testing.TB, a, b Side) *Wire {
 	aIn, bOut := pipe()
 	bIn, aOut := pipe()
 	w := &Wire{Ledger: &Ledger{}}
-	w.TapA, w.TapB = NewTap(aOut, w.Ledger, AtoB), NewTap(bOut, w.Ledger, BtoA)
+	w.TapA = NewTap(acprpc.NewStreamPipes(aIn, aOut), w.Ledger, AtoB)
+	w.TapB = NewTap(acprpc.NewStreamPipes(bIn, bOut), w.Ledger, BtoA)
 	w.TapA.Inject, w.TapB.Inject = a.Inject, b.Inject
-	w.A = acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(aIn, w.TapA), a.Handler, a.Options)
-	w.B = acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(bIn, w.TapB), b.Handler, b.Options)
+	w.A = acprpc.NewConn(context.Background(), w.TapA, a.Handler, a.Options)
+	w.B = acprpc.NewConn(context.Background(), w.TapB, b.Handler, b.Options)
 	t.Cleanup(func() {
 		_ = w.A.Close()
 		_ = w.B.Close()
