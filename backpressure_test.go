@@ -108,7 +108,7 @@ func TestBackpressureNotificationQueueStillBounded(t *testing.T) {
 		}()
 		return cctx, cancel
 	}
-	_, p, _ := wiretest.ConnectTapped(context.Background(), t, h, &acprpc.Options{MaxQueuedNotifications: limit}, nil)
+	_, p, _ := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit})
 	written := p.SendAsync([]byte(bpUpdates(1, n, 0) + wiretest.RequestLine("1", "probe", "") + "\n"))
 	p.ExpectRequest(ctx, "x/lookup")
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood") // the pipe holds it
@@ -131,7 +131,7 @@ func TestBackpressureNotificationBytes(t *testing.T) {
 	const n, pad, limit = 10, 3000, 10_000 // three notifications fit, not four
 	ctx := wiretest.Context(t)
 	h := newHeldNotes()
-	_, p, _ := wiretest.ConnectTapped(context.Background(), t, h, &acprpc.Options{MaxQueuedNotificationBytes: limit, MaxMessageSize: 5000}, nil)
+	_, p, _ := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotificationBytes: limit, MaxMessageSize: 5000})
 	written := p.SendAsync([]byte(bpUpdates(1, n, pad) + wiretest.RequestLine("1", "probe", "") + "\n"))
 	wiretest.WaitFor(t, ctx, h.first, "the first notification")
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood")
