@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -264,8 +265,16 @@ func FuzzCancelParams(f *testing.F) {
 // connection survived. It fits the small size limit.
 const fuzzProbe = `{"jsonrpc":"2.0","id":"zz-probe","method":"echo"}`
 
+// fuzzCalls is how many calls of ours are pending when the fuzzed input
+// arrives: their IDs are 1 to fuzzCalls, and the input may answer them.
+const fuzzCalls = 3
+
 // FuzzStream: whatever the peer sends, the connection stays open, answers a
-// valid request sent afterwards, and writes only valid JSON answers.
+// valid request sent afterwards, and writes only valid JSON: answers, each
+// to a request of the input (never to an answer, whose ID is ours), and our
+// own calls. Our calls are pending while the input is read, and every one
+// that the input answers ends with that answer (or an error saying why it
+// is unusable), never by waiting for the connection to close.
 func FuzzStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, input []byte, small bool) {
 		opts := &Options{}
@@ -276,30 +285,69 @@ func FuzzStream(f *testing.F) {
 		outR, outW := fuzzPipe(t)
 		echo := HandlerFunc(func(_ context.Context, req *Request) (any, error) { return req.Params, nil })
 		c := NewConn(context.Background(), NewStreamPipes(inR, outW), echo, opts)
+		calls := make(chan fuzzCallEnd, fuzzCalls)
+		for range fuzzCalls {
+			go func() {
+				var result json.RawMessage
+				err := c.Call(context.Background(), "peer/call", nil, &result)
+				calls <- fuzzCallEnd{err}
+			}()
+		}
+		out := &fuzzOutput{called: make(chan struct{}), probed: make(chan struct{})}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			out.read(outR)
+		}()
+		fuzzWait(t, out.called, "our calls to be sent", input)
 		go func() {
 			_, _ = inW.Write(input)
 			_, _ = inW.Write([]byte("\n" + fuzzProbe + "\n"))
 		}()
-		probed, done := make(chan struct{}), make(chan []string, 1)
-		go func() { done <- fuzzReadAnswers(outR, probed) }()
-		select {
-		case <-probed:
-		case <-time.After(10 * time.Second):
-			var b strings.Builder
-			_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
-			t.Fatalf("no answer to the probe after %q; goroutines:\n%s", input, b.String())
-		}
+		fuzzWait(t, out.probed, "the answer to the probe", input)
 		if err := c.Err(); err != nil {
 			t.Fatalf("connection closed: %v", err)
 		}
+		owed := fuzzReadInput(input, opts.MaxMessageSize)
+		answered := 0
+		for id := range fuzzCalls {
+			if owed.answers[strconv.Itoa(id+1)] {
+				answered++
+			}
+		}
+		for range answered {
+			select {
+			case end := <-calls:
+				if errors.Is(end.err, ErrConnClosed) {
+					t.Fatalf("input %.500q: a call answered by it ended only with the connection", input)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("input %.500q answers %d calls, fewer returned", input, answered)
+			}
+		}
 		c.Close()
-		problems := <-done
+		for range fuzzCalls - answered {
+			<-calls
+		}
+		<-done
 		inW.Close()
 		outR.Close()
-		for _, p := range problems {
-			t.Errorf("input %q: %s", input, p)
+		for _, p := range out.check(owed) {
+			t.Errorf("input %.500q: %s", input, p)
 		}
 	})
+}
+
+type fuzzCallEnd struct{ err error }
+
+func fuzzWait(t *testing.T, ch <-chan struct{}, what string, input []byte) {
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		var b strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+		t.Fatalf("no %s after %.500q; goroutines:\n%s", what, input, b.String())
+	}
 }
 
 func fuzzPipe(t *testing.T) (*os.File, *os.File) {
@@ -310,34 +358,134 @@ func fuzzPipe(t *testing.T) (*os.File, *os.File) {
 	return r, w
 }
 
-// fuzzReadAnswers reads the connection's output to its end, closing probed
-// when the probe's answer arrives, and returns what is wrong with it.
-func fuzzReadAnswers(out *os.File, probed chan struct{}) (problems []string) {
+// fuzzInput is what the input's lines, read by encoding/json, owe: the IDs
+// of its requests (which may be answered), the IDs its answers name, and
+// whether some line over the size limit is not JSON (the ID the Conn finds
+// in such a line is its own reading).
+type fuzzInput struct {
+	requests   map[string]bool
+	answers    map[string]bool
+	unreadable bool
+}
+
+func fuzzReadInput(input []byte, limit int) fuzzInput {
+	in := fuzzInput{requests: map[string]bool{}, answers: map[string]bool{}}
+	for _, line := range bytes.Split(input, []byte("\n")) {
+		line = bytes.TrimRight(line, "\r")
+		var obj map[string]json.RawMessage
+		if fuzzDepth(line) >= maxDepth-1 || json.Unmarshal(line, &obj) != nil || obj == nil {
+			in.unreadable = in.unreadable || limit > 0 && len(line) > limit
+			continue
+		}
+		id, ok := obj["id"]
+		switch {
+		case !ok:
+		case fuzzIsAnswer(obj):
+			in.answers[string(id)] = true
+		default:
+			in.requests[string(id)] = true
+		}
+	}
+	return in
+}
+
+// fuzzOutput is what the connection wrote, read to its end.
+type fuzzOutput struct {
+	called, probed chan struct{} // closed when our calls, and the probe's answer, have been read
+	calls          int
+	answers        []string // the ID of every answer but the probe's
+	problems       []string
+}
+
+func (o *fuzzOutput) read(out *os.File) {
 	sc := bufio.NewScanner(out)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var m struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Method  *string         `json:"method"`
-			Result  json.RawMessage `json:"result"`
-			Error   json.RawMessage `json:"error"`
+		o.line(sc.Bytes())
+	}
+	for _, ch := range []*chan struct{}{&o.called, &o.probed} {
+		if *ch != nil {
+			close(*ch) // the output ended: the waits fail on the connection's error
 		}
-		line := sc.Bytes()
+	}
+}
+
+func (o *fuzzOutput) line(line []byte) {
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  *string         `json:"method"`
+		Params  json.RawMessage `json:"params"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	switch {
+	case !json.Valid(line) || json.Unmarshal(line, &m) != nil || m.JSONRPC != "2.0":
+		o.problems = append(o.problems, "invalid JSON-RPC written: "+string(line))
+	case m.Method != nil && *m.Method == "peer/call" && m.ID != nil:
+		if o.calls++; o.calls == fuzzCalls {
+			close(o.called)
+			o.called = nil
+		}
+	case m.Method != nil && *m.Method == MethodCancelRequest && m.ID == nil:
+	case m.Method != nil || m.ID == nil || (m.Result == nil) == (m.Error == nil):
+		o.problems = append(o.problems, "neither an answer nor a call of ours: "+string(line))
+	case string(m.ID) == `"zz-probe"` && o.probed != nil:
+		close(o.probed)
+		o.probed = nil
+	default:
+		o.answers = append(o.answers, string(m.ID))
+	}
+}
+
+// check compares the answers with what the input owed: an answer carries
+// null or the ID of a request in the input, never one only an answer had.
+func (o *fuzzOutput) check(in fuzzInput) []string {
+	for _, id := range o.answers {
+		if id != "null" && !in.requests[id] && !in.unreadable {
+			o.problems = append(o.problems, "answered id "+id+", which no request of the input has")
+		}
+	}
+	return o.problems
+}
+
+// FuzzRawResult: a handler's json.RawMessage result goes out compact on one
+// line when it is JSON, and is answered -32603 when it is not; json.RawMessage
+// params are sent compact, or refused before anything is sent.
+func FuzzRawResult(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if fuzzDepth(raw) >= maxDepth-1 {
+			return
+		}
+		valid := json.Valid(raw)
+		var compact bytes.Buffer
+		if valid {
+			_ = json.Compact(&compact, raw)
+		}
+		r, err := resultFrame([]byte("1"), json.RawMessage(raw))
 		switch {
-		case !json.Valid(line) || json.Unmarshal(line, &m) != nil:
-			problems = append(problems, "invalid JSON written: "+string(line))
-		case m.JSONRPC != "2.0" || m.Method != nil || m.ID == nil || (m.Result == nil) == (m.Error == nil):
-			problems = append(problems, "not an answer: "+string(line))
-		case string(m.ID) == `"zz-probe"` && probed != nil:
-			close(probed)
-			probed = nil
+		case valid && err != nil:
+			t.Fatalf("valid %q refused: %v", raw, err)
+		case !valid && err == nil:
+			t.Fatalf("invalid %q written: %s", raw, r.buf.Bytes())
+		case err == nil:
+			want := `{"jsonrpc":"2.0","id":1,"result":` + compact.String() + `}`
+			if got := r.buf.String(); got != want || bytes.ContainsAny(r.buf.Bytes(), "\n\r") {
+				t.Fatalf("%q written as %q, want %q", raw, got, want)
+			}
+			r.release()
 		}
-	}
-	if probed != nil {
-		close(probed) // the output ended: the wait fails on the connection's error
-	}
-	return problems
+		n, err := requestFrame(nil, "m", json.RawMessage(raw))
+		if (err == nil) != valid {
+			t.Fatalf("params %q: encoded %v, valid %v", raw, err == nil, valid)
+		}
+		if err == nil {
+			if got := member(n.buf.Bytes(), "params"); !bytes.Equal(got, compact.Bytes()) {
+				t.Fatalf("params %q sent as %q", raw, n.buf.Bytes())
+			}
+			n.release()
+		}
+	})
 }
 
 // FuzzIDKey: two string IDs share a key exactly when they spell the same
