@@ -15,7 +15,6 @@ for dir in interop bench/ts; do
   fi
 done
 
-# Every module of the workspace: the root package, the transports and the
-# examples (go.work lists them), then the benchmark module's adapters.
+# Every module of the workspace, as go.work lists them: the root package, the
+# remote transports, the examples and the benchmark module's adapters.
 go test -race "$@" github.com/acpkit/acprpc/...
-(cd bench && go test "$@" ./...)
