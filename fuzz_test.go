@@ -392,9 +392,11 @@ func fuzzReadInput(input []byte, limit int) fuzzInput {
 // fuzzOutput is what the connection wrote, read to its end.
 type fuzzOutput struct {
 	called, probed chan struct{} // closed when our calls, and the probe's answer, have been read
-	calls          int
-	answers        []string // the ID of every answer but the probe's
-	problems       []string
+	// The fields below belong to the reading goroutine until it ends.
+	calls    int
+	isProbed bool
+	answers  []string // the ID of every answer but the probe's
+	problems []string
 }
 
 func (o *fuzzOutput) read(out *os.File) {
@@ -403,10 +405,12 @@ func (o *fuzzOutput) read(out *os.File) {
 	for sc.Scan() {
 		o.line(sc.Bytes())
 	}
-	for _, ch := range []*chan struct{}{&o.called, &o.probed} {
-		if *ch != nil {
-			close(*ch) // the output ended: the waits fail on the connection's error
-		}
+	// The output ended: the waits go on, and fail on the connection's error.
+	if o.calls < fuzzCalls {
+		close(o.called)
+	}
+	if !o.isProbed {
+		close(o.probed)
 	}
 }
 
@@ -425,14 +429,13 @@ func (o *fuzzOutput) line(line []byte) {
 	case m.Method != nil && *m.Method == "peer/call" && m.ID != nil:
 		if o.calls++; o.calls == fuzzCalls {
 			close(o.called)
-			o.called = nil
 		}
 	case m.Method != nil && *m.Method == MethodCancelRequest && m.ID == nil:
 	case m.Method != nil || m.ID == nil || (m.Result == nil) == (m.Error == nil):
 		o.problems = append(o.problems, "neither an answer nor a call of ours: "+string(line))
-	case string(m.ID) == `"zz-probe"` && o.probed != nil:
+	case string(m.ID) == `"zz-probe"` && !o.isProbed:
 		close(o.probed)
-		o.probed = nil
+		o.isProbed = true
 	default:
 		o.answers = append(o.answers, string(m.ID))
 	}
