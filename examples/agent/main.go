@@ -19,7 +19,16 @@
 // work ends. v2 has no terminal/create: the turn still sends it, in its v1
 // shape, as its second nested request.
 //
-// The agent exits with status 0 when its stdin closes.
+// The agent exits with status 0 when its stdin closes. On SIGINT or SIGTERM
+// it shuts down gracefully (acprpc.Conn.Shutdown): a turn in flight is
+// cancelled and answered {"stopReason":"cancelled"} (in v2, its idle
+// state_update), its requests to the client are cancelled, and the client
+// reads all of that before the agent's stdout ends; then it exits with
+// status 0.
+//
+// A cancelled turn waits up to a second for the client to answer the
+// requests it cancelled, as in ACP's diagram; -graceful=false ends it at
+// once, as agents that do not wait do.
 //
 // With -listen ADDR it serves the same agent at http://ADDR/acp instead, over
 // WebSocket and Streamable HTTP alike, to clients on this machine only (the
@@ -38,6 +47,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/examples/internal/demo"
@@ -46,6 +56,7 @@ import (
 func main() {
 	verbose := flag.Bool("v", false, "log acprpc's diagnostics too")
 	listen := flag.String("listen", "", "serve at http://`ADDR`/acp (WebSocket and Streamable HTTP) instead of stdio")
+	graceful := flag.Bool("graceful", true, "after a cancel, wait for the client to answer the requests it cut short")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -62,9 +73,27 @@ func main() {
 	}
 
 	agent := demo.NewAgent(log)
-	conn := acprpc.NewConn(ctx, acprpc.NewStreamPipes(os.Stdin, os.Stdout), agent, &acprpc.Options{Logger: log})
-	<-conn.Done()
+	if !*graceful {
+		agent.ConfirmWait = 0
+	}
+	// Not the signal's context: its end would close the connection at once,
+	// with nothing answered.
+	conn := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(os.Stdin, os.Stdout), agent, &acprpc.Options{Logger: log})
+	select {
+	case <-conn.Done(): // the client closed our stdin
+	case <-ctx.Done():
+		log.Info("shutting down: every request in flight is answered as cancelled")
+		grace, cancel := context.WithTimeout(context.Background(), shutdownWait)
+		if err := conn.Shutdown(grace); err != nil {
+			log.Warn("shutdown cut short", "error", err)
+		}
+		cancel()
+	}
 	log.Info("connection closed", "reason", conn.Err())
 	conn.Close()
 	agent.Wait() // every turn's context has ended; let them finish
 }
+
+// shutdownWait bounds a graceful shutdown: the turns' grace period and the
+// client's confirmations fit well within it.
+const shutdownWait = 5 * time.Second

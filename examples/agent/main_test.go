@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,21 +64,23 @@ type peer struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	log    *testLog // the agent's stderr
 	lines  chan msg
 	exited chan error
 	seen   []msg // every line read so far, in order
 }
 
-func startAgent(t *testing.T) *peer {
+func startAgent(t *testing.T, args ...string) *peer {
 	t.Helper()
-	cmd := exec.Command(agentBin)
+	cmd := exec.Command(agentBin, args...)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	cmd.Stderr = testLog{t}
+	log := &testLog{t: t}
+	cmd.Stderr = log
 	require.NoError(t, cmd.Start())
-	p := &peer{t: t, cmd: cmd, stdin: stdin, lines: make(chan msg, 64), exited: make(chan error, 1)}
+	p := &peer{t: t, cmd: cmd, stdin: stdin, log: log, lines: make(chan msg, 64), exited: make(chan error, 1)}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -111,12 +114,25 @@ func startAgent(t *testing.T) *peer {
 	return p
 }
 
-// testLog sends the agent's stderr to the test log.
-type testLog struct{ t *testing.T }
+// testLog sends the agent's stderr to the test log, and keeps it.
+type testLog struct {
+	t    *testing.T
+	mu   sync.Mutex
+	text strings.Builder
+}
 
-func (l testLog) Write(b []byte) (int, error) {
+func (l *testLog) Write(b []byte) (int, error) {
 	l.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.text.Write(b)
+}
+
+// String is everything the agent has logged so far.
+func (l *testLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.text.String()
 }
 
 func (p *peer) send(line string) {

@@ -4,7 +4,10 @@
 // and a terminal takes a moment to start. After -delay it cancels the turn,
 // by session/cancel (Conn.CancelSession) or, with -cancel=request, by
 // cancelling the prompt's Call, which sends $/cancel_request. It prints the
-// turn's stop reason.
+// turn's stop reason. On SIGINT or SIGTERM it shuts the connection down
+// gracefully (acprpc.Conn.Shutdown): the agent's pending requests are
+// answered as cancelled, the prompt gets its $/cancel_request, and the
+// agent's stop reason is still printed before the agent is told to exit.
 //
 // From the repository's root:
 //
@@ -34,19 +37,22 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/acpkit/acprpc/examples/internal/demo"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run is the command; it returns the exit status.
+// run is the command; it returns the exit status. The end of ctx (a signal)
+// interrupts the turn gracefully: the connection is shut down, and the
+// turn's stop reason still read.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("client", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -78,7 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "client: -cancel must be %s, %s or %s\n", demo.CancelSession, demo.CancelRequest, demo.CancelNone)
 		return 2
 	}
-	ctx, stop := context.WithTimeout(ctx, *timeout)
+	interrupt := ctx.Done()
+	ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), *timeout)
 	defer stop()
 
 	if *agentPath == "" && *agentURL == "" {
@@ -94,7 +101,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	session := &demo.Session{AgentPath: *agentPath}
+	session := &demo.Session{AgentPath: *agentPath, Interrupt: interrupt}
 	if *verbose {
 		session.AgentStderr = stderr
 		session.AgentArgs = []string{"-v"}
@@ -141,7 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var res demo.TurnResult
 	var err error
 	if *agentURL != "" {
-		res, err = (&demo.Remote{URL: *agentURL, Log: session.Log}).Run(ctx, client, turn)
+		res, err = (&demo.Remote{URL: *agentURL, Log: session.Log, Interrupt: interrupt}).Run(ctx, client, turn)
 	} else {
 		res, err = session.Run(ctx, client, turn)
 	}

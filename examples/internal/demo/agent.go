@@ -32,6 +32,13 @@ const confirmWait = time.Second
 // at once and the turn, the session's foreground work, ends with an idle
 // state_update (see agent_v2.go).
 type Agent struct {
+	// ConfirmWait is how long a cancelled turn waits for the client to
+	// answer the requests the cancel cut short, so that it ends after
+	// them, as in ACP's cascading flow. NewAgent sets it to one second;
+	// zero ends the turn at once, as agents that do not wait do. Set it
+	// before the agent serves.
+	ConfirmWait time.Duration
+
 	log     *slog.Logger
 	handler acprpc.VersionRouter
 
@@ -54,7 +61,7 @@ func NewAgent(log *slog.Logger) *Agent {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Agent{log: log, sessions: make(map[string]*session)}
+	a := &Agent{ConfirmWait: confirmWait, log: log, sessions: make(map[string]*session)}
 	a.handler = acprpc.VersionRouter{V1: a.v1(), V2: a.v2()}
 	return a
 }
@@ -138,7 +145,8 @@ func (a *Agent) promptV1(ctx context.Context, p PromptRequest) (any, error) {
 	if !a.known(p.SessionID) {
 		return nil, unknownSession(p.SessionID)
 	}
-	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: p.SessionID, log: a.log.With("session", p.SessionID, "prompt", req.ID.String())}
+	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: p.SessionID, confirmWait: a.ConfirmWait,
+		log: a.log.With("session", p.SessionID, "prompt", req.ID.String())}
 	text := p.Text()
 	t.log.Info("turn started", "text", text)
 	stopReason, err := t.run(ctx, text, RequestPermissionRequest{
@@ -163,10 +171,11 @@ var (
 
 // turn is one prompt turn in progress.
 type turn struct {
-	conn      *acprpc.Conn
-	sessionID string
-	log       *slog.Logger
-	messageID string // v2: the agent message its chunks belong to; empty in v1
+	conn        *acprpc.Conn
+	sessionID   string
+	log         *slog.Logger
+	messageID   string        // v2: the agent message its chunks belong to; empty in v1
+	confirmWait time.Duration // see Agent.ConfirmWait
 }
 
 // errAbandoned ends a turn whose connection has closed: there is nobody to
@@ -193,7 +202,7 @@ func (t *turn) run(ctx context.Context, text string, permissionRequest any, want
 		perm             RequestPermissionResponse
 		term             CreateTerminalResponse
 		permErr, termErr error
-		graceful         = acprpc.WaitAfterCancel(confirmWait)
+		graceful         = acprpc.WaitAfterCancel(t.confirmWait)
 	)
 	wg.Go(func() {
 		permErr = t.conn.Call(tctx, MethodRequestPermission, permissionRequest, &perm, graceful)
@@ -267,6 +276,8 @@ func (t *turn) cancelled(ctx context.Context) (string, error) {
 		why = "$/cancel_request on the prompt"
 	case errors.Is(cause, acprpc.ErrDeadline):
 		why = "the turn's deadline passed"
+	case errors.Is(cause, acprpc.ErrShutdown):
+		why = "the agent is shutting down"
 	}
 	t.log.Info("turn cancelled", "by", why)
 	// The turn's context has ended, but this update belongs to the turn and

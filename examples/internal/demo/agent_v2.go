@@ -57,7 +57,8 @@ func (a *Agent) promptV2(ctx context.Context, p PromptRequest) (PromptResponseV2
 	}
 	work, _ := acprpc.WorkFromContext(ctx)
 	messageID := a.startWork(p.SessionID, work)
-	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: p.SessionID, log: log, messageID: messageID + "_reply"}
+	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: p.SessionID, log: log, messageID: messageID + "_reply",
+		confirmWait: a.ConfirmWait}
 	a.turns.Go(func() { t.runV2(work, p, messageID) })
 	return PromptResponseV2{MessageID: messageID}, nil
 }

@@ -68,6 +68,9 @@ type Remote struct {
 	Recorder *Recorder
 	// Log receives the client connection's diagnostics; nil discards them.
 	Log *slog.Logger
+	// Interrupt, when it is closed during the turn, shuts the connection
+	// down gracefully: see ShutdownOn.
+	Interrupt <-chan struct{}
 }
 
 // Run connects to the agent, runs one turn with client, and closes the
@@ -81,7 +84,9 @@ func (s *Remote) Run(ctx context.Context, client *Client, t Turn) (TurnResult, e
 		tr = s.Recorder.Transport(tr)
 	}
 	conn := acprpc.NewConn(ctx, tr, client, &acprpc.Options{Logger: s.Log})
+	interrupted := ShutdownOn(s.Interrupt, conn)
 	res, err := client.RunTurn(ctx, conn, t)
+	interrupted()
 	conn.Close()
 	client.Wait()
 	return res, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/acpkit/acprpc"
 )
@@ -22,6 +23,9 @@ type Session struct {
 	Recorder *Recorder
 	// Log receives the client connection's diagnostics; nil discards them.
 	Log *slog.Logger
+	// Interrupt, when it is closed during the turn (a signal), shuts the
+	// connection down gracefully: see ShutdownOn.
+	Interrupt <-chan struct{}
 }
 
 // Run starts the agent, runs one turn with client over its stdin and stdout,
@@ -43,7 +47,9 @@ func (s *Session) Run(ctx context.Context, client *Client, t Turn) (TurnResult, 
 		w = s.Recorder.Writer(ClientToAgent, w)
 	}
 	conn := acprpc.NewConn(ctx, acprpc.NewStreamPipes(r, w), client, &acprpc.Options{Logger: s.Log})
+	interrupted := ShutdownOn(s.Interrupt, conn)
 	res, turnErr := client.RunTurn(ctx, conn, t)
+	interrupted()
 
 	// Closing the connection closes the agent's stdin: it must exit, with
 	// status 0.
@@ -57,4 +63,33 @@ func (s *Session) Run(ctx context.Context, client *Client, t Turn) (TurnResult, 
 		return res, errors.Join(turnErr, err)
 	}
 	return res, turnErr
+}
+
+// ShutdownWait bounds the graceful shutdown that an interrupt starts.
+const ShutdownWait = 5 * time.Second
+
+// ShutdownOn shuts conn down gracefully (acprpc.Conn.Shutdown) if interrupt
+// is closed before the function it returns is called: the agent's requests
+// in flight are answered as cancelled, the prompt gets its
+// $/cancel_request, and the agent's answer, its stop reason, is still read.
+// The function it returns waits for such a shutdown to finish.
+func ShutdownOn(interrupt <-chan struct{}, conn *acprpc.Conn) (finished func()) {
+	if interrupt == nil {
+		return func() {}
+	}
+	done, over := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(over)
+		select {
+		case <-interrupt:
+			grace, cancel := context.WithTimeout(context.Background(), ShutdownWait)
+			defer cancel()
+			_ = conn.Shutdown(grace)
+		case <-done:
+		}
+	}()
+	return func() {
+		close(done)
+		<-over
+	}
 }
