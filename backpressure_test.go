@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -184,4 +185,55 @@ func TestBackpressureInFlightBytes(t *testing.T) {
 		assert.Equal(t, "5", wiretest.Recv(t, ctx, started))
 		assert.Equal(t, 2, c.Stats().IncomingInFlight)
 	})
+}
+
+// What the bound is for: blocked requests of 1 MB each, four times more
+// than MaxInFlightBytes holds. The connection holds the bound's worth of
+// them, refuses the rest, and its heap grows by about the bound, not by
+// everything sent.
+func TestBackpressureInFlightBytesHoldMemory(t *testing.T) {
+	const n, size, limit = 32, 1_000_000, 8 << 20 // eight fit
+	ctx := wiretest.Context(t)
+	started := make(chan struct{}, n)
+	hold := func(ctx context.Context, _ *acprpc.Request) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/prompt": hold},
+		&acprpc.Options{MaxInFlightBytes: limit, MaxMessageSize: 1 << 20})
+	before := bpHeap()
+	head := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s%d","pad":"`, i, i)
+	}
+	pad := strings.Repeat("p", size-len(head(10))-len(`"}}`))
+	written := make(chan error, 1)
+	go func() {
+		for i := 10; i < 10+n; i++ {
+			if _, err := fmt.Fprint(p.End().W, head(i), pad, "\"}}\n"); err != nil {
+				written <- err
+				return
+			}
+		}
+		written <- nil
+	}()
+	for range n - 8 {
+		m := p.Expect(ctx)
+		require.EqualValues(t, acprpc.CodeInternalError, m.Code(), "%.200s", m.Raw)
+	}
+	require.NoError(t, wiretest.Recv(t, ctx, written))
+	for range 8 {
+		wiretest.Recv(t, ctx, started)
+	}
+	grown := int64(bpHeap()) - int64(before)
+	t.Logf("heap grew by %.1f MiB holding 8 of %d requests of 1 MB", float64(grown)/(1<<20), n)
+	assert.Less(t, grown, int64(2*limit), "the heap grew by more than twice MaxInFlightBytes")
+}
+
+// bpHeap is the live heap after a collection.
+func bpHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

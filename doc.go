@@ -103,7 +103,11 @@
 //     with "$/".
 //
 // Cancels for unknown or already answered IDs are ignored, and no
-// notification is ever answered.
+// notification or answer is ever answered. An answer to one of our calls that
+// breaks the protocol (a "jsonrpc" other than "2.0", both a result and an
+// error) fails that call with a -32603 error saying why; a null "error"
+// beside a result, a null "result" beside an error, and "method":null, as
+// peers that write every member send them, are ignored.
 //
 // A peer's error never passes through as this side's answer by accident. A
 // handler that returns the error of a failed nested Call returns an *Error
@@ -153,22 +157,47 @@
 // A message that is not JSON is answered -32700 with a null ID; a batch, a
 // non-object, or an ID that is neither a string nor an integer that fits in
 // 64 bits is answered -32600; a message over Options.MaxMessageSize is answered
-// -32600 (with its ID, when its first bytes show one) and skipped without
-// being held in memory. The connection goes on and nothing in flight is
+// -32600 with its top-level ID, wherever in the message it is, and skipped
+// without being held in memory (an over-long answer to one of our calls
+// fails that call instead). The connection goes on and nothing in flight is
 // disturbed. IDs are sent back byte for byte, so negative IDs, IDs above 2^53
-// and escaped strings survive, and 1 and "1" are different requests.
+// and escaped strings survive, and 1 and "1" are different requests; string
+// IDs that differ only in lone surrogate escapes or in bytes that are not
+// UTF-8 are different requests too.
+//
+// What this side sends is checked as well: a json.RawMessage result, params
+// or marker goes out compacted onto its line, and one that is not valid JSON
+// is never written (a result is answered -32603, a Call or Notify fails).
 //
 // # Limits
 //
 // A peer cannot make the connection hold unbounded memory. Options bound the
-// message size (MaxMessageSize), the requests in flight (MaxInFlight: one
-// over it is answered -32603 at once, never queued), this side's calls
-// awaiting answers (MaxOutgoing: Call fails with ErrTooManyCalls), the
-// notifications waiting for the handler (MaxQueuedNotifications) and the
-// answers waiting to be written (MaxQueuedWrite). The last two push back:
-// the connection stops reading until there is room, and drops nothing. A cancel is never dropped
-// either, but behind a full queue it waits with the rest of the input, so a
+// message size (MaxMessageSize), the requests in flight by number and by
+// bytes (MaxInFlight, MaxInFlightBytes: one over either is answered -32603 at
+// once, never queued, so the reader never waits on a handler), this side's
+// calls awaiting answers (MaxOutgoing: Call fails with ErrTooManyCalls), the
+// notifications waiting for the handler by number and by bytes
+// (MaxQueuedNotifications, MaxQueuedNotificationBytes) and the answers
+// waiting to be written (MaxQueuedWrite). The last ones push back: the
+// connection stops reading until there is room, and drops nothing. While a
+// notification handler waits for a Call made with its context, the reader
+// reads on, to four times the notification bounds, so that the answer
+// behind the notifications can be reached. A cancel is never dropped either,
+// but behind a full queue it waits with the rest of the input, so a
 // notification handler must never wait for a request to be cancelled.
+//
+// With the defaults, the most a peer can make one connection hold is about
+// 840 MiB: 256 MiB of requests in flight and about 4 KiB for each of up to
+// 100,000 of them (its entry, its context and its handler's goroutine,
+// about 390 MiB), 64 MiB of queued notifications and one being handled
+// (32 MiB), 32 MiB of answers waiting to be written, and the message being
+// read (up to twice MaxMessageSize while its parts are joined, 64 MiB).
+// While a notification handler waits for its own call, the notification
+// queue may hold 256 MiB, about 1 GiB in all. Beyond that is the
+// application's: what its handlers keep, their answers (the write queue
+// holds the answers of the requests running when it filled), and the
+// answers to its own calls until each caller takes its own. Lowering
+// MaxInFlight and MaxInFlightBytes lowers the bound the most.
 //
 // # Shutdown
 //
