@@ -668,6 +668,19 @@ func TestV2BeginWork(t *testing.T) {
 	require.NoError(t, w.End(acprpc.StopReasonEndTurn))
 	expectIdle(t, ctx, p, "end_turn")
 	assert.NotSame(t, w, c.BeginWork("s"), "after its end, new work")
+
+	// The layer writes the idle state_update itself: any session ID
+	// survives it.
+	odd := "sé\"\n\u2028x"
+	require.NoError(t, c.BeginWork(odd).End(""))
+	m := p.ExpectNotification(ctx, "session/update")
+	var params struct {
+		SessionID string          `json:"sessionId"`
+		Update    json.RawMessage `json:"update"`
+	}
+	require.NoError(t, json.Unmarshal(m.Params, &params), m.Raw)
+	assert.Equal(t, odd, params.SessionID)
+	assert.JSONEq(t, `{"sessionUpdate":"state_update","state":"idle"}`, string(params.Update))
 	a.wg.Wait()
 }
 

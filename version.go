@@ -229,14 +229,14 @@ func (c *Conn) registered(r *inRequest) {
 func (c *Conn) answering(r *inRequest, f *frame) {
 	switch r.req.Method {
 	case MethodInitialize:
-		if result := member(f.buf.Bytes(), "result"); result != nil {
-			c.learnVersion(result)
+		if f.info.kind == KindResult {
+			c.learnVersion(member(f.buf.Bytes(), "result"))
 		}
 	case MethodSessionPrompt:
 		w := r.promptWork()
 		switch {
 		case w == nil:
-		case member(f.buf.Bytes(), "result") != nil:
+		case f.info.kind == KindResult:
 			w.start()
 		default:
 			w.promptRejected()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,7 @@ var errWorkDone = errors.New("acprpc: foreground work ended")
 // state_update itself. A work cancelled before it started (its prompt was
 // answered -32800, never inserted) ends without one.
 type Work struct {
-	ctx       workContext
+	ctx       *workContext // a pointer, so that Context hands it out without an allocation
 	cancel    context.CancelCauseFunc
 	conn      *Conn
 	sessionID string
@@ -75,7 +76,7 @@ type workContext struct {
 
 type workKey struct{}
 
-func (wc workContext) Value(key any) any {
+func (wc *workContext) Value(key any) any {
 	switch key {
 	case workKey{}:
 		return wc.w
@@ -88,7 +89,7 @@ func (wc workContext) Value(key any) any {
 func newWork(c *Conn, sessionID string) *Work {
 	w := &Work{conn: c, sessionID: sessionID, done: make(chan struct{})}
 	ctx, cancel := context.WithCancelCause(c.base)
-	w.ctx, w.cancel = workContext{Context: ctx, w: w}, cancel
+	w.ctx, w.cancel = &workContext{Context: ctx, w: w}, cancel
 	return w
 }
 
@@ -127,25 +128,30 @@ func (w *Work) End(stopReason string) error {
 	return w.endLocked(w.idleFrame(stopReason))
 }
 
-// idleFrame is the idle state_update that ends the work.
+// idleFrame is the idle state_update that ends the work, written out
+// directly: it is sent once per turn.
 func (w *Work) idleFrame(stopReason string) *frame {
-	f, _ := requestFrame(nil, MethodSessionUpdate, idleUpdate{
-		SessionID: w.sessionID,
-		Update:    idleState{SessionUpdate: "state_update", State: "idle", StopReason: stopReason},
-	})
+	f, _ := requestFrame(nil, MethodSessionUpdate, nil)
+	f.buf.Truncate(f.buf.Len() - 1) // reopen the message for its params
+	f.buf.WriteString(`,"params":{"sessionId":`)
+	f.quote(w.sessionID)
+	f.buf.WriteString(`,"update":{"sessionUpdate":"state_update","state":"idle"`)
+	if stopReason != "" {
+		f.buf.WriteString(`,"stopReason":`)
+		f.quote(stopReason)
+	}
+	f.buf.WriteString("}}}")
 	f.info.ctx, f.info.generated = w.ctx, true // the Sent hook sees it as the work's, and as the layer's
 	return f
 }
 
-type idleUpdate struct {
-	SessionID string    `json:"sessionId"`
-	Update    idleState `json:"update"`
-}
-
-type idleState struct {
-	SessionUpdate string `json:"sessionUpdate"`
-	State         string `json:"state"`
-	StopReason    string `json:"stopReason,omitempty"`
+// quote appends s as a JSON string.
+func (f *frame) quote(s string) {
+	if plainASCII(s) {
+		f.buf.Write(strconv.AppendQuote(f.buf.AvailableBuffer(), s))
+		return
+	}
+	_ = f.encode(s)
 }
 
 // endLocked sends f (nil for none) as the work's ending, then ends it. The
