@@ -66,6 +66,9 @@
 //   - ErrSessionCancelled: the peer sent session/cancel or session/close for
 //     the session named by the request's params.sessionId, or this side
 //     called CancelSession;
+//   - ErrEntityCancelled (ACP v2): the peer sent tool_call/cancel or
+//     terminal/cancel for a context from CancellableToolCall or
+//     CancellableTerminal;
 //   - ErrDeadline: Options.HandlerTimeout passed;
 //   - ErrShutdown: this side is shutting the connection down (Shutdown);
 //   - a cause of the application's own, given to CancelRequest (a limit
@@ -136,6 +139,31 @@
 // -32601. A Router is a Handler, and any Handler can be registered for a
 // method or as the fallback, so an SDK keeps the raw Request where it needs
 // it and can change its methods while the connection runs.
+//
+// # ACP versions
+//
+// A connection speaks one ACP version, v1 or v2, and Conn.ProtocolVersion
+// reports it: negotiated by the Conn itself for an agent with
+// Options.ProtocolVersions or a VersionRouter handler (-32022 when no version
+// fits), learnt from the initialize exchange it carries otherwise, or set by
+// the application. Everything that differs by version is one set of rules
+// the Conn holds; v1's are unchanged. On v2:
+//
+//   - session/prompt has no cancellation marker: a prompt cancelled before
+//     it is inserted is answered -32800;
+//   - a prompt's turn is the session's foreground work, a Work registered
+//     when the prompt is read (WorkFromContext) whose context outlives the
+//     request and is cancelled by session/cancel and session/close; it ends
+//     with exactly one idle state_update (Work.End, or the layer once
+//     Options.CancelGrace has passed after a cancel), after every update sent
+//     under it, and nothing of the work is sent after that;
+//   - session/close is a request, answered after that idle state_update;
+//   - tool_call/cancel and terminal/cancel cancel the tool calls and
+//     terminals registered with CancellableToolCall and CancellableTerminal,
+//     and are answered -32602 for others the handler does not serve;
+//   - CancelSession leaves every request to the agent's $/cancel_request.
+//
+// docs/versions.md has the details and a migration note for agents.
 //
 // # Ordering
 //
