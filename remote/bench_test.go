@@ -1,0 +1,120 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/acpkit/acprpc"
+)
+
+// The benchmarks run a client Conn and an agent Conn in one process, over
+// loopback TCP for WebSocket and Streamable HTTP, and over acprpc.Pipe (no
+// framing, no kernel) as the floor. See docs/transports.md for figures.
+
+type benchPromptResult struct {
+	StopReason string `json:"stopReason"`
+}
+
+var benchPrompt = map[string]any{"sessionId": "s1", "prompt": []map[string]string{{"type": "text", "text": "hello"}}}
+
+// benchPair connects a client Conn to an agent Conn serving h, over kind
+// ("websocket", "http" or "pipe"), initialized and ready.
+func benchPair(b *testing.B, kind string, h acprpc.HandlerFunc) *acprpc.Conn {
+	b.Helper()
+	mux := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		if req.Method == "initialize" {
+			return map[string]int{"protocolVersion": 1}, nil
+		}
+		return h(ctx, req)
+	})
+	var clientSide acprpc.Transport
+	var agent *acprpc.Conn
+	if kind == "pipe" {
+		var agentSide acprpc.Transport
+		clientSide, agentSide = acprpc.Pipe()
+		agent = acprpc.NewConn(context.Background(), agentSide, mux, nil)
+	} else {
+		agents := make(chan *acprpc.Conn, 1)
+		srv := NewServer(func(t acprpc.Transport, r *http.Request) {
+			agents <- acprpc.NewConn(context.Background(), t, mux, nil)
+		}, nil)
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() { _ = srv.Serve(l) }()
+		b.Cleanup(func() { _ = srv.Close() })
+		scheme := map[string]string{"websocket": "ws", "http": "http"}[kind]
+		if clientSide, err = Dial(context.Background(), scheme+"://"+l.Addr().String()+DefaultPath, nil); err != nil {
+			b.Fatal(err)
+		}
+		defer func() { agent = <-agents }()
+	}
+	client := acprpc.NewConn(context.Background(), clientSide, nil, nil)
+	if err := client.Call(context.Background(), "initialize", map[string]int{"protocolVersion": 1}, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = client.Close()
+		_ = agent.Close()
+	})
+	return client
+}
+
+var benchKinds = []string{"websocket", "http", "pipe"}
+
+// BenchmarkRoundTrip is one session/prompt call and its answer.
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, kind := range benchKinds {
+		b.Run("transport="+kind, func(b *testing.B) {
+			client := benchPair(b, kind, func(ctx context.Context, req *acprpc.Request) (any, error) {
+				return benchPromptResult{StopReason: "end_turn"}, nil
+			})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				var res benchPromptResult
+				if err := client.Call(context.Background(), "session/prompt", benchPrompt, &res); err != nil || res.StopReason != "end_turn" {
+					b.Fatalf("got %+v, %v", res, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCancelLatency is a call cancelled while its handler runs: the
+// request, $/cancel_request, the handler's context ending and the -32800
+// answer the caller waits for. The handler cancels the caller's context as
+// it starts; "cancel-ns/op" is the time from that cancel to the handler's
+// context ending on the far side, the latency of cancellation itself.
+func BenchmarkCancelLatency(b *testing.B) {
+	for _, kind := range benchKinds {
+		b.Run("transport="+kind, func(b *testing.B) {
+			cancels := make(chan context.CancelFunc, 1)
+			var total time.Duration
+			client := benchPair(b, kind, func(ctx context.Context, req *acprpc.Request) (any, error) {
+				start := time.Now()
+				(<-cancels)()
+				<-ctx.Done()
+				total += time.Since(start) // one handler at a time
+				return nil, context.Cause(ctx)
+			})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				ctx, cancel := context.WithCancel(context.Background())
+				cancels <- cancel
+				err := client.Call(ctx, "terminal/wait_for_exit", map[string]string{"sessionId": "s1"}, nil, acprpc.WaitAfterCancel(10*time.Second))
+				var rpcErr *acprpc.Error
+				if !errors.As(err, &rpcErr) || rpcErr.Code != acprpc.CodeRequestCancelled {
+					b.Fatalf("want the -32800 answer, got %v", err)
+				}
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "cancel-ns/op")
+		})
+	}
+}

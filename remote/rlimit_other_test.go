@@ -1,0 +1,7 @@
+//go:build !unix
+
+package remote
+
+import "testing"
+
+func raiseFileLimit(*testing.T) {}
