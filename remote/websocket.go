@@ -27,9 +27,11 @@ const closeWait = time.Second
 // frames are read and ignored, as the protocol says. It implements
 // acprpc.Transport with SetReadLimit.
 //
-// Every read and write runs under ctx, which Close and the timers cancel:
-// coder/websocket closes the socket when the context of a blocked read or
-// write ends, which is what unblocks it.
+// Close and the timers unblock a read or write stuck on the peer by closing
+// the socket under it (cut): the network connection itself when the
+// transport has it, else through ctx, under which every read and write then
+// runs (coder/websocket closes the socket when a blocked call's context
+// ends).
 type wsTransport struct {
 	ws     *websocket.Conn
 	raw    atomic.Pointer[net.Conn] // the socket under ws, when known: closing it unblocks everything
@@ -113,7 +115,7 @@ func (t *wsTransport) Recv() ([]byte, error) {
 	t.silence.arm()
 	defer t.silence.disarm()
 	for {
-		typ, r, err := t.ws.Reader(t.ctx)
+		typ, r, err := t.ws.Reader(t.opContext())
 		if err != nil {
 			return nil, t.readError(err)
 		}
@@ -197,7 +199,7 @@ func (t *wsTransport) checkFirst(msg []byte) (skip bool, err error) {
 func (t *wsTransport) Send(msg []byte) error {
 	t.sending.Store(true)
 	t.stall.arm()
-	err := t.ws.Write(t.ctx, websocket.MessageText, msg)
+	err := t.ws.Write(t.opContext(), websocket.MessageText, msg)
 	t.stall.disarm()
 	t.sending.Store(false)
 	if err != nil {
@@ -251,11 +253,22 @@ func (t *wsTransport) cut() {
 	_ = t.ws.CloseNow()
 }
 
+// opContext is the context of a read or a write. With the socket at hand,
+// cut closes it under a blocked call, so the call needs no context of its
+// own (which would cost coder/websocket a context.AfterFunc per message);
+// without it, ctx is what cut cancels to the same end.
+func (t *wsTransport) opContext() context.Context {
+	if t.raw.Load() != nil {
+		return context.Background()
+	}
+	return t.ctx
+}
+
 // fail ends the transport for a reason of ours (a timeout), which later
 // reads and writes return.
 func (t *wsTransport) fail(reason error) {
 	if t.reason.CompareAndSwap(nil, &reason) {
-		t.cancel() // closes the socket under a blocked read or write
+		t.cut() // a blocked read or write returns
 	}
 }
 
