@@ -10,8 +10,15 @@ import (
 
 // serve is -listen: it serves the demo agent at addr until ctx ends, and
 // returns the exit status.
-func serve(ctx context.Context, addr string, log *slog.Logger) int {
-	err := demo.ServeAgent(ctx, addr, log, func(url string) {
+func serve(ctx context.Context, addr string, log *slog.Logger, graceful bool) int {
+	newAgent := func(log *slog.Logger) *demo.Agent {
+		agent := demo.NewAgent(log)
+		if !graceful {
+			agent.ConfirmWait = 0
+		}
+		return agent
+	}
+	err := demo.ServeAgent(ctx, addr, log, newAgent, shutdownWait, func(url string) {
 		fmt.Println(url) // the first line of output, for whoever started the agent
 		log.Info("listening", "url", url, "websocket", "ws"+url[len("http"):])
 	})

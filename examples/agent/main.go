@@ -69,7 +69,7 @@ func main() {
 	defer stop()
 
 	if *listen != "" {
-		os.Exit(serve(ctx, *listen, log))
+		os.Exit(serve(ctx, *listen, log, *graceful))
 	}
 
 	agent := demo.NewAgent(log)

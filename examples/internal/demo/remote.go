@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/remote"
@@ -19,21 +20,36 @@ import (
 
 // ServeAgent serves the demo agent at http://addr/acp, over WebSocket and
 // Streamable HTTP alike, with the remote package's defaults (this
-// machine's loopback only), one Agent per connection. It calls ready with
-// the endpoint's URL once it listens, and returns when ctx ends, after every
-// connection has closed and every turn has ended.
-func ServeAgent(ctx context.Context, addr string, log *slog.Logger, ready func(url string)) error {
-	var open sync.WaitGroup // each connection, until its turns have ended
+// machine's loopback only), one Agent per connection, made by newAgent. It
+// calls ready with the endpoint's URL once it listens. When ctx ends it
+// shuts every connection down gracefully (Conn.Shutdown: what is in flight
+// is answered as cancelled) within grace, then closes the server, and
+// returns once every turn has ended.
+func ServeAgent(ctx context.Context, addr string, log *slog.Logger, newAgent func(*slog.Logger) *Agent,
+	grace time.Duration, ready func(url string)) error {
+	var (
+		mu    sync.Mutex
+		conns = make(map[*acprpc.Conn]struct{})
+		open  sync.WaitGroup // each connection, until its turns have ended
+	)
 	srv := remote.NewServer(func(t acprpc.Transport, r *http.Request) {
 		peer := log.With("peer", r.RemoteAddr, "transport", transportOf(r))
-		agent := NewAgent(peer)
+		agent := newAgent(peer)
+		// Not the request's end, nor ctx's: the connection outlives the
+		// one, and ServeAgent shuts it down gracefully at the other.
 		conn := acprpc.NewConn(context.WithoutCancel(r.Context()), t, agent, &acprpc.Options{Logger: peer})
+		mu.Lock()
+		conns[conn] = struct{}{}
+		mu.Unlock()
 		peer.Info("connection opened")
 		open.Go(func() {
 			<-conn.Done()
 			peer.Info("connection closed", "reason", conn.Err())
 			conn.Close()
 			agent.Wait()
+			mu.Lock()
+			delete(conns, conn)
+			mu.Unlock()
 		})
 	}, nil)
 	l, err := net.Listen("tcp", addr)
@@ -45,6 +61,17 @@ func ServeAgent(ctx context.Context, addr string, log *slog.Logger, ready func(u
 	go func() { served <- srv.Serve(l) }()
 	ready(url)
 	<-ctx.Done()
+
+	log.Info("shutting down: every request in flight is answered as cancelled")
+	shutdown, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	var shutdowns sync.WaitGroup
+	mu.Lock()
+	for conn := range conns {
+		shutdowns.Go(func() { _ = conn.Shutdown(shutdown) })
+	}
+	mu.Unlock()
+	shutdowns.Wait()
 	err = srv.Close()
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
@@ -117,3 +144,6 @@ func (p *AgentProcess) Stop() error {
 	}
 	return p.Wait()
 }
+
+// Signal sends the agent a signal, such as os.Interrupt.
+func (p *AgentProcess) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
