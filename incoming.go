@@ -46,6 +46,8 @@ func (r *inRequest) Value(key any) any {
 		return &r.req
 	case connKey:
 		return r.conn
+	case inRequestKey{}:
+		return r
 	}
 	return r.Context.Value(key)
 }

@@ -42,6 +42,8 @@ type v2Turns struct {
 	wg   sync.WaitGroup
 }
 
+type v2TestKey struct{}
+
 func newV2Turns() *v2Turns {
 	return &v2Turns{
 		works:   make(chan *acprpc.Work, 16),
@@ -82,7 +84,8 @@ func (a *v2Turns) prompt(ctx context.Context, req *acprpc.Request) (any, error) 
 		a.settled <- context.Cause(ctx)
 		return nil, context.Cause(ctx)
 	}
-	w, ok := acprpc.WorkFromContext(ctx)
+	// A context derived from the prompt's finds its work too.
+	w, ok := acprpc.WorkFromContext(context.WithValue(ctx, v2TestKey{}, req.ID))
 	if !ok {
 		return nil, errors.New("no foreground work for a v2 prompt")
 	}

@@ -289,13 +289,15 @@ func WorkFromContext(ctx context.Context) (*Work, bool) {
 	if w, ok := ctx.Value(workKey{}).(*Work); ok {
 		return w, true
 	}
-	if r, ok := ctx.Value(requestKey).(*Request); ok && r.Method == MethodSessionPrompt {
-		if in, ok := ctx.(*inRequest); ok && in.conn.protocol().foreground {
-			return in.currentWork(), true
-		}
+	if in, ok := ctx.Value(inRequestKey{}).(*inRequest); ok && in.req.Method == MethodSessionPrompt && in.conn.protocol().foreground {
+		return in.currentWork(), true
 	}
 	return nil, false
 }
+
+// inRequestKey finds a request's in-flight entry from its context or one
+// derived from it.
+type inRequestKey struct{}
 
 // BeginWork returns the session's foreground work in progress, or starts a
 // new one: for work the agent starts on its own, which ACP v2 allows. The
