@@ -91,7 +91,7 @@ func transportOf(r *http.Request) string {
 // wss://, http:// or https://).
 type Remote struct {
 	URL string
-	// Recorder, if set, taps the wire: every message in and out.
+	// Recorder, if set, records the wire through the client's hooks.
 	Recorder *Recorder
 	// Log receives the client connection's diagnostics; nil discards them.
 	Log *slog.Logger
@@ -107,10 +107,11 @@ func (s *Remote) Run(ctx context.Context, client *Client, t Turn) (TurnResult, e
 	if err != nil {
 		return TurnResult{}, err
 	}
+	opts := &acprpc.Options{Logger: s.Log}
 	if s.Recorder != nil {
-		tr = s.Recorder.Transport(tr)
+		opts.Hooks = s.Recorder.Hooks()
 	}
-	conn := acprpc.NewConn(ctx, tr, client, &acprpc.Options{Logger: s.Log})
+	conn := acprpc.NewConn(ctx, tr, client, opts)
 	interrupted := ShutdownOn(s.Interrupt, conn)
 	res, err := client.RunTurn(ctx, conn, t)
 	interrupted()

@@ -19,7 +19,7 @@ type Session struct {
 	AgentArgs []string
 	// AgentStderr receives the agent's log; nil discards it.
 	AgentStderr io.Writer
-	// Recorder, if set, taps the wire.
+	// Recorder, if set, records the wire through the client's hooks.
 	Recorder *Recorder
 	// Log receives the client connection's diagnostics; nil discards them.
 	Log *slog.Logger
@@ -40,13 +40,11 @@ func (s *Session) Run(ctx context.Context, client *Client, t Turn) (TurnResult, 
 	if err != nil {
 		return TurnResult{}, err
 	}
-	var r io.ReadCloser = proc.Stdout
-	var w io.WriteCloser = proc.Stdin
+	opts := &acprpc.Options{Logger: s.Log}
 	if s.Recorder != nil {
-		r = s.Recorder.Reader(AgentToClient, r)
-		w = s.Recorder.Writer(ClientToAgent, w)
+		opts.Hooks = s.Recorder.Hooks()
 	}
-	conn := acprpc.NewConn(ctx, acprpc.NewStreamPipes(r, w), client, &acprpc.Options{Logger: s.Log})
+	conn := acprpc.NewConn(ctx, acprpc.NewStreamPipes(proc.Stdout, proc.Stdin), client, opts)
 	interrupted := ShutdownOn(s.Interrupt, conn)
 	res, turnErr := client.RunTurn(ctx, conn, t)
 	interrupted()

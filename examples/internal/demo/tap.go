@@ -2,10 +2,12 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"io"
 	"sync"
 	"time"
+
+	"github.com/acpkit/acprpc"
 )
 
 // Direction says which way a line went.
@@ -54,27 +56,26 @@ func (m *Message) IsNotification() bool { return m.Method != "" && m.ID == nil }
 // IsResponse reports whether the message answers a request.
 func (m *Message) IsResponse() bool { return m.Method == "" }
 
-// Recorder taps both directions of a connection and keeps every line with
-// the time it went by. Wrap the peer's pipes with Reader and Writer before
-// handing them to acprpc.NewStreamPipes.
+// Recorder keeps every message of a client's connection with the time it
+// went by, from the connection's own hooks: what the client sends as going
+// to the agent, what it receives as coming from it. Pass Hooks to the
+// client's Options.
 type Recorder struct {
-	mu      sync.Mutex
-	start   time.Time
-	lines   []Line
-	partial [2][]byte
+	mu    sync.Mutex // protects lines
+	start time.Time
+	lines []Line
 }
 
 // NewRecorder starts the clock.
 func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
 
-// Reader records what is read from r as going dir; closing it closes r.
-func (rec *Recorder) Reader(dir Direction, r io.ReadCloser) io.ReadCloser {
-	return &tapReader{rc: r, rec: rec, dir: dir}
-}
-
-// Writer records what is written to w as going dir; closing it closes w.
-func (rec *Recorder) Writer(dir Direction, w io.WriteCloser) io.WriteCloser {
-	return &tapWriter{wc: w, rec: rec, dir: dir}
+// Hooks records the client's side of the wire: every message either way,
+// the ones the library builds itself included.
+func (rec *Recorder) Hooks() acprpc.Hooks {
+	return acprpc.Hooks{
+		Received: func(_ context.Context, m *acprpc.Message) { rec.see(AgentToClient, m.Raw) },
+		Sent:     func(_ context.Context, m *acprpc.Message) { rec.see(ClientToAgent, m.Raw) },
+	}
 }
 
 // Lines returns the lines recorded so far, in the order they went by.
@@ -84,54 +85,13 @@ func (rec *Recorder) Lines() []Line {
 	return append([]Line(nil), rec.lines...)
 }
 
-// see splits b into lines; an unfinished line waits for the rest.
-func (rec *Recorder) see(dir Direction, b []byte) {
+// see records one message; the hook's bytes are only lent, so they are
+// copied.
+func (rec *Recorder) see(dir Direction, raw []byte) {
+	l := Line{Dir: dir, Raw: bytes.Clone(raw)}
+	_ = json.Unmarshal(l.Raw, &l.Msg) // a bad message is still shown raw
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	at := time.Since(rec.start)
-	buf := append(rec.partial[dir], b...)
-	for {
-		i := bytes.IndexByte(buf, '\n')
-		if i < 0 {
-			break
-		}
-		raw := bytes.TrimRight(buf[:i], "\r")
-		buf = buf[i+1:]
-		if len(bytes.TrimSpace(raw)) == 0 {
-			continue
-		}
-		l := Line{At: at, Dir: dir, Raw: append([]byte(nil), raw...)}
-		_ = json.Unmarshal(l.Raw, &l.Msg) // a bad line is still shown raw
-		rec.lines = append(rec.lines, l)
-	}
-	rec.partial[dir] = append([]byte(nil), buf...)
+	l.At = time.Since(rec.start)
+	rec.lines = append(rec.lines, l)
 }
-
-type tapReader struct {
-	rc  io.ReadCloser
-	rec *Recorder
-	dir Direction
-}
-
-func (t *tapReader) Read(p []byte) (int, error) {
-	n, err := t.rc.Read(p)
-	if n > 0 {
-		t.rec.see(t.dir, p[:n])
-	}
-	return n, err
-}
-
-func (t *tapReader) Close() error { return t.rc.Close() }
-
-type tapWriter struct {
-	wc  io.WriteCloser
-	rec *Recorder
-	dir Direction
-}
-
-func (t *tapWriter) Write(p []byte) (int, error) {
-	t.rec.see(t.dir, p) // before the write: the peer may answer before it returns
-	return t.wc.Write(p)
-}
-
-func (t *tapWriter) Close() error { return t.wc.Close() }

@@ -2,55 +2,56 @@ package demo
 
 import (
 	"bytes"
-	"io"
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/acpkit/acprpc"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type nopCloser struct{ io.Writer }
-
-func (nopCloser) Close() error { return nil }
-
-// record feeds a conversation through a Recorder's taps, in chunks that cut
-// lines in two, as pipes do.
+// record feeds a conversation through a Recorder's hooks, as a client's
+// connection calls them.
 func record(t *testing.T, conv ...string) []Line {
 	t.Helper()
 	rec := NewRecorder()
-	toAgent := rec.Writer(ClientToAgent, nopCloser{io.Discard})
+	hooks := rec.Hooks()
 	for _, c := range conv {
 		dir, line, _ := strings.Cut(c, " ")
-		line += "\n"
-		half := len(line) / 2
-		for _, part := range []string{line[:half], line[half:]} {
-			if dir == "C→A" {
-				_, err := toAgent.Write([]byte(part))
-				require.NoError(t, err)
-			} else {
-				_, err := io.Copy(io.Discard, rec.Reader(AgentToClient, io.NopCloser(strings.NewReader(part))))
-				require.NoError(t, err)
-			}
+		m := &acprpc.Message{Raw: []byte(line), Size: len(line)}
+		if dir == "C→A" {
+			hooks.Sent(context.Background(), m)
+		} else {
+			hooks.Received(context.Background(), m)
 		}
 	}
 	return rec.Lines()
 }
 
-func TestRecorderSplitsLines(t *testing.T) {
+// The Recorder keeps each message whole, in order, decoded, and its own copy
+// of the bytes the hook only lends.
+func TestRecorderKeepsMessages(t *testing.T) {
 	rec := NewRecorder()
-	r := rec.Reader(AgentToClient, io.NopCloser(strings.NewReader("{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\r\n\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n{\"partial\"")))
-	_, err := io.Copy(io.Discard, r)
-	require.NoError(t, err)
+	hooks := rec.Hooks()
+	raw := []byte(`{"jsonrpc":"2.0","method":"a"}`)
+	hooks.Received(context.Background(), &acprpc.Message{Raw: raw})
+	hooks.Sent(context.Background(), &acprpc.Message{Raw: []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)})
+	hooks.Received(context.Background(), &acprpc.Message{Raw: []byte(`not json`)})
+	copy(raw, "XXXX")
 	lines := rec.Lines()
-	require.Len(t, lines, 2, "blank lines are skipped, an unfinished line waits")
+	require.Len(t, lines, 3)
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"a"}`, string(lines[0].Raw))
 	assert.True(t, lines[0].Msg.IsNotification())
+	assert.Equal(t, AgentToClient, lines[0].Dir)
 	assert.True(t, lines[1].Msg.IsResponse())
-	assert.Equal(t, AgentToClient, lines[1].Dir)
+	assert.Equal(t, ClientToAgent, lines[1].Dir)
+	assert.Equal(t, `not json`, string(lines[2].Raw), "a bad message is still shown")
+	assert.LessOrEqual(t, lines[0].At, lines[2].At)
 }
 
 func TestRenderFlagsBrokenConversations(t *testing.T) {
