@@ -393,3 +393,34 @@ func selfSignedCertificate(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	pool.AddCert(leaf)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
+
+func TestAllowedOriginGetsWhatABrowserNeeds(t *testing.T) {
+	ts := startServer(t, &Options{AllowedOrigins: []string{"https://editor.example"}})
+	c := newRawHTTP(t, ts.url("http"))
+	preflight := []string{"Origin", "https://editor.example", "Access-Control-Request-Method", "POST",
+		"Access-Control-Request-Headers", "content-type, acp-connection-id"}
+	resp, _ := c.do(http.MethodOptions, "", preflight...)
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	assert.Equal(t, "https://editor.example", resp.Header.Get("Access-Control-Allow-Origin"))
+	assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), HeaderConnectionID)
+	assert.Contains(t, resp.Header.Get("Access-Control-Allow-Methods"), "POST")
+
+	preflight[1] = "https://evil.example"
+	resp, _ = c.do(http.MethodOptions, "", preflight...)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a foreign page gets no preflight either")
+	assert.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+
+	got := make(chan *http.Response, 1)
+	go func() {
+		resp, _ := c.do(http.MethodPost, initRequest, "Origin", "https://editor.example")
+		got <- resp
+	}()
+	server := ts.next(t)
+	defer server.Close()
+	require.Equal(t, initRequest, recvMsg(t, server))
+	send(t, server, initAnswer)
+	resp = <-got
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "https://editor.example", resp.Header.Get("Access-Control-Allow-Origin"))
+	assert.Equal(t, HeaderConnectionID, resp.Header.Get("Access-Control-Expose-Headers"), "the page can read its connection's ID")
+}

@@ -76,6 +76,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, ref.reason, ref.status)
 		return
 	}
+	if allowCrossOrigin(w, r) {
+		return // a preflight, answered
+	}
 	switch {
 	case isWebSocketUpgrade(r):
 		s.serveWebSocket(w, r)
