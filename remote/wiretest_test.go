@@ -38,8 +38,11 @@ func openRemote(scheme string) (acprpc.Transport, *wiretest.End, error) {
 		stop()
 		return nil, nil, err
 	}
-	opened := &opened{Transport: client, sent: make(chan error, 1), stop: stop}
-	go func() { opened.sent <- client.Send([]byte(initRequest)) }()
+	opened := &opened{Transport: client, sent: make(chan struct{}), stop: stop}
+	go func() {
+		opened.sendErr = client.Send([]byte(initRequest)) // over HTTP, it returns once the Conn has answered
+		close(opened.sent)
+	}()
 	select {
 	case server := <-accepted:
 		return server, wiretest.EndOf(opened), nil
@@ -49,32 +52,49 @@ func openRemote(scheme string) (acprpc.Transport, *wiretest.End, error) {
 	}
 }
 
-// opened is a client transport whose initialize has been sent: its first
-// Recv drops the answer, and Close stops the server too.
+// opened is a client transport whose initialize is on its way: the
+// script's messages wait for it to have been sent, its answer is dropped,
+// and Close stops the server too.
 type opened struct {
 	acprpc.Transport
-	sent      chan error
+	sent      chan struct{} // closed once initialize is sent
+	sendErr   error
 	answered  bool
 	stop      func()
 	closeOnce bool
 }
 
+// initialized waits for the initialize to have been sent.
+func (o *opened) initialized() error {
+	select {
+	case <-o.sent:
+		return o.sendErr
+	case <-time.After(wiretest.Timeout):
+		return errors.New("remote: initialize was never sent")
+	}
+}
+
+func (o *opened) Send(msg []byte) error {
+	if err := o.initialized(); err != nil {
+		return err
+	}
+	return o.Transport.Send(msg)
+}
+
+// Recv drops the answer to initialize (ID 0), which may come after the
+// answers to the script's first requests: the Conn answers concurrently.
 func (o *opened) Recv() ([]byte, error) {
-	if !o.answered {
-		o.answered = true
-		select {
-		case err := <-o.sent:
-			if err != nil {
-				return nil, err
-			}
-		case <-time.After(wiretest.Timeout):
-			return nil, errors.New("remote: initialize was never sent")
-		}
-		if _, err := o.Transport.Recv(); err != nil {
+	for {
+		msg, err := o.Transport.Recv()
+		if err != nil {
 			return nil, err
 		}
+		if env := peek(msg); !o.answered && env.isResponse() && env.idKey() == "0" {
+			o.answered = true
+			continue
+		}
+		return msg, nil
 	}
-	return o.Transport.Recv()
 }
 
 func (o *opened) Close() error {
