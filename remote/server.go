@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -214,8 +215,9 @@ func (s *Server) ListenAndServe(addr string) error {
 }
 
 // Close refuses new connections, closes every open one (their Conns then
-// close too), stops Serve, and returns once Serve has returned. It is safe
-// to call more than once.
+// close too; an SSE stream writes what is queued for it first, for at most
+// about a second), stops Serve, and returns once Serve has returned. It is
+// safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -227,14 +229,16 @@ func (s *Server) Close() error {
 	s.servers = nil
 	s.mu.Unlock()
 
-	var errs []error
-	for _, hs := range servers {
-		if err := hs.Close(); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	for _, t := range open {
 		_ = t.Close()
+	}
+	var errs []error
+	for _, hs := range servers {
+		ctx, cancel := context.WithTimeout(context.Background(), closeWait)
+		if hs.Shutdown(ctx) != nil {
+			errs = append(errs, hs.Close()) // a client that does not read its stream
+		}
+		cancel()
 	}
 	s.wg.Wait()
 	return errors.Join(errs...)
