@@ -168,7 +168,7 @@ func (s *Stream) readLong(first []byte) (line []byte, tooLarge *MessageTooLargeE
 		case tooLarge != nil:
 			_, _ = tooLarge.Write(chunk)
 		case size-ends > s.limit: // whatever follows, the message is longer than the limit
-			tooLarge = &MessageTooLargeError{Limit: s.limit, Prefix: parts[0][:min(len(parts[0]), prefixKept)]}
+			tooLarge = &MessageTooLargeError{Limit: s.limit, Prefix: bytes.Clone(parts[0][:min(len(parts[0]), prefixKept)])}
 			for _, p := range append(parts, chunk) {
 				_, _ = tooLarge.Write(p)
 			}

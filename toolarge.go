@@ -61,10 +61,12 @@ func (e *MessageTooLargeError) envelope() (id []byte, isResponse bool) {
 	return id, isResponse
 }
 
-// tooLargeOf is the error for a message a transport handed over whole,
-// above the limit it did not enforce itself.
+// tooLargeOf is the error for a message over limit that is at hand whole:
+// one a transport handed over without a limit of its own, or a line that
+// fit in the Stream's read buffer (whose bytes the next read reuses, hence
+// the copy).
 func tooLargeOf(msg []byte, limit int) *MessageTooLargeError {
-	e := &MessageTooLargeError{Limit: limit, Prefix: msg[:min(len(msg), prefixKept)]}
+	e := &MessageTooLargeError{Limit: limit, Prefix: bytes.Clone(msg[:min(len(msg), prefixKept)])}
 	_, _ = e.Write(msg)
 	return e
 }
