@@ -33,9 +33,9 @@ func (c *Conn) peerCancel(m *message) {
 	r.cancelWith(ErrPeerCancelled)
 }
 
-// sendCancel tells the peer that our request id is no longer wanted. It only
-// queues the message, so the caller returns even if the peer has stopped
-// reading.
+// sendCancel tells the peer that our request id is no longer wanted. It
+// never waits for the peer, so the caller returns even if the peer has
+// stopped reading.
 func (c *Conn) sendCancel(ctx context.Context, id int64) {
 	f := getFrame()
 	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}
@@ -43,7 +43,7 @@ func (c *Conn) sendCancel(ctx context.Context, id int64) {
 	f.buf.WriteString(`,"method":"$/cancel_request","params":{"requestId":`)
 	f.buf.Write(strconv.AppendInt(f.buf.AvailableBuffer(), id, 10))
 	f.buf.WriteString("}}")
-	if c.writer.send(f) == nil {
+	if c.writer.sendNow(f) == nil {
 		c.stats.cancelsSent.Add(1)
 	}
 }

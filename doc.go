@@ -176,9 +176,12 @@
 // before it has been handled: the session/update notifications of a prompt
 // turn are all seen before Call returns the turn's result.
 //
-// Outgoing messages are sent in the order they are queued, by one writer
-// goroutine; Call, Notify and the cancels they send only queue their
-// message, so a peer that stops reading never blocks a caller.
+// Outgoing messages are sent in the order they are sent, one at a time. A
+// call, an answer or a cancel that finds nothing else being written is
+// written by its sender, with a write that never waits for the peer (over a
+// polled descriptor or a Pipe); every other message is queued for a writer
+// goroutine, which runs while there is something to write and lets a burst
+// share a write. So a peer that stops reading never blocks a caller.
 //
 // # Bad input
 //

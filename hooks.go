@@ -14,8 +14,9 @@ import (
 // rule; build logging, metrics and tracing on them.
 //
 // Hooks run synchronously: Received on the read goroutine before the message
-// is acted on, Sent on the writer goroutine just before the message is
-// handed to the transport, so each sees its direction in wire order. A slow
+// is acted on, Sent just before the message is handed to the transport, on
+// the goroutine that writes it (its sender's, or the writer goroutine's), so
+// each sees its direction in wire order. A slow
 // hook slows its direction down; it must not call the Conn's blocking
 // methods. The zero value has no hooks and costs nothing.
 type Hooks struct {

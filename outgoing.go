@@ -233,7 +233,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		return callErr(fmt.Errorf("cannot encode params: %w", err))
 	}
 	f.info.ctx = ctx
-	if c.writer.send(f) != nil {
+	if c.writer.sendNow(f) != nil {
 		c.calls.take(id)
 		return callErr(ErrConnClosed)
 	}

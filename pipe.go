@@ -23,6 +23,7 @@ type pipeEnd struct {
 	in   <-chan []byte
 	out  chan<- []byte
 	shut *pipeClose
+	held [][]byte // messages trySend could not hand over, for Flush
 }
 
 // pipeClose is the pair's one close.
@@ -41,12 +42,54 @@ func (p *pipeEnd) Recv() ([]byte, error) {
 }
 
 func (p *pipeEnd) Send(msg []byte) error {
+	if err := p.Flush(); err != nil {
+		return err
+	}
+	return p.hand(bytes.Clone(msg)) // msg is the sender's until Send returns
+}
+
+// hand gives msg to the other end's Recv, waiting for it.
+func (p *pipeEnd) hand(msg []byte) error {
 	select {
-	case p.out <- bytes.Clone(msg): // msg is the sender's until Send returns
+	case p.out <- msg:
 		return nil
 	case <-p.shut.closed:
 		return io.ErrClosedPipe
 	}
+}
+
+// canTrySend reports that a Pipe can always try a Send.
+func (p *pipeEnd) canTrySend() bool { return true }
+
+// trySend hands msg over if the other end waits in Recv, and holds it for
+// Flush otherwise; it reports whether it held it.
+func (p *pipeEnd) trySend(msg []byte) (unflushed bool, err error) {
+	msg = bytes.Clone(msg)
+	if len(p.held) == 0 {
+		select {
+		case p.out <- msg:
+			return false, nil
+		case <-p.shut.closed:
+			return false, io.ErrClosedPipe
+		default:
+		}
+	}
+	p.held = append(p.held, msg)
+	return true, nil
+}
+
+// Flush hands over the messages trySend held, in order, waiting for the
+// other end.
+func (p *pipeEnd) Flush() error {
+	for len(p.held) > 0 {
+		if err := p.hand(p.held[0]); err != nil {
+			return err
+		}
+		p.held[0] = nil
+		p.held = p.held[1:]
+	}
+	p.held = nil
+	return nil
 }
 
 func (p *pipeEnd) Close() error {

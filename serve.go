@@ -196,13 +196,14 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	c.incoming.queued()
 }
 
-// reply queues an answer, which counts against Options.MaxQueuedWrite.
+// reply sends an answer; one that is queued counts against
+// Options.MaxQueuedWrite.
 func (c *Conn) reply(f *frame) {
 	f.answer = true
 	if f.info.ctx == nil {
 		f.info.ctx = c.base
 	}
-	if err := c.writer.send(f); err != nil {
+	if err := c.writer.sendNow(f); err != nil {
 		c.log.Debug("acprpc: answer not sent", "error", err.Error())
 	}
 }

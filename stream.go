@@ -31,7 +31,10 @@ type Stream struct {
 	limit int   // set by the Conn before its first Recv
 	err   error // what ended the input, returned after its last line
 
-	w *bufio.Writer // used by Send and Flush only, on the Conn's writer
+	// The write side. Send, trySend and Flush are never called at once.
+	out     io.Writer
+	noWait  *noWaitWriter // out written without waiting, or nil
+	pending *[]byte       // sent bytes not yet written, in a pooled buffer; nil when none
 
 	readParks bool // a read that waits parks in the runtime's poller
 
@@ -63,7 +66,8 @@ func NewStreamPipes(r io.Reader, w io.Writer) *Stream {
 func newStream(r io.Reader, w io.Writer, closers ...io.Closer) *Stream {
 	return &Stream{
 		r:         bufio.NewReaderSize(r, readBufferSize),
-		w:         bufio.NewWriterSize(w, 64<<10),
+		out:       w,
+		noWait:    newNoWaitWriter(w),
 		limit:     DefaultMaxMessageSize,
 		closers:   closers,
 		canCut:    closeInterrupts(r) && closeInterrupts(w),
@@ -214,17 +218,92 @@ func trimLineEnd(b []byte) []byte {
 	return b[:n]
 }
 
-// Send writes msg and its line end into the write buffer; Flush sends the
-// buffer on. msg must hold no newline, which compact JSON never does.
+// writeBufferSize is how many sent bytes wait for a Flush before Send
+// writes them out itself.
+const writeBufferSize = 64 << 10
+
+// writeBuffers hold what is sent until it is written: a Stream holds one
+// only from a Send to the Flush after it, so an idle connection holds none.
+// A new one is small, for a message or two; a burst grows it once, to the
+// full size.
+var writeBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 4<<10)
+	return &b
+}}
+
+// Send adds msg and its line end to what waits to be written; Flush writes
+// it out, and so does Send when the write buffer would overflow. A message
+// larger than the buffer is written straight through. msg must hold no
+// newline, which compact JSON never does.
 func (s *Stream) Send(msg []byte) error {
-	if _, err := s.w.Write(msg); err != nil {
-		return err
+	if s.pending != nil && len(*s.pending)+len(msg)+1 > writeBufferSize {
+		if err := s.Flush(); err != nil {
+			return err
+		}
 	}
-	return s.w.WriteByte('\n')
+	if len(msg) >= writeBufferSize {
+		if _, err := s.out.Write(msg); err != nil {
+			return err
+		}
+		msg = nil
+	}
+	s.buffer(msg)
+	return nil
 }
 
-// Flush writes out what Send has buffered.
-func (s *Stream) Flush() error { return s.w.Flush() }
+// buffer appends msg and its line end to the pending bytes.
+func (s *Stream) buffer(msg []byte) {
+	if s.pending == nil {
+		s.pending = writeBuffers.Get().(*[]byte)
+	}
+	b := *s.pending
+	if need := len(b) + len(msg) + 1; need > cap(b) {
+		b = append(make([]byte, 0, max(need, writeBufferSize)), b...)
+	}
+	*s.pending = append(append(b, msg...), '\n')
+}
+
+// canTrySend reports whether the output is a descriptor the runtime polls,
+// which trySend can write without waiting.
+func (s *Stream) canTrySend() bool { return s.noWait != nil }
+
+// trySend is Send followed by as much of a Flush as the reader takes
+// without waiting; it reports whether bytes are left for Flush.
+func (s *Stream) trySend(msg []byte) (unflushed bool, err error) {
+	s.buffer(msg)
+	if s.noWait == nil {
+		return true, nil
+	}
+	b := *s.pending
+	n, err := s.noWait.tryWrite(b)
+	if n == len(b) {
+		s.release()
+		return false, err
+	}
+	*s.pending = b[:copy(b, b[n:])]
+	return true, err
+}
+
+// Flush writes out what Send has left waiting.
+func (s *Stream) Flush() error {
+	if s.pending == nil {
+		return nil
+	}
+	_, err := s.out.Write(*s.pending)
+	s.release()
+	return err
+}
+
+// release gives the write buffer back; one grown past its size is let go.
+func (s *Stream) release() {
+	b := s.pending
+	s.pending = nil
+	if cap(*b) > writeBufferSize {
+		return
+	}
+	*b = (*b)[:0]
+	writeBuffers.Put(b)
+}
 
 // Close closes both directions. Safe to call more than once.
 func (s *Stream) Close() error {

@@ -10,8 +10,9 @@ package acprpc
 // Flush() error has it called whenever the Conn's write queue runs dry, so
 // that a burst of Sends can share one write.
 //
-// A Conn calls Recv from one goroutine and Send from one other goroutine, and
-// may call Close from any goroutine at any time, more than once.
+// A Conn never overlaps two calls of Recv, nor two calls of Send and Flush,
+// though successive calls may come from different goroutines; it may call
+// Close from any goroutine at any time, more than once.
 type Transport interface {
 	// Recv returns the next message from the peer. The Conn keeps the slice,
 	// so the transport must not reuse it. An error ends the connection (io.EOF
@@ -36,6 +37,15 @@ type (
 	readLimiter interface{ SetReadLimit(n int) }
 	flusher     interface{ Flush() error }
 )
+
+// trySender is a transport that can send without waiting for the peer.
+type trySender interface {
+	// canTrySend reports whether trySend can write without waiting.
+	canTrySend() bool
+	// trySend is Send followed by as much of a Flush as the peer takes at
+	// once; it reports whether bytes are left for Flush.
+	trySend(msg []byte) (unflushed bool, err error)
+}
 
 // threadHolder is a transport that can tell whether its next Recv would
 // wait in a system call holding its thread.

@@ -6,29 +6,40 @@ import (
 	"sync"
 )
 
-// writer owns the write side of a connection: senders queue frames and
-// return at once; one goroutine hands them to the transport in order and
-// flushes when the queue runs dry, so bursts share a system call and a stuck
-// peer blocks nobody but the writer.
+// writer owns the write side of a connection. One sender at a time holds
+// it. A message that finds it free with nothing queued is written by its
+// sender, on the sender's goroutine, when the transport can try a write that
+// never waits for the peer (a Stream over a polled descriptor, a Pipe):
+// what the peer has no room for stays with the transport. Every other
+// message is queued, and a writer goroutine hands the queue to the
+// transport in order and flushes once it runs dry, so that a burst shares a
+// write. That goroutine runs only while there is something to write, and a
+// peer that stops reading blocks nobody but it.
 type writer struct {
 	transport Transport
-	flush     func() error                    // the transport's Flush, or nil
-	limit     int                             // queued answer bytes above which the reader waits
-	failed    func(error)                     // told once when a write fails
-	sent      func(context.Context, *Message) // Hooks.Sent, or nil
+	flush     func() error                             // the transport's Flush, or nil
+	try       func([]byte) (unflushed bool, err error) // the transport's trySend, or nil
+	limit     int                                      // queued answer bytes above which the reader waits
+	failed    func(error)                              // told once when a write fails
+	sent      func(context.Context, *Message)          // Hooks.Sent, or nil
+	runQueue  func()                                   // w.run, made once: starting the goroutine allocates nothing
 
-	mu      sync.Mutex    // protects the fields below
-	queued  int           // bytes of answers queued and not yet written
-	room    chan struct{} // closed when queued drops, if the reader waits
-	queue   []*frame
-	spare   []*frame
-	closing bool
-	err     error
-
-	wake    chan struct{} // a token: the queue may have grown
-	done    chan struct{} // closed when run returns
-	started sync.Once
+	mu        sync.Mutex    // protects the fields below
+	queued    int           // bytes of answers queued and not yet written
+	room      chan struct{} // closed when queued drops, if the reader waits
+	queue     []*frame
+	spare     []*frame
+	busy      bool // a sender or the writer goroutine holds the write side
+	unflushed bool // the transport holds bytes a try could not write
+	closing   bool
+	err       error
+	stopped   bool          // done is closed
+	done      chan struct{} // closed once the writer has stopped and no write is in progress
 }
+
+// maxTryWrite is the largest message a sender writes itself: a larger one
+// seldom fits what the peer has room for at once.
+const maxTryWrite = 32 << 10
 
 // errWriterClosed is the writer's reason once it has stopped.
 var errWriterClosed = errors.New("acprpc: connection closed")
@@ -38,18 +49,30 @@ func newWriter(t Transport, limit int, failed func(error)) *writer {
 		transport: t,
 		limit:     limit,
 		failed:    failed,
-		wake:      make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
+	w.runQueue = w.run
 	if f, ok := t.(flusher); ok {
 		w.flush = f.Flush
+	}
+	if ts, ok := t.(trySender); ok && ts.canTrySend() {
+		w.try = ts.trySend
 	}
 	return w
 }
 
-// send queues f, or returns the writer's error if it has stopped.
-func (w *writer) send(f *frame) error {
-	w.started.Do(func() { go w.run() })
+// send queues f behind everything sent before it, or returns the writer's
+// error if it has stopped.
+func (w *writer) send(f *frame) error { return w.put(f, false) }
+
+// sendNow is send for a message its sender follows with nothing else at
+// once (a request it waits on, an answer, a cancel): when the write side is
+// free and nothing is queued, the sender writes it itself, sparing the
+// hand-off to the writer goroutine, without ever waiting for the peer. A
+// burst of notifications uses send instead, and goes out in one write.
+func (w *writer) sendNow(f *frame) error { return w.put(f, true) }
+
+func (w *writer) put(f *frame, now bool) error {
 	w.mu.Lock()
 	if w.err != nil {
 		err := w.err
@@ -57,49 +80,72 @@ func (w *writer) send(f *frame) error {
 		f.release()
 		return err
 	}
+	if now && w.try != nil && !w.busy && len(w.queue) == 0 && f.buf.Len() <= maxTryWrite {
+		w.busy = true
+		w.mu.Unlock()
+		w.writeNow(f)
+		return nil
+	}
 	w.queue = append(w.queue, f)
 	if f.answer {
 		w.queued += f.buf.Len()
 	}
+	if !w.busy {
+		w.busy = true
+		go w.runQueue()
+	}
 	w.mu.Unlock()
-	w.signal()
 	return nil
 }
 
-func (w *writer) signal() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
+// writeNow writes f on the sender's goroutine, which holds the write side,
+// then lets go of it.
+func (w *writer) writeNow(f *frame) {
+	if w.sent != nil {
+		w.sent(f.info.ctx, f.message())
+	}
+	unflushed, err := w.try(f.buf.Bytes())
+	f.release()
+	if err != nil {
+		w.fail(err)
+	}
+	w.mu.Lock()
+	w.unflushed = unflushed
+	w.letGo()
+	w.mu.Unlock()
+}
+
+// letGo ends a turn at the write side; w.mu is held. If more waits to be
+// written, the writer goroutine takes the write side over. Otherwise it is
+// free, and once the writer has stopped, or is closing with nothing left,
+// it is done.
+func (w *writer) letGo() {
+	if w.err == nil && (w.unflushed || len(w.queue) > 0) {
+		go w.runQueue()
+		return
+	}
+	w.busy = false
+	if w.err != nil || w.closing {
+		w.finish()
 	}
 }
 
+// run is the writer goroutine: it writes the queue, batch after batch, and
+// ends when nothing is left to write.
 func (w *writer) run() {
-	defer close(w.done)
-	for {
-		batch, closing := w.next()
-		err := w.write(batch)
-		if err == nil && closing {
-			err = errWriterClosed
-		}
-		if err != nil {
-			w.fail(err)
-			return
-		}
-	}
-}
-
-// next waits for frames, or for the order to stop once the queue is empty.
-func (w *writer) next() (batch []*frame, closing bool) {
 	for {
 		w.mu.Lock()
-		if len(w.queue) > 0 || w.closing {
-			batch, w.queue, w.spare = w.queue, w.spare[:0], nil
-			closing = w.closing && len(batch) == 0
+		if w.err != nil || (!w.unflushed && len(w.queue) == 0) {
+			w.letGo()
 			w.mu.Unlock()
-			return batch, closing
+			return
 		}
+		batch := w.queue
+		w.queue, w.spare, w.unflushed = w.spare[:0], nil, false
 		w.mu.Unlock()
-		<-w.wake
+		if err := w.write(batch); err != nil {
+			w.fail(err)
+		}
 	}
 }
 
@@ -121,7 +167,7 @@ func (w *writer) write(batch []*frame) error {
 		f.release()
 		batch[i] = nil
 	}
-	if err == nil && w.flush != nil && len(batch) > 0 {
+	if err == nil && w.flush != nil {
 		err = w.flush()
 	}
 	w.mu.Lock()
@@ -161,9 +207,9 @@ func (w *writer) waitRoom() {
 	w.mu.Unlock()
 }
 
-// fail stops the writer for good and drops what is still queued. A failure
-// while the connection is open is reported, on another goroutine, since
-// closing the connection waits for this one.
+// fail stops the writer for good after a failed write and drops what is
+// still queued. A failure while the connection is open is reported, on
+// another goroutine, since closing the connection waits for this one.
 func (w *writer) fail(err error) {
 	w.mu.Lock()
 	first := w.err == nil
@@ -171,46 +217,63 @@ func (w *writer) fail(err error) {
 		w.err = err
 	}
 	closing := w.closing
-	dropped := w.queue
-	w.queue = nil
-	w.openRoom()
+	w.dropQueue()
 	w.mu.Unlock()
-	for _, f := range dropped {
-		f.release()
-	}
-	if first && err != errWriterClosed && !closing {
+	if first && !closing {
 		go w.failed(err)
+	}
+}
+
+// dropQueue releases every queued frame; w.mu is held.
+func (w *writer) dropQueue() {
+	for i, f := range w.queue {
+		f.release()
+		w.queue[i] = nil
+	}
+	w.queue = w.queue[:0]
+	w.queued = 0
+	w.openRoom()
+}
+
+// finish stops the writer for good once no write is in progress; w.mu is
+// held and the write side is free.
+func (w *writer) finish() {
+	if w.err == nil {
+		w.err = errWriterClosed
+	}
+	w.dropQueue()
+	if !w.stopped {
+		w.stopped = true
+		close(w.done)
 	}
 }
 
 // drain asks the writer to finish the queue and stop, waiting until ctx
 // ends at most: a peer that stopped reading cannot hold the close.
 func (w *writer) drain(ctx context.Context) {
-	w.started.Do(func() { go w.run() })
 	w.mu.Lock()
 	w.closing = true
+	if !w.busy {
+		w.finish() // nothing is queued: a queue always has a holder
+	}
 	w.mu.Unlock()
-	w.signal()
 	select {
 	case <-w.done:
 	case <-ctx.Done():
 	}
 }
 
-// stop refuses every later send. The writer goroutine itself ends once its
-// write in progress returns, which closing the transport brings about for
-// every transport that can be interrupted.
+// stop refuses every later send and drops the queue. A write in progress
+// ends once the transport returns, which closing the transport brings about
+// for every transport that can be interrupted; done is closed then.
 func (w *writer) stop() {
 	w.mu.Lock()
 	if w.err == nil {
 		w.err = errWriterClosed
 	}
-	dropped := w.queue
-	w.queue = nil
-	w.openRoom()
-	w.mu.Unlock()
-	for _, f := range dropped {
-		f.release()
+	w.dropQueue()
+	if !w.busy {
+		w.finish()
 	}
-	w.signal()
+	w.mu.Unlock()
 }
