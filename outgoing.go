@@ -233,8 +233,9 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		return callErr(fmt.Errorf("cannot encode params: %w", err))
 	}
 	f.info.ctx = ctx
-	if c.writer.sendNow(f) != nil {
+	if err := c.writer.sendNow(f); err != nil {
 		c.calls.take(id)
+		c.closedBy(err)
 		return callErr(ErrConnClosed)
 	}
 	select {
@@ -335,10 +336,19 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if w := c.workOf(ctx, method); w != nil {
 		return w.sendUpdate(f) // ordered with, and dropped after, the work's ending
 	}
-	if c.writer.send(f) != nil {
+	if err := c.writer.send(f); err != nil {
+		c.closedBy(err)
 		return &CallError{Method: method, Err: ErrConnClosed}
 	}
 	return nil
+}
+
+// closedBy finishes closing the connection whose writer refused a message
+// (a failed write reports itself on another goroutine), so that a handler
+// told ErrConnClosed finds its own context ended with it too: the request is
+// then known to be cut short by the close, not answered with an error.
+func (c *Conn) closedBy(sendErr error) {
+	c.writeFailed(sendErr)
 }
 
 // CallOption adjusts one Call.

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // serve starts a request's handler. It runs on the read goroutine and
@@ -58,6 +59,7 @@ type workerPool struct {
 	slots   chan struct{}   // bounds running handlers when set
 	take    chan *inRequest // unbuffered: a send succeeds only if one waits
 	waiting atomic.Int32
+	idleFor time.Duration // how long a worker waits for the next request
 }
 
 // maxIdleWorkers bounds the goroutines a connection keeps waiting.
@@ -65,6 +67,7 @@ const maxIdleWorkers = 16
 
 func (p *workerPool) init(maxConcurrent int) {
 	p.take = make(chan *inRequest)
+	p.idleFor = workerIdleTimeout
 	if maxConcurrent > 0 {
 		p.slots = make(chan struct{}, maxConcurrent)
 	}
@@ -81,24 +84,36 @@ func (p *workerPool) start(r *inRequest) {
 }
 
 // work runs r, then, unless enough workers wait already, waits for another
-// request until the connection closes.
+// request until the connection closes or idleFor passes with none:
+// a busy connection keeps its grown goroutines, an idle one holds none, which
+// is what lets one process hold many idle connections.
 func (p *workerPool) work(r *inRequest) {
 	closed := r.conn.closed
+	idle := time.NewTimer(p.idleFor)
+	defer idle.Stop()
 	for {
 		p.run(r)
 		if p.waiting.Add(1) > maxIdleWorkers {
 			p.waiting.Add(-1)
 			return
 		}
+		idle.Reset(p.idleFor)
 		select {
 		case r = <-p.take:
 			p.waiting.Add(-1)
 		case <-closed:
 			p.waiting.Add(-1)
 			return
+		case <-idle.C:
+			p.waiting.Add(-1)
+			return
 		}
 	}
 }
+
+// workerIdleTimeout is how long a worker waits for the next request of its
+// connection before it ends.
+var workerIdleTimeout = time.Second
 
 // run waits for a slot if there is a bound, calls the handler and answers
 // with what it returns.
