@@ -43,7 +43,7 @@ type httpClient struct {
 
 	ctx    context.Context // ends with the transport; every request runs under it
 	cancel context.CancelFunc
-	in     chan []byte // SSE readers → Recv
+	in     chan inbound // SSE readers → Recv
 	done   chan struct{}
 	reason error
 	fails  sync.Once
@@ -71,7 +71,7 @@ func dialHTTP(u string, o DialOptions) (acprpc.Transport, error) {
 		client:   client,
 		own:      own,
 		header:   o.Header.Clone(),
-		in:       make(chan []byte),
+		in:       make(chan inbound),
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		sessions: make(map[string]*clientStream),
@@ -102,7 +102,7 @@ func (t *httpClient) Recv() ([]byte, error) {
 		}
 		select {
 		case m := <-t.in:
-			return m, nil
+			return m.msg, m.err
 		case <-t.wake:
 		case <-t.done:
 			if m := t.takeLocal(); m != nil {
@@ -348,7 +348,11 @@ func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
 		msg, err := events.next()
 		var tooLarge *acprpc.MessageTooLargeError
 		if errors.As(err, &tooLarge) {
-			continue // dropped, as a Conn drops an over-long line; nothing to answer it with
+			// Dropped as it was read; the Conn fails the call it answers.
+			if !t.hand(inbound{err: tooLarge}) {
+				return delivered, t.ctx.Err()
+			}
+			continue
 		}
 		if err != nil {
 			return delivered, err
@@ -362,12 +366,27 @@ func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
 		if s := env.resultSessionID(); s != "" {
 			t.openSoon(s)
 		}
-		select {
-		case t.in <- msg:
-			delivered = true
-		case <-t.ctx.Done():
+		if !t.hand(inbound{msg: msg}) {
 			return delivered, t.ctx.Err()
 		}
+		delivered = true
+	}
+}
+
+// inbound is what a stream hands Recv: a message, or one dropped for its
+// size.
+type inbound struct {
+	msg []byte
+	err error
+}
+
+// hand gives Recv m, or reports false when the transport closed first.
+func (t *httpClient) hand(m inbound) bool {
+	select {
+	case t.in <- m:
+		return true
+	case <-t.ctx.Done():
+		return false
 	}
 }
 

@@ -44,66 +44,89 @@ func newSSEReader(r io.Reader, limit int) *sseReader {
 }
 
 // next returns the data of the next event that has any. An event over the
-// limit is reported as a *acprpc.MessageTooLargeError, and the stream
-// reads on.
+// limit is dropped as it is read, and reported as a
+// *acprpc.MessageTooLargeError whose scan saw all of it, so the Conn finds
+// its ID wherever it is; the stream reads on.
 func (s *sseReader) next() ([]byte, error) {
-	var data []byte
-	has, size := false, 0
+	ev := eventData{limit: s.limit}
 	for {
-		line, err := s.readLine()
+		line, full, err := s.readPart()
 		if err != nil {
-			if err == io.EOF && has {
+			if err == io.EOF && ev.has {
 				err = io.ErrUnexpectedEOF // an event cut short is not delivered
 			}
 			return nil, err
 		}
-		if len(line) == 0 {
-			switch {
-			case !has:
+		if len(line) == 0 && !full {
+			if !ev.has {
 				continue
-			case size > s.limit:
-				return nil, &acprpc.MessageTooLargeError{Size: size, Limit: s.limit, Prefix: data}
 			}
-			return data, nil
+			return ev.result()
 		}
-		value, ok := bytes.CutPrefix(line, []byte("data:"))
-		if !ok {
-			continue // a comment, or a field ACP does not use
+		value, isData := bytes.CutPrefix(line, []byte("data:"))
+		if isData {
+			ev.startLine()
+			ev.add(bytes.TrimPrefix(value, []byte(" ")))
 		}
-		value = bytes.TrimPrefix(value, []byte(" "))
-		if has {
-			size++
-			if size <= s.limit {
-				data = append(data, '\n')
+		for full { // the rest of a line longer than the buffer
+			if line, full, err = s.readPart(); err != nil {
+				return nil, io.ErrUnexpectedEOF
+			}
+			if isData {
+				ev.add(line)
 			}
 		}
-		size += len(value)
-		if size <= s.limit {
-			data = append(data, value...)
-		} else if len(data) < prefixKept {
-			data = append(data, value[:min(len(value), prefixKept-len(data))]...)
-		}
-		has = true
 	}
 }
 
-// readLine returns the next line without its end ("\n" or "\r\n"), valid
-// until the next call. A line longer than the reader's buffer is gathered,
-// up to the limit; the rest is discarded.
-func (s *sseReader) readLine() ([]byte, error) {
-	line, err := s.r.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		long := append([]byte(nil), line...)
-		for err == bufio.ErrBufferFull {
-			line, err = s.r.ReadSlice('\n')
-			if len(long) <= s.limit+len("data: ") {
-				long = append(long, line...)
-			}
-		}
-		line = long
+// readPart returns the next part of a line, valid until the next call:
+// the whole line without its end, or, for a line longer than the buffer, a
+// buffer's worth with full set and the rest still to read.
+func (s *sseReader) readPart() (part []byte, full bool, err error) {
+	part, err = s.r.ReadSlice('\n')
+	switch {
+	case err == bufio.ErrBufferFull:
+		return part, true, nil
+	case err != nil && !(err == io.EOF && len(part) > 0):
+		return nil, false, err
 	}
-	if err != nil && !(err == io.EOF && len(line) > 0) {
-		return nil, err
+	return bytes.TrimRight(part, "\r\n"), false, nil
+}
+
+// eventData gathers one event's data lines, joined by "\n", up to the limit;
+// past it, the rest only goes through the scan of a MessageTooLargeError.
+type eventData struct {
+	limit    int
+	data     []byte
+	has      bool
+	tooLarge *acprpc.MessageTooLargeError
+}
+
+func (e *eventData) startLine() {
+	if e.has {
+		e.add([]byte{'\n'})
 	}
-	return bytes.TrimRight(line, "\r\n"), nil
+	e.has = true
+}
+
+func (e *eventData) add(p []byte) {
+	switch {
+	case e.tooLarge != nil:
+		_, _ = e.tooLarge.Write(p)
+	case len(e.data)+len(p) <= e.limit:
+		e.data = append(e.data, p...)
+	default:
+		prefix := append(e.data, p[:min(len(p), max(0, prefixKept-len(e.data)))]...)
+		e.tooLarge = &acprpc.MessageTooLargeError{Limit: e.limit, Prefix: bytes.Clone(prefix[:min(len(prefix), prefixKept)])}
+		_, _ = e.tooLarge.Write(e.data)
+		_, _ = e.tooLarge.Write(p)
+		e.data = nil
+	}
+}
+
+func (e *eventData) result() ([]byte, error) {
+	if e.tooLarge != nil {
+		return nil, e.tooLarge
+	}
+	return e.data, nil
 }

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -148,35 +149,48 @@ func (t *wsTransport) Recv() ([]byte, error) {
 func (t *wsTransport) readMessage(r io.Reader) ([]byte, error) {
 	limit := int(t.limit.Load())
 	buf := make([]byte, 0, 512)
-	size := 0
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		size += n
-		if size <= limit {
-			buf = buf[:len(buf)+n]
-		} else if len(buf) < prefixKept {
-			buf = buf[:min(len(buf)+n, prefixKept)]
-		}
+		n, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
+		buf = buf[:len(buf)+n]
 		if n > 0 {
 			t.silence.restart()
 		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
+		switch {
+		case len(buf) > limit:
+			return nil, t.dropRest(r, buf, limit, err)
+		case err == io.EOF:
+			return buf, nil
+		case err != nil:
 			return nil, err
 		}
-		if size > limit && len(buf) == prefixKept {
-			buf = buf[:prefixKept:prefixKept] // no more growth: the rest goes through a small window
+	}
+}
+
+// dropRest reads the rest of a message over the limit through a small
+// window, keeping only its first bytes and what the Conn needs of it: the
+// scan of MessageTooLargeError finds its ID wherever it is.
+func (t *wsTransport) dropRest(r io.Reader, seen []byte, limit int, err error) error {
+	tooLarge := &acprpc.MessageTooLargeError{Limit: limit}
+	prefix := bytes.Clone(seen[:min(len(seen), prefixKept)])
+	_, _ = tooLarge.Write(seen)
+	window := make([]byte, 32<<10)
+	for err == nil {
+		var n int
+		n, err = r.Read(window)
+		_, _ = tooLarge.Write(window[:n])
+		prefix = append(prefix, window[:min(n, prefixKept-len(prefix))]...)
+		if n > 0 {
+			t.silence.restart()
 		}
 	}
-	if size > limit {
-		return nil, &acprpc.MessageTooLargeError{Size: size, Limit: limit, Prefix: buf}
+	if err != io.EOF {
+		return err
 	}
-	return buf, nil
+	tooLarge.Prefix = prefix
+	return tooLarge
 }
 
 // checkFirst applies the rule that a connection starts with initialize:
