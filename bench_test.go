@@ -210,7 +210,7 @@ func BenchmarkRoundTripParallel8(b *testing.B) {
 			call := impl.dial(b)
 			benchCheckPrompt(b, call)
 			benchLoop(b, func() {
-				benchParallel(b, 8, func() error {
+				benchParallel(b, 8, b.N, func() error {
 					var res benchPromptResult
 					return call(context.Background(), benchPrompt, &res)
 				})
@@ -219,15 +219,15 @@ func BenchmarkRoundTripParallel8(b *testing.B) {
 	}
 }
 
-// benchParallel shares b.N calls of f among n goroutines.
-func benchParallel(b *testing.B, n int, f func() error) {
+// benchParallel shares total calls of f among n goroutines.
+func benchParallel(b *testing.B, n, total int, f func() error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(total) {
 				if err := f(); err != nil {
 					b.Error(err)
 					return
@@ -478,4 +478,106 @@ func benchCountLines(r io.Reader, n int) int {
 		}
 	}
 	return count
+}
+
+// BenchmarkIdleConn is what a connection costs while it waits: 1,000 pairs
+// of Conns over Pipe, each pair a client and a server, measured after a GC
+// once every pair is open (state=fresh), has served a call and a
+// notification each way (state=used), or has also served 8 calls at once
+// (state=burst8), and gone quiet. It reports goroutines and bytes (live
+// heap and goroutine stacks) per Conn; the benchmark's own are not counted.
+func BenchmarkIdleConn(b *testing.B) {
+	for _, state := range []string{"fresh", "used", "burst8"} {
+		b.Run("state="+state, func(b *testing.B) {
+			const pairs = 1000
+			var goroutines, heap, stack float64
+			b.ReportAllocs()
+			for range b.N {
+				g, h, s := benchIdlePairs(b, pairs, state)
+				goroutines, heap, stack = goroutines+g, heap+h, stack+s
+			}
+			perConn := func(total float64) float64 { return total / float64(b.N) / (2 * pairs) }
+			b.ReportMetric(perConn(goroutines), "goroutines/conn")
+			b.ReportMetric(perConn(heap+stack), "B/conn")
+			b.ReportMetric(perConn(heap), "heapB/conn")
+			b.ReportMetric(perConn(stack), "stackB/conn")
+		})
+	}
+}
+
+// benchIdlePairs opens n pairs of Conns over Pipe, puts them in the
+// BenchmarkIdleConn state, and returns the goroutines and the heap and stack
+// bytes they hold once quiet.
+func benchIdlePairs(b *testing.B, n int, state string) (goroutines, heap, stack float64) {
+	var noted sync.WaitGroup
+	onNote := func(ctx context.Context, req *acprpc.Request) (any, error) {
+		if req.IsNotification() {
+			noted.Done()
+			return nil, nil
+		}
+		return benchPromptResult{StopReason: "end_turn"}, nil
+	}
+	runtime.GC()
+	g0 := runtime.NumGoroutine()
+	before := benchMem()
+	conns := make([]*acprpc.Conn, 0, 2*n)
+	for range n {
+		a, s := acprpc.Pipe()
+		server := acprpc.NewConn(context.Background(), s, acprpc.HandlerFunc(onNote), nil)
+		client := acprpc.NewConn(context.Background(), a, acprpc.HandlerFunc(onNote), nil)
+		conns = append(conns, server, client)
+	}
+	if state != "fresh" {
+		ctx := context.Background()
+		noted.Add(2 * n)
+		for i := 0; i < len(conns); i += 2 {
+			server, client := conns[i], conns[i+1]
+			var res benchPromptResult
+			if err := client.Call(ctx, "session/prompt", benchPrompt, &res); err != nil {
+				b.Fatal(err)
+			}
+			if err := server.Call(ctx, "session/request_permission", nil, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := client.Notify(ctx, "session/cancel", map[string]string{"sessionId": "s1"}); err != nil {
+				b.Fatal(err)
+			}
+			if err := server.Notify(ctx, "session/update", map[string]string{"sessionId": "s1"}); err != nil {
+				b.Fatal(err)
+			}
+			if state == "burst8" {
+				benchParallel(b, 8, 8, func() error {
+					var res benchPromptResult
+					return client.Call(ctx, "session/prompt", benchPrompt, &res)
+				})
+			}
+		}
+		noted.Wait()
+	}
+	benchSettle()
+	after := benchMem()
+	goroutines = float64(runtime.NumGoroutine() - g0)
+	heap, stack = float64(after.HeapAlloc)-float64(before.HeapAlloc), float64(after.StackInuse)-float64(before.StackInuse)
+	for _, c := range conns {
+		c.Close()
+	}
+	return goroutines, heap, stack
+}
+
+// benchSettle waits until the number of goroutines has not changed for
+// one and a half seconds, a minute at most: a goroutine that has finished its
+// work may be on its way out, and an idle handler goroutine leaves after a
+// second without a request.
+func benchSettle() {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	last, still := runtime.NumGoroutine(), 0
+	for i := 0; i < 6000 && still < 150; i++ {
+		<-tick.C
+		if now := runtime.NumGoroutine(); now != last {
+			last, still = now, 0
+			continue
+		}
+		still++
+	}
 }

@@ -62,7 +62,6 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 		opts:      opts.settled(),
 		handler:   h,
 		transport: t,
-		notes:     newNotifier(),
 		stopping:  make(chan struct{}),
 		ready:     make(chan struct{}),
 		closed:    make(chan struct{}),
@@ -77,10 +76,10 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	}
 	c.writer = newWriter(t, c.opts.MaxQueuedWrite, c.writeFailed)
 	c.writer.sent = c.opts.Hooks.Sent
+	c.notes = newNotifier(c.handleNotification)
 	c.notes.limit = c.opts.MaxQueuedNotifications
 	c.notes.byteLimit = c.opts.MaxQueuedNotificationBytes
 	c.calls.limit = c.opts.MaxOutgoing
-	go c.notes.run(c.handleNotification)
 	go c.read()
 	c.stopParent = context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrConnClosed, context.Cause(ctx))) })
 	close(c.ready)

@@ -7,9 +7,10 @@ import (
 
 // notifier runs notification handlers one at a time, in arrival order, on a
 // goroutine of its own, so a slow notification delays later notifications
-// but never the read loop, cancellations or requests. It also counts what it
-// has handled, which lets a response wait for the notifications read before
-// it (see barrier).
+// but never the read loop, cancellations or requests. The goroutine runs
+// only while notifications are queued: an idle connection has none. It also
+// counts what it has handled, which lets a response wait for the
+// notifications read before it (see barrier).
 type notifier struct {
 	limit     int // queued notifications before the reader waits; set before the connection starts
 	byteLimit int // queued bytes before the reader waits; likewise
@@ -22,18 +23,23 @@ type notifier struct {
 	queued  uint64
 	handled uint64
 	changed chan struct{} // closed when handled grows and someone waits
+	running bool          // the goroutine runs handlers
+	ended   bool          // stopped and done closed
 
-	wake    chan struct{} // a token: the queue may have grown
+	handle  func(message) // set before the connection starts
+	runFn   func()        // n.run, made once: starting the goroutine allocates nothing
 	stopped chan struct{} // closed by stop
-	done    chan struct{} // closed when run returns
+	done    chan struct{} // closed once stopped with no handler running
 }
 
-func newNotifier() *notifier {
-	return &notifier{
-		wake:    make(chan struct{}, 1),
+func newNotifier(handle func(message)) *notifier {
+	n := &notifier{
+		handle:  handle,
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	n.runFn = n.run
+	return n
 }
 
 // overflow is how many times its bounds the queue may grow to while the
@@ -61,11 +67,11 @@ func (n *notifier) push(m message) {
 	n.queue = append(n.queue, m)
 	n.bytes += m.size
 	n.queued++
-	n.mu.Unlock()
-	select {
-	case n.wake <- struct{}{}:
-	default:
+	if !n.running {
+		n.running = true
+		go n.runFn()
 	}
+	n.mu.Unlock()
 }
 
 // full reports whether a message of size must wait for room; n.mu is held.
@@ -140,14 +146,15 @@ func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) {
 	}
 }
 
-func (n *notifier) run(handle func(message)) {
-	defer close(n.done)
+// run is the notification goroutine: it handles the queue and ends once
+// the queue is empty or the notifier has stopped.
+func (n *notifier) run() {
 	for {
 		m, ok := n.next()
 		if !ok {
 			return
 		}
-		handle(m)
+		n.handle(m)
 		n.mu.Lock()
 		n.handled++
 		if n.changed != nil {
@@ -158,42 +165,56 @@ func (n *notifier) run(handle func(message)) {
 	}
 }
 
+// next takes the next notification, or reports that the goroutine is done:
+// the queue is empty, or the notifier has stopped.
 func (n *notifier) next() (message, bool) {
-	for {
-		select {
-		case <-n.stopped:
-			return message{}, false
-		default:
-		}
-		n.mu.Lock()
-		if len(n.queue) > 0 {
-			m := n.queue[0]
-			n.queue[0] = message{}
-			n.queue = n.queue[1:]
-			n.bytes -= m.size
-			n.openRoom()
-			n.mu.Unlock()
-			return m, true
-		}
-		n.mu.Unlock()
-		select {
-		case <-n.wake:
-		case <-n.stopped:
-			return message{}, false
-		}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	select {
+	case <-n.stopped:
+		n.running = false
+		n.end()
+		return message{}, false
+	default:
 	}
+	if len(n.queue) == 0 {
+		n.running = false
+		return message{}, false
+	}
+	m := n.queue[0]
+	n.queue[0] = message{}
+	n.queue = n.queue[1:]
+	n.bytes -= m.size
+	n.openRoom()
+	return m, true
 }
 
 // stop ends the notifier after the notification being handled; the rest of
 // the queue is dropped with the connection.
-func (n *notifier) stop() { close(n.stopped) }
+func (n *notifier) stop() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	close(n.stopped)
+	if !n.running {
+		n.end()
+	}
+}
 
-// handleNotification runs on the notifier's goroutine.
+// end closes done, once; n.mu is held.
+func (n *notifier) end() {
+	if !n.ended {
+		n.ended = true
+		close(n.done)
+	}
+}
+
+// handleNotification runs on the notification goroutine.
 func (c *Conn) handleNotification(m message) {
 	if c.handler == nil {
 		return
 	}
-	// handled is written only on this goroutine, so it is read here unlocked.
+	// handled is written only by the goroutine that runs handlers, one at a
+	// time, each started after the last one's writes: it is read unlocked.
 	nc := &noteContext{Context: c.base, conn: c, seq: c.notes.handled + 1,
 		req: Request{Method: m.method, Params: m.params, SessionID: m.sessionID}}
 	if _, err := c.invoke(nc, &nc.req); err != nil {
