@@ -197,7 +197,14 @@ func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 		if delivered["session/cancel"] {
 			want = acprpc.ErrSessionCancelled
 		}
-		require.ErrorIs(t, context.Cause(hctx), want)
+		// A handler still running when the connection closed sees its
+		// cause. One whose calls failed on the broken output before the
+		// close had cancelled anything has returned with its context
+		// live, which then ends as answered; its calls' errors are
+		// checked below.
+		if ret, _ := agent.rec.Returned("1"); ret.Cause != nil {
+			require.ErrorIs(t, context.Cause(hctx), want)
+		}
 		for method, err := range agent.calls {
 			if delivered["answer to "+method] {
 				if method == "terminal/create" {

@@ -143,6 +143,19 @@ func (r *Recorder) Returns() []Return {
 	return append([]Return(nil), r.returns...)
 }
 
+// Returned returns the return of the handler filed under key, if it has
+// returned.
+func (r *Recorder) Returned(key string) (Return, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ret := range r.returns {
+		if ret.Key == key {
+			return ret, true
+		}
+	}
+	return Return{}, false
+}
+
 // Context returns the context of the handler filed under key, or nil if
 // none has started.
 func (r *Recorder) Context(key string) context.Context {

@@ -42,6 +42,11 @@ func TestRecorderFollowsHandlers(t *testing.T) {
 	p.ExpectError(ctx, `"b"`, acprpc.CodeRequestCancelled)
 	assert.ErrorIs(t, context.Cause(rec.Context(`"b"`)), acprpc.ErrPeerCancelled)
 	assert.Nil(t, rec.Context("nothing"))
+	ret, ok := rec.Returned(`"b"`)
+	assert.True(t, ok)
+	assert.ErrorIs(t, ret.Cause, acprpc.ErrPeerCancelled)
+	_, ok = rec.Returned("nothing")
+	assert.False(t, ok)
 	assert.Equal(t, []string{`"b"`, "2", "note"}, rec.Starts())
 
 	Settle(t, ctx, c)

@@ -2,7 +2,6 @@ package wiretest
 
 import (
 	"context"
-	"os"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -51,26 +50,6 @@ func Settle(t testing.TB, ctx context.Context, c *acprpc.Conn) {
 			t.Fatalf("wiretest: handlers did not return after Close: %d still in flight", c.Stats().IncomingInFlight)
 		}
 	}
-}
-
-// PipeCapacity measures how many bytes an os.Pipe holds with nobody
-// reading: a write with a deadline fills it and reports what it took.
-func PipeCapacity(t testing.TB) int {
-	t.Helper()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	if err := w.SetWriteDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	n, err := w.Write(make([]byte, 16<<20))
-	if !os.IsTimeout(err) || n <= 0 {
-		t.Fatalf("wiretest: filling a pipe: %d bytes, %v", n, err)
-	}
-	return n
 }
 
 // AwaitStall waits until progress has not moved for ten looks in a row, 20

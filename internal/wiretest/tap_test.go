@@ -187,3 +187,9 @@ func TestWireSettles(t *testing.T) {
 	require.NoError(t, w.Settle(ctx))
 	assert.Equal(t, 2, w.Ledger.Notifications(AtoB, MarkMethod))
 }
+
+func TestPipeCapacity(t *testing.T) {
+	n := PipeCapacity(t)
+	assert.GreaterOrEqual(t, n, 4096)
+	assert.Equal(t, n, PipeCapacity(t), "the same each time")
+}
