@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -21,7 +22,7 @@ import (
 // while no table lock is held, and never the other way round.
 type Conn struct {
 	opts      Options
-	log       logger
+	log       *slog.Logger
 	handler   Handler
 	transport Transport
 	writer    *writer
@@ -67,7 +68,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 		closed:    make(chan struct{}),
 		readDone:  make(chan struct{}),
 	}
-	c.log = logger{c.opts.Logger}
+	c.log = c.opts.Logger
 	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.workers.init(c.opts.MaxConcurrentRequests)
 	c.versions.init(opts, &c.opts, h)
