@@ -32,6 +32,7 @@ import {
   jsonSafe,
   nextSeq,
   nodeNdJsonStream,
+  parseScenarioCommandLine,
   now,
   sleep,
   tapStream,
@@ -44,34 +45,7 @@ import {
 type Scenario = "session-cancel" | "request-cancel" | "normal";
 const scenarios: Scenario[] = ["session-cancel", "request-cancel", "normal"];
 
-function parseCommandLine(argv: string[]) {
-  let scenario: string | undefined;
-  let timeoutMs = 20000;
-  let reportPath: string | undefined;
-  let i = 0;
-  for (; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--") {
-      i++;
-      break;
-    }
-    if (arg === "--scenario") scenario = argv[++i];
-    else if (arg.startsWith("--scenario=")) scenario = arg.slice("--scenario=".length);
-    else if (arg === "--timeout") timeoutMs = Number(argv[++i]);
-    else if (arg === "--report") reportPath = argv[++i];
-    else break;
-  }
-  const agentCommand = argv.slice(i);
-  if (!scenario || !scenarios.includes(scenario as Scenario) || agentCommand.length === 0 || !(timeoutMs > 0)) {
-    process.stderr.write(
-      `usage: client.ts --scenario ${scenarios.join("|")} [--timeout MS] [--report PATH] [--] AGENT_COMMAND...\n`,
-    );
-    process.exit(2);
-  }
-  return { scenario: scenario as Scenario, timeoutMs, reportPath, agentCommand };
-}
-
-const args = parseCommandLine(process.argv.slice(2));
+const args = parseScenarioCommandLine("client.ts", scenarios, process.argv.slice(2));
 
 // ---------------------------------------------------------------- report types
 

@@ -128,3 +128,35 @@ export function promptText(prompt: ReadonlyArray<{ type: string; text?: string }
 export function hasWord(text: string, word: string): boolean {
   return new RegExp(`\\b${word}\\b`, "i").test(text);
 }
+
+/**
+ * The command line every scenario client takes:
+ * `--scenario NAME [--timeout MS] [--report PATH] [--] AGENT_COMMAND...`.
+ * A bad one prints the usage and exits with status 2.
+ */
+export function parseScenarioCommandLine<S extends string>(script: string, scenarios: readonly S[], argv: string[]) {
+  let scenario: string | undefined;
+  let timeoutMs = 20000;
+  let reportPath: string | undefined;
+  let i = 0;
+  for (; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--") {
+      i++;
+      break;
+    }
+    if (arg === "--scenario") scenario = argv[++i];
+    else if (arg.startsWith("--scenario=")) scenario = arg.slice("--scenario=".length);
+    else if (arg === "--timeout") timeoutMs = Number(argv[++i]);
+    else if (arg === "--report") reportPath = argv[++i];
+    else break;
+  }
+  const agentCommand = argv.slice(i);
+  if (!scenario || !scenarios.includes(scenario as S) || agentCommand.length === 0 || !(timeoutMs > 0)) {
+    process.stderr.write(
+      `usage: ${script} --scenario ${scenarios.join("|")} [--timeout MS] [--report PATH] [--] AGENT_COMMAND...\n`,
+    );
+    process.exit(2);
+  }
+  return { scenario: scenario as S, timeoutMs, reportPath, agentCommand };
+}

@@ -40,6 +40,7 @@ import {
   jsonSafe,
   nextSeq,
   nodeNdJsonStream,
+  parseScenarioCommandLine,
   now,
   sleep,
   tapStream,
@@ -53,33 +54,7 @@ import { checkWire, type SchemaReport } from "./schema-check.ts";
 type Scenario = "normal" | "session-cancel" | "request-cancel";
 const scenarios: Scenario[] = ["normal", "session-cancel", "request-cancel"];
 
-function parseCommandLine(argv: string[]) {
-  let scenario: string | undefined;
-  let timeoutMs = 20000;
-  let reportPath: string | undefined;
-  let i = 0;
-  for (; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--") {
-      i++;
-      break;
-    }
-    if (arg === "--scenario") scenario = argv[++i];
-    else if (arg === "--timeout") timeoutMs = Number(argv[++i]);
-    else if (arg === "--report") reportPath = argv[++i];
-    else break;
-  }
-  const agentCommand = argv.slice(i);
-  if (!scenario || !scenarios.includes(scenario as Scenario) || agentCommand.length === 0 || !(timeoutMs > 0)) {
-    process.stderr.write(
-      `usage: v2-client.ts --scenario ${scenarios.join("|")} [--timeout MS] [--report PATH] [--] AGENT_COMMAND...\n`,
-    );
-    process.exit(2);
-  }
-  return { scenario: scenario as Scenario, timeoutMs, reportPath, agentCommand };
-}
-
-const args = parseCommandLine(process.argv.slice(2));
+const args = parseScenarioCommandLine("v2-client.ts", scenarios, process.argv.slice(2));
 
 // ---------------------------------------------------------------- report
 
