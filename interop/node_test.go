@@ -6,71 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
 // sdkVersion is the TypeScript SDK the scripts are written against, as
 // package.json pins it.
-const sdkVersion = "2.4.0"
+var sdkVersion = wiretest.NodePackages["@agentclientprotocol/sdk"]
 
-var (
-	nodeOnce sync.Once
-	nodePath string
-	nodeErr  error
-)
-
-// requireNode returns the node binary, after checking that Node.js 20+ and
-// the pinned SDK are installed. When they are not, the test fails, saying how
-// to install them (`bash scripts/test.sh` does it itself). Only
-// ACPRPC_SKIP_INTEROP=1, set on purpose, turns the failure into a skip, and
-// never under CI.
+// requireNode returns the node binary once Node.js and the pinned packages
+// are installed here; see wiretest.RequireNode.
 func requireNode(t *testing.T) string {
 	t.Helper()
-	nodeOnce.Do(func() { nodePath, nodeErr = findNode() })
-	if nodeErr == nil {
-		return nodePath
-	}
-	if os.Getenv("ACPRPC_SKIP_INTEROP") == "1" && os.Getenv("CI") != "true" {
-		t.Skipf("ACPRPC_SKIP_INTEROP=1: skipping the TypeScript interop test: %v", nodeErr)
-	}
-	t.Fatalf("the TypeScript interop tests need Node.js 20+ and the pinned SDK: %v; run `bash scripts/test.sh`, "+
-		"which installs them (npm ci in interop/), or set ACPRPC_SKIP_INTEROP=1 to skip them knowingly", nodeErr)
-	return ""
-}
-
-func findNode() (string, error) {
-	p, err := exec.LookPath("node")
-	if err != nil {
-		return "", fmt.Errorf("Node.js not found: %w", err)
-	}
-	out, err := exec.Command(p, "--version").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s --version: %w", p, err)
-	}
-	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
-	major, _, _ := strings.Cut(v, ".")
-	if n, err := strconv.Atoi(major); err != nil || n < 20 {
-		return "", fmt.Errorf("Node.js %s found, 20 or newer needed", v)
-	}
-	pkg, err := os.ReadFile(filepath.Join(interopDir, "node_modules", "@agentclientprotocol", "sdk", "package.json"))
-	if err != nil {
-		return "", fmt.Errorf("interop/node_modules/@agentclientprotocol/sdk is missing: %w", err)
-	}
-	var meta struct {
-		Version string `json:"version"`
-	}
-	if err := json.Unmarshal(pkg, &meta); err != nil || meta.Version != sdkVersion {
-		return "", fmt.Errorf("interop/node_modules holds @agentclientprotocol/sdk %q, not the pinned %s", meta.Version, sdkVersion)
-	}
-	if _, err := os.Stat(filepath.Join(interopDir, "node_modules", "tsx", "package.json")); err != nil {
-		return "", fmt.Errorf("interop/node_modules/tsx is missing: %w", err)
-	}
-	return p, nil
+	return wiretest.RequireNode(t, interopDir)
 }
 
 // nodeScript returns the arguments that run one of src/*.ts with tsx.

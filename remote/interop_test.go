@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,16 +27,14 @@ import (
 // http-client drive the demo agent (examples/agent -listen), and an acprpc
 // client drives an agent served by the SDK's experimental server. The
 // scripts are ../interop/src/remote-client.ts and remote-agent.ts, run with
-// Node.js after `npm ci` in ../interop. Outside CI a missing Node.js or SDK
-// skips these tests; with CI=true it fails them.
+// Node.js after `npm ci` in ../interop, which `bash scripts/test.sh` runs
+// itself. A missing Node.js or SDK fails these tests (see
+// wiretest.RequireNode).
 
 // interopTimeout bounds one script's run.
 const interopTimeout = time.Minute
 
 var (
-	nodeOnce  sync.Once
-	nodePath  string
-	nodeErr   error
 	agentOnce sync.Once
 	agentBin  string
 	agentErr  error
@@ -46,48 +43,11 @@ var (
 // interopDir is where the TypeScript scripts and their packages are.
 func interopDir() string { return filepath.Join("..", "interop") }
 
-// requireNode returns the node binary, once Node.js 20+, the pinned SDK,
-// ws and tsx are known to be installed; else the test is skipped, or failed
-// with CI=true.
+// requireNode returns the node binary once Node.js and the pinned packages
+// are installed in ../interop; see wiretest.RequireNode.
 func requireNode(t *testing.T) string {
 	t.Helper()
-	nodeOnce.Do(func() { nodePath, nodeErr = findNode() })
-	if nodeErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true, so the TypeScript interop tests must run: %v", nodeErr)
-		}
-		t.Skipf("skipping the TypeScript interop test: %v; install Node.js 20+ and run `npm ci` in interop/", nodeErr)
-	}
-	return nodePath
-}
-
-func findNode() (string, error) {
-	p, err := exec.LookPath("node")
-	if err != nil {
-		return "", fmt.Errorf("Node.js not found: %w", err)
-	}
-	out, err := exec.Command(p, "--version").Output()
-	if err != nil {
-		return "", fmt.Errorf("%s --version: %w", p, err)
-	}
-	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
-	major, _, _ := strings.Cut(v, ".")
-	if n, err := strconv.Atoi(major); err != nil || n < 20 {
-		return "", fmt.Errorf("Node.js %s found, 20 or newer needed", v)
-	}
-	for pkg, want := range map[string]string{"@agentclientprotocol/sdk": "2.4.0", "ws": "", "tsx": ""} {
-		b, err := os.ReadFile(filepath.Join(interopDir(), "node_modules", pkg, "package.json"))
-		if err != nil {
-			return "", fmt.Errorf("interop/node_modules/%s is missing: %w", pkg, err)
-		}
-		var meta struct {
-			Version string `json:"version"`
-		}
-		if err := json.Unmarshal(b, &meta); err != nil || (want != "" && meta.Version != want) {
-			return "", fmt.Errorf("interop/node_modules holds %s %q, not the pinned %s", pkg, meta.Version, want)
-		}
-	}
-	return p, nil
+	return wiretest.RequireNode(t, interopDir())
 }
 
 // demoAgent builds examples/agent once for the tests that serve it.

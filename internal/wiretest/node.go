@@ -1,0 +1,72 @@
+package wiretest
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// NodePackages are the npm packages the TypeScript interop scripts need,
+// with the version package.json pins where it matters ("" for any).
+var NodePackages = map[string]string{"@agentclientprotocol/sdk": "2.4.0", "ws": "", "tsx": ""}
+
+var (
+	nodeOnce sync.Once
+	nodePath string
+	nodeErr  error
+)
+
+// RequireNode returns the node binary, once Node.js 20+ and NodePackages
+// are known to be installed under dir/node_modules. When they are not, the
+// test fails and says how to install them (`bash scripts/test.sh` does it
+// itself): the interop tests never skip in silence. Only
+// ACPRPC_SKIP_INTEROP=1, set on purpose, turns the failure into a skip, and
+// never under CI.
+func RequireNode(t testing.TB, dir string) string {
+	t.Helper()
+	nodeOnce.Do(func() { nodePath, nodeErr = findNode(dir) })
+	if nodeErr == nil {
+		return nodePath
+	}
+	if os.Getenv("ACPRPC_SKIP_INTEROP") == "1" && os.Getenv("CI") != "true" {
+		t.Skipf("ACPRPC_SKIP_INTEROP=1: skipping the TypeScript interop test: %v", nodeErr)
+	}
+	t.Fatalf("the TypeScript interop tests need Node.js 20+ and the pinned packages: %v; run `bash scripts/test.sh`, "+
+		"which installs them (npm ci in interop/), or set ACPRPC_SKIP_INTEROP=1 to skip them knowingly", nodeErr)
+	return ""
+}
+
+func findNode(dir string) (string, error) {
+	p, err := exec.LookPath("node")
+	if err != nil {
+		return "", fmt.Errorf("no Node.js on PATH: %w", err)
+	}
+	out, err := exec.Command(p, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", p, err)
+	}
+	v := strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
+	major, _, _ := strings.Cut(v, ".")
+	if n, err := strconv.Atoi(major); err != nil || n < 20 {
+		return "", fmt.Errorf("found Node.js %s, and 20 or newer is needed", v)
+	}
+	for pkg, want := range NodePackages {
+		b, err := os.ReadFile(filepath.Join(dir, "node_modules", pkg, "package.json"))
+		if err != nil {
+			return "", fmt.Errorf("interop/node_modules/%s is missing: %w", pkg, err)
+		}
+		var meta struct {
+			Version string `json:"version"`
+		}
+		if err := json.Unmarshal(b, &meta); err != nil || (want != "" && meta.Version != want) {
+			return "", fmt.Errorf("interop/node_modules holds %s %q, not the pinned %s", pkg, meta.Version, want)
+		}
+	}
+	return p, nil
+}
