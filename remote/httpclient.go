@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/acpkit/acprpc"
 )
@@ -45,7 +46,7 @@ type httpClient struct {
 	cancel context.CancelFunc
 	in     chan inbound // SSE readers → Recv
 	done   chan struct{}
-	reason error
+	reason error // set with failing, under mu
 	fails  sync.Once
 	closes sync.Once
 	wg     sync.WaitGroup // the SSE readers
@@ -56,6 +57,7 @@ type httpClient struct {
 	wake     chan struct{} // signalled when local grows
 	sessions map[string]*clientStream
 	answerTo map[string]string // a server request's ID → the session stream it came on
+	failing  bool              // set once by fail: no stream is opened again
 }
 
 // clientStream is one SSE stream being read.
@@ -305,7 +307,7 @@ func (t *httpClient) read(session string, st *clientStream) {
 		}
 		delivered, err := t.deliver(session, resp.Body)
 		resp.Body.Close()
-		if t.closing() {
+		if t.closing() || t.hasFailed() {
 			return
 		}
 		if delivered {
@@ -424,9 +426,41 @@ func (t *httpClient) doContext(ctx context.Context, method string, body []byte, 
 // every answer made here has been read.
 func (t *httpClient) fail(reason error) {
 	t.fails.Do(func() {
+		t.mu.Lock()
 		t.reason = reason
-		close(t.done)
+		t.failing = true
+		t.mu.Unlock()
+		go t.endAfterStreams()
 	})
+}
+
+// endAfterStreams ends Recv once every stream has delivered what it still
+// had: when the server goes, one stream can end while another still holds
+// the answers it wrote before it closed (a shutdown's cancelled answers),
+// and Recv must not report the end ahead of them. A stream the server keeps
+// open is waited for at most closeWait.
+func (t *httpClient) endAfterStreams() {
+	streams := make(chan struct{})
+	go func() {
+		t.wg.Wait()
+		close(streams)
+	}()
+	wait := time.NewTimer(closeWait)
+	defer wait.Stop()
+	select {
+	case <-streams:
+	case <-wait.C:
+	case <-t.ctx.Done():
+	}
+	close(t.done)
+}
+
+// hasFailed reports whether the transport is ending, so that no stream is
+// opened again.
+func (t *httpClient) hasFailed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failing
 }
 
 func (t *httpClient) closing() bool { return t.ctx.Err() != nil }
