@@ -50,7 +50,7 @@ go test -c -o "$tmp/bench.test" .
   echo "go: $(go version)"
   [[ $have_node == 1 ]] && echo "node: $(node --version)"
   echo "peers:"
-  go list -m -f '  {{.Path}} {{.Version}}' github.com/sourcegraph/jsonrpc2 github.com/coder/acp-go-sdk go.lsp.dev/jsonrpc2
+  go list -m -f '  {{.Path}} {{.Version}}' github.com/sourcegraph/jsonrpc2 github.com/coder/acp-go-sdk go.lsp.dev/jsonrpc2 github.com/creachadair/jrpc2 golang.org/x/exp/jsonrpc2
   [[ $have_node == 1 ]] && echo "  @agentclientprotocol/sdk $(node -p 'require("./ts/node_modules/@agentclientprotocol/sdk/package.json").version')"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "settings: COUNT=$COUNT BENCHTIME=$BENCHTIME CALLS=$CALLS RUNS=$RUNS CANCELS=$CANCELS SCALE_N=$SCALE_N"

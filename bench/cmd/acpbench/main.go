@@ -36,7 +36,7 @@ func (r row) String() string {
 	return r.client + "→" + r.server
 }
 
-const defaultRows = "acprpc:acprpc,coder:coder,lsp:lsp,sourcegraph:sourcegraph,echo:echo,ts:ts,coder:ts,ts:coder,acprpc:ts,ts:acprpc"
+const defaultRows = "acprpc:acprpc,coder:coder,jrpc2:jrpc2,lsp:lsp,sourcegraph:sourcegraph,xexp:xexp,echo:echo,ts:ts,coder:ts,ts:coder,acprpc:ts,ts:acprpc"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -64,7 +64,7 @@ func main() {
 		check(runCancel(&cfg, *n))
 	case "scale":
 		sizes := fs.String("n", "10000,100000", "comma-separated numbers of requests in flight")
-		peers := fs.String("peers", "acprpc,coder,lsp,sourcegraph", "peers to run")
+		peers := fs.String("peers", "acprpc,coder,jrpc2,lsp,sourcegraph,xexp", "peers to run")
 		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
 		parse(fs, args, &cfg, new(string))
 		check(runScale(&cfg, strings.Split(*peers, ","), *sizes, *wait))
