@@ -91,8 +91,8 @@ func (c *Conn) entityCancel(m *message) bool {
 	}
 	raw := member(m.params, field)
 	if len(raw) == 0 || raw[0] != '"' || m.sessionID == "" {
-		c.reply(errorFrame(m.id, &Error{Code: CodeInvalidParams,
-			Message: "Invalid params: " + m.method + " needs a string sessionId and " + field}))
+		c.refuse(m, &Error{Code: CodeInvalidParams,
+			Message: "Invalid params: " + m.method + " needs a string sessionId and " + field})
 		return true
 	}
 	k := entityKey{m.method, m.sessionID, unquote(raw)}
@@ -101,14 +101,14 @@ func (c *Conn) entityCancel(m *message) bool {
 	c.entities.mu.Unlock()
 	if e == nil {
 		if c.handler == nil {
-			c.reply(errorFrame(m.id, unknownEntity(m.method)))
+			c.refuse(m, unknownEntity(m.method))
 			return true
 		}
 		return false
 	}
 	e.cancel(ErrEntityCancelled)
 	f, _ := resultFrame(m.id, emptyResult{})
-	c.reply(f)
+	c.replyOwn(m.method, f)
 	return true
 }
 

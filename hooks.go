@@ -8,8 +8,10 @@ import (
 
 // Hooks see every message a connection receives or sends, the ones the
 // library builds itself included: cancellation markers and -32800 answers,
-// -32601 for $/ methods, -32700 and -32600 for bad input, limit answers, and
-// the $/cancel_request notifications of cascading cancels. They observe and
+// -32601 for $/ methods, -32700 and -32600 for bad input, limit answers,
+// initialize's negotiation errors, v2's entity cancels and idle
+// state_updates, and the $/cancel_request notifications of cascading
+// cancels. They observe and
 // cannot change or drop a message, so no hook can break the exactly-once
 // rule; build logging, metrics and tracing on them.
 //
@@ -68,7 +70,8 @@ type Message struct {
 	Error *Error
 	// Generated reports that the library built a sent message itself rather
 	// than the application: a cancellation marker or -32800, an answer to
-	// bad input, a limit or a $/ method, or a $/cancel_request.
+	// bad input, a limit, a $/ method, initialize's negotiation or an
+	// entity cancel, an idle state_update, or a $/cancel_request.
 	Generated bool
 	// Raw is the message exactly as on the wire; for a message over the size
 	// limit, which is not kept, its first bytes.

@@ -211,3 +211,42 @@ func TestLogHooks(t *testing.T) {
 	assert.Equal(t, "7", first["id"])
 	assert.Equal(t, "echo", first["method"])
 }
+
+// TestHooksLabelAnswersOfTheReadGoroutine: the answers the library builds on
+// the read goroutine, initialize's negotiation and v2's entity cancels, reach
+// Sent labelled as the library's, with the method they answer.
+func TestHooksLabelAnswersOfTheReadGoroutine(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log := newHookLog()
+	initialize := func(context.Context, *acprpc.Request) (any, error) {
+		return json.RawMessage(`{"protocolVersion":2}`), nil
+	}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"initialize": initialize},
+		&acprpc.Options{Hooks: log.hooks(), ProtocolVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV1, acprpc.ProtocolV2}})
+	_, done := c.CancellableToolCall(context.Background(), "s", "t1")
+	defer done()
+
+	p.Request("1", "initialize", `{"protocolVersion":"two"}`)
+	p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+	p.Request("2", "initialize", `{"protocolVersion":0}`)
+	p.ExpectError(ctx, "2", acprpc.CodeUnsupportedProtocolVersion)
+	p.Request("3", "initialize", `{"protocolVersion":2}`)
+	p.ExpectResult(ctx, "3", `{"protocolVersion":2}`)
+	p.Request("4", "initialize", `{"protocolVersion":1}`) // one connection, one version
+	p.ExpectError(ctx, "4", acprpc.CodeInvalidRequest)
+	p.Request("5", acprpc.MethodToolCallCancel, `{"sessionId":"s"}`)
+	p.ExpectError(ctx, "5", acprpc.CodeInvalidParams)
+	p.Request("6", acprpc.MethodToolCallCancel, `{"sessionId":"s","toolCallId":"t1"}`)
+	p.ExpectResult(ctx, "6", `{}`)
+	p.Request("7", acprpc.MethodTerminalCancel, `{"terminalId":"x"}`)
+	p.ExpectError(ctx, "7", acprpc.CodeInvalidParams)
+
+	_, sent, _ := log.snapshot()
+	require.Len(t, sent, 7)
+	methods := []string{"initialize", "initialize", "initialize", "initialize",
+		acprpc.MethodToolCallCancel, acprpc.MethodToolCallCancel, acprpc.MethodTerminalCancel}
+	for i, e := range sent {
+		assert.Equal(t, methods[i], e.method, "answer %s", e.id)
+		assert.Equal(t, e.id != "3", e.generated, "answer %s: only the handler's own answer is not the library's", e.id)
+	}
+}

@@ -30,7 +30,7 @@ func (c *Conn) serve(m *message) {
 	if !c.incoming.add(r) {
 		r.cancel(errRequestDone)
 		if c.incoming.isDraining() { // Shutdown: no new work, answered as cancelled
-			c.reply(c.cancelledFrameFor(m.id, m.method))
+			c.replyOwn(m.method, c.cancelledFrameFor(m.id, m.method))
 			return
 		}
 		c.refuse(m, &Error{Code: CodeInvalidRequest,
@@ -45,8 +45,15 @@ func (c *Conn) serve(m *message) {
 // refuse answers a request the connection does not run, with an error of
 // its own.
 func (c *Conn) refuse(m *message, e *Error) {
-	f := errorFrame(m.id, e)
-	f.info.method, f.info.generated = m.method, true
+	c.replyOwn(m.method, errorFrame(m.id, e))
+}
+
+// replyOwn sends an answer the library built itself to a request of method
+// ("" when it is not known), labelled so for the Sent hook. Every answer
+// that no handler returned goes out here, or through answer with a frame
+// of cancelledFrameFor, which labels it the same way.
+func (c *Conn) replyOwn(method string, f *frame) {
+	f.info.method, f.info.generated = method, true
 	c.reply(f)
 }
 
@@ -227,9 +234,7 @@ func (c *Conn) reply(f *frame) {
 // everything in flight go on.
 func (c *Conn) badMessage(e *messageError) {
 	c.log.Warn("acprpc: bad message from peer", "code", e.code, "error", e.msg)
-	f := errorFrame(e.id, &Error{Code: e.code, Message: e.msg})
-	f.info.generated = true
-	c.reply(f)
+	c.replyOwn("", errorFrame(e.id, &Error{Code: e.code, Message: e.msg}))
 }
 
 // overLong answers a message above the size limit, which was not kept.
@@ -246,7 +251,5 @@ func (c *Conn) overLong(e *MessageTooLargeError) {
 		}
 		return
 	}
-	f := errorFrame(id, &Error{Code: CodeInvalidRequest, Message: msg})
-	f.info.generated = true
-	c.reply(f)
+	c.replyOwn("", errorFrame(id, &Error{Code: CodeInvalidRequest, Message: msg}))
 }

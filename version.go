@@ -140,8 +140,8 @@ func (c *Conn) negotiate(m *message) bool {
 	}
 	requested, ok := parseProtocolVersion(member(m.params, "protocolVersion"))
 	if !ok {
-		c.reply(errorFrame(m.id, &Error{Code: CodeInvalidParams,
-			Message: "Invalid params: initialize.protocolVersion must be an integer from 0 to 65535"}))
+		c.refuse(m, &Error{Code: CodeInvalidParams,
+			Message: "Invalid params: initialize.protocolVersion must be an integer from 0 to 65535"})
 		return true
 	}
 	v, ok := selectVersion(requested, supported)
@@ -150,14 +150,14 @@ func (c *Conn) negotiate(m *message) bool {
 			Requested ProtocolVersion   `json:"requested"`
 			Supported []ProtocolVersion `json:"supported"`
 		}{requested, supported})
-		c.reply(errorFrame(m.id, &Error{Code: CodeUnsupportedProtocolVersion,
-			Message: fmt.Sprintf("Unsupported protocol version %d (supported: %v)", requested, supported), Data: data}))
+		c.refuse(m, &Error{Code: CodeUnsupportedProtocolVersion,
+			Message: fmt.Sprintf("Unsupported protocol version %d (supported: %v)", requested, supported), Data: data})
 		return true
 	}
 	if current := c.ProtocolVersion(); current != 0 && current != v {
 		// One connection, one version: a repeated initialize must keep it.
-		c.reply(errorFrame(m.id, &Error{Code: CodeInvalidRequest,
-			Message: fmt.Sprintf("Invalid request: the connection already speaks ACP version %d", current)}))
+		c.refuse(m, &Error{Code: CodeInvalidRequest,
+			Message: fmt.Sprintf("Invalid request: the connection already speaks ACP version %d", current)})
 		return true
 	}
 	c.SetProtocolVersion(v)
