@@ -53,6 +53,7 @@ func startAgent(t *testing.T, h acprpc.Handler, connOpts *acprpc.Options, opts *
 	var mu sync.Mutex
 	as.Server = NewServer(func(tr acprpc.Transport, r *http.Request) {
 		c := acprpc.NewConn(context.Background(), tr, h, &o)
+		OnShutdown(tr, c.Shutdown)
 		mu.Lock()
 		all = append(all, c)
 		mu.Unlock()

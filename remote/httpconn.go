@@ -27,6 +27,8 @@ import (
 // broken GET did not write for the next one. All streams together hold at
 // most MaxQueuedBytes; Send waits for room beyond that.
 type httpConn struct {
+	graceful // how Server.Shutdown ends it
+
 	srv *Server
 	id  string
 	in  chan []byte // POST → Recv; unbuffered, so a POST returns once the Conn has the message

@@ -100,12 +100,13 @@ func readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byt
 func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, env envelope) {
 	h := newHTTPConn(s)
 	h.initID = env.idKey()
-	if !s.admitHTTP(h) {
+	if ref := s.admitHTTP(h); ref != nil {
 		h.idle.disarm()
-		http.Error(w, "Service Unavailable: too many connections", http.StatusServiceUnavailable)
+		refuse(w, ref)
 		return
 	}
 	s.accept(h, r)
+	s.handedOver()
 	select {
 	case h.in <- body:
 	case <-h.closed:
@@ -124,14 +125,14 @@ func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, e
 }
 
 // admitHTTP counts h among the open connections and registers its ID.
-func (s *Server) admitHTTP(h *httpConn) bool {
-	if !s.admit(h) {
-		return false
+func (s *Server) admitHTTP(h *httpConn) *refusal {
+	if ref := s.admit(h); ref != nil {
+		return ref
 	}
 	s.mu.Lock()
 	s.streams[h.id] = h
 	s.mu.Unlock()
-	return true
+	return nil
 }
 
 func (s *Server) lookup(id string) *httpConn {

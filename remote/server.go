@@ -57,6 +57,10 @@ type Server struct {
 	closed  bool
 	servers []*http.Server // those of Serve, to shut down with Close
 	wg      sync.WaitGroup // the servers' Serve calls
+
+	draining  bool          // Shutdown has begun: new connections are refused
+	accepting int           // connections admitted and not yet handed to accept
+	accepted  chan struct{} // closed when accepting drops to zero during a drain
 }
 
 // NewServer returns a Server that hands each new connection to accept.
@@ -111,10 +115,11 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		awaitInit:    true,
 		onClose:      func() { s.forget(t) },
 	})
-	if !s.admit(t) {
-		http.Error(w, "Service Unavailable: too many connections", http.StatusServiceUnavailable)
+	if ref := s.admit(t); ref != nil {
+		refuse(w, ref)
 		return
 	}
+	defer s.handedOver()
 	w.Header().Set(HeaderConnectionID, newConnectionID())
 	hw := &hijackWatch{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
@@ -146,16 +151,21 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Unwrap gives http.ResponseController the ResponseWriter underneath.
 func (h *hijackWatch) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
-// admit counts t among the open connections, unless the Server is closed
-// or full.
-func (s *Server) admit(t acprpc.Transport) bool {
+// admit counts t among the open connections, unless the Server is shutting
+// down, closed or full. An admitted connection is then handed to accept,
+// or fails, and either way calls handedOver.
+func (s *Server) admit(t acprpc.Transport) *refusal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.open) >= s.opts.MaxConnections {
-		return false
+	switch {
+	case s.closed || s.draining:
+		return errShuttingDown
+	case len(s.open) >= s.opts.MaxConnections:
+		return &refusal{http.StatusServiceUnavailable, "Service Unavailable: too many connections"}
 	}
 	s.open[t] = struct{}{}
-	return true
+	s.accepting++
+	return nil
 }
 
 // forget removes a closed connection.

@@ -34,6 +34,8 @@ const closeWait = time.Second
 // runs (coder/websocket closes the socket when a blocked call's context
 // ends).
 type wsTransport struct {
+	graceful // how Server.Shutdown ends it, on a server's side
+
 	ws     *websocket.Conn
 	raw    atomic.Pointer[net.Conn] // the socket under ws, when known: closing it unblocks everything
 	ctx    context.Context
