@@ -54,9 +54,12 @@ func main() {
 	case "stdio":
 		calls := fs.Int("calls", 20000, "calls per run")
 		runs := fs.Int("runs", 3, "runs per row; the median is reported")
+		var prof profiler
+		fs.StringVar(&prof.cpuDir, "cpuprofile", "", "write CPU profiles of both sides' sequential calls into this directory (skips the 8-caller phase)")
+		fs.StringVar(&prof.traceDir, "trace", "", "write execution traces of both sides' sequential calls into this directory (skips the 8-caller phase)")
 		fs.StringVar(&rows, "rows", defaultRows, "comma-separated client:server pairs")
 		parse(fs, args, &cfg, &rows)
-		check(runStdio(&cfg, *calls, *runs))
+		check(runStdio(&cfg, *calls, *runs, prof))
 	case "cancel":
 		n := fs.Int("n", 1000, "cancellations per row")
 		fs.StringVar(&rows, "rows", defaultRows, "comma-separated client:server pairs")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -36,7 +37,7 @@ type stdioRun struct {
 	seqClientCPU, seqServerCPU float64 // CPU µs per sequential call
 }
 
-func runStdio(cfg *config, calls, runs int) error {
+func runStdio(cfg *config, calls, runs int, prof profiler) error {
 	var results []stdioResult
 	haveTS := tsAvailable(cfg)
 	for _, r := range cfg.rows {
@@ -47,7 +48,7 @@ func runStdio(cfg *config, calls, runs int) error {
 			continue
 		}
 		for i := 0; i < runs; i++ {
-			run, err := stdioOnce(cfg, r, calls)
+			run, err := stdioOnce(cfg, r, calls, prof)
 			if err != nil {
 				return fmt.Errorf("%s: %w", r, err)
 			}
@@ -66,10 +67,13 @@ func runStdio(cfg *config, calls, runs int) error {
 // stdioOnce runs one row in a fresh server process and returns calls per
 // second, sequential and with 8 concurrent callers, and what the sequential
 // calls cost each side in CPU time.
-func stdioOnce(cfg *config, r row, calls int) (run stdioRun, err error) {
+func stdioOnce(cfg *config, r row, calls int, prof profiler) (run stdioRun, err error) {
 	argv, err := serverCmd(cfg, r.server)
 	if err != nil {
 		return run, err
+	}
+	if prof.on() && r.server != "ts" {
+		argv = append(argv, prof.serverArgs(r)...)
 	}
 	if r.client == "ts" {
 		var out struct {
@@ -103,15 +107,24 @@ func stdioOnce(cfg *config, r row, calls int) (run stdioRun, err error) {
 			return run, err
 		}
 	}
+	stopProfile := func() error { return nil }
+	if prof.on() {
+		if stopProfile, err = prof.start(r); err != nil {
+			return run, err
+		}
+	}
 	cpu := startCPU(p.cmd.Process.Pid)
 	t := time.Now()
 	for i := 0; i < calls; i++ {
 		if _, err := c.Prompt(ctx, "s1", bench.TextHello); err != nil {
-			return run, err
+			return run, errors.Join(err, stopProfile())
 		}
 	}
 	run.seq = float64(calls) / time.Since(t).Seconds()
 	run.seqClientCPU, run.seqServerCPU = cpu.perCall(calls)
+	if err := stopProfile(); err != nil || prof.on() {
+		return run, err
+	}
 
 	var next atomic.Int64
 	var wg sync.WaitGroup

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"sync"
 	"time"
@@ -21,7 +23,10 @@ import (
 func main() {
 	name := flag.String("peer", "", "peer to serve with")
 	linger := flag.Duration("linger", 0, "how long to keep answering after stdin ends")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file")
 	flag.Parse()
+	defer record(*cpuProfile, *traceFile)()
 	p, ok := bench.Lookup(*name)
 	if !ok {
 		fmt.Fprintf(os.Stderr, "server: unknown peer %q; known:", *name)
@@ -50,6 +55,41 @@ func main() {
 	<-in.done
 	time.Sleep(*linger)
 	_ = srv.Close()
+}
+
+// record starts a CPU profile and an execution trace into the files named
+// (none for ""); the returned function stops both.
+func record(cpuProfile, traceFile string) (stop func()) {
+	var stops []func()
+	open := func(name string) *os.File {
+		f, err := os.Create(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "server:", err)
+			os.Exit(2)
+		}
+		return f
+	}
+	if cpuProfile != "" {
+		f := open(cpuProfile)
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "server:", err)
+			os.Exit(2)
+		}
+		stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
+	}
+	if traceFile != "" {
+		f := open(traceFile)
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, "server:", err)
+			os.Exit(2)
+		}
+		stops = append(stops, func() { trace.Stop(); f.Close() })
+	}
+	return func() {
+		for _, s := range stops {
+			s()
+		}
+	}
 }
 
 // eofReader closes done when its reader first fails, usually at EOF.
