@@ -122,10 +122,13 @@ type Options struct {
 	// slice turns session cancellation off.
 	SessionCancelMethods []string
 
-	// ProtocolVersion, if set, is the ACP version the connection speaks from
-	// the start, for a peer whose initialize does not go over this Conn.
-	// Otherwise the version is learnt from the initialize exchange the Conn
-	// carries (see Conn.ProtocolVersion), and until then v1's rules apply.
+	// ProtocolVersion, if set, pins the ACP version the connection speaks:
+	// its rules apply from the start, and an initialize exchange over the
+	// Conn does not change them, whatever version its answer names (an SDK
+	// that speaks v1 alone stays on v1; a negotiating agent negotiates among
+	// this version alone). Otherwise the version is learnt from the
+	// initialize exchange the Conn carries (see Conn.ProtocolVersion), and
+	// until then v1's rules apply.
 	ProtocolVersion ProtocolVersion
 
 	// ProtocolVersions, if set, are the ACP versions an agent serves, and

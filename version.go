@@ -85,6 +85,9 @@ type versioning struct {
 	current   atomic.Pointer[protocol]
 	markers   map[string]json.RawMessage // the application's, or nil
 	supported []ProtocolVersion          // when set, this side negotiates initialize
+	// pinned: Options.ProtocolVersion set the version, and no initialize
+	// exchange changes it.
+	pinned bool
 }
 
 // VersionedHandler is a Handler that serves a fixed set of ACP versions, as
@@ -104,6 +107,11 @@ func (v *versioning) init(opts *Options, settled *Options, h Handler) {
 		v.supported = vh.ProtocolVersions()
 	}
 	slices.Sort(v.supported)
+	if v.pinned = settled.ProtocolVersion != 0; v.pinned && v.supported != nil {
+		// A pinned agent negotiates among its one version: a client asking
+		// for a version below it gets -32022, any other gets it.
+		v.supported = []ProtocolVersion{settled.ProtocolVersion}
+	}
 	v.current.Store(rulesFor(settled.ProtocolVersion, v.markers))
 }
 
@@ -119,7 +127,8 @@ func (c *Conn) ProtocolVersion() ProtocolVersion { return c.protocol().version }
 // SetProtocolVersion fixes the ACP version the connection speaks, for an
 // application that negotiated it outside this Conn. The rules change for
 // every message read or sent from then on. A later initialize exchange on
-// the connection sets it again.
+// the connection sets it again, unless Options.ProtocolVersion pinned the
+// version; this call changes even a pinned one.
 func (c *Conn) SetProtocolVersion(v ProtocolVersion) {
 	if c.protocol().version != v {
 		c.versions.current.Store(rulesFor(v, c.versions.markers))
@@ -187,9 +196,19 @@ func parseProtocolVersion(raw []byte) (ProtocolVersion, bool) {
 }
 
 // learnVersion takes the version from a successful initialize result, the
-// agent's answer either way through the connection.
+// agent's answer either way through the connection, unless the version is
+// pinned: an SDK that speaks v1 alone keeps v1's rules whatever the
+// exchange says, and answering the mismatch is its business.
 func (c *Conn) learnVersion(result []byte) {
-	if v, ok := parseProtocolVersion(member(result, "protocolVersion")); ok {
+	v, ok := parseProtocolVersion(member(result, "protocolVersion"))
+	switch {
+	case !ok:
+	case c.versions.pinned:
+		if current := c.ProtocolVersion(); v != current {
+			c.log.Warn("acprpc: initialize answered with another version than the pinned one; keeping the pinned one",
+				"pinned", int(current), "answered", int(v))
+		}
+	default:
 		c.SetProtocolVersion(v)
 	}
 }
