@@ -22,7 +22,8 @@ import (
 // while no table lock is held, and never the other way round.
 type Conn struct {
 	opts      Options
-	log       *slog.Logger
+	log       *slog.Logger  // logs through logs, so SetLogger can change it
+	logs      *loggerSwitch // the logger in force
 	handler   Handler
 	transport Transport
 	writer    *writer
@@ -68,7 +69,8 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 		closed:    make(chan struct{}),
 		readDone:  make(chan struct{}),
 	}
-	c.log = c.opts.Logger
+	c.logs = newLoggerSwitch(c.opts.Logger)
+	c.log = slog.New(c.logs)
 	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.workers.init(c.opts.MaxConcurrentRequests)
 	c.versions.init(opts, &c.opts, h)

@@ -57,6 +57,13 @@ var ErrTooManyCalls = errors.New("acprpc: too many calls awaiting answers")
 // Error is a JSON-RPC error object. A handler returns one (or an error
 // wrapping one) to choose the code and data of its answer; Call returns one,
 // wrapped in a *CallError, when the peer answers with an error.
+//
+// An SDK's own error type maps onto it without wrapping one: give the type
+// an As method, as errors.As defines it, that sets a **Error from the
+// type's code, message and data, and a handler's error of that type (or
+// one wrapping it) is answered with exactly those. A code of 0 is answered
+// -32603 instead, since no answer may carry it. docs/embedding.md shows
+// the method.
 type Error struct {
 	Code    int64           `json:"code"`
 	Message string          `json:"message"`

@@ -29,8 +29,9 @@ type Hooks struct {
 
 	// Sent is called for every message sent. ctx is the context the message
 	// belongs to: the caller's for a Call or Notify and for the cancel that
-	// Call sends, the request's own context for an answer, the connection's
-	// context for answers to bad input.
+	// Call sends, the handler's context for an answer (the request's own,
+	// or what Options.HandlerContext made of it), the connection's context
+	// for answers to bad input.
 	Sent func(ctx context.Context, m *Message)
 }
 

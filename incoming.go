@@ -22,6 +22,10 @@ type inRequest struct {
 	size     int         // the message's bytes, held until the handler returns
 	answered atomic.Bool // set once, by the one answer
 	work     *Work       // v2: a prompt's foreground work, or the work a session/close waits for; set before the handler starts, then under mu
+	// handlerCtx is the context the handler gets and its answer is sent
+	// under: the entry itself, or what Options.HandlerContext made of it.
+	// Set on the read goroutine before the entry is added to the table.
+	handlerCtx context.Context
 
 	mu       sync.Mutex  // protects the fields below
 	cause    error       // the first cancellation cause, recorded as it arrived
@@ -37,6 +41,7 @@ func (c *Conn) newInRequest(m *message) *inRequest {
 	r := &inRequest{conn: c, rawID: m.id, key: keyOf(m.id), size: m.size}
 	r.req = Request{ID: ID{raw: string(m.id)}, Method: m.method, Params: m.params, SessionID: m.sessionID}
 	r.Context, r.cancel = context.WithCancelCause(c.base)
+	r.handlerCtx = c.handlerContext(r, &r.req, inRequestKey{})
 	return r
 }
 

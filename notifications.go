@@ -217,7 +217,7 @@ func (c *Conn) handleNotification(m message) {
 	// time, each started after the last one's writes: it is read unlocked.
 	nc := &noteContext{Context: c.base, conn: c, seq: c.notes.handled + 1,
 		req: Request{Method: m.method, Params: m.params, SessionID: m.sessionID}}
-	if _, err := c.invoke(nc, &nc.req); err != nil {
+	if _, err := c.invoke(c.handlerContext(nc, &nc.req, noteKey), &nc.req); err != nil {
 		c.log.Debug("acprpc: notification handler failed", "method", m.method, "error", err.Error())
 	}
 }

@@ -1,6 +1,7 @@
 package acprpc
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"time"
@@ -105,6 +106,37 @@ type Options struct {
 	// Hooks see every message the connection receives or sends; the zero
 	// value has none.
 	Hooks Hooks
+
+	// HandlerContext, if set, makes the context each handler gets, for
+	// per-request values such as a trace span or a logger that names the
+	// request. It is called with the context the Conn made for a request
+	// or notification, and the request (its method, ID and params), and
+	// returns the
+	// context the handler gets, which must derive from ctx: cancellation,
+	// RequestFromContext and ConnFromContext reach the handler through it.
+	// A nil return keeps ctx; a context that does not derive from ctx is
+	// ignored, with an error logged. The answer's Sent hook sees the
+	// returned context, so a span started here can end there. For a
+	// request it runs on the read goroutine as the request is read, before
+	// it is registered and before the next message is read, so no cancel
+	// can overtake it; for a notification, on the notification goroutine
+	// just before its handler. Keep it quick, and never call the Conn's
+	// blocking methods from it. Nil gives every handler the Conn's own
+	// context.
+	HandlerContext func(ctx context.Context, req *Request) context.Context
+
+	// ReportCancelledTurns, for a client, turns an agent's stopReason
+	// "end_turn" into "cancelled" in the answer to a session/prompt call
+	// whose turn this side cancelled before the answer was read: by
+	// CancelSession for its session, by the end of the call's context, or
+	// by Shutdown. ACP says a cancelled turn ends "cancelled", yet v1 agents
+	// that answer "end_turn" after session/cancel are common, and a client
+	// that shows the stop reason would report a cancelled turn as done.
+	// Every other member of the answer, and every other stop reason, is the
+	// agent's. An answer read before the cancel is left alone: that turn
+	// ended before it. v2's prompt answers carry no stop reason, so it
+	// changes nothing there. Off by default.
+	ReportCancelledTurns bool
 
 	// AcceptLSPCancel also honours LSP's spelling, $/cancelRequest with
 	// {"id": ...}, as sent by older peers.

@@ -21,6 +21,7 @@ type pendingCall struct {
 	// learnsVersion: the call is initialize, whose result sets the
 	// connection's protocol version.
 	learnsVersion bool
+	turn          *turnWatch // a prompt turn, with Options.ReportCancelledTurns (turns.go)
 }
 
 // end records how the call ended and wakes its caller. It is the only place
@@ -158,6 +159,9 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 	if pc.learnsVersion && result != nil {
 		c.learnVersion(result) // before the next message is read
 	}
+	if result != nil {
+		result = pc.turnResult(result)
+	}
 	pc.end(result, errObj, c.notes.barrier())
 }
 
@@ -233,6 +237,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		return callErr(fmt.Errorf("cannot encode params: %w", err))
 	}
 	f.info.ctx = ctx
+	c.watchTurn(pc, f)
 	if err := c.writer.sendNow(f); err != nil {
 		c.calls.take(id)
 		c.closedBy(err)
@@ -248,11 +253,13 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 			<-pc.done
 			return c.complete(ctx, pc, result, callErr, nil)
 		}
+		pc.cancelTurn()
 		c.sendCancel(ctx, id)
 		return c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel, ctx.Err())
 	case <-c.stopping:
 		// Shutdown cancels this side's calls as it cancels the peer's
 		// requests: the peer is told, and may still answer.
+		pc.cancelTurn()
 		c.sendCancel(ctx, id)
 		return c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel, ErrShutdown)
 	}

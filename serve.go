@@ -30,11 +30,15 @@ func (c *Conn) serve(m *message) {
 	if !c.incoming.add(r) {
 		r.cancel(errRequestDone)
 		if c.incoming.isDraining() { // Shutdown: no new work, answered as cancelled
-			c.replyOwn(m.method, c.cancelledFrameFor(m.id, m.method))
+			f := c.cancelledFrameFor(m.id, m.method)
+			f.info.ctx = r.handlerCtx
+			c.replyOwn(m.method, f)
 			return
 		}
-		c.refuse(m, &Error{Code: CodeInvalidRequest,
+		f := errorFrame(m.id, &Error{Code: CodeInvalidRequest,
 			Message: "Invalid request: request id " + string(m.id) + " is already in flight"})
+		f.info.ctx = r.handlerCtx
+		c.replyOwn(m.method, f)
 		return
 	}
 	c.registered(r)
@@ -135,8 +139,27 @@ func (p *workerPool) run(r *inRequest) {
 			return
 		}
 	}
-	result, err := c.invoke(r, &r.req)
+	result, err := c.invoke(r.handlerCtx, &r.req)
 	c.finish(r, result, err)
+}
+
+// handlerContext is the context a handler gets for req: ctx, or what
+// Options.HandlerContext derives from it. own is the key under which ctx
+// finds itself, which tells a derived context from a stranger.
+func (c *Conn) handlerContext(ctx context.Context, req *Request, own any) context.Context {
+	if c.opts.HandlerContext == nil {
+		return ctx
+	}
+	derived := c.opts.HandlerContext(ctx, req)
+	switch {
+	case derived == nil:
+		return ctx
+	case derived.Value(own) != ctx.Value(own):
+		c.log.Error("acprpc: Options.HandlerContext returned a context that does not derive from the request's; using the request's",
+			"method", req.Method, "id", req.ID.String())
+		return ctx
+	}
+	return derived
 }
 
 // invoke calls the handler, turning a panic into a -32603 error.
@@ -212,7 +235,7 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	r.stopTimers()
 	c.incoming.remove(r) // before sending: the peer may reuse the ID once it reads the answer
 	r.cancel(errRequestDone)
-	f.info.method, f.info.ctx = r.req.Method, r
+	f.info.method, f.info.ctx = r.req.Method, r.handlerCtx
 	c.answering(r, f)
 	c.reply(f)
 	c.incoming.queued()

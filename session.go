@@ -46,10 +46,12 @@ func (c *Conn) cancelSession(sessionID string) int {
 //     by an agent that ignores session/cancel.
 //
 // The caller of the session's session/prompt then receives the agent's
-// stopReason "cancelled". session/cancel is queued before any local request
+// stopReason "cancelled" (with Options.ReportCancelledTurns, also from an
+// agent that answers "end_turn"). session/cancel is queued before any local request
 // is cancelled, so the agent always reads it ahead of their cancelled
 // answers.
 func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
+	c.cancelTurns(sessionID)
 	err := c.Notify(ctx, MethodSessionCancel, sessionParams{SessionID: sessionID})
 	if sessionID == "" || !c.protocol().clientPreempts {
 		return err // v2: every request is left to the agent's $/cancel_request
