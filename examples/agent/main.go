@@ -33,10 +33,20 @@
 // With -listen ADDR it serves the same agent at http://ADDR/acp instead, over
 // WebSocket and Streamable HTTP alike, to clients on this machine only (the
 // remote package's defaults), each connection with an agent of its own. It
-// prints the URL as its first line and exits with status 0 on an interrupt.
+// prints the URL as its first line. On SIGINT or SIGTERM it drains
+// (remote.Server.Shutdown): new connections are refused with 503, each open
+// one shuts down gracefully as above, and it exits with status 0.
+//
+// Served to other machines, as a replica behind a load balancer, it is told
+// what to answer besides this machine: -allow-host NAME for the Host a
+// client sends (the balancer's public name), -allow-peer CIDR for the
+// addresses connections come from (the balancer's), -allow-origin ORIGIN
+// for browser pages, and -token-file FILE for a bearer token every request
+// must carry. docs/scaling.md puts three replicas behind HAProxy.
 //
 //	go run ./examples/agent
 //	go run ./examples/agent -listen 127.0.0.1:8080
+//	go run ./examples/agent -listen :8080 -allow-host acp.example.test -allow-peer 10.0.0.0/8 -token-file /run/secrets/acp-token
 //	go run ./examples/cascade   # watch it work with the demo client
 package main
 
@@ -57,6 +67,8 @@ func main() {
 	verbose := flag.Bool("v", false, "log acprpc's diagnostics too")
 	listen := flag.String("listen", "", "serve at http://`ADDR`/acp (WebSocket and Streamable HTTP) instead of stdio")
 	graceful := flag.Bool("graceful", true, "after a cancel, wait for the client to answer the requests it cut short")
+	var where deployment
+	where.register(flag.CommandLine)
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -69,7 +81,16 @@ func main() {
 	defer stop()
 
 	if *listen != "" {
-		os.Exit(serve(ctx, *listen, log, *graceful))
+		opts, err := where.options()
+		if err != nil {
+			log.Error("bad flag", "error", err)
+			os.Exit(2)
+		}
+		os.Exit(serve(ctx, *listen, opts, log, *graceful))
+	}
+	if where.set() {
+		log.Error("bad flag: -allow-host, -allow-peer, -allow-origin and -token-file apply to -listen only")
+		os.Exit(2)
 	}
 
 	agent := demo.NewAgent(log)

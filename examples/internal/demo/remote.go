@@ -19,39 +19,31 @@ import (
 )
 
 // ServeAgent serves the demo agent at http://addr/acp, over WebSocket and
-// Streamable HTTP alike, with the remote package's defaults (this
-// machine's loopback only), one Agent per connection, made by newAgent. It
-// calls ready with the endpoint's URL once it listens. When ctx ends it
-// shuts every connection down gracefully (Conn.Shutdown: what is in flight
-// is answered as cancelled) within grace, then closes the server, and
-// returns once every turn has ended.
-func ServeAgent(ctx context.Context, addr string, log *slog.Logger, newAgent func(*slog.Logger) *Agent,
-	grace time.Duration, ready func(url string)) error {
-	var (
-		mu    sync.Mutex
-		conns = make(map[*acprpc.Conn]struct{})
-		open  sync.WaitGroup // each connection, until its turns have ended
-	)
+// Streamable HTTP alike, one Agent per connection, made by newAgent. opts
+// are the remote Server's (nil for its defaults: this machine's loopback
+// only). It calls ready with the endpoint's URL once it listens. When ctx
+// ends it drains the server within grace (remote.Server.Shutdown: new
+// connections are refused with 503, each connection's Conn shuts down
+// gracefully, so what is in flight is answered as cancelled), and returns
+// once every turn has ended.
+func ServeAgent(ctx context.Context, addr string, opts *remote.Options, log *slog.Logger,
+	newAgent func(*slog.Logger) *Agent, grace time.Duration, ready func(url string)) error {
+	var open sync.WaitGroup // each connection, until its turns have ended
 	srv := remote.NewServer(func(t acprpc.Transport, r *http.Request) {
 		peer := log.With("peer", r.RemoteAddr, "transport", transportOf(r))
 		agent := newAgent(peer)
 		// Not the request's end, nor ctx's: the connection outlives the
-		// one, and ServeAgent shuts it down gracefully at the other.
+		// one, and the server's Shutdown ends it gracefully at the other.
 		conn := acprpc.NewConn(context.WithoutCancel(r.Context()), t, agent, &acprpc.Options{Logger: peer})
-		mu.Lock()
-		conns[conn] = struct{}{}
-		mu.Unlock()
+		remote.OnShutdown(t, conn.Shutdown)
 		peer.Info("connection opened")
 		open.Go(func() {
 			<-conn.Done()
 			peer.Info("connection closed", "reason", conn.Err())
 			conn.Close()
 			agent.Wait()
-			mu.Lock()
-			delete(conns, conn)
-			mu.Unlock()
 		})
-	}, nil)
+	}, opts)
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -62,17 +54,10 @@ func ServeAgent(ctx context.Context, addr string, log *slog.Logger, newAgent fun
 	ready(url)
 	<-ctx.Done()
 
-	log.Info("shutting down: every request in flight is answered as cancelled")
+	log.Info("shutting down: new connections are refused, every request in flight is answered as cancelled")
 	shutdown, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	var shutdowns sync.WaitGroup
-	mu.Lock()
-	for conn := range conns {
-		shutdowns.Go(func() { _ = conn.Shutdown(shutdown) })
-	}
-	mu.Unlock()
-	shutdowns.Wait()
-	err = srv.Close()
+	err = srv.Shutdown(shutdown)
 	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
