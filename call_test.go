@@ -356,6 +356,60 @@ func TestCallAnswerAfterNotifications(t *testing.T) {
 	})
 }
 
+// An answer that waits behind a notification still being handled when the
+// caller's context ends returns the context's error, not the answer alone:
+// the answer reaches its caller only after the notifications before it.
+// The answer travels with the error (an error answer inside it, a result
+// decoded into result), and no $/cancel_request goes out for a call the
+// peer has answered.
+func TestCallAnswerBehindNotificationWhenContextEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		code         int64
+	}{
+		{"result", `{"stopReason":"end_turn"}`, 0},
+		{"error", "", -32000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			release, handling := make(chan struct{}), make(chan struct{})
+			c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{
+				"session/update": func(context.Context, *acprpc.Request) (any, error) {
+					close(handling)
+					<-release
+					return nil, nil
+				},
+				"ping": wiretest.Ping,
+			}, nil)
+			defer close(release)
+			callCtx, cancel := context.WithCancel(ctx)
+			var res struct{ StopReason string }
+			done := goCall(c, callCtx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
+			req := p.ExpectRequest(ctx, "session/prompt")
+			p.Notify("session/update", `{"sessionId":"s","update":{}}`)
+			if tc.code == 0 {
+				p.Respond(string(req.ID), tc.answer)
+			} else {
+				p.RespondError(string(req.ID), tc.code, "refused")
+			}
+			p.Request("1", "ping", "") // once answered, the prompt's answer has been read
+			p.ExpectResult(ctx, "1", `"pong"`)
+			wiretest.Recv(t, ctx, handling)
+			cancel()
+			err := wiretest.Recv(t, ctx, done)
+			assertCancelledCall(t, err, context.Canceled, "session/prompt", string(req.ID))
+			if tc.code == 0 {
+				assert.Equal(t, "end_turn", res.StopReason, "the answer travels with the error")
+			} else {
+				var rpcErr *acprpc.Error
+				require.ErrorAs(t, err, &rpcErr)
+				assert.EqualValues(t, tc.code, rpcErr.Code)
+			}
+			expectQuiet(t, ctx, p, "2") // no $/cancel_request
+		})
+	}
+}
+
 // Cancellation cascades through contexts across three hops: A calls B, B's
 // handler calls C with its own context; cancelling A's call cancels C's
 // handler, and each hop sends its own $/cancel_request with its own ID.

@@ -123,13 +123,14 @@ func (n *notifier) barrier() uint64 {
 }
 
 // waitFor returns once target notifications have been handled, the
-// notifier has stopped, or giveUp is closed.
-func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) {
+// notifier has stopped, or giveUp is closed. It reports whether they were
+// all handled.
+func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) bool {
 	for {
 		n.mu.Lock()
 		if n.handled >= target {
 			n.mu.Unlock()
-			return
+			return true
 		}
 		if n.changed == nil {
 			n.changed = make(chan struct{})
@@ -139,9 +140,9 @@ func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) {
 		select {
 		case <-changed:
 		case <-n.stopped:
-			return
+			return false
 		case <-giveUp:
-			return
+			return false
 		}
 	}
 }

@@ -202,11 +202,15 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // peer's *Error. If the connection closes first, the error matches
 // ErrConnClosed, which no answer of the peer's can.
 //
-// Call returns only after every notification the peer sent before its
-// answer has been handled, so long as ctx lasts (after a cancel, so long as
-// WaitAfterCancel lasts): the ordering never costs a caller its context. A
-// call made from a notification handler (with its context) waits only for
-// the notifications before that one, since the others cannot run until it
+// Call returns the answer only after every notification the peer sent
+// before it has been handled. The ordering never costs a caller its
+// context: if ctx ends while the answer waits for them (after a cancel, if
+// WaitAfterCancel passes), Call returns the cancelled error, with the
+// answer in it: an error answer wrapped, a result decoded into result. No
+// $/cancel_request is sent for an answered call. If the connection closes
+// before they are handled, the error matches ErrConnClosed. A call made
+// from a notification handler (with its context) waits only for the
+// notifications before that one, since the others cannot run until it
 // returns.
 func (c *Conn) Call(ctx context.Context, method string, params, result any, opts ...CallOption) error {
 	co := callOptions{waitAfterCancel: c.opts.WaitAfterCancel}
@@ -283,11 +287,24 @@ func (c *Conn) awaitAfterCancel(ctx context.Context, pc *pendingCall, result any
 // complete turns a finished call into Call's return. wait bounds the wait
 // for the notifications before the answer; ctxErr is set when the answer
 // was awaited after the caller's context ended.
+//
+// An answer reaches its caller only after the notifications read before it:
+// if wait ends first, the call ends with wait's error, the answer travelling
+// with it; if the connection closes first, dropping them, it ends with the
+// connection.
 func (c *Conn) complete(wait context.Context, pc *pendingCall, result any, callErr func(error) error, ctxErr error) error {
 	if !pc.answered() {
 		return callErr(ErrConnClosed)
 	}
-	c.notes.waitFor(c.barrierFor(wait, pc.barrier), wait.Done())
+	behind := !c.notes.waitFor(c.barrierFor(wait, pc.barrier), wait.Done())
+	if behind {
+		if c.Err() != nil {
+			return callErr(ErrConnClosed)
+		}
+		if ctxErr == nil {
+			ctxErr = wait.Err()
+		}
+	}
 	if pc.errObj != nil {
 		rpcErr := &Error{}
 		if err := json.Unmarshal(pc.errObj, rpcErr); err != nil {
@@ -298,11 +315,15 @@ func (c *Conn) complete(wait context.Context, pc *pendingCall, result any, callE
 		}
 		return callErr(rpcErr)
 	}
-	if result == nil {
-		return nil
+	var decodeErr error
+	if result != nil {
+		decodeErr = json.Unmarshal(pc.result, result)
 	}
-	if err := json.Unmarshal(pc.result, result); err != nil {
-		return callErr(fmt.Errorf("cannot decode result: %w", err))
+	switch {
+	case behind:
+		return callErr(cancelledCall{ctxErr: ctxErr})
+	case decodeErr != nil:
+		return callErr(fmt.Errorf("cannot decode result: %w", decodeErr))
 	}
 	return nil
 }
