@@ -99,7 +99,7 @@ func (c *Conn) read() {
 		msg, err := c.transport.Recv()
 		var tooLarge *MessageTooLargeError
 		if err != nil && !errors.As(err, &tooLarge) {
-			c.shutdown(fmt.Errorf("%w: input ended: %w", ErrConnClosed, err))
+			c.inputEnded(err)
 			return
 		}
 		if !c.intake.enter() {
@@ -121,6 +121,22 @@ func (c *Conn) read() {
 		}
 	}
 }
+
+// inputEnded closes the connection once the peer's input has ended, why
+// saying how. The notifications read before the end are handled first, for
+// at most inputEndDrain, with the connection still open, so their
+// handlers' contexts are live and the answers that came behind them reach
+// their callers after them: a peer that exits right after its last
+// session/updates and its answer loses none of them.
+func (c *Conn) inputEnded(why error) {
+	c.notes.drain(inputEndDrain)
+	c.shutdown(fmt.Errorf("%w: input ended: %w", ErrConnClosed, why))
+}
+
+// inputEndDrain bounds how long the notifications read before the end of
+// input are given to be handled; those left are dropped with the
+// connection.
+const inputEndDrain = time.Second
 
 // yieldBeforeWait lets the goroutine a message woke (its handler, the
 // notification goroutine, the caller it answers) run on this thread before

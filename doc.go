@@ -248,8 +248,12 @@
 //	err := conn.Shutdown(grace) // every request answered, then closed
 //
 // Close is the immediate stop, and the other ways a connection ends are
-// immediate too. Close, the end of the peer's input, a failed write, or the end of the
-// context given to NewConn close the connection. Every handler's context is
+// immediate too, but for one: at the end of the peer's input, the
+// notifications already read are handled first (for up to a second), with
+// the connection still open, so a peer that exits right after its last
+// session/updates and its answer loses none of them, and the answer reaches
+// its caller after them. Close, the end of the peer's input, a failed
+// write, or the end of the context given to NewConn close the connection. Every handler's context is
 // then cancelled with ErrConnClosed, every pending Call returns an error that
 // matches ErrConnClosed, and Close returns once the read loop, the writer and
 // the notification goroutine have ended, promptly even when the peer has

@@ -619,3 +619,56 @@ func closeRace(t *testing.T, seed uint64) {
 	require.ErrorIs(t, a.Err(), acprpc.ErrConnClosed)
 	require.ErrorIs(t, b.Err(), acprpc.ErrConnClosed)
 }
+
+// An agent writes its last session/updates and the prompt's answer, then
+// exits. Every update read before the end of its output is handled, with a
+// context still live, and Call returns the answer only after all of them;
+// then the connection closes. The first update's handler waits until the
+// client has read the end of input, so the end always overtakes the queue.
+func TestFaultsPeerExitsAfterItsLastUpdates(t *testing.T) {
+	const updates = 50
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		var handled, handledDead atomic.Int32
+		tapped := make(chan *wiretest.Tap, 1)
+		var inputEnded <-chan struct{}
+		update := func(hctx context.Context, _ *acprpc.Request) (any, error) {
+			if handled.Load() == 0 {
+				inputEnded = (<-tapped).InputEnded()
+				<-inputEnded
+			}
+			if hctx.Err() != nil {
+				handledDead.Add(1)
+			}
+			handled.Add(1)
+			return nil, nil
+		}
+		c, p, tap := wiretest.ConnectTapped(context.Background(), t, tr, wiretest.Mux{"session/update": update}, nil)
+		tapped <- tap
+		var res struct{ StopReason string }
+		var handledAtReturn int32
+		done := make(chan error, 1)
+		go func() {
+			err := c.Call(ctx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
+			handledAtReturn = handled.Load()
+			done <- err
+		}()
+		req := p.ExpectRequest(ctx, "session/prompt")
+		var last strings.Builder
+		for i := range updates {
+			last.WriteString(wiretest.NotificationLine("session/update", fmt.Sprintf(`{"sessionId":"s","update":{"n":%d}}`, i)) + "\n")
+		}
+		last.WriteString(wiretest.ResultLine(string(req.ID), `{"stopReason":"end_turn"}`) + "\n")
+		p.SendRaw(last.String())
+		p.CloseWrite()
+
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		assert.Equal(t, "end_turn", res.StopReason)
+		assert.EqualValues(t, updates, handledAtReturn, "the answer came back before the updates sent ahead of it")
+		assert.Zero(t, handledDead.Load(), "updates handled with the connection's context ended")
+		wiretest.Recv(t, ctx, c.Done())
+		assert.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
+		assert.ErrorIs(t, c.Err(), io.EOF)
+		assert.EqualValues(t, updates, handled.Load())
+	})
+}

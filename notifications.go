@@ -3,6 +3,7 @@ package acprpc
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // notifier runs notification handlers one at a time, in arrival order, on a
@@ -145,6 +146,14 @@ func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) bool {
 			return false
 		}
 	}
+}
+
+// drain waits until every notification queued so far has been handled,
+// the notifier has stopped, or d has passed.
+func (n *notifier) drain(d time.Duration) {
+	bound, stop := context.WithTimeout(context.Background(), d)
+	defer stop()
+	n.waitFor(n.barrier(), bound.Done())
 }
 
 // run is the notification goroutine: it handles the queue and ends once

@@ -26,6 +26,9 @@ type Tap struct {
 	mu        sync.Mutex
 	attempted int64
 	waiters   []bytesWaiter
+
+	inputEnded chan struct{} // closed once Recv has failed
+	endOnce    sync.Once
 }
 
 // Injector makes the messages a Tap slips in; see Tap.Inject. A message
@@ -40,14 +43,24 @@ type bytesWaiter struct {
 // NewTap returns t tapped: what it sends is recorded in l as going the way
 // d.
 func NewTap(t acprpc.Transport, l *Ledger, d Direction) *Tap {
-	return &Tap{t: t, l: l, d: d}
+	return &Tap{t: t, l: l, d: d, inputEnded: make(chan struct{})}
 }
 
 // Ledger is the ledger the Tap records into.
 func (t *Tap) Ledger() *Ledger { return t.l }
 
 // Recv receives from the transport.
-func (t *Tap) Recv() ([]byte, error) { return t.t.Recv() }
+func (t *Tap) Recv() ([]byte, error) {
+	msg, err := t.t.Recv()
+	if err != nil {
+		t.endOnce.Do(func() { close(t.inputEnded) })
+	}
+	return msg, err
+}
+
+// InputEnded returns a channel closed once the Conn's input has ended: the
+// transport's Recv has failed, for the Conn to see next.
+func (t *Tap) InputEnded() <-chan struct{} { return t.inputEnded }
 
 // Send records msg, then sends it, then any message Inject returns.
 func (t *Tap) Send(msg []byte) error {
