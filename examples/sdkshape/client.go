@@ -1,0 +1,96 @@
+package sdkshape
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/acpkit/acprpc"
+)
+
+// The few ACP v1 types the example's typed calls use.
+type (
+	InitializeRequest struct {
+		ProtocolVersion int `json:"protocolVersion"`
+	}
+	InitializeResponse struct {
+		ProtocolVersion int `json:"protocolVersion"`
+	}
+	NewSessionRequest struct {
+		Cwd        string `json:"cwd"`
+		McpServers []any  `json:"mcpServers"`
+	}
+	NewSessionResponse struct {
+		SessionID string `json:"sessionId"`
+	}
+	ContentBlock struct {
+		Type string `json:"type"`
+		Text string `json:"text,omitempty"`
+	}
+	PromptRequest struct {
+		SessionID string         `json:"sessionId"`
+		Prompt    []ContentBlock `json:"prompt"`
+	}
+	PromptResponse struct {
+		StopReason string `json:"stopReason"`
+	}
+)
+
+// StopReasonCancelled is the stop reason of a cancelled turn.
+const StopReasonCancelled = "cancelled"
+
+// Initialize is the client's first call.
+func (c *Connection) Initialize(ctx context.Context, p InitializeRequest) (InitializeResponse, error) {
+	return SendRequest[InitializeResponse](ctx, c, acprpc.MethodInitialize, p)
+}
+
+// NewSession opens a session.
+func (c *Connection) NewSession(ctx context.Context, p NewSessionRequest) (NewSessionResponse, error) {
+	return SendRequest[NewSessionResponse](ctx, c, "session/new", p)
+}
+
+// Prompt runs a turn. When ctx ends before the turn does, the turn is
+// cancelled the ACP v1 way: session/cancel for its session (which also
+// answers the agent's pending permission requests with the cancelled
+// outcome), then the agent's answer, normally "cancelled", is awaited for
+// Options.CancelWait. An agent that does not answer by then is sent
+// $/cancel_request for the prompt, and Prompt returns "cancelled".
+func (c *Connection) Prompt(ctx context.Context, p PromptRequest) (PromptResponse, error) {
+	turn, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	returned := make(chan struct{})
+	defer close(returned)
+	go c.cancelTurnOnEnd(ctx, p.SessionID, stop, returned)
+	res, err := acprpc.CallFor[PromptResponse](turn, c.conn, acprpc.MethodSessionPrompt, p)
+	if err != nil && ctx.Err() != nil && errors.Is(err, acprpc.ErrCancelled) {
+		return PromptResponse{StopReason: StopReasonCancelled}, nil
+	}
+	return res, fromCall(err)
+}
+
+// cancelTurnOnEnd cancels the session's turn once ctx ends, and gives up
+// on its answer (stop) after the wait, unless the prompt has returned.
+func (c *Connection) cancelTurnOnEnd(ctx context.Context, sessionID string, stop func(), returned <-chan struct{}) {
+	select {
+	case <-returned:
+		return
+	case <-ctx.Done():
+	}
+	_ = c.Cancel(context.WithoutCancel(ctx), sessionID)
+	t := time.NewTimer(c.cancelWait)
+	defer t.Stop()
+	select {
+	case <-returned:
+	case <-t.C:
+		stop()
+	}
+}
+
+// Cancel cancels the session's turn: session/cancel to the agent, and the
+// agent's permission requests of the session answered as cancelled here.
+func (c *Connection) Cancel(ctx context.Context, sessionID string) error {
+	return fromCall(c.conn.CancelSession(ctx, sessionID))
+}
+
+// ProtocolVersion is the ACP version the connection speaks: always v1.
+func (c *Connection) ProtocolVersion() int { return int(c.conn.ProtocolVersion()) }
