@@ -100,12 +100,14 @@ func readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byt
 func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, env envelope) {
 	h := newHTTPConn(s)
 	h.initID = env.idKey()
-	if ref := s.admitHTTP(h); ref != nil {
+	if ref := s.admit(h); ref != nil {
 		h.idle.disarm()
 		refuse(w, ref)
 		return
 	}
-	s.accept(h, r)
+	if !h.isClosed() { // Close may have come between admit and here
+		s.accept(h, r)
+	}
 	s.handedOver()
 	select {
 	case h.in <- body:
@@ -122,17 +124,6 @@ func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, e
 	case <-r.Context().Done():
 		h.Close() // the client is gone and will never learn the connection's ID
 	}
-}
-
-// admitHTTP counts h among the open connections and registers its ID.
-func (s *Server) admitHTTP(h *httpConn) *refusal {
-	if ref := s.admit(h); ref != nil {
-		return ref
-	}
-	s.mu.Lock()
-	s.streams[h.id] = h
-	s.mu.Unlock()
-	return nil
 }
 
 func (s *Server) lookup(id string) *httpConn {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -120,6 +121,11 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.handedOver()
+	testHookUpgrade(upgradeAdmitted, t)
+	if t.closing() { // Close came first: no upgrade
+		refuse(w, errShuttingDown)
+		return
+	}
 	w.Header().Set(HeaderConnectionID, newConnectionID())
 	hw := &hijackWatch{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
@@ -130,9 +136,24 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		s.forget(t) // Accept has answered the request
 		return
 	}
-	t.attach(ws, hw.conn)
+	testHookUpgrade(upgradeAccepted, t)
+	if !t.attach(ws, hw.conn) {
+		return // closed during the upgrade, and now its socket too
+	}
 	s.accept(t, r)
 }
+
+// The points of a WebSocket upgrade where a test can step in.
+type upgradeStage int
+
+const (
+	upgradeAdmitted upgradeStage = iota // counted open, not yet upgraded
+	upgradeAccepted                     // upgraded, its socket not yet attached
+)
+
+// testHookUpgrade is called at each upgradeStage; tests replace it to
+// close the Server at that point.
+var testHookUpgrade = func(upgradeStage, *wsTransport) {}
 
 // hijackWatch is a ResponseWriter that keeps the connection it hands over
 // when the WebSocket library hijacks it, so the transport can close it.
@@ -153,7 +174,8 @@ func (h *hijackWatch) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // admit counts t among the open connections, unless the Server is shutting
 // down, closed or full. An admitted connection is then handed to accept,
-// or fails, and either way calls handedOver.
+// or fails, and either way calls handedOver: Close waits for that, so that
+// no connection reaches accept after Close returns.
 func (s *Server) admit(t acprpc.Transport) *refusal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -164,6 +186,9 @@ func (s *Server) admit(t acprpc.Transport) *refusal {
 		return &refusal{http.StatusServiceUnavailable, "Service Unavailable: too many connections"}
 	}
 	s.open[t] = struct{}{}
+	if h, ok := t.(*httpConn); ok {
+		s.streams[h.id] = h
+	}
 	s.accepting++
 	return nil
 }
@@ -226,8 +251,10 @@ func (s *Server) ListenAndServe(addr string) error {
 
 // Close refuses new connections, closes every open one (their Conns then
 // close too; an SSE stream writes what is queued for it first, for at most
-// about a second), stops Serve, and returns once Serve has returned. It is
-// safe to call more than once.
+// about a second), stops Serve, and returns once Serve has returned. A
+// connection still being opened (a WebSocket upgrade under way, an
+// initialize not yet handed to the AcceptFunc) is closed and never reaches
+// the AcceptFunc. It is safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -242,6 +269,7 @@ func (s *Server) Close() error {
 	for _, t := range open {
 		_ = t.Close()
 	}
+	s.awaitHandover()
 	var errs []error
 	for _, hs := range servers {
 		ctx, cancel := context.WithTimeout(context.Background(), closeWait)
@@ -252,6 +280,19 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	return errors.Join(errs...)
+}
+
+// awaitHandover waits until every connection admitted before Close has
+// been handed to the AcceptFunc or given up (one being opened sees it is
+// closed, and is not served), for at most closeWait: an AcceptFunc that
+// calls Close is among those it waits for.
+func (s *Server) awaitHandover() {
+	bound := time.NewTimer(closeWait)
+	defer bound.Stop()
+	select {
+	case <-s.beginDrain():
+	case <-bound.C:
+	}
 }
 
 // newConnectionID returns a random UUID (version 4), as other servers use.

@@ -55,6 +55,12 @@ type wsTransport struct {
 	reason    atomic.Pointer[error] // why the transport failed, when it was us
 	closeOnce sync.Once
 	onClose   func() // called once, when the transport closes
+
+	// attachMu orders attach against Close: a server's transport exists
+	// (and counts as open) before its socket does, and a Close in between
+	// leaves the socket, once it comes, to be closed by attach.
+	attachMu    sync.Mutex
+	closedEarly bool // Close ran before attach: there was no socket to close
 }
 
 // wsConfig is what differs between the sides and the servers.
@@ -88,15 +94,30 @@ func prepareWS(cfg wsConfig) *wsTransport {
 }
 
 // attach hands t its socket, once opened, and the network connection
-// under it when known.
-func (t *wsTransport) attach(ws *websocket.Conn, raw net.Conn) {
+// under it when known. It reports false when t was closed before its
+// socket came; the socket is then closed at once, and t must not be used.
+func (t *wsTransport) attach(ws *websocket.Conn, raw net.Conn) bool {
+	t.attachMu.Lock()
+	if t.closedEarly {
+		t.attachMu.Unlock()
+		_ = ws.CloseNow()
+		if raw != nil {
+			_ = raw.Close()
+		}
+		return false
+	}
 	t.ws = ws
 	if raw != nil {
 		t.raw.Store(&raw)
 	}
+	t.attachMu.Unlock()
 	ws.SetReadLimit(-1) // Recv enforces the limit, dropping a message instead of the connection
 	t.pinger.start()
+	return true
 }
+
+// closing reports whether Close has begun.
+func (t *wsTransport) closing() bool { return t.ctx.Err() != nil }
 
 // pong is the socket's OnPongReceived: an answer to our ping is a sign of
 // life like any message.
@@ -231,15 +252,22 @@ func (t *wsTransport) Send(msg []byte) error {
 // peer's, at most closeWait: then the socket is closed under the handshake.
 // Without a way to do that (the socket unknown and no read whose context
 // can be cancelled), or with a write stuck or the transport failed, it
-// closes the socket at once. It always returns nil: a close that fails
-// means the peer is gone already.
+// closes the socket at once. Before the socket is attached, it only marks
+// t closed, and attach closes the socket. It always returns nil: a close
+// that fails means the peer is gone already.
 func (t *wsTransport) Close() error {
 	t.closeOnce.Do(func() {
 		t.pinger.stop()
+		t.attachMu.Lock()
+		attached := t.ws != nil
+		t.closedEarly = !attached
+		t.attachMu.Unlock()
 		canCut := t.raw.Load() != nil || t.reading.Load()
-		if canCut && !t.sending.Load() && t.reason.Load() == nil {
+		switch {
+		case !attached: // attach closes the socket when it comes
+		case canCut && !t.sending.Load() && t.reason.Load() == nil:
 			t.closeBounded(websocket.StatusNormalClosure, "")
-		} else {
+		default:
 			t.cut()
 		}
 		t.cancel()

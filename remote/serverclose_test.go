@@ -1,0 +1,205 @@
+package remote
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+)
+
+// hookUpgrade makes the WebSocket upgrade stop at stage and report its
+// transport on the channel it returns, until release is closed. It is
+// undone with the test, after the test's server has closed.
+func hookUpgrade(t *testing.T, stage upgradeStage, release <-chan struct{}) <-chan *wsTransport {
+	t.Helper()
+	at := make(chan *wsTransport, 1)
+	saved := testHookUpgrade
+	t.Cleanup(func() { testHookUpgrade = saved })
+	testHookUpgrade = func(s upgradeStage, tr *wsTransport) {
+		if s == stage {
+			at <- tr
+			<-release
+		}
+	}
+	return at
+}
+
+// TestServerCloseDuringWebSocketUpgrade closes the Server while an upgrade
+// is at each of its stages: admitted (counted open, no socket yet) and
+// upgraded (the socket open, not yet attached). Close must not panic, the
+// connection must never reach the AcceptFunc, and the client's socket must
+// end.
+func TestServerCloseDuringWebSocketUpgrade(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		stage    upgradeStage
+		upgraded bool // whether the client gets its 101
+	}{
+		{"before the upgrade", upgradeAdmitted, false},
+		{"after the upgrade", upgradeAccepted, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			at := hookUpgrade(t, tc.stage, release)
+			ts := startServer(t, nil)
+
+			type dialed struct {
+				ws   *websocket.Conn
+				resp *http.Response
+				err  error
+			}
+			dialDone := make(chan dialed, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				ws, resp, err := websocket.Dial(ctx, ts.url("ws"), nil)
+				dialDone <- dialed{ws, resp, err}
+			}()
+			tr := <-at
+			assert.Equal(t, 1, ts.Connections(), "counted open before it has a socket")
+
+			closed := make(chan error, 1)
+			go func() { closed <- ts.Close() }()
+			<-tr.ctx.Done() // Close has closed the transport
+			close(release)
+			require.NoError(t, <-closed)
+
+			d := <-dialDone
+			if tc.upgraded {
+				require.NoError(t, d.err)
+				_, _, err := d.ws.Read(context.Background())
+				assert.Error(t, err, "the socket is closed under the client")
+				d.ws.CloseNow()
+			} else {
+				require.Error(t, d.err)
+				require.NotNil(t, d.resp)
+				assert.Equal(t, http.StatusServiceUnavailable, d.resp.StatusCode)
+			}
+			ts.noneAccepted(t)
+			assert.Zero(t, ts.Connections())
+		})
+	}
+}
+
+// TestServerCloseWhileClientsConnect stops servers while clients keep
+// connecting over both transports: every Close returns without a panic,
+// nothing reaches the AcceptFunc once Close has returned, and every
+// connection served ends.
+func TestServerCloseWhileClientsConnect(t *testing.T) {
+	rounds, clients := 30, 8
+	if testing.Short() {
+		rounds = 8
+	}
+	for range rounds {
+		closeRound(t, clients)
+	}
+}
+
+// closeRound runs clients connecting in a loop against one server, and
+// closes the server once a few connections of each transport were served.
+func closeRound(t *testing.T, clients int) {
+	var closedDone atomic.Bool
+	var lateAccepts, accepted atomic.Int64
+	var served sync.WaitGroup
+	enough := make(chan struct{})
+	var enoughOnce sync.Once
+	srv := NewServer(func(tr acprpc.Transport, r *http.Request) {
+		if closedDone.Load() {
+			lateAccepts.Add(1)
+		}
+		if accepted.Add(1) == int64(2*clients) {
+			enoughOnce.Do(func() { close(enough) })
+		}
+		served.Add(1)
+		go func() {
+			defer served.Done()
+			echoInitialize(tr)
+		}()
+	}, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- srv.Serve(l) }()
+
+	stop := make(chan struct{})
+	var dialers sync.WaitGroup
+	for i := range clients {
+		scheme := "ws"
+		if i%2 == 1 {
+			scheme = "http"
+		}
+		dialers.Add(1)
+		go func() {
+			defer dialers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				connectOnce(scheme + "://" + l.Addr().String() + DefaultPath)
+			}
+		}()
+	}
+	select {
+	case <-enough:
+	case <-serveDone:
+		t.Fatal("Serve returned before Close")
+	}
+	require.NoError(t, srv.Close())
+	closedDone.Store(true)
+	close(stop)
+	dialers.Wait()
+	require.ErrorIs(t, <-serveDone, http.ErrServerClosed)
+	served.Wait() // every served transport ended
+	assert.Zero(t, lateAccepts.Load(), "a connection reached the AcceptFunc after Close returned")
+	assert.Zero(t, srv.Connections())
+}
+
+// echoInitialize plays a minimal agent on tr: it answers initialize and
+// reads until the transport ends, then closes it.
+func echoInitialize(tr acprpc.Transport) {
+	defer tr.Close()
+	for {
+		msg, err := tr.Recv()
+		if err != nil {
+			return
+		}
+		if env := peek(msg); env.isRequest() && env.methodName() == methodInitialize {
+			if tr.Send([]byte(initAnswer)) != nil {
+				return
+			}
+		}
+	}
+}
+
+// connectOnce opens one connection, initializes it and closes it, ignoring
+// every failure: the server may close at any point.
+func connectOnce(url string) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	tr, err := Dial(ctx, url, nil)
+	if err != nil {
+		return
+	}
+	defer tr.Close()
+	if tr.Send([]byte(initRequest)) != nil {
+		return
+	}
+	got := make(chan error, 1)
+	go func() { _, err := tr.Recv(); got <- err }()
+	select {
+	case <-got:
+	case <-ctx.Done():
+		_ = tr.Close()
+		<-got
+	}
+}
