@@ -5,15 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The interop packages, exactly as package-lock.json pins them; npm ci runs
-# only when what is installed is not what is pinned.
-for dir in interop bench/ts; do
-  [ -f "$dir/package-lock.json" ] || continue
-  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.package-lock.json.installed" 2>/dev/null; then
-    (cd "$dir" && npm ci --no-audit --no-fund)
-    cp "$dir/package-lock.json" "$dir/node_modules/.package-lock.json.installed"
-  fi
-done
+# The interop packages, exactly as package-lock.json pins them.
+bash scripts/node-deps.sh
 
 # Every module of the workspace, as go.work lists them: the root package, the
 # remote transports, the examples and the benchmark module's adapters.

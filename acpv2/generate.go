@@ -1,0 +1,3 @@
+package acpv2
+
+//go:generate go run ../internal/acpgen -version 2

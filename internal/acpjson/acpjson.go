@@ -1,0 +1,335 @@
+// Package acpjson holds the JSON helpers the generated ACP type packages
+// (acpv1, acpv2) share: splicing a union's discriminator into a variant's
+// object, finding a top-level member without decoding the object, and
+// merging the members of two objects.
+//
+// Every function takes JSON that encoding/json has already validated (the
+// bytes an UnmarshalJSON method is given, or those json.Marshal returned),
+// so the scanner only has to find the ends of values, not to check them.
+package acpjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Tagged marshals v, which must encode as a JSON object, with the member
+// tag (`"type":"text"`, already encoded) first: the shape of a union's
+// variant on the wire.
+func Tagged(tag string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return Splice(tag, body)
+}
+
+// Splice returns object with the encoded member tag inserted first. An
+// empty tag returns object as it is.
+func Splice(tag string, object []byte) ([]byte, error) {
+	if tag == "" {
+		return object, nil
+	}
+	object = bytes.TrimSpace(object)
+	if len(object) < 2 || object[0] != '{' {
+		return nil, fmt.Errorf("acpjson: a union variant must encode as a JSON object, not %.20q", object)
+	}
+	rest := bytes.TrimSpace(object[1:])
+	out := make([]byte, 0, len(tag)+len(object)+2)
+	out = append(out, '{')
+	out = append(out, tag...)
+	if rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...), nil
+}
+
+// Merge returns the members of the objects a and b as one object: the
+// common members of an object with the members of the variant it holds. A
+// member of b that a has too is left out: a variant kept whole as received
+// holds the object's common members as well.
+func Merge(a, b []byte) ([]byte, error) {
+	a = bytes.TrimSpace(a)
+	if len(a) < 2 || a[0] != '{' {
+		return nil, errors.New("acpjson: only JSON objects merge")
+	}
+	out := append([]byte(nil), a[:len(a)-1]...)
+	out = bytes.TrimRight(out, " \t\r\n")
+	empty := len(out) == 1
+	err := members(b, func(key string, member []byte) {
+		if m, _ := Member(a, key); m != nil {
+			return
+		}
+		if !empty {
+			out = append(out, ',')
+		}
+		out, empty = append(out, member...), false
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '}'), nil
+}
+
+// Unknown encodes a variant this package does not know: raw as received
+// when it is set, else an object with only its discriminator.
+func Unknown(key, value string, raw json.RawMessage) ([]byte, error) {
+	if raw != nil {
+		return raw, nil
+	}
+	k, _ := json.Marshal(key)
+	v, _ := json.Marshal(value)
+	return []byte("{" + string(k) + ":" + string(v) + "}"), nil
+}
+
+// Tag returns the string value of the top-level member key of the object
+// data, and whether it is present as a string. A member that is present but
+// null or not a string reads as absent.
+func Tag(data []byte, key string) (string, bool, error) {
+	raw, err := Member(data, key)
+	if err != nil || raw == nil || raw[0] != '"' {
+		return "", false, err
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true, nil
+	}
+	s, err := strconv.Unquote(string(raw))
+	if err != nil {
+		var u string
+		if err := json.Unmarshal(raw, &u); err != nil {
+			return "", false, err
+		}
+		s = u
+	}
+	return s, true, nil
+}
+
+// Has reports whether the object data has every one of the top-level
+// members keys.
+func Has(data []byte, keys ...string) bool {
+	for _, k := range keys {
+		if raw, err := Member(data, k); err != nil || raw == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Decode decodes data into a new T.
+func Decode[T any](data []byte) (T, error) {
+	var v T
+	err := json.Unmarshal(data, &v)
+	return v, err
+}
+
+// As decodes data as a T, one of a union's variants, and returns it as
+// the union's interface I.
+func As[T, I any](data []byte) (I, error) {
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		var none I
+		return none, err
+	}
+	return any(v).(I), nil
+}
+
+// Clone returns a copy of data, for a RawMessage that outlives the buffer
+// it was decoded from.
+func Clone(data []byte) json.RawMessage {
+	return append(json.RawMessage(nil), bytes.TrimSpace(data)...)
+}
+
+// FirstElement returns the first element of the JSON array data, or nil
+// for an empty array.
+func FirstElement(data []byte) ([]byte, error) {
+	s := scanner{data: data}
+	s.space()
+	if !s.byte('[') {
+		return nil, errors.New("acpjson: not a JSON array")
+	}
+	s.space()
+	if s.peek() == ']' {
+		return nil, nil
+	}
+	start := s.i
+	if err := s.skipValue(); err != nil {
+		return nil, err
+	}
+	return data[start:s.i], nil
+}
+
+// Member returns the raw value of the top-level member key of the object
+// data, or nil when there is none.
+func Member(data []byte, key string) ([]byte, error) {
+	var found []byte
+	err := eachMember(data, func(name string, _, value []byte) bool {
+		if name == key {
+			found = value
+			return false
+		}
+		return true
+	})
+	return found, err
+}
+
+// members calls f with each member of the object data, as its key and its
+// encoded text ("key":value).
+func members(data []byte, f func(key string, member []byte)) error {
+	return eachMember(data, func(name string, member, _ []byte) bool {
+		f(name, member)
+		return true
+	})
+}
+
+// eachMember walks the members of the object data, giving f each one's
+// name, its whole text and its value, until f returns false.
+func eachMember(data []byte, f func(name string, member, value []byte) bool) error {
+	s := scanner{data: data}
+	s.space()
+	if !s.byte('{') {
+		return errors.New("acpjson: not a JSON object")
+	}
+	for {
+		s.space()
+		if s.byte('}') {
+			return nil
+		}
+		start := s.i
+		name, err := s.key()
+		if err != nil {
+			return err
+		}
+		s.space()
+		if !s.byte(':') {
+			return errors.New("acpjson: malformed object")
+		}
+		s.space()
+		valueStart := s.i
+		if err := s.skipValue(); err != nil {
+			return err
+		}
+		if !f(name, data[start:s.i], data[valueStart:s.i]) {
+			return nil
+		}
+		s.space()
+		s.byte(',')
+	}
+}
+
+// scanner walks JSON that is known to be valid.
+type scanner struct {
+	data []byte
+	i    int
+}
+
+func (s *scanner) space() {
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) peek() byte {
+	if s.i < len(s.data) {
+		return s.data[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) byte(b byte) bool {
+	if s.peek() == b {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// key reads a member name, unescaped only when it holds an escape.
+func (s *scanner) key() (string, error) {
+	start := s.i
+	escaped, err := s.skipString()
+	if err != nil {
+		return "", err
+	}
+	raw := s.data[start:s.i]
+	if !escaped {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var name string
+	err = json.Unmarshal(raw, &name)
+	return name, err
+}
+
+// skipString moves past the string at s.i and reports whether it held an
+// escape.
+func (s *scanner) skipString() (bool, error) {
+	if !s.byte('"') {
+		return false, errors.New("acpjson: expected a string")
+	}
+	escaped := false
+	for s.i < len(s.data) {
+		j := bytes.IndexAny(s.data[s.i:], `"\`)
+		if j < 0 {
+			break
+		}
+		s.i += j
+		if s.data[s.i] == '\\' {
+			escaped = true
+			s.i += 2
+			continue
+		}
+		s.i++
+		return escaped, nil
+	}
+	return false, errors.New("acpjson: unterminated string")
+}
+
+// skipValue moves past the value at s.i.
+func (s *scanner) skipValue() error {
+	switch s.peek() {
+	case '"':
+		_, err := s.skipString()
+		return err
+	case '{', '[':
+		return s.skipNested()
+	}
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return nil
+		}
+		s.i++
+	}
+	return nil
+}
+
+// skipNested moves past the object or array at s.i, strings and all.
+func (s *scanner) skipNested() error {
+	depth := 0
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case '"':
+			if _, err := s.skipString(); err != nil {
+				return err
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				s.i++
+				return nil
+			}
+		}
+		s.i++
+	}
+	return errors.New("acpjson: unterminated object or array")
+}

@@ -1,0 +1,161 @@
+package wiretest
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc/internal/acpschema"
+)
+
+// SchemaValidator checks JSON values with the TypeScript SDK's own
+// validators, one Node.js process (interop/src/validate-types.ts) for a
+// test and all its checks.
+type SchemaValidator struct {
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// NewSchemaValidator starts the validator, from the interop directory, and
+// stops it when the test ends.
+func NewSchemaValidator(t testing.TB, interopDir string) *SchemaValidator {
+	t.Helper()
+	node := RequireNode(t, interopDir)
+	cmd := exec.Command(node, "--import", "tsx", filepath.Join("src", "validate-types.ts"))
+	cmd.Dir = interopDir
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = in.Close()
+		_ = cmd.Wait()
+	})
+	scanner := bufio.NewScanner(out)
+	scanner.Buffer(nil, 64<<20)
+	return &SchemaValidator{in: in, out: scanner}
+}
+
+// Check validates value as the definition def of ACP version (against the
+// unstable schema's validators when unstable is set) and returns what the
+// SDK makes of it: defaults filled in, members it does not know dropped.
+func (v *SchemaValidator) Check(version int, unstable bool, def string, value json.RawMessage) (json.RawMessage, error) {
+	req, err := json.Marshal(map[string]any{"version": version, "unstable": unstable, "def": def, "value": value})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := v.in.Write(append(req, '\n')); err != nil {
+		return nil, err
+	}
+	if !v.out.Scan() {
+		return nil, fmt.Errorf("the validator stopped: %v", v.out.Err())
+	}
+	var answer struct {
+		OK     bool            `json:"ok"`
+		Error  string          `json:"error"`
+		Parsed json.RawMessage `json:"parsed"`
+	}
+	if err := json.Unmarshal(v.out.Bytes(), &answer); err != nil {
+		return nil, err
+	}
+	if !answer.OK {
+		return nil, errors.New(answer.Error)
+	}
+	return answer.Parsed, nil
+}
+
+// SchemaRoundTrip checks every definition of ACP version's schema, stable
+// and unstable, against its Go type in types (the generated package's
+// registry): each sample of the definition (acpschema.Samples) is valid to
+// the SDK, decodes into the Go type, encodes to JSON that the SDK accepts
+// and reads as it read the sample, and then decodes and encodes to the
+// same Go value and the same bytes.
+func SchemaRoundTrip(t *testing.T, version int, interopDir string, types map[string]func() any) {
+	v := NewSchemaValidator(t, interopDir)
+	dir := filepath.Join(interopDir, "node_modules", "@agentclientprotocol", "sdk", "schema", fmt.Sprintf("v%d", version))
+	checked := map[string]bool{}
+	for _, unstable := range []bool{false, true} {
+		name := map[bool]string{false: "schema.json", true: "schema.unstable.json"}[unstable]
+		file, err := acpschema.Load(filepath.Join(dir, name))
+		require.NoError(t, err)
+		for _, def := range file.Defs.Names {
+			if file.Defs.Get(def).XDocsIgnore {
+				continue
+			}
+			newValue := types[def]
+			require.NotNil(t, newValue, "%s: the generated package has no type for %s", name, def)
+			checked[def] = true
+			t.Run(name+"/"+def, func(t *testing.T) {
+				samples, err := file.Samples(def)
+				require.NoError(t, err)
+				for _, sample := range samples {
+					roundTrip(t, v, version, unstable, def, sample, newValue)
+				}
+			})
+		}
+	}
+	for def := range types {
+		assert.True(t, checked[def], "%s is in the registry but not in the schema", def)
+	}
+}
+
+// roundTrip checks one sample of def.
+func roundTrip(t *testing.T, v *SchemaValidator, version int, unstable bool, def string, sample json.RawMessage, newValue func() any) {
+	t.Helper()
+	want, err := v.Check(version, unstable, def, sample)
+	require.NoError(t, err, "the sample itself is invalid: %s", sample)
+	first := newValue()
+	require.NoError(t, json.Unmarshal(sample, first), "decoding %s", sample)
+	encoded, err := json.Marshal(first)
+	require.NoError(t, err, "encoding the decoded %s", sample)
+	got, err := v.Check(version, unstable, def, encoded)
+	require.NoError(t, err, "the SDK refuses the encoding of %s: %s", sample, encoded)
+	assert.Equal(t, withoutNulls(t, want), withoutNulls(t, got), "the SDK reads %s, sent as %s, differently", sample, encoded)
+	// Encoding settles a value: a nil required list is sent as [], so the
+	// value read back holds [] where the first held nil, and from there on
+	// decoding and encoding give the same value and the same bytes.
+	second := newValue()
+	require.NoError(t, json.Unmarshal(encoded, second), "decoding our own %s", encoded)
+	again, err := json.Marshal(second)
+	require.NoError(t, err)
+	assert.Equal(t, string(encoded), string(again), "encoding is not stable")
+	third := newValue()
+	require.NoError(t, json.Unmarshal(again, third))
+	assert.Equal(t, second, third, "%s does not decode to what it was encoded from", again)
+}
+
+// withoutNulls decodes a JSON value with its null members left out: the
+// schema makes an omitted optional member and a null one the same, and an
+// absent member is how the Go types send both.
+func withoutNulls(t *testing.T, data json.RawMessage) any {
+	var v any
+	require.NoError(t, json.Unmarshal(data, &v))
+	return dropNulls(v)
+}
+
+func dropNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e == nil {
+				delete(x, k)
+			} else {
+				x[k] = dropNulls(e)
+			}
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = dropNulls(e)
+		}
+	}
+	return v
+}
