@@ -28,13 +28,19 @@ type stdioResult struct {
 	SeqServerCPU    []float64 `json:"seqServerCpuUs"`
 	SeqClientCPUMed float64   `json:"seqClientCpuUsMedian"`
 	SeqServerCPUMed float64   `json:"seqServerCpuUsMedian"`
-	Skipped         string    `json:"skipped,omitempty"`
+	// The same with 8 callers.
+	Par8ClientCPU    []float64 `json:"par8ClientCpuUs"`
+	Par8ServerCPU    []float64 `json:"par8ServerCpuUs"`
+	Par8ClientCPUMed float64   `json:"par8ClientCpuUsMedian"`
+	Par8ServerCPUMed float64   `json:"par8ServerCpuUsMedian"`
+	Skipped          string    `json:"skipped,omitempty"`
 }
 
 // stdioRun is what one run of a row measures.
 type stdioRun struct {
 	seq, par                   float64 // calls per second
 	seqClientCPU, seqServerCPU float64 // CPU µs per sequential call
+	parClientCPU, parServerCPU float64 // CPU µs per call with 8 callers
 }
 
 func runStdio(cfg *config, calls, runs int, prof profiler) error {
@@ -56,9 +62,12 @@ func runStdio(cfg *config, calls, runs int, prof profiler) error {
 			res.Par8CPS = append(res.Par8CPS, run.par)
 			res.SeqClientCPU = append(res.SeqClientCPU, run.seqClientCPU)
 			res.SeqServerCPU = append(res.SeqServerCPU, run.seqServerCPU)
+			res.Par8ClientCPU = append(res.Par8ClientCPU, run.parClientCPU)
+			res.Par8ServerCPU = append(res.Par8ServerCPU, run.parServerCPU)
 		}
 		res.SeqMed, res.Par8Med = median(res.SeqCPS), median(res.Par8CPS)
 		res.SeqClientCPUMed, res.SeqServerCPUMed = median(res.SeqClientCPU), median(res.SeqServerCPU)
+		res.Par8ClientCPUMed, res.Par8ServerCPUMed = median(res.Par8ClientCPU), median(res.Par8ServerCPU)
 		results = append(results, res)
 	}
 	return writeResults(cfg, "stdio", results, stdioTable(results, runs, calls))
@@ -84,7 +93,7 @@ func stdioOnce(cfg *config, r row, calls int, prof profiler) (run stdioRun, err 
 			return run, err
 		}
 		return stdioRun{seq: float64(calls) / (out.SeqNs / 1e9), par: float64(calls) / (out.Par8Ns / 1e9),
-			seqClientCPU: -1, seqServerCPU: -1}, nil
+			seqClientCPU: -1, seqServerCPU: -1, parClientCPU: -1, parServerCPU: -1}, nil
 	}
 	peer, ok := bench.Lookup(r.client)
 	if !ok {
@@ -129,6 +138,7 @@ func stdioOnce(cfg *config, r row, calls int, prof profiler) (run stdioRun, err 
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
+	cpu = startCPU(p.cmd.Process.Pid)
 	t = time.Now()
 	for w := 0; w < 8; w++ {
 		sid := fmt.Sprintf("s%d", w+1)
@@ -145,6 +155,7 @@ func stdioOnce(cfg *config, r row, calls int, prof profiler) (run stdioRun, err 
 	}
 	wg.Wait()
 	run.par = float64(calls) / time.Since(t).Seconds()
+	run.parClientCPU, run.parServerCPU = cpu.perCall(calls)
 	if e, ok := firstErr.Load().(error); ok {
 		return run, e
 	}
@@ -173,9 +184,10 @@ func stdioTable(results []stdioResult, runs, calls int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Round trips over a spawned server's stdio: %d session/prompt calls per run, median of %d runs.\n", calls, runs)
 	fmt.Fprintf(&b, "Rows are client→server; one name means both sides. \"vs acprpc\" is the row's calls/s divided by acprpc's.\n")
-	fmt.Fprintf(&b, "\"cpu µs\" is each process's CPU time (user and system) per sequential call: a side's own cost, whatever the load.\n\n")
+	fmt.Fprintf(&b, "\"cpu µs\" is each process's CPU time (user and system) per call, client / server, sequential and with 8 callers:\n")
+	fmt.Fprintf(&b, "a side's own cost, which the load moves far less than the clock.\n\n")
 	fmt.Fprintf(&b, "%-20s %12s %9s %12s %9s %12s %14s %14s\n", "row", "seq calls/s", "vs acprpc", "8× calls/s", "vs acprpc", "seq µs/call",
-		"client cpu µs", "server cpu µs")
+		"seq cpu µs", "8× cpu µs")
 	for _, r := range results {
 		if r.Skipped != "" {
 			fmt.Fprintf(&b, "%-20s skipped: %s\n", r.Row, r.Skipped)
@@ -184,7 +196,7 @@ func stdioTable(results []stdioResult, runs, calls int) string {
 		fmt.Fprintf(&b, "%-20s %12.0f %9s %12.0f %9s %12.1f %14s %14s\n", r.Row,
 			r.SeqMed, ratio(r.SeqMed, ref, func(x *stdioResult) float64 { return x.SeqMed }),
 			r.Par8Med, ratio(r.Par8Med, ref, func(x *stdioResult) float64 { return x.Par8Med }),
-			1e6/r.SeqMed, cpuCell(r.SeqClientCPUMed), cpuCell(r.SeqServerCPUMed))
+			1e6/r.SeqMed, cpuPair(r.SeqClientCPUMed, r.SeqServerCPUMed), cpuPair(r.Par8ClientCPUMed, r.Par8ServerCPUMed))
 	}
 	return b.String()
 }
@@ -195,6 +207,8 @@ func cpuCell(us float64) string {
 	}
 	return fmt.Sprintf("%.1f", us)
 }
+
+func cpuPair(client, server float64) string { return cpuCell(client) + " / " + cpuCell(server) }
 
 func ratio[T any](v float64, ref *T, get func(*T) float64) string {
 	if ref == nil || get(ref) == 0 {
