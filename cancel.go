@@ -3,6 +3,8 @@ package acprpc
 import (
 	"context"
 	"strconv"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // Method names of the cancellation protocol.
@@ -16,16 +18,17 @@ const (
 // an unknown or finished ID and malformed params are only logged.
 func (c *Conn) peerCancel(m *message) {
 	field := "requestId"
-	if m.method == MethodLSPCancelRequest {
+	if m.Method == MethodLSPCancelRequest {
 		field = "id"
 	}
-	raw := member(m.params, field)
-	if !validID(raw) {
-		c.log.Warn("acprpc: ignoring cancel with malformed params", "method", m.method, "params", string(m.params))
+	raw := wire.Member(m.Params, field)
+	key, ok := wire.KeyOf(raw)
+	if !ok {
+		c.log.Warn("acprpc: ignoring cancel with malformed params", "method", m.Method, "params", string(m.Params))
 		return
 	}
 	c.stats.cancelsReceived.Add(1)
-	r := c.incoming.get(keyOf(raw))
+	r := c.incoming.get(key)
 	if r == nil {
 		c.log.Debug("acprpc: ignoring cancel for a request not in flight", "id", string(raw))
 		return
@@ -39,10 +42,10 @@ func (c *Conn) peerCancel(m *message) {
 func (c *Conn) sendCancel(ctx context.Context, id int64) {
 	f := getFrame()
 	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}
-	f.begin(nil)
-	f.buf.WriteString(`,"method":"$/cancel_request","params":{"requestId":`)
-	f.buf.Write(strconv.AppendInt(f.buf.AvailableBuffer(), id, 10))
-	f.buf.WriteString("}}")
+	f.Begin(nil)
+	f.Buf.WriteString(`,"method":"$/cancel_request","params":{"requestId":`)
+	f.Buf.Write(strconv.AppendInt(f.Buf.AvailableBuffer(), id, 10))
+	f.Buf.WriteString("}}")
 	if c.writer.sendNow(f) == nil {
 		c.stats.cancelsSent.Add(1)
 	}

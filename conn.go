@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // Conn is one side of an ACP connection, agent or client alike: it serves
@@ -155,7 +157,7 @@ func (c *Conn) yieldBeforeWait() {
 // receive parses one message and routes it, or answers it when it is not a
 // usable message; the connection and everything in flight go on.
 func (c *Conn) receive(msg []byte) {
-	m, bad := parseMessage(msg)
+	m, bad := wire.Parse(msg)
 	if c.opts.Hooks.Received != nil {
 		c.received(msg, &m, bad)
 	}
@@ -173,9 +175,9 @@ func (c *Conn) receive(msg []byte) {
 // by value so that it stays on the read goroutine's stack.
 func (c *Conn) route(m message) {
 	switch {
-	case m.kind == kindResponse:
+	case m.Kind == wire.Response:
 		c.deliver(&m)
-	case m.kind == kindRequest:
+	case m.Kind == wire.Request:
 		if !c.interceptRequest(&m) {
 			c.serve(&m)
 		}
@@ -189,11 +191,11 @@ func (c *Conn) route(m message) {
 // handler too.
 func (c *Conn) intercept(m *message) bool {
 	switch {
-	case m.method == MethodCancelRequest, m.method == MethodLSPCancelRequest && c.opts.AcceptLSPCancel:
+	case m.Method == MethodCancelRequest, m.Method == MethodLSPCancelRequest && c.opts.AcceptLSPCancel:
 		c.peerCancel(m)
 		return true
-	case c.isSessionCancel(m.method):
-		c.cancelSession(m.sessionID)
+	case c.isSessionCancel(m.Method):
+		c.cancelSession(m.SessionID)
 	}
 	return false
 }

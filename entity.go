@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // ACP v2's requests that cancel one entity of a session's work.
@@ -86,29 +88,29 @@ func (c *Conn) cancellable(parent context.Context, k entityKey) (context.Context
 // then serves.
 func (c *Conn) entityCancel(m *message) bool {
 	field := "toolCallId"
-	if m.method == MethodTerminalCancel {
+	if m.Method == MethodTerminalCancel {
 		field = "terminalId"
 	}
-	raw := member(m.params, field)
-	if len(raw) == 0 || raw[0] != '"' || m.sessionID == "" {
+	raw := wire.Member(m.Params, field)
+	if len(raw) == 0 || raw[0] != '"' || m.SessionID == "" {
 		c.refuse(m, &Error{Code: CodeInvalidParams,
-			Message: "Invalid params: " + m.method + " needs a string sessionId and " + field})
+			Message: "Invalid params: " + m.Method + " needs a string sessionId and " + field})
 		return true
 	}
-	k := entityKey{m.method, m.sessionID, unquote(raw)}
+	k := entityKey{m.Method, m.SessionID, wire.Unquote(raw)}
 	c.entities.mu.Lock()
 	e := c.entities.m[k]
 	c.entities.mu.Unlock()
 	if e == nil {
 		if c.handler == nil {
-			c.refuse(m, unknownEntity(m.method))
+			c.refuse(m, unknownEntity(m.Method))
 			return true
 		}
 		return false
 	}
 	e.cancel(ErrEntityCancelled)
-	f, _ := resultFrame(m.id, emptyResult{})
-	c.replyOwn(m.method, f)
+	f, _ := resultFrame(m.ID, emptyResult{})
+	c.replyOwn(m.Method, f)
 	return true
 }
 

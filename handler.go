@@ -39,12 +39,15 @@ type Request struct {
 // IsNotification reports whether the peer expects no answer.
 func (r *Request) IsNotification() bool { return r.ID.IsZero() }
 
+// nullParams is what DecodeParams decodes when a request has no params.
+var nullParams = []byte("null")
+
 // DecodeParams unmarshals the params into v. Its error is a -32602 *Error,
 // so a handler can return it as is.
 func (r *Request) DecodeParams(v any) error {
 	params := r.Params
 	if params == nil {
-		params = jsonNull
+		params = nullParams
 	}
 	if err := json.Unmarshal(params, v); err != nil {
 		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // Hooks see every message a connection receives or sends, the ones the
@@ -85,20 +87,19 @@ type Message struct {
 // frameInfo is what a frame records of itself for the Sent hook; it costs
 // no allocation.
 type frameInfo struct {
-	kind           MessageKind
-	idStart, idEnd int // the ID is buf[idStart:idEnd]
-	method         string
-	err            *Error
-	generated      bool
-	ctx            context.Context
+	kind      MessageKind
+	method    string
+	err       *Error
+	generated bool
+	ctx       context.Context
 }
 
 // message builds what the Sent hook sees of f.
 func (f *frame) message() *Message {
-	b := f.buf.Bytes()
+	b := f.Buf.Bytes()
 	return &Message{
 		Kind:      f.info.kind,
-		ID:        ID{raw: string(b[f.info.idStart:f.info.idEnd])},
+		ID:        ID{raw: string(b[f.IDStart:f.IDEnd])},
 		Method:    f.info.method,
 		Error:     f.info.err,
 		Generated: f.info.generated,
@@ -108,20 +109,20 @@ func (f *frame) message() *Message {
 }
 
 // received tells the Received hook about a message as parsed.
-func (c *Conn) received(raw []byte, m *message, bad *messageError) {
+func (c *Conn) received(raw []byte, m *message, bad *wire.Problem) {
 	msg := &Message{Raw: raw, Size: len(raw)}
 	switch {
 	case bad != nil:
 		msg.Kind = KindInvalid
-	case m.kind == kindRequest:
-		msg.Kind, msg.ID, msg.Method = KindRequest, ID{raw: string(m.id)}, m.method
-	case m.kind == kindNotification:
-		msg.Kind, msg.Method = KindNotification, m.method
+	case m.Kind == wire.Request:
+		msg.Kind, msg.ID, msg.Method = KindRequest, ID{raw: string(m.ID)}, m.Method
+	case m.Kind == wire.Notification:
+		msg.Kind, msg.Method = KindNotification, m.Method
 	default:
-		msg.Kind, msg.ID, msg.Method = KindResult, ID{raw: string(m.id)}, c.calls.methodOf(m.id)
-		if m.errObj != nil {
+		msg.Kind, msg.ID, msg.Method = KindResult, ID{raw: string(m.ID)}, c.calls.methodOf(m.ID)
+		if m.Error != nil {
 			msg.Kind, msg.Error = KindError, &Error{}
-			if json.Unmarshal(m.errObj, msg.Error) != nil {
+			if json.Unmarshal(m.Error, msg.Error) != nil {
 				msg.Error = nil
 			}
 		}

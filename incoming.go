@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // inRequest is an incoming request in flight, from its registration on the
@@ -18,7 +20,7 @@ type inRequest struct {
 	conn     *Conn
 	req      Request
 	rawID    []byte
-	key      idKey
+	key      wire.Key
 	size     int         // the message's bytes, held until the handler returns
 	answered atomic.Bool // set once, by the one answer
 	work     *Work       // v2: a prompt's foreground work, or the work a session/close waits for; set before the handler starts, then under mu
@@ -38,8 +40,8 @@ type inRequest struct {
 var errRequestDone = errors.New("acprpc: request answered")
 
 func (c *Conn) newInRequest(m *message) *inRequest {
-	r := &inRequest{conn: c, rawID: m.id, key: keyOf(m.id), size: m.size}
-	r.req = Request{ID: ID{raw: string(m.id)}, Method: m.method, Params: m.params, SessionID: m.sessionID}
+	r := &inRequest{conn: c, rawID: m.ID, key: keyOf(m.ID), size: m.Size}
+	r.req = Request{ID: ID{raw: string(m.ID)}, Method: m.Method, Params: m.Params, SessionID: m.SessionID}
 	r.Context, r.cancel = context.WithCancelCause(c.base)
 	r.handlerCtx = c.handlerContext(r, &r.req, inRequestKey{})
 	return r
@@ -117,7 +119,7 @@ func (r *inRequest) stopTimers() {
 // starts, so a $/cancel_request read right after it always finds it.
 type incomingTable struct {
 	mu       sync.Mutex // protects the fields below
-	m        map[idKey]*inRequest
+	m        map[wire.Key]*inRequest
 	draining bool          // Shutdown has begun: no request is added any more
 	open     int           // requests added whose answer is not queued yet
 	empty    chan struct{} // closed when open drops to 0, if someone waits
@@ -136,7 +138,7 @@ func (t *incomingTable) add(r *inRequest) bool {
 		return false
 	}
 	if t.m == nil {
-		t.m = make(map[idKey]*inRequest)
+		t.m = make(map[wire.Key]*inRequest)
 	}
 	if _, busy := t.m[r.key]; busy {
 		return false
@@ -147,7 +149,7 @@ func (t *incomingTable) add(r *inRequest) bool {
 	return true
 }
 
-func (t *incomingTable) get(k idKey) *inRequest {
+func (t *incomingTable) get(k wire.Key) *inRequest {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.m[k]

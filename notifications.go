@@ -52,7 +52,7 @@ const overflow = 4
 // is full, so a flood slows the peer down instead of growing without end.
 func (n *notifier) push(m message) {
 	n.mu.Lock()
-	for n.full(m.size) {
+	for n.full(m.Size) {
 		if n.room == nil {
 			n.room = make(chan struct{})
 		}
@@ -66,7 +66,7 @@ func (n *notifier) push(m message) {
 		n.mu.Lock()
 	}
 	n.queue = append(n.queue, m)
-	n.bytes += m.size
+	n.bytes += m.Size
 	n.queued++
 	if !n.running {
 		n.running = true
@@ -194,7 +194,7 @@ func (n *notifier) next() (message, bool) {
 	m := n.queue[0]
 	n.queue[0] = message{}
 	n.queue = n.queue[1:]
-	n.bytes -= m.size
+	n.bytes -= m.Size
 	n.openRoom()
 	return m, true
 }
@@ -226,9 +226,9 @@ func (c *Conn) handleNotification(m message) {
 	// handled is written only by the goroutine that runs handlers, one at a
 	// time, each started after the last one's writes: it is read unlocked.
 	nc := &noteContext{Context: c.base, conn: c, seq: c.notes.handled + 1,
-		req: Request{Method: m.method, Params: m.params, SessionID: m.sessionID}}
+		req: Request{Method: m.Method, Params: m.Params, SessionID: m.SessionID}}
 	if _, err := c.invoke(c.handlerContext(nc, &nc.req, noteKey), &nc.req); err != nil {
-		c.log.Debug("acprpc: notification handler failed", "method", m.method, "error", err.Error())
+		c.log.Debug("acprpc: notification handler failed", "method", m.Method, "error", err.Error())
 	}
 }
 

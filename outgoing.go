@@ -169,18 +169,18 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 // protocol fails the call it names, so that the call neither waits for an
 // answer that has come nor takes a broken one for a success.
 func (c *Conn) deliver(m *message) {
-	if m.invalid != "" {
-		c.log.Warn("acprpc: invalid response from peer", "id", string(m.id), "error", m.invalid)
-		if m.id != nil {
-			c.failCall(m.id, &Error{Code: CodeInternalError, Message: "invalid response: " + m.invalid})
+	if m.Invalid != "" {
+		c.log.Warn("acprpc: invalid response from peer", "id", string(m.ID), "error", m.Invalid)
+		if m.ID != nil {
+			c.failCall(m.ID, &Error{Code: CodeInternalError, Message: "invalid response: " + m.Invalid})
 		}
 		return
 	}
-	if m.id == nil {
-		c.log.Warn("acprpc: the peer answered a message it could not read", "error", string(m.errObj))
+	if m.ID == nil {
+		c.log.Warn("acprpc: the peer answered a message it could not read", "error", string(m.Error))
 		return
 	}
-	c.endCall(m.id, m.result, m.errObj)
+	c.endCall(m.ID, m.Result, m.Error)
 }
 
 // failCall ends the call that rawID names with an error of this side's own,

@@ -7,13 +7,15 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // serve starts a request's handler. It runs on the read goroutine and
 // registers the request before anything else is read.
 func (c *Conn) serve(m *message) {
-	if strings.HasPrefix(m.method, "$/") || c.handler == nil {
-		c.refuse(m, MethodNotFound(m.method))
+	if strings.HasPrefix(m.Method, "$/") || c.handler == nil {
+		c.refuse(m, MethodNotFound(m.Method))
 		return
 	}
 	if c.incoming.len() >= c.opts.MaxInFlight {
@@ -21,7 +23,7 @@ func (c *Conn) serve(m *message) {
 			Message: fmt.Sprintf("Internal error: too many requests in flight (limit %d)", c.opts.MaxInFlight)})
 		return
 	}
-	if held := c.incoming.held.Load(); held+int64(m.size) > int64(c.opts.MaxInFlightBytes) {
+	if held := c.incoming.held.Load(); held+int64(m.Size) > int64(c.opts.MaxInFlightBytes) {
 		c.refuse(m, &Error{Code: CodeInternalError, Message: fmt.Sprintf(
 			"Internal error: too many bytes in flight (%d held, limit %d)", held, c.opts.MaxInFlightBytes)})
 		return
@@ -30,15 +32,15 @@ func (c *Conn) serve(m *message) {
 	if !c.incoming.add(r) {
 		r.cancel(errRequestDone)
 		if c.incoming.isDraining() { // Shutdown: no new work, answered as cancelled
-			f := c.cancelledFrameFor(m.id, m.method)
+			f := c.cancelledFrameFor(m.ID, m.Method)
 			f.info.ctx = r.handlerCtx
-			c.replyOwn(m.method, f)
+			c.replyOwn(m.Method, f)
 			return
 		}
-		f := errorFrame(m.id, &Error{Code: CodeInvalidRequest,
-			Message: "Invalid request: request id " + string(m.id) + " is already in flight"})
+		f := errorFrame(m.ID, &Error{Code: CodeInvalidRequest,
+			Message: "Invalid request: request id " + string(m.ID) + " is already in flight"})
 		f.info.ctx = r.handlerCtx
-		c.replyOwn(m.method, f)
+		c.replyOwn(m.Method, f)
 		return
 	}
 	c.registered(r)
@@ -49,7 +51,7 @@ func (c *Conn) serve(m *message) {
 // refuse answers a request the connection does not run, with an error of
 // its own.
 func (c *Conn) refuse(m *message, e *Error) {
-	c.replyOwn(m.method, errorFrame(m.id, e))
+	c.replyOwn(m.Method, errorFrame(m.ID, e))
 }
 
 // replyOwn sends an answer the library built itself to a request of method
@@ -255,9 +257,9 @@ func (c *Conn) reply(f *frame) {
 
 // badMessage answers a message that is not usable; the connection and
 // everything in flight go on.
-func (c *Conn) badMessage(e *messageError) {
-	c.log.Warn("acprpc: bad message from peer", "code", e.code, "error", e.msg)
-	c.replyOwn("", errorFrame(e.id, &Error{Code: e.code, Message: e.msg}))
+func (c *Conn) badMessage(e *wire.Problem) {
+	c.log.Warn("acprpc: bad message from peer", "code", e.Code, "error", e.Msg)
+	c.replyOwn("", errorFrame(e.ID, &Error{Code: e.Code, Message: e.Msg}))
 }
 
 // overLong answers a message above the size limit, which was not kept.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // DefaultMaxMessageSize is the longest message accepted unless told
@@ -18,9 +20,6 @@ const DefaultMaxMessageSize = 32 << 20
 // readBufferSize is the read buffer: small messages are framed in it without
 // any growth, large ones are gathered from it.
 const readBufferSize = 64 << 10
-
-// prefixKept is how much of an over-long message is held to find its ID.
-const prefixKept = 4 << 10
 
 // Stream is ACP's stdio framing as a Transport: one JSON-RPC message per
 // line, lines ending in "\n" (a "\r" before it and blank lines are
@@ -172,7 +171,7 @@ func (s *Stream) readLong(first []byte) (line []byte, tooLarge *MessageTooLargeE
 		case tooLarge != nil:
 			_, _ = tooLarge.Write(chunk)
 		case size-ends > s.limit: // whatever follows, the message is longer than the limit
-			tooLarge = &MessageTooLargeError{Limit: s.limit, Prefix: bytes.Clone(parts[0][:min(len(parts[0]), prefixKept)])}
+			tooLarge = &MessageTooLargeError{Limit: s.limit}
 			for _, p := range append(parts, chunk) {
 				_, _ = tooLarge.Write(p)
 			}
@@ -203,7 +202,7 @@ func lineEnds(chunk []byte, before int) int {
 // is skipped like an empty one, as ACP's other SDKs do.
 func blank(line []byte) bool {
 	for _, c := range line {
-		if !isSpace(c) {
+		if !wire.IsSpace(c) {
 			return false
 		}
 	}

@@ -31,7 +31,7 @@ func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
 			SessionID string `json:"sessionId"`
 		} `json:"params"`
 	}
-	_ = json.Unmarshal(f.buf.Bytes(), &req) // a prompt without a string sessionId is watched for its own cancel alone
+	_ = json.Unmarshal(f.Buf.Bytes(), &req) // a prompt without a string sessionId is watched for its own cancel alone
 	pc.turn = &turnWatch{sessionID: req.Params.SessionID}
 }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // ProtocolVersion is an ACP protocol version: the integer that initialize
@@ -147,7 +149,7 @@ func (c *Conn) negotiate(m *message) bool {
 	if len(supported) == 0 {
 		return false
 	}
-	requested, ok := parseProtocolVersion(member(m.params, "protocolVersion"))
+	requested, ok := parseProtocolVersion(wire.Member(m.Params, "protocolVersion"))
 	if !ok {
 		c.refuse(m, &Error{Code: CodeInvalidParams,
 			Message: "Invalid params: initialize.protocolVersion must be an integer from 0 to 65535"})
@@ -200,7 +202,7 @@ func parseProtocolVersion(raw []byte) (ProtocolVersion, bool) {
 // pinned: an SDK that speaks v1 alone keeps v1's rules whatever the
 // exchange says, and answering the mismatch is its business.
 func (c *Conn) learnVersion(result []byte) {
-	v, ok := parseProtocolVersion(member(result, "protocolVersion"))
+	v, ok := parseProtocolVersion(wire.Member(result, "protocolVersion"))
 	switch {
 	case !ok:
 	case c.versions.pinned:
@@ -218,12 +220,12 @@ func (c *Conn) learnVersion(result []byte) {
 // is used up (answered here).
 func (c *Conn) interceptRequest(m *message) bool {
 	switch p := c.protocol(); {
-	case m.method == MethodInitialize:
+	case m.Method == MethodInitialize:
 		return c.negotiate(m)
-	case p.entityCancels && (m.method == MethodToolCallCancel || m.method == MethodTerminalCancel):
+	case p.entityCancels && (m.Method == MethodToolCallCancel || m.Method == MethodTerminalCancel):
 		return c.entityCancel(m)
-	case p.closeRequest && c.isSessionCancel(m.method):
-		c.cancelSession(m.sessionID)
+	case p.closeRequest && c.isSessionCancel(m.Method):
+		c.cancelSession(m.SessionID)
 	}
 	return false
 }
@@ -249,7 +251,7 @@ func (c *Conn) answering(r *inRequest, f *frame) {
 	switch r.req.Method {
 	case MethodInitialize:
 		if f.info.kind == KindResult {
-			c.learnVersion(member(f.buf.Bytes(), "result"))
+			c.learnVersion(wire.Member(f.Buf.Bytes(), "result"))
 		}
 	case MethodSessionPrompt:
 		w := r.promptWork()

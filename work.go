@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // ACP's prompt-turn methods, as far as the library reads them.
@@ -132,26 +133,17 @@ func (w *Work) End(stopReason string) error {
 // directly: it is sent once per turn.
 func (w *Work) idleFrame(stopReason string) *frame {
 	f, _ := requestFrame(nil, MethodSessionUpdate, nil)
-	f.buf.Truncate(f.buf.Len() - 1) // reopen the message for its params
-	f.buf.WriteString(`,"params":{"sessionId":`)
-	f.quote(w.sessionID)
-	f.buf.WriteString(`,"update":{"sessionUpdate":"state_update","state":"idle"`)
+	f.Buf.Truncate(f.Buf.Len() - 1) // reopen the message for its params
+	f.Buf.WriteString(`,"params":{"sessionId":`)
+	f.String(w.sessionID)
+	f.Buf.WriteString(`,"update":{"sessionUpdate":"state_update","state":"idle"`)
 	if stopReason != "" {
-		f.buf.WriteString(`,"stopReason":`)
-		f.quote(stopReason)
+		f.Buf.WriteString(`,"stopReason":`)
+		f.String(stopReason)
 	}
-	f.buf.WriteString("}}}")
+	f.Buf.WriteString("}}}")
 	f.info.ctx, f.info.generated = w.ctx, true // the Sent hook sees it as the work's, and as the layer's
 	return f
-}
-
-// quote appends s as a JSON string.
-func (f *frame) quote(s string) {
-	if plainASCII(s) {
-		f.buf.Write(strconv.AppendQuote(f.buf.AvailableBuffer(), s))
-		return
-	}
-	_ = f.encode(s)
 }
 
 // endLocked sends f (nil for none) as the work's ending, then ends it. The
@@ -254,7 +246,7 @@ func (w *Work) sendUpdate(f *frame) error {
 		return &CallError{Method: MethodSessionUpdate, Err: ErrWorkEnded}
 	}
 	w.started = true
-	if stopReason, idle := idleStopReason(f.buf.Bytes()); idle {
+	if stopReason, idle := idleStopReason(f.Buf.Bytes()); idle {
 		if w.cause != nil && stopReason != StopReasonCancelled {
 			f.release()
 			f = w.idleFrame(StopReasonCancelled)
@@ -270,12 +262,12 @@ func (w *Work) sendUpdate(f *frame) error {
 // idleStopReason reports whether msg is a session/update carrying an idle
 // state_update, and its stop reason.
 func idleStopReason(msg []byte) (string, bool) {
-	update := member(member(msg, "params"), "update")
-	if string(member(update, "sessionUpdate")) != `"state_update"` || string(member(update, "state")) != `"idle"` {
+	update := wire.Member(wire.Member(msg, "params"), "update")
+	if string(wire.Member(update, "sessionUpdate")) != `"state_update"` || string(wire.Member(update, "state")) != `"idle"` {
 		return "", false
 	}
 	var reason string
-	_ = json.Unmarshal(member(update, "stopReason"), &reason)
+	_ = json.Unmarshal(wire.Member(update, "stopReason"), &reason)
 	return reason, true
 }
 

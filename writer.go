@@ -80,7 +80,7 @@ func (w *writer) put(f *frame, now bool) error {
 		f.release()
 		return err
 	}
-	if now && w.try != nil && !w.busy && len(w.queue) == 0 && f.buf.Len() <= maxTryWrite {
+	if now && w.try != nil && !w.busy && len(w.queue) == 0 && f.Buf.Len() <= maxTryWrite {
 		w.busy = true
 		w.mu.Unlock()
 		w.writeNow(f)
@@ -88,7 +88,7 @@ func (w *writer) put(f *frame, now bool) error {
 	}
 	w.queue = append(w.queue, f)
 	if f.answer {
-		w.queued += f.buf.Len()
+		w.queued += f.Buf.Len()
 	}
 	if !w.busy {
 		w.busy = true
@@ -104,7 +104,7 @@ func (w *writer) writeNow(f *frame) {
 	if w.sent != nil {
 		w.sent(f.info.ctx, f.message())
 	}
-	unflushed, err := w.try(f.buf.Bytes())
+	unflushed, err := w.try(f.Buf.Bytes())
 	f.release()
 	if err != nil {
 		w.fail(err)
@@ -159,10 +159,10 @@ func (w *writer) write(batch []*frame) error {
 			if w.sent != nil {
 				w.sent(f.info.ctx, f.message())
 			}
-			err = w.transport.Send(f.buf.Bytes())
+			err = w.transport.Send(f.Buf.Bytes())
 		}
 		if f.answer {
-			written += f.buf.Len()
+			written += f.Buf.Len()
 		}
 		f.release()
 		batch[i] = nil

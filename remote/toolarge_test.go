@@ -26,7 +26,7 @@ func TestWebSocketTooLargeFindsTheIDAfterTheResult(t *testing.T) {
 	var tooLarge *acprpc.MessageTooLargeError
 	require.ErrorAs(t, err, &tooLarge)
 	assert.Equal(t, len(long), tooLarge.Size)
-	assert.Equal(t, "7", string(tooLarge.ID))
+	assert.Equal(t, "7", tooLarge.ID.String())
 	assert.True(t, tooLarge.IsResponse)
 }
 
@@ -41,7 +41,7 @@ func TestSSETooLargeFindsTheIDAfterTheResult(t *testing.T) {
 	var tooLarge *acprpc.MessageTooLargeError
 	require.ErrorAs(t, err, &tooLarge)
 	assert.Equal(t, len(long), tooLarge.Size)
-	assert.Equal(t, `"late"`, string(tooLarge.ID))
+	assert.Equal(t, `"late"`, tooLarge.ID.String())
 	assert.True(t, tooLarge.IsResponse)
 	assert.Equal(t, long[:prefixKept], string(tooLarge.Prefix))
 

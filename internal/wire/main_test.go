@@ -1,0 +1,11 @@
+package wire
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if any goroutine outlives them; the
+// package starts none.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
