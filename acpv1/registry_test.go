@@ -248,3 +248,48 @@ var schemaTypes = map[string]func() any{
 	"WriteTextFileRequest":                     func() any { return new(WriteTextFileRequest) },
 	"WriteTextFileResponse":                    func() any { return new(WriteTextFileResponse) },
 }
+
+// methodType makes new values of a method's params and result types; nil where it has none.
+type methodType struct{ Request, Result, Notification func() any }
+
+// methodTypes are the types of each method's messages, for the golden-file tests.
+var methodTypes = map[string]methodType{
+	"fs/write_text_file":         {func() any { return new(WriteTextFileRequest) }, func() any { return new(WriteTextFileResponse) }, nil},
+	"fs/read_text_file":          {func() any { return new(ReadTextFileRequest) }, func() any { return new(ReadTextFileResponse) }, nil},
+	"session/request_permission": {func() any { return new(RequestPermissionRequest) }, func() any { return new(RequestPermissionResponse) }, nil},
+	"terminal/create":            {func() any { return new(CreateTerminalRequest) }, func() any { return new(CreateTerminalResponse) }, nil},
+	"terminal/output":            {func() any { return new(TerminalOutputRequest) }, func() any { return new(TerminalOutputResponse) }, nil},
+	"terminal/release":           {func() any { return new(ReleaseTerminalRequest) }, func() any { return new(ReleaseTerminalResponse) }, nil},
+	"terminal/wait_for_exit":     {func() any { return new(WaitForTerminalExitRequest) }, func() any { return new(WaitForTerminalExitResponse) }, nil},
+	"terminal/kill":              {func() any { return new(KillTerminalRequest) }, func() any { return new(KillTerminalResponse) }, nil},
+	"elicitation/create":         {func() any { return new(CreateElicitationRequest) }, func() any { return new(CreateElicitationResponse) }, nil},
+	"mcp/message":                {func() any { return new(MessageMCPRequest) }, func() any { return new(MessageMCPResponse) }, func() any { return new(MessageMCPNotification) }},
+	"initialize":                 {func() any { return new(InitializeRequest) }, func() any { return new(InitializeResponse) }, nil},
+	"authenticate":               {func() any { return new(AuthenticateRequest) }, func() any { return new(AuthenticateResponse) }, nil},
+	"providers/list":             {func() any { return new(ListProvidersRequest) }, func() any { return new(ListProvidersResponse) }, nil},
+	"providers/set":              {func() any { return new(SetProviderRequest) }, func() any { return new(SetProviderResponse) }, nil},
+	"providers/disable":          {func() any { return new(DisableProviderRequest) }, func() any { return new(DisableProviderResponse) }, nil},
+	"logout":                     {func() any { return new(LogoutRequest) }, func() any { return new(LogoutResponse) }, nil},
+	"auth/status":                {func() any { return new(AuthStatusRequest) }, func() any { return new(AuthStatusResponse) }, nil},
+	"session/new":                {func() any { return new(NewSessionRequest) }, func() any { return new(NewSessionResponse) }, nil},
+	"session/load":               {func() any { return new(LoadSessionRequest) }, func() any { return new(LoadSessionResponse) }, nil},
+	"session/list":               {func() any { return new(ListSessionsRequest) }, func() any { return new(ListSessionsResponse) }, nil},
+	"session/delete":             {func() any { return new(DeleteSessionRequest) }, func() any { return new(DeleteSessionResponse) }, nil},
+	"session/fork":               {func() any { return new(ForkSessionRequest) }, func() any { return new(ForkSessionResponse) }, nil},
+	"session/archive":            {func() any { return new(ArchiveSessionRequest) }, func() any { return new(ArchiveSessionResponse) }, nil},
+	"session/unarchive":          {func() any { return new(UnarchiveSessionRequest) }, func() any { return new(UnarchiveSessionResponse) }, nil},
+	"session/status":             {func() any { return new(SessionStatusRequest) }, func() any { return new(SessionStatusResponse) }, nil},
+	"session/set_title":          {func() any { return new(SetSessionTitleRequest) }, func() any { return new(SetSessionTitleResponse) }, nil},
+	"session/resume":             {func() any { return new(ResumeSessionRequest) }, func() any { return new(ResumeSessionResponse) }, nil},
+	"session/close":              {func() any { return new(CloseSessionRequest) }, func() any { return new(CloseSessionResponse) }, nil},
+	"session/set_mode":           {func() any { return new(SetSessionModeRequest) }, func() any { return new(SetSessionModeResponse) }, nil},
+	"session/set_config_option":  {func() any { return new(SetSessionConfigOptionRequest) }, func() any { return new(SetSessionConfigOptionResponse) }, nil},
+	"session/prompt":             {func() any { return new(PromptRequest) }, func() any { return new(PromptResponse) }, nil},
+	"session/update":             {nil, nil, func() any { return new(SessionNotification) }},
+	"elicitation/complete":       {nil, nil, func() any { return new(CompleteElicitationNotification) }},
+	"auth/status_update":         {nil, nil, func() any { return new(AuthStatusUpdateNotification) }},
+	"session/cancel":             {nil, nil, func() any { return new(CancelNotification) }},
+	"$/cancel_request":           {nil, nil, func() any { return new(CancelRequestNotification) }},
+	"proxy/initialize":           {func() any { return new(InitializeProxyRequest) }, func() any { return new(InitializeProxyResponse) }, nil},
+	"proxy/successor":            {func() any { return new(ProxySuccessorRequest) }, func() any { return new(ProxySuccessorResponse) }, func() any { return new(ProxySuccessorNotification) }},
+}

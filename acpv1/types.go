@@ -858,7 +858,7 @@ type ElicitationSchema struct {
 	// Optional. Omitted and `null` are equivalent and mean no title is provided.
 	Title string `json:"title,omitempty"`
 	// Property definitions (must be primitive types).
-	Properties map[string]ElicitationPropertySchema `json:"properties"`
+	Properties map[string]ElicitationPropertySchema `json:"properties,omitzero"`
 	// List of required property names.
 	//
 	// Optional. Omitted and `null` are equivalent and mean no property names are required.
@@ -875,15 +875,6 @@ type ElicitationSchema struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta map[string]any `json:"_meta,omitzero"`
-}
-
-// MarshalJSON writes the ElicitationSchema as the schema has it: a nil Properties sent empty, as the schema requires it.
-func (v ElicitationSchema) MarshalJSON() ([]byte, error) {
-	type plain ElicitationSchema
-	if v.Properties == nil {
-		v.Properties = map[string]ElicitationPropertySchema{}
-	}
-	return json.Marshal(plain(v))
 }
 
 // Type discriminator for elicitation schemas.
@@ -1459,7 +1450,7 @@ type InitializeResponse struct {
 	// The client should disconnect, if it doesn't support this version.
 	ProtocolVersion ProtocolVersion `json:"protocolVersion"`
 	// Capabilities supported by the agent.
-	AgentCapabilities AgentCapabilities `json:"agentCapabilities"`
+	AgentCapabilities AgentCapabilities `json:"agentCapabilities,omitzero"`
 	// Authentication methods supported by the agent.
 	AuthMethods []AuthMethod `json:"authMethods"`
 	// Information about the Agent name and version sent to the Client.
@@ -1497,15 +1488,15 @@ type ProtocolVersion uint16
 // See protocol docs: [Agent Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#agent-capabilities)
 type AgentCapabilities struct {
 	// Whether the agent supports `session/load`.
-	LoadSession bool `json:"loadSession"`
+	LoadSession bool `json:"loadSession,omitempty"`
 	// Prompt capabilities supported by the agent.
-	PromptCapabilities PromptCapabilities `json:"promptCapabilities"`
+	PromptCapabilities PromptCapabilities `json:"promptCapabilities,omitzero"`
 	// MCP capabilities supported by the agent.
-	MCPCapabilities MCPCapabilities `json:"mcpCapabilities"`
+	MCPCapabilities MCPCapabilities `json:"mcpCapabilities,omitzero"`
 	// Session lifecycle and prompt capabilities advertised by the agent.
-	SessionCapabilities SessionCapabilities `json:"sessionCapabilities"`
+	SessionCapabilities SessionCapabilities `json:"sessionCapabilities,omitzero"`
 	// Authentication-related capabilities supported by the agent.
-	Auth AgentAuthCapabilities `json:"auth"`
+	Auth AgentAuthCapabilities `json:"auth,omitzero"`
 	// **UNSTABLE**
 	//
 	// This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1539,14 +1530,14 @@ type AgentCapabilities struct {
 // See protocol docs: [Prompt Capabilities](https://agentclientprotocol.com/protocol/v1/initialization#prompt-capabilities)
 type PromptCapabilities struct {
 	// Agent supports `image` content blocks.
-	Image bool `json:"image"`
+	Image bool `json:"image,omitempty"`
 	// Agent supports `audio` content blocks.
-	Audio bool `json:"audio"`
+	Audio bool `json:"audio,omitempty"`
 	// Agent supports embedded context in `session/prompt` requests.
 	//
 	// When enabled, the Client is allowed to include `resource` content blocks
 	// in prompt requests for pieces of context that are referenced in the message.
-	EmbeddedContext bool `json:"embeddedContext"`
+	EmbeddedContext bool `json:"embeddedContext,omitempty"`
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
@@ -1558,9 +1549,9 @@ type PromptCapabilities struct {
 // MCP capabilities supported by the agent
 type MCPCapabilities struct {
 	// Agent supports `http` MCP servers.
-	HTTP bool `json:"http"`
+	HTTP bool `json:"http,omitempty"`
 	// Agent supports `sse` MCP servers.
-	SSE bool `json:"sse"`
+	SSE bool `json:"sse,omitempty"`
 	// **UNSTABLE**
 	//
 	// This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1568,7 +1559,7 @@ type MCPCapabilities struct {
 	// Agent supports `acp` MCP servers.
 	//
 	// Unstable: only in the schema's unstable variant (schema.unstable.json); it may change or go away.
-	ACP bool `json:"acp"`
+	ACP bool `json:"acp,omitempty"`
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
@@ -3090,7 +3081,7 @@ type InitializeRequest struct {
 	// The latest protocol version supported by the client.
 	ProtocolVersion ProtocolVersion `json:"protocolVersion"`
 	// Capabilities supported by the client.
-	ClientCapabilities ClientCapabilities `json:"clientCapabilities"`
+	ClientCapabilities ClientCapabilities `json:"clientCapabilities,omitzero"`
 	// Information about the Client name and version sent to the Agent.
 	//
 	// Note: in future versions of the protocol, this will be required.
@@ -3112,9 +3103,9 @@ type InitializeRequest struct {
 type ClientCapabilities struct {
 	// File system capabilities supported by the client.
 	// Determines which file operations the agent can request.
-	FS FileSystemCapabilities `json:"fs"`
+	FS FileSystemCapabilities `json:"fs,omitzero"`
 	// Whether the Client support all `terminal/*` methods.
-	Terminal bool `json:"terminal"`
+	Terminal bool `json:"terminal,omitempty"`
 	// Session-related capabilities supported by the client.
 	//
 	// Optional. Omitted or `null` both mean the client does not advertise any
@@ -3147,7 +3138,7 @@ type ClientCapabilities struct {
 	// Authentication capabilities supported by the client.
 	// Determines which authentication method types the agent may include
 	// in its `InitializeResponse`.
-	Auth AuthCapabilities `json:"auth"`
+	Auth AuthCapabilities `json:"auth,omitzero"`
 	// Elicitation capabilities supported by the client.
 	// Determines which elicitation modes the agent may use.
 	//
@@ -3167,9 +3158,9 @@ type ClientCapabilities struct {
 // See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/v1/initialization#filesystem)
 type FileSystemCapabilities struct {
 	// Whether the Client supports `fs/read_text_file` requests.
-	ReadTextFile bool `json:"readTextFile"`
+	ReadTextFile bool `json:"readTextFile,omitempty"`
 	// Whether the Client supports `fs/write_text_file` requests.
-	WriteTextFile bool `json:"writeTextFile"`
+	WriteTextFile bool `json:"writeTextFile,omitempty"`
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
@@ -3249,7 +3240,7 @@ type AuthCapabilities struct {
 	// The client should set this to `true` only when it can reproduce the
 	// configured agent invocation in an interactive terminal. When `true`, the
 	// agent may include `terminal` entries in its authentication methods.
-	Terminal bool `json:"terminal"`
+	Terminal bool `json:"terminal,omitempty"`
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.

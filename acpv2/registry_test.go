@@ -258,3 +258,41 @@ var schemaTypes = map[string]func() any{
 	"UsageUpdate":                              func() any { return new(UsageUpdate) },
 	"UserMessage":                              func() any { return new(UserMessage) },
 }
+
+// methodType makes new values of a method's params and result types; nil where it has none.
+type methodType struct{ Request, Result, Notification func() any }
+
+// methodTypes are the types of each method's messages, for the golden-file tests.
+var methodTypes = map[string]methodType{
+	"session/request_permission": {func() any { return new(RequestPermissionRequest) }, func() any { return new(RequestPermissionResponse) }, nil},
+	"elicitation/create":         {func() any { return new(CreateElicitationRequest) }, func() any { return new(CreateElicitationResponse) }, nil},
+	"mcp/message":                {func() any { return new(MessageMCPRequest) }, func() any { return new(MessageMCPResponse) }, func() any { return new(MessageMCPNotification) }},
+	"initialize":                 {func() any { return new(InitializeRequest) }, func() any { return new(InitializeResponse) }, nil},
+	"auth/login":                 {func() any { return new(LoginAuthRequest) }, func() any { return new(LoginAuthResponse) }, nil},
+	"providers/list":             {func() any { return new(ListProvidersRequest) }, func() any { return new(ListProvidersResponse) }, nil},
+	"providers/set":              {func() any { return new(SetProviderRequest) }, func() any { return new(SetProviderResponse) }, nil},
+	"providers/disable":          {func() any { return new(DisableProviderRequest) }, func() any { return new(DisableProviderResponse) }, nil},
+	"auth/logout":                {func() any { return new(LogoutAuthRequest) }, func() any { return new(LogoutAuthResponse) }, nil},
+	"auth/status":                {func() any { return new(AuthStatusRequest) }, func() any { return new(AuthStatusResponse) }, nil},
+	"session/new":                {func() any { return new(NewSessionRequest) }, func() any { return new(NewSessionResponse) }, nil},
+	"session/list":               {func() any { return new(ListSessionsRequest) }, func() any { return new(ListSessionsResponse) }, nil},
+	"session/delete":             {func() any { return new(DeleteSessionRequest) }, func() any { return new(DeleteSessionResponse) }, nil},
+	"session/fork":               {func() any { return new(ForkSessionRequest) }, func() any { return new(ForkSessionResponse) }, nil},
+	"session/archive":            {func() any { return new(ArchiveSessionRequest) }, func() any { return new(ArchiveSessionResponse) }, nil},
+	"session/unarchive":          {func() any { return new(UnarchiveSessionRequest) }, func() any { return new(UnarchiveSessionResponse) }, nil},
+	"session/status":             {func() any { return new(SessionStatusRequest) }, func() any { return new(SessionStatusResponse) }, nil},
+	"session/set_title":          {func() any { return new(SetSessionTitleRequest) }, func() any { return new(SetSessionTitleResponse) }, nil},
+	"session/resume":             {func() any { return new(ResumeSessionRequest) }, func() any { return new(ResumeSessionResponse) }, nil},
+	"session/close":              {func() any { return new(CloseSessionRequest) }, func() any { return new(CloseSessionResponse) }, nil},
+	"tool_call/cancel":           {func() any { return new(CancelToolCallRequest) }, func() any { return new(CancelToolCallResponse) }, nil},
+	"terminal/cancel":            {func() any { return new(CancelTerminalRequest) }, func() any { return new(CancelTerminalResponse) }, nil},
+	"session/set_config_option":  {func() any { return new(SetSessionConfigOptionRequest) }, func() any { return new(SetSessionConfigOptionResponse) }, nil},
+	"session/prompt":             {func() any { return new(PromptRequest) }, func() any { return new(PromptResponse) }, nil},
+	"session/update":             {nil, nil, func() any { return new(UpdateSessionNotification) }},
+	"elicitation/complete":       {nil, nil, func() any { return new(CompleteElicitationNotification) }},
+	"auth/status_update":         {nil, nil, func() any { return new(AuthStatusUpdateNotification) }},
+	"session/cancel":             {nil, nil, func() any { return new(CancelSessionNotification) }},
+	"$/cancel_request":           {nil, nil, func() any { return new(CancelRequestNotification) }},
+	"proxy/initialize":           {func() any { return new(InitializeProxyRequest) }, func() any { return new(InitializeProxyResponse) }, nil},
+	"proxy/successor":            {func() any { return new(ProxySuccessorRequest) }, func() any { return new(ProxySuccessorResponse) }, func() any { return new(ProxySuccessorNotification) }},
+}

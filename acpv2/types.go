@@ -1957,7 +1957,7 @@ type InitializeResponse struct {
 	// Information about the implementation sending this initialize response.
 	Info Implementation `json:"info"`
 	// Capabilities supported by the agent.
-	Capabilities AgentCapabilities `json:"capabilities"`
+	Capabilities AgentCapabilities `json:"capabilities,omitzero"`
 	// Authentication methods supported by the agent.
 	//
 	// Optional. Omitted or empty means the agent does not advertise the
@@ -4630,7 +4630,7 @@ type InitializeRequest struct {
 	// Information about the implementation sending this initialize request.
 	Info Implementation `json:"info"`
 	// Capabilities supported by the client.
-	Capabilities ClientCapabilities `json:"capabilities"`
+	Capabilities ClientCapabilities `json:"capabilities,omitzero"`
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Omitted and `null` are equivalent and mean no metadata.
 	// Implementations MUST NOT assign meaning to keys they do not recognize.

@@ -327,7 +327,22 @@ func (w *writer) registry(m *model) {
 	for _, name := range names {
 		w.p("%q: func() any { return new(%s) },", name, m.bySchema[name].Name)
 	}
+	w.p("}\n")
+	w.p("// methodType makes new values of a method's params and result types; nil where it has none.")
+	w.p("type methodType struct{ Request, Result, Notification func() any }\n")
+	w.p("// methodTypes are the types of each method's messages, for the golden-file tests.")
+	w.p("var methodTypes = map[string]methodType{")
+	for _, mt := range m.methods {
+		w.p("%q: {%s, %s, %s},", mt.Wire, newFunc(mt.Request), newFunc(mt.Response), newFunc(mt.Notification))
+	}
 	w.p("}")
+}
+
+func newFunc(typ string) string {
+	if typ == "" {
+		return "nil"
+	}
+	return fmt.Sprintf("func() any { return new(%s) }", typ)
 }
 
 func (w *writer) methods(m *model) {

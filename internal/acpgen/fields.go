@@ -48,32 +48,30 @@ func (m *model) field(s, stable *acpschema.Schema, p string) (*field, error) {
 			f.Unstable = true
 		}
 	}
-	required := s.IsRequired(p) || (prop.HasDefault() && !nullable && sh != shapeString)
-	f.Type, f.Omit = typ, omission(sh, required, nullable, prop)
-	if required && !nullable && (sh == shapeList || sh == shapeMap) {
+	required := s.IsRequired(p) || (prop.HasDefault() && !nullable && sh == shapeList)
+	f.Type, f.Omit = typ, omission(sh, required, nullable)
+	switch {
+	case required && !nullable && (sh == shapeList || sh == shapeMap):
 		f.NilFix = typ + "{}"
-	}
-	if f.Omit == "omitempty" && (sh == shapeStruct || sh == shapeBool || sh == shapeNumber) {
-		f.Type = "*" + typ
-	}
-	if required && nullable && (sh == shapeStruct || sh == shapeString || sh == shapeBool || sh == shapeNumber) {
+	case required && nullable && (sh == shapeStruct || sh == shapeString || sh == shapeBool || sh == shapeNumber):
 		f.Type = "*" + typ // null is a value of its own
+	case !required && prop.HasDefault() && !nullable && sh == shapeStruct:
+		f.Omit = "omitzero" // the schema's defaults are all-false objects: the zero value
+	case !required && prop.HasDefault() && !nullable && sh == shapeBool:
+		// false is the default: left out when false
+	case f.Omit == "omitempty" && (sh == shapeStruct || sh == shapeBool || sh == shapeNumber):
+		f.Type = "*" + typ
 	}
 	return f, nil
 }
 
 // omission decides how an absent value is written.
-func omission(sh shape, required, nullable bool, prop *acpschema.Schema) string {
-	if required {
+func omission(sh shape, required, nullable bool) string {
+	switch {
+	case required:
 		return ""
-	}
-	switch sh {
-	case shapeList, shapeMap, shapeWrapper, shapeRaw:
+	case sh == shapeList, sh == shapeMap, sh == shapeWrapper, sh == shapeRaw:
 		return "omitzero"
-	case shapeBool:
-		if prop.HasDefault() && !nullable {
-			return ""
-		}
 	}
 	return "omitempty"
 }

@@ -2,10 +2,12 @@ package wiretest
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -158,4 +160,80 @@ func dropNulls(v any) any {
 		}
 	}
 	return v
+}
+
+// GoldenMessage is one line of a golden wire file: a JSON-RPC message as
+// it went by, and the side it went to ("in": to the Go side, "out": from
+// it; answers are matched to their requests by direction and ID).
+type GoldenMessage struct {
+	Dir string          `json:"dir"`
+	Msg json.RawMessage `json:"msg"`
+}
+
+// GoldenTypes makes the Go value a method's message decodes into: its
+// request's params ("params"), its notification's params
+// ("notification") or its result ("result"); nil for none.
+type GoldenTypes func(method, member string) any
+
+// GoldenRoundTrip decodes the params and result of every message of the
+// golden wire files into the Go types, encodes them again, and checks that
+// the SDK's validators accept the encoding and read it as they read what
+// was on the wire (defaults filled in, an omitted member and a null one
+// the same). It returns how many values it checked.
+func GoldenRoundTrip(t *testing.T, version int, interopDir string, files []string, types GoldenTypes) int {
+	t.Helper()
+	v := NewSchemaValidator(t, interopDir)
+	checked := 0
+	for _, path := range files {
+		msgs := readGolden(t, path)
+		pending := map[string]string{} // direction:id -> method
+		for i, m := range msgs {
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+				Result json.RawMessage `json:"result"`
+			}
+			require.NoError(t, json.Unmarshal(m.Msg, &msg))
+			member, method, value := "result", "", msg.Result
+			switch {
+			case msg.Method != "" && msg.ID != nil:
+				member, method, value = "params", msg.Method, msg.Params
+				pending[m.Dir+":"+string(msg.ID)] = msg.Method
+			case msg.Method != "":
+				member, method, value = "notification", msg.Method, msg.Params
+			default:
+				other := map[string]string{"in": "out", "out": "in"}[m.Dir]
+				method = pending[other+":"+string(msg.ID)]
+			}
+			target := types(method, member)
+			if target == nil || value == nil {
+				continue
+			}
+			where := fmt.Sprintf("%s:%d %s %s", filepath.Base(path), i+1, method, member)
+			require.NoError(t, json.Unmarshal(value, target), where)
+			encoded, err := json.Marshal(target)
+			require.NoError(t, err, where)
+			def := fmt.Sprintf("%T", target)[len("*acpvN."):]
+			want, err := v.Check(version, true, def, value)
+			require.NoError(t, err, "%s: the golden message itself is invalid", where)
+			got, err := v.Check(version, true, def, encoded)
+			require.NoError(t, err, "%s: the SDK refuses %s", where, encoded)
+			assert.Equal(t, withoutNulls(t, want), withoutNulls(t, got), "%s: the SDK reads %s, re-encoded as %s, differently", where, value, encoded)
+			checked++
+		}
+	}
+	return checked
+}
+
+func readGolden(t *testing.T, path string) []GoldenMessage {
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []GoldenMessage
+	for _, line := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		var m GoldenMessage
+		require.NoError(t, json.Unmarshal(line, &m), "%s: %s", path, line)
+		out = append(out, m)
+	}
+	return out
 }
