@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
 	"net"
@@ -132,13 +133,16 @@ func stripPort(hostport string) string {
 var ErrUnauthorized = errors.New("remote: missing or wrong bearer token")
 
 // BearerToken returns an Options.Authenticate that admits requests whose
-// Authorization header is "Bearer " followed by token, compared in
-// constant time. A client sends it with DialOptions.Header.
+// Authorization header is "Bearer " followed by token. The header and the
+// expected value are compared by their SHA-256 digests, in constant time:
+// digests are always of one length, so the time a wrong header takes tells
+// neither the token's bytes nor its length. A client sends it with
+// DialOptions.Header.
 func BearerToken(token string) func(r *http.Request) error {
-	want := []byte("Bearer " + token)
+	want := sha256.Sum256([]byte("Bearer " + token))
 	return func(r *http.Request) error {
-		got := []byte(r.Header.Get("Authorization"))
-		if token == "" || subtle.ConstantTimeCompare(got, want) != 1 {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if token == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			return ErrUnauthorized
 		}
 		return nil

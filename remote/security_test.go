@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"io"
+	"math"
 	"math/big"
 	"net"
 	"net/http"
@@ -230,6 +231,37 @@ func TestAuthenticationRefusesBeforeAnythingRuns(t *testing.T) {
 		deliver(t, client, server, `{"jsonrpc":"2.0","method":"n"}`)
 		deliver(t, server, client, `{"jsonrpc":"2.0","method":"m"}`)
 	})
+}
+
+// TestBearerTokenTimeTellsNotItsLength times BearerToken's check of two
+// wrong headers as long as each other, one exactly as long as the right
+// one and one a byte longer. A comparison that stops at a length mismatch
+// answers the second at once and the first only after reading every
+// byte, which tells an attacker the token's length; compared by digests,
+// both take the same time. The token is long enough (1 MiB) that the
+// difference is thousands of times the noise; the fastest of several runs
+// of each is compared, which a loaded machine only slows down.
+func TestBearerTokenTimeTellsNotItsLength(t *testing.T) {
+	token := strings.Repeat("k", 1<<20)
+	check := BearerToken(token)
+	fastest := func(header string) time.Duration {
+		r := httptest.NewRequest(http.MethodPost, "/acp", nil)
+		r.Header.Set("Authorization", header)
+		best := time.Duration(math.MaxInt64)
+		for range 15 {
+			start := time.Now()
+			require.ErrorIs(t, check(r), ErrUnauthorized)
+			best = min(best, time.Since(start))
+		}
+		return best
+	}
+	sameLength := fastest("Bearer " + strings.Repeat("x", len(token)))
+	longer := fastest("Bearer " + strings.Repeat("x", len(token)+1))
+	t.Logf("a wrong token of the right length: %v; one byte longer: %v", sameLength, longer)
+	assert.Greater(t, longer, sameLength/4, "a header of another length is refused faster: the time tells the token's length")
+	right := httptest.NewRequest(http.MethodPost, "/acp", nil)
+	right.Header.Set("Authorization", "Bearer "+token)
+	assert.NoError(t, check(right))
 }
 
 func TestConnectionLimitRefusesOneMore(t *testing.T) {
