@@ -30,13 +30,19 @@ type testServer struct {
 
 func startServer(t testing.TB, opts *Options) *testServer {
 	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return startServerOn(t, opts, l)
+}
+
+// startServerOn is startServer on a listener of the test's own.
+func startServerOn(t testing.TB, opts *Options, l net.Listener) *testServer {
+	t.Helper()
 	ts := &testServer{accepted: make(chan acprpc.Transport, 64), requests: make(chan *http.Request, 64)}
 	ts.Server = NewServer(func(tr acprpc.Transport, r *http.Request) {
 		ts.accepted <- tr
 		ts.requests <- r
 	}, opts)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	ts.addr = l.Addr().String()
 	served := make(chan error, 1)
 	go func() { served <- ts.Serve(l) }()

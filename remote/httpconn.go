@@ -43,7 +43,10 @@ type httpConn struct {
 	initID       string                // the ID of initialize while its answer is awaited
 	initAnswer   chan []byte           // gets that answer, for the POST of initialize
 	closed       chan struct{}
-	reason       error // why Recv and Send fail, once closed
+	drainBy      time.Time // once closed: when its SSE streams must have written what is left
+	readers      int       // GETs holding a stream
+	lingers      bool      // closed with GETs still writing, which count against MaxConnections
+	reason       error     // why Recv and Send fail, once closed
 	closeOnce    sync.Once
 	idle         *timing // runs while no GET holds the connection's stream
 	writeTimeout time.Duration
@@ -53,6 +56,7 @@ type httpConn struct {
 type outStream struct {
 	queue    [][]byte
 	receiver bool          // a GET holds the stream
+	hurry    func()        // brings the receiving GET's write deadline to drainBy
 	wake     chan struct{} // signalled when a message is queued
 }
 
@@ -215,8 +219,9 @@ func (h *httpConn) stream(session string) (*outStream, error) {
 	return st, nil
 }
 
-// attach gives a GET the stream of session.
-func (h *httpConn) attach(session string) (*outStream, error) {
+// attach gives a GET the stream of session. hurry brings the GET's write
+// deadline to drainBy, for a write stuck when the connection closes.
+func (h *httpConn) attach(session string, hurry func()) (*outStream, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.isClosed() {
@@ -230,6 +235,8 @@ func (h *httpConn) attach(session string) (*outStream, error) {
 		return nil, errStreamBusy
 	}
 	st.receiver = true
+	st.hurry = hurry
+	h.readers++
 	if session == "" {
 		h.idle.disarm()
 	}
@@ -240,8 +247,13 @@ func (h *httpConn) attach(session string) (*outStream, error) {
 // the connection's own starts the idle clock.
 func (h *httpConn) detach(session string, st *outStream) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	st.receiver = false
+	st.hurry = nil
+	h.readers--
+	release := h.lingers && h.readers == 0
+	if release {
+		h.lingers = false
+	}
 	switch {
 	case h.isClosed():
 	case session == "":
@@ -249,6 +261,24 @@ func (h *httpConn) detach(session string, st *outStream) {
 	case len(st.queue) == 0 && h.streams[session] == st:
 		delete(h.streams, session)
 	}
+	h.mu.Unlock()
+	if release {
+		h.srv.release()
+	}
+}
+
+// writeDeadline is when the next write of a GET must be done: WriteTimeout
+// from now (none when it is off), and once the connection has closed, no
+// later than drainBy.
+func (h *httpConn) writeDeadline() time.Time {
+	var d time.Time
+	if h.writeTimeout > 0 {
+		d = time.Now().Add(h.writeTimeout)
+	}
+	if h.isClosed() && (d.IsZero() || h.drainBy.Before(d)) {
+		d = h.drainBy // set before closed was closed
+	}
+	return d
 }
 
 // head returns the oldest message of st without taking it, so that a
@@ -287,7 +317,9 @@ func (h *httpConn) isClosed() bool {
 }
 
 // Close ends the connection: its Recv and Send fail, its GETs write what
-// is queued and end, and later requests for it get 404.
+// is queued and end (within closeWait: a client that does not read loses
+// the rest), and later requests for it get 404. Until its last GET has
+// ended, it still counts against MaxConnections.
 func (h *httpConn) Close() error {
 	h.closeWith(io.EOF)
 	return nil
@@ -297,10 +329,17 @@ func (h *httpConn) Close() error {
 // from then on.
 func (h *httpConn) closeWith(reason error) {
 	h.closeOnce.Do(func() {
-		h.srv.forget(h) // first, so that no one finds it open after its Recv fails
 		h.mu.Lock()
+		h.lingers = h.readers > 0
+		h.srv.forgetLingering(h, h.lingers) // first, so that no one finds it open after its Recv fails
 		h.reason = reason
+		h.drainBy = time.Now().Add(closeWait)
 		close(h.closed)
+		for _, st := range h.streams {
+			if st.hurry != nil {
+				st.hurry() // a write stuck on a client that does not read
+			}
+		}
 		h.mu.Unlock()
 		h.idle.disarm()
 	})

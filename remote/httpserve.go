@@ -154,7 +154,8 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	session := r.Header.Get(HeaderSessionID)
-	st, err := h.attach(session)
+	rc := http.NewResponseController(w)
+	st, err := h.attach(session, func() { _ = rc.SetWriteDeadline(h.drainBy) })
 	switch {
 	case errors.Is(err, errStreamBusy), errors.Is(err, errTooManySessions):
 		http.Error(w, "Conflict: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusConflict)
@@ -167,12 +168,20 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // tell proxies not to hold events back
+	w.Header().Set("Connection", "close")     // a stream that ends leaves no idle connection behind
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if rc.Flush() != nil {
+	if flushBy(rc, h.writeDeadline()) != nil {
 		return
 	}
 	s.stream(w, rc, r, h, st)
+}
+
+// flushBy flushes what was written, failing at the deadline (none when
+// zero): every write of an SSE stream has one, so a client that stops
+// reading cannot hold the stream's goroutine, connection and queue.
+func flushBy(rc *http.ResponseController, deadline time.Time) error {
+	_ = rc.SetWriteDeadline(deadline) // ErrNotSupported under a server without deadlines
+	return rc.Flush()
 }
 
 // stream writes st's messages as they come, with a keep-alive comment when
@@ -188,7 +197,7 @@ func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *h
 	}
 	for {
 		if msg, ok := h.head(st); ok {
-			if writeEvent(w, rc, msg) != nil {
+			if writeEvent(w, rc, msg, h.writeDeadline()) != nil {
 				return
 			}
 			h.taken(st)
@@ -199,12 +208,9 @@ func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *h
 		}
 		select {
 		case <-st.wake:
-		case <-h.closed:
-			// Write what is left, but do not wait long for a client that
-			// does not read.
-			_ = rc.SetWriteDeadline(time.Now().Add(closeWait))
+		case <-h.closed: // write what is left, by drainBy
 		case <-keepAlive:
-			if _, err := w.Write(sseKeepAlive); err != nil || rc.Flush() != nil {
+			if _, err := w.Write(sseKeepAlive); err != nil || flushBy(rc, h.writeDeadline()) != nil {
 				return
 			}
 		case <-r.Context().Done():

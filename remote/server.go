@@ -56,8 +56,11 @@ type Server struct {
 	open    map[acprpc.Transport]struct{} // every connection, to close them all
 	streams map[string]*httpConn          // Streamable HTTP connections by ID
 	closed  bool
-	servers []*http.Server // those of Serve, to shut down with Close
-	wg      sync.WaitGroup // the servers' Serve calls
+	// lingering counts closed Streamable HTTP connections whose SSE
+	// streams are still writing, each for at most closeWait.
+	lingering int
+	servers   []*http.Server // those of Serve, to shut down with Close
+	wg        sync.WaitGroup // the servers' Serve calls
 
 	draining  bool          // Shutdown has begun: new connections are refused
 	accepting int           // connections admitted and not yet handed to accept
@@ -182,7 +185,7 @@ func (s *Server) admit(t acprpc.Transport) *refusal {
 	switch {
 	case s.closed || s.draining:
 		return errShuttingDown
-	case len(s.open) >= s.opts.MaxConnections:
+	case len(s.open)+s.lingering >= s.opts.MaxConnections:
 		return &refusal{http.StatusServiceUnavailable, "Service Unavailable: too many connections"}
 	}
 	s.open[t] = struct{}{}
@@ -194,13 +197,30 @@ func (s *Server) admit(t acprpc.Transport) *refusal {
 }
 
 // forget removes a closed connection.
-func (s *Server) forget(t acprpc.Transport) {
+func (s *Server) forget(t acprpc.Transport) { s.forgetLingering(t, false) }
+
+// forgetLingering removes a closed connection; one whose SSE streams are
+// still writing (lingers) goes on counting against MaxConnections until
+// released, so that a client cannot open connection after connection
+// whose streams it does not read.
+func (s *Server) forgetLingering(t acprpc.Transport, lingers bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.open, t)
 	if h, ok := t.(*httpConn); ok && s.streams[h.id] == h {
 		delete(s.streams, h.id)
 	}
+	if lingers {
+		s.lingering++
+	}
+}
+
+// release ends the lingering of a closed connection: its last SSE stream
+// has ended.
+func (s *Server) release() {
+	s.mu.Lock()
+	s.lingering--
+	s.mu.Unlock()
 }
 
 // Connections returns how many connections are open.

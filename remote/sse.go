@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/acpkit/acprpc"
 )
@@ -18,8 +19,9 @@ var (
 )
 
 // writeEvent writes one message as an SSE event and flushes it to the
-// client.
-func writeEvent(w http.ResponseWriter, rc *http.ResponseController, msg []byte) error {
+// client by deadline.
+func writeEvent(w http.ResponseWriter, rc *http.ResponseController, msg []byte, deadline time.Time) error {
+	_ = rc.SetWriteDeadline(deadline)
 	if _, err := w.Write(sseData); err != nil {
 		return err
 	}
