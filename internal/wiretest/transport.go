@@ -117,3 +117,20 @@ func openInProcess() (acprpc.Transport, *End, error) {
 	conn, peer := acprpc.Pipe()
 	return conn, EndOf(peer), nil
 }
+
+// RawPipe is OSPipe for a peer that is not a Conn: another JSON-RPC engine
+// reads and writes conn, which frames messages itself, and the scripted
+// Peer reads and writes end. Closing conn closes the engine's two pipe ends.
+func RawPipe() (conn io.ReadWriteCloser, end *End, err error) {
+	in, out, end, err := osPipes()
+	if err != nil {
+		return nil, nil, err
+	}
+	return rawPipe{in, out}, end, nil
+}
+
+type rawPipe struct{ in, out *os.File }
+
+func (p rawPipe) Read(b []byte) (int, error)  { return p.in.Read(b) }
+func (p rawPipe) Write(b []byte) (int, error) { return p.out.Write(b) }
+func (p rawPipe) Close() error                { return errors.Join(p.out.Close(), p.in.Close()) }

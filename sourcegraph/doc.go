@@ -1,0 +1,35 @@
+// Package sourcegraph gives a program that runs github.com/sourcegraph/jsonrpc2's
+// *jsonrpc2.Conn (an LSP server, an ACP library built on that engine) acprpc's
+// cancellation without changing engines:
+//
+//   - every incoming request gets a context of its own, registered by its ID
+//     before its handler runs, and cancelled, with cause
+//     acprpc.ErrPeerCancelled, by the peer's $/cancel_request (and, for ACP,
+//     by session/cancel and session/close for the session its params name,
+//     cause acprpc.ErrSessionCancelled);
+//   - every request is answered exactly once: the handler's reply, the
+//     method's cancellation marker or -32800 when it was cancelled, also
+//     when the handler never replies, replies twice, or panics;
+//   - Call sends $/cancel_request when the caller's context ends, which the
+//     engine's own Call does not.
+//
+// A Layer does the first two for one connection: its Stream wraps the
+// connection's ObjectStream, so that it sees every answer the engine writes
+// and lets only the first for each request through, and its Handler wraps
+// the application's jsonrpc2.Handler. NewConn builds both:
+//
+//	conn := sourcegraph.NewConn(ctx, jsonrpc2.NewPlainObjectStream(rwc), handler, nil)
+//
+// The handler replies as it always has, with conn.Reply or
+// conn.ReplyWithError, before it returns; the Layer runs it on a goroutine
+// of its own, so it must not be wrapped in jsonrpc2.AsyncHandler (whose
+// goroutine would start after the next message is read). Notifications are
+// handled in order on the engine's read goroutine, as the engine does.
+//
+// What the engine decides stays the engine's: it closes the connection on
+// a line that is not JSON, on a batch it cannot type, and on an ID that is
+// neither a string nor an integer; it reads an ID of -1 as
+// 18446744073709551615 and answers with that; it takes "id": null for a
+// notification, which is never answered; it re-encodes params through a
+// map. docs/embedding.md lists these against acprpc's own engine.
+package sourcegraph

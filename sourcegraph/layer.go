@@ -1,0 +1,320 @@
+package sourcegraph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/acpkit/acprpc"
+)
+
+// Options configure a Layer; the zero value (or nil) is ready for ACP.
+type Options struct {
+	// Logger receives the Layer's diagnostics: dropped second answers,
+	// panics, malformed cancels. Nil is silent.
+	Logger *slog.Logger
+
+	// CancelGrace is how long a cancelled request's handler may take to
+	// reply before the request is answered for it. Zero means
+	// acprpc.DefaultCancelGrace; a negative value waits for the handler.
+	CancelGrace time.Duration
+
+	// CancelMarkers maps a method to the result that answers it when it is
+	// cancelled, instead of -32800. Nil means ACP v1's
+	// (acprpc.ACPCancelMarkers); an empty map means none.
+	CancelMarkers map[string]json.RawMessage
+
+	// SessionCancelMethods are the notifications that cancel every request
+	// in flight whose params.sessionId names their session; they still
+	// reach the handler. Nil means ACP's session/cancel and session/close;
+	// an empty non-nil slice turns session cancellation off.
+	SessionCancelMethods []string
+
+	// AcceptLSPCancel also honours LSP's $/cancelRequest with {"id": ...}.
+	AcceptLSPCancel bool
+}
+
+// Layer is acprpc's cancellation for one *jsonrpc2.Conn: the table of its
+// incoming requests in flight, shared by the Handler that registers them and
+// the Stream that sees their answers go out. Make one per connection.
+type Layer struct {
+	opts Options
+	log  *slog.Logger
+
+	mu       sync.Mutex // protects inFlight
+	inFlight map[jsonrpc2.ID]*request
+
+	writeMu sync.Mutex // one write at a time: the engine's and the Layer's own
+	stream  jsonrpc2.ObjectStream
+}
+
+// request is an incoming request in flight, from its registration to its
+// one answer.
+type request struct {
+	id        jsonrpc2.ID
+	method    string
+	sessionID string
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	cause     error       // the first cancellation cause; under Layer.mu
+	grace     *time.Timer // answers for a handler that outlives its grace; under Layer.mu
+}
+
+// errAnswered ends a request's context once it is answered.
+var errAnswered = errors.New("sourcegraph: request answered")
+
+// New returns a Layer; give its Stream and its Handler to jsonrpc2.NewConn.
+func New(opts *Options) *Layer {
+	l := &Layer{inFlight: map[jsonrpc2.ID]*request{}}
+	if opts != nil {
+		l.opts = *opts
+	}
+	if l.opts.CancelGrace == 0 {
+		l.opts.CancelGrace = acprpc.DefaultCancelGrace
+	}
+	if l.opts.CancelMarkers == nil {
+		l.opts.CancelMarkers = acprpc.ACPCancelMarkers()
+	}
+	if l.opts.SessionCancelMethods == nil {
+		l.opts.SessionCancelMethods = []string{acprpc.MethodSessionCancel, acprpc.MethodSessionClose}
+	}
+	l.log = l.opts.Logger
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// NewConn is jsonrpc2.NewConn with a new Layer around stream and h.
+func NewConn(ctx context.Context, stream jsonrpc2.ObjectStream, h jsonrpc2.Handler, opts *Options, connOpts ...jsonrpc2.ConnOpt) *jsonrpc2.Conn {
+	l := New(opts)
+	return jsonrpc2.NewConn(ctx, l.Stream(stream), l.Handler(h), connOpts...)
+}
+
+// Handler wraps h: each request is registered under its ID, then h runs on
+// a goroutine of its own with the request's context; $/cancel_request is
+// handled here and never reaches h; other notifications reach h in order,
+// on the engine's read goroutine. Once h returns, a request it did not
+// answer is answered for it: as cancelled if it was, else -32603.
+func (l *Layer) Handler(h jsonrpc2.Handler) jsonrpc2.Handler {
+	return handlerFunc(func(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+		switch {
+		case req.Notif:
+			l.notification(ctx, conn, req, h)
+		case strings.HasPrefix(req.Method, "$/"):
+			_ = l.write(errorAnswer(req.ID, acprpc.MethodNotFound(req.Method))) // never registered: no one else answers it
+		default:
+			l.serve(ctx, conn, req, h)
+		}
+	})
+}
+
+type handlerFunc func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request)
+
+func (f handlerFunc) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
+	f(ctx, conn, req)
+}
+
+// notification acts on the cancels and passes the rest on to h.
+func (l *Layer) notification(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, h jsonrpc2.Handler) {
+	switch {
+	case req.Method == acprpc.MethodCancelRequest:
+		l.peerCancel(req, "requestId")
+		return
+	case req.Method == acprpc.MethodLSPCancelRequest && l.opts.AcceptLSPCancel:
+		l.peerCancel(req, "id")
+		return
+	case slices.Contains(l.opts.SessionCancelMethods, req.Method):
+		l.cancelSession(sessionOf(req.Params))
+	}
+	h.Handle(ctx, conn, req)
+}
+
+// serve registers req on the read goroutine, so a cancel read after it
+// always finds it, and runs h on a goroutine of its own.
+func (l *Layer) serve(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, h jsonrpc2.Handler) {
+	r := &request{id: req.ID, method: req.Method, sessionID: sessionOf(req.Params)}
+	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	l.mu.Lock()
+	_, busy := l.inFlight[r.id]
+	if !busy {
+		l.inFlight[r.id] = r
+	}
+	l.mu.Unlock()
+	if busy {
+		r.cancel(errAnswered)
+		// Not through writeOwn: the answer must not take the entry of the
+		// request that holds the ID.
+		_ = l.write(errorAnswer(req.ID, &acprpc.Error{Code: acprpc.CodeInvalidRequest,
+			Message: "Invalid request: request id " + req.ID.String() + " is already in flight"}))
+		return
+	}
+	go l.run(r, conn, req, h)
+}
+
+// run calls h and answers for it if it did not.
+func (l *Layer) run(r *request, conn *jsonrpc2.Conn, req *jsonrpc2.Request, h jsonrpc2.Handler) {
+	defer func() {
+		if p := recover(); p != nil {
+			l.log.Error("sourcegraph: handler panicked", "method", r.method, "id", r.id.String(),
+				"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			l.answerFor(r, &acprpc.Error{Code: acprpc.CodeInternalError, Message: fmt.Sprintf("Internal error: handler panicked: %v", p)})
+			return
+		}
+		l.answerFor(r, &acprpc.Error{Code: acprpc.CodeInternalError, Message: "Internal error: the handler returned without replying"})
+	}()
+	h.Handle(r.ctx, conn, req)
+}
+
+// answerFor answers r, if it is still unanswered, as cancelled when it was
+// cancelled, else with e.
+func (l *Layer) answerFor(r *request, e *acprpc.Error) {
+	l.mu.Lock()
+	cancelled := r.cause != nil
+	l.mu.Unlock()
+	if cancelled {
+		l.writeOwn(l.cancelledAnswer(r.id, r.method))
+		return
+	}
+	l.writeOwn(errorAnswer(r.id, e))
+}
+
+// peerCancel cancels the request that params.<member> names.
+func (l *Layer) peerCancel(req *jsonrpc2.Request, member string) {
+	id, ok := cancelTarget(req.Params, member)
+	if !ok {
+		l.log.Warn("sourcegraph: ignoring a cancel with malformed params", "method", req.Method)
+		return
+	}
+	l.mu.Lock()
+	r := l.inFlight[id]
+	l.mu.Unlock()
+	if r == nil {
+		l.log.Debug("sourcegraph: ignoring a cancel for a request not in flight", "id", id.String())
+		return
+	}
+	l.cancelWith(r, acprpc.ErrPeerCancelled)
+}
+
+// cancelSession cancels every request in flight of the session.
+func (l *Layer) cancelSession(sessionID string) {
+	if sessionID == "" {
+		return
+	}
+	l.mu.Lock()
+	var hit []*request
+	for _, r := range l.inFlight {
+		if r.sessionID == sessionID {
+			hit = append(hit, r)
+		}
+	}
+	l.mu.Unlock()
+	for _, r := range hit {
+		l.cancelWith(r, acprpc.ErrSessionCancelled)
+	}
+}
+
+// cancelWith records the first cause, arms the grace timer and cancels the
+// request's context.
+func (l *Layer) cancelWith(r *request, cause error) {
+	l.mu.Lock()
+	if r.cause != nil || l.inFlight[r.id] != r {
+		l.mu.Unlock()
+		return
+	}
+	r.cause = cause
+	if l.opts.CancelGrace > 0 {
+		r.grace = time.AfterFunc(l.opts.CancelGrace, func() { l.writeOwn(l.cancelledAnswer(r.id, r.method)) })
+	}
+	l.mu.Unlock()
+	r.cancel(cause)
+}
+
+// claim removes and returns the request id names, if it is in flight, and
+// why it was cancelled: the caller then holds its one answer.
+func (l *Layer) claim(id jsonrpc2.ID) (*request, error) {
+	l.mu.Lock()
+	r := l.inFlight[id]
+	var cause error
+	if r != nil {
+		delete(l.inFlight, id)
+		cause = r.cause
+		if r.grace != nil {
+			r.grace.Stop()
+		}
+	}
+	l.mu.Unlock()
+	if r != nil {
+		r.cancel(errAnswered)
+	}
+	return r, cause
+}
+
+// cancelledAnswer is the answer of a cancelled request: its method's
+// marker, or -32800.
+func (l *Layer) cancelledAnswer(id jsonrpc2.ID, method string) *jsonrpc2.Response {
+	if marker, ok := l.opts.CancelMarkers[method]; ok {
+		result := slices.Clone(marker)
+		return &jsonrpc2.Response{ID: id, Result: (*json.RawMessage)(&result)}
+	}
+	return errorAnswer(id, &acprpc.Error{Code: acprpc.CodeRequestCancelled, Message: "Request cancelled"})
+}
+
+func errorAnswer(id jsonrpc2.ID, e *acprpc.Error) *jsonrpc2.Response {
+	out := &jsonrpc2.Error{Code: e.Code, Message: e.Message}
+	if e.Data != nil {
+		data := slices.Clone(e.Data)
+		out.Data = (*json.RawMessage)(&data)
+	}
+	return &jsonrpc2.Response{ID: id, Error: out}
+}
+
+// sessionOf reads params.sessionId, or "".
+func sessionOf(params *json.RawMessage) string {
+	if params == nil {
+		return ""
+	}
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if json.Unmarshal(*params, &p) != nil {
+		return ""
+	}
+	return p.SessionID
+}
+
+// cancelTarget reads the ID a cancel names as the engine reads a request's
+// ID: a string, or an integer taken as the engine takes it (-1 included), so
+// that a cancel finds every request the engine let through.
+func cancelTarget(params *json.RawMessage, member string) (jsonrpc2.ID, bool) {
+	if params == nil {
+		return jsonrpc2.ID{}, false
+	}
+	var p map[string]json.RawMessage
+	if json.Unmarshal(*params, &p) != nil || p[member] == nil {
+		return jsonrpc2.ID{}, false
+	}
+	raw := p[member]
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return jsonrpc2.ID{Str: s, IsString: true}, true
+	}
+	var n json.Number
+	if json.Unmarshal(raw, &n) != nil {
+		return jsonrpc2.ID{}, false
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return jsonrpc2.ID{}, false
+	}
+	return jsonrpc2.ID{Num: uint64(i)}, true
+}
