@@ -248,10 +248,12 @@ func (g *goClient) updateCount() int {
 }
 
 // tsAgent is src/agent.ts running as a subprocess, with a Go acprpc Conn on
-// its stdin and stdout.
+// its stdin and stdout (or, for the sourcegraph tests, another engine: conn
+// is then nil and closeConn closes that one).
 type tsAgent struct {
 	t          *testing.T
 	conn       *acprpc.Conn
+	closeConn  func() error
 	client     *goClient
 	tap        *wireTap
 	cmd        *exec.Cmd
@@ -269,8 +271,20 @@ type tsAgent struct {
 // prints everything seen if the test failed.
 func startTSAgent(t *testing.T, client *goClient, flags ...string) *tsAgent {
 	t.Helper()
+	a, stdout, stdin := spawnTSAgent(t, flags...)
+	a.client = client
+	log := slog.New(slog.NewTextHandler(&a.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a.conn = acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(stdout, stdin), client, &acprpc.Options{Logger: log})
+	a.closeConn = a.conn.Close
+	return a
+}
+
+// spawnTSAgent starts agent.ts with flags and returns its stdout and stdin,
+// tapped; the caller connects to them and sets closeConn.
+func spawnTSAgent(t *testing.T, flags ...string) (a *tsAgent, stdout io.ReadCloser, stdin io.WriteCloser) {
+	t.Helper()
 	node := requireNode(t)
-	a := &tsAgent{t: t, client: client, tap: newWireTap(), exited: make(chan struct{}),
+	a = &tsAgent{t: t, tap: newWireTap(), exited: make(chan struct{}),
 		reportPath: filepath.Join(t.TempDir(), "agent-report.json")}
 	stdinR, stdinW, err := os.Pipe()
 	require.NoError(t, err)
@@ -292,9 +306,6 @@ func startTSAgent(t *testing.T, client *goClient, flags ...string) *tsAgent {
 		a.waitErr = a.cmd.Wait()
 		close(a.exited)
 	}()
-	log := slog.New(slog.NewTextHandler(&a.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	stream := acprpc.NewStreamPipes(tapReader{stdoutR, a.tap}, tapWriter{stdinW, a.tap})
-	a.conn = acprpc.NewConn(context.Background(), stream, client, &acprpc.Options{Logger: log})
 	t.Cleanup(func() {
 		a.stop()
 		if t.Failed() {
@@ -307,7 +318,7 @@ func startTSAgent(t *testing.T, client *goClient, flags ...string) *tsAgent {
 				flags, a.waitErr, withoutWire(a.rawReport), a.reportWire(), a.tap, a.stderr.String())
 		}
 	})
-	return a
+	return a, tapReader{stdoutR, a.tap}, tapWriter{stdinW, a.tap}
 }
 
 func (a *tsAgent) reportWire() wireLog {
@@ -325,7 +336,7 @@ func (a *tsAgent) stop() {
 		return
 	}
 	a.finished = true
-	a.conn.Close()
+	_ = a.closeConn()
 	t := time.NewTimer(10 * time.Second)
 	defer t.Stop()
 	select {
