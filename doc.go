@@ -55,7 +55,10 @@
 // request always
 // finds it. The context carries the values of the context given to NewConn,
 // and RequestFromContext and ConnFromContext give the handler its request and
-// its connection, to call the peer back.
+// its connection, to call the peer back. Options.HandlerContext adds values
+// of the application's own to each handler's context (a span, a logger that
+// names the request), deriving from the Conn's so that cancellation still
+// reaches the handler.
 //
 // # Cancellation causes
 //
