@@ -20,8 +20,10 @@ import (
 //
 // Its tables each have their own lock, and no two of them are ever held
 // together: a function that needs two takes one, lets it go, then takes the
-// other. The one nesting is an incoming request's own mu, which may be taken
-// while no table lock is held, and never the other way round.
+// other. Two nestings remain: an incoming request's own mu, which may be
+// taken while no table lock is held, and never the other way round; and a
+// Work's mu, under which an ending work takes the work table's lock to
+// leave it, the table never taking a work's mu under its own.
 type Conn struct {
 	opts      Options
 	log       *slog.Logger  // logs through logs, so SetLogger can change it

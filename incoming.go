@@ -23,7 +23,8 @@ type inRequest struct {
 	key      wire.Key
 	size     int         // the message's bytes, held until the handler returns
 	answered atomic.Bool // set once, by the one answer
-	work     *Work       // v2: a prompt's foreground work, or the work a session/close waits for; set before the handler starts, then under mu
+	work     *Work       // v2: a prompt's foreground work; set before the handler starts, then under mu
+	closing  []*Work     // v2: the works a session/close cancelled, whose ends its answer waits for; set before the handler starts
 	// handlerCtx is the context the handler gets and its answer is sent
 	// under: the entry itself, or what Options.HandlerContext made of it.
 	// Set on the read goroutine before the entry is added to the table.

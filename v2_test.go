@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -799,4 +801,104 @@ func TestV2EntityUnderWork(t *testing.T) {
 	p.Notify("session/cancel", `{"sessionId":"s"}`)
 	expectIdle(t, ctx, p, "cancelled")
 	a.wg.Wait()
+}
+
+// ---------------------------------------------------------------- the work table
+
+// Ended work is forgotten. A peer sends 100 prompts in 100 sessions, each
+// with a 128 KiB session ID, and the agent rejects every one; then the
+// agent begins and ends work of its own in 5,000 sessions, as an ordinary
+// long-running agent does. The heap holds none of them afterwards: the
+// table used to keep each session's last work, ID and all, for the life of
+// the connection (13 MiB for the prompts here, and 3 MiB for the works).
+func TestV2EndedWorkIsForgotten(t *testing.T) {
+	const prompts, idSize, works = 100, 128 << 10, 5000
+	ctx := wiretest.Context(t)
+	reject := func(context.Context, *acprpc.Request) (any, error) {
+		return nil, &acprpc.Error{Code: acprpc.CodeInvalidParams, Message: "Invalid params: no such session"}
+	}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/prompt": reject}, v2Options())
+	p.Request("0", "session/prompt", `{"sessionId":"warm","prompt":[]}`)
+	p.ExpectError(ctx, "0", acprpc.CodeInvalidParams)
+	require.NoError(t, c.BeginWork("warm").End(acprpc.StopReasonEndTurn))
+	p.ExpectNotification(ctx, "session/update")
+
+	before := bpHeap()
+	pad := strings.Repeat("s", idSize)
+	for i := 1; i <= prompts; i++ {
+		id := strconv.Itoa(i)
+		p.Request(id, "session/prompt", `{"sessionId":"`+pad+id+`","prompt":[]}`)
+		p.ExpectError(ctx, id, acprpc.CodeInvalidParams)
+	}
+	afterPrompts := bpHeap()
+	for i := range works {
+		require.NoError(t, c.BeginWork("session-"+strconv.Itoa(i)).End(acprpc.StopReasonEndTurn))
+		p.ExpectNotification(ctx, "session/update")
+	}
+	afterWorks := bpHeap()
+	byPrompts, byWorks := int64(afterPrompts)-int64(before), int64(afterWorks)-int64(afterPrompts)
+	t.Logf("heap grew by %.2f MiB after %d rejected prompts with session IDs of %d KiB, by %.2f MiB after %d ended works",
+		float64(byPrompts)/(1<<20), prompts, idSize>>10, float64(byWorks)/(1<<20), works)
+	assert.Less(t, byPrompts, int64(2<<20), "the rejected prompts' works are still held")
+	assert.Less(t, byWorks, int64(1<<20), "the ended works are still held")
+}
+
+// A cancelled work that is still winding down when a new prompt arrives in
+// its session (prompt, session/cancel, a new prompt held behind it, as
+// docs/versions.md advises) is not forgotten: session/close is answered
+// only after its idle state_update, and Shutdown closes only after it.
+// The work ignores its cancel, so the layer ends it when its grace period
+// has passed; every started work ends with exactly one idle.
+func TestV2CancelledWorkWindingDownIsKept(t *testing.T) {
+	for _, end := range []string{"session/close", "Shutdown"} {
+		t.Run(end, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			release := make(chan struct{})
+			a := newV2Turns()
+			a.hold = true
+			a.run = func(c *acprpc.Conn, w *acprpc.Work) {
+				_ = c.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
+				<-release // deaf to its cancel
+				_ = w.End(acprpc.StopReasonEndTurn)
+			}
+			h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+				if req.Method == "session/close" {
+					return struct{}{}, nil
+				}
+				return a.Handle(ctx, req)
+			})
+			opts := v2Options()
+			opts.CancelGrace = 300 * time.Millisecond
+			c, p := wiretest.Connect(t, wiretest.Transports[0], h, opts)
+			defer a.wg.Wait()
+			defer close(release)
+			p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+			p.ExpectN(ctx, 2) // its messageId and "running"
+			p.Notify("session/cancel", `{"sessionId":"s"}`)
+			p.Request("2", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+			assert.Equal(t, "2", wiretest.Recv(t, ctx, a.held))
+
+			var rest []wiretest.Msg
+			if end == "session/close" {
+				p.Request("3", "session/close", `{"sessionId":"s"}`)
+				for len(rest) == 0 || string(rest[len(rest)-1].ID) != "3" {
+					rest = append(rest, p.Expect(ctx))
+				}
+				expectQuiet(t, ctx, p, "4")
+			} else {
+				done := shutdownAsync(ctx, c)
+				rest = p.Rest(ctx)
+				require.NoError(t, wiretest.Recv(t, ctx, done))
+			}
+			idles := 0
+			for _, m := range rest {
+				if reason, idle := isIdle(m); idle {
+					idles++
+					assert.Equal(t, acprpc.StopReasonCancelled, reason)
+				}
+			}
+			assert.Equal(t, 1, idles, "the cancelled work's one idle state_update before the %s's end: %v", end, rest)
+			assert.Equal(t, 1, countAnswers(rest, "2"))
+		})
+	}
 }

@@ -240,7 +240,7 @@ func (c *Conn) registered(r *inRequest) {
 	case r.req.Method == MethodSessionPrompt:
 		r.work = c.works.forPrompt(c, r.req.SessionID)
 	case p.closeRequest && c.isSessionCancel(r.req.Method):
-		r.work = c.works.get(r.req.SessionID)
+		r.closing = c.works.unended(r.req.SessionID)
 	}
 }
 
@@ -265,12 +265,13 @@ func (c *Conn) answering(r *inRequest, f *frame) {
 	}
 }
 
-// holdAnswer keeps a v2 session/close's answer until the foreground work it
-// cancelled has ended, so its idle state_update goes out first, as v2
+// holdAnswer keeps a v2 session/close's answer until every foreground work
+// it cancelled has ended, the one in progress and those still winding down
+// from an earlier cancel, so their idle state_updates go out first, as v2
 // requires; the grace period bounds the wait.
 func (c *Conn) holdAnswer(r *inRequest) {
-	if r.work != nil && r.req.Method != MethodSessionPrompt {
-		r.work.wait()
+	for _, w := range r.closing {
+		w.wait()
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -146,10 +147,11 @@ func (w *Work) idleFrame(stopReason string) *frame {
 	return f
 }
 
-// endLocked sends f (nil for none) as the work's ending, then ends it. The
-// table lets go of an ended work when it next looks at the session.
+// endLocked sends f (nil for none) as the work's ending, then ends it, and
+// the table lets go of it.
 func (w *Work) endLocked(f *frame) error {
 	w.ended.Store(true)
+	w.conn.works.remove(w)
 	if w.grace != nil {
 		w.grace.Stop()
 	}
@@ -341,10 +343,17 @@ func (r *inRequest) currentWork() *Work {
 	return w
 }
 
-// workTable holds each session's latest foreground work.
+// workTable holds each session's foreground works that have not ended:
+// the one in progress, and the cancelled ones still winding down, oldest
+// first. A work leaves it as it ends, so what it holds is bounded by the
+// works running, never by the sessions a connection has seen.
+//
+// A work's mu may be held while the table's lock is taken (an ending work
+// removes itself); the table never takes a work's mu while it holds its
+// own lock.
 type workTable struct {
 	mu sync.Mutex // protects m
-	m  map[string]*Work
+	m  map[string][]*Work
 }
 
 // forPrompt is the work a prompt just read joins: the session's work in
@@ -359,27 +368,61 @@ func (t *workTable) forPrompt(c *Conn, sessionID string) *Work {
 
 // current returns the session's work in progress, neither ended nor
 // cancelled, or registers a new one. A cancelled work still winding down is
-// no longer current: what comes after the cancel is new work.
+// no longer current: what comes after the cancel is new work, and the
+// cancelled one stays in the table until it ends.
 func (t *workTable) current(c *Conn, sessionID string) *Work {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if w := t.m[sessionID]; w != nil && !w.ended.Load() && !w.cancelled.Load() {
-		return w
+	works := t.m[sessionID]
+	if n := len(works); n > 0 {
+		if w := works[n-1]; !w.ended.Load() && !w.cancelled.Load() {
+			return w
+		}
 	}
 	if t.m == nil {
-		t.m = make(map[string]*Work)
+		t.m = make(map[string][]*Work)
 	}
 	w := newWork(c, sessionID)
-	t.m[sessionID] = w
+	t.m[sessionID] = append(works, w)
 	return w
 }
 
-// inProgress returns every session's latest work that has not ended.
+// remove lets go of a work that has ended.
+func (t *workTable) remove(w *Work) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	works := t.m[w.sessionID]
+	if i := slices.Index(works, w); i >= 0 {
+		works = slices.Delete(works, i, i+1)
+	}
+	if len(works) == 0 {
+		delete(t.m, w.sessionID)
+		return
+	}
+	t.m[w.sessionID] = works
+}
+
+// unended returns the session's works that have not ended.
+func (t *workTable) unended(sessionID string) []*Work {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return notEnded(nil, t.m[sessionID])
+}
+
+// inProgress returns every session's works that have not ended.
 func (t *workTable) inProgress() []*Work {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []*Work
-	for _, w := range t.m {
+	for _, works := range t.m {
+		out = notEnded(out, works)
+	}
+	return out
+}
+
+// notEnded appends to out the works that have not ended.
+func notEnded(out, works []*Work) []*Work {
+	for _, w := range works {
 		if !w.ended.Load() {
 			out = append(out, w)
 		}
@@ -387,23 +430,10 @@ func (t *workTable) inProgress() []*Work {
 	return out
 }
 
-// get returns the session's latest work if it has not ended, else nil,
-// letting go of an ended one.
-func (t *workTable) get(sessionID string) *Work {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	w := t.m[sessionID]
-	if w != nil && w.ended.Load() {
-		delete(t.m, sessionID)
-		return nil
-	}
-	return w
-}
-
 // cancelWork cancels the session's foreground work, for the peer's
 // session/cancel or session/close; it runs on the read goroutine.
 func (c *Conn) cancelWork(sessionID string) {
-	if w := c.works.get(sessionID); w != nil {
+	for _, w := range c.works.unended(sessionID) {
 		w.cancelWith(ErrSessionCancelled)
 	}
 }
