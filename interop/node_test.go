@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/acpkit/acprpc/internal/wiretest"
@@ -31,22 +30,7 @@ func nodeScript(script string, args ...string) []string {
 }
 
 // syncBuffer is a bytes.Buffer safe for a process's output and a test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = wiretest.SyncBuffer
 
 // wireEntry is one message of a script's wire log.
 type wireEntry struct {

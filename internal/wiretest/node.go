@@ -34,12 +34,21 @@ func RequireNode(t testing.TB, dir string) string {
 	if nodeErr == nil {
 		return nodePath
 	}
-	if os.Getenv("ACPRPC_SKIP_INTEROP") == "1" && os.Getenv("CI") != "true" {
-		t.Skipf("ACPRPC_SKIP_INTEROP=1: skipping the TypeScript interop test: %v", nodeErr)
-	}
-	t.Fatalf("the TypeScript interop tests need Node.js 20+ and the pinned packages: %v; run `bash scripts/test.sh`, "+
-		"which installs them (npm ci in interop/), or set ACPRPC_SKIP_INTEROP=1 to skip them knowingly", nodeErr)
+	missing(t, "ACPRPC_SKIP_INTEROP", "the TypeScript interop test",
+		fmt.Sprintf("the TypeScript interop tests need Node.js 20+ and the pinned packages: %v; run `bash scripts/test.sh`, "+
+			"which installs them (npm ci in interop/)", nodeErr))
 	return ""
+}
+
+// missing fails a test that lacks what it needs, saying why and how to get
+// it: a test never skips in silence. Only skipEnv=1, set on purpose, turns
+// the failure into a skip, and never under CI.
+func missing(t testing.TB, skipEnv, test, why string) {
+	t.Helper()
+	if os.Getenv(skipEnv) == "1" && os.Getenv("CI") != "true" {
+		t.Skipf("%s=1: skipping %s: %s", skipEnv, test, why)
+	}
+	t.Fatalf("%s, or set %s=1 to skip them knowingly", why, skipEnv)
 }
 
 func findNode(dir string) (string, error) {
