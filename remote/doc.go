@@ -15,6 +15,11 @@
 //	t, err := remote.Dial(ctx, "ws://127.0.0.1:8080/acp", nil)
 //	conn := acprpc.NewConn(ctx, t, clientHandler, nil)
 //
+// Server.Shutdown stops a server gracefully, as a replica behind a load
+// balancer must: new connections are refused with 503 while each open one
+// is shut down by its Conn (everything in flight answered as cancelled),
+// then the server closes; Close is the immediate stop.
+//
 // Every guarantee of a Conn holds on both transports as on stdio: each
 // request is answered exactly once, a cancel right behind its request finds
 // it, session/update notifications come before the answer they precede, and
