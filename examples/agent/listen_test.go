@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/acpv1"
 	"github.com/acpkit/acprpc/examples/internal/demo"
 	"github.com/acpkit/acprpc/remote"
 )
@@ -44,7 +45,7 @@ func TestListenShutsDownGracefully(t *testing.T) {
 			}
 			client := acprpc.NewConn(ctx, tr, acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
 				switch req.Method {
-				case demo.MethodRequestPermission, demo.MethodTerminalCreate:
+				case acpv1.MethodSessionRequestPermission, acpv1.MethodTerminalCreate:
 					return held(ctx, req)
 				}
 				return nil, nil

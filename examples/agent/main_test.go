@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acpkit/acprpc/acpv1"
 	"github.com/acpkit/acprpc/examples/internal/agenttest"
-	"github.com/acpkit/acprpc/examples/internal/demo"
 )
 
 // agentBin is the agent, built once for every test.
@@ -50,12 +50,11 @@ func (m msg) param(name string) string {
 
 // updateText is a session/update's message text.
 func (m msg) updateText() string {
-	var n demo.SessionNotification
+	var n acpv1.SessionNotification
 	_ = json.Unmarshal(m.Params, &n)
-	if n.Update.Content == nil {
-		return ""
-	}
-	return n.Update.Content.Text
+	chunk, _ := n.Update.Value.(acpv1.AgentMessageChunk)
+	text, _ := chunk.Content.Value.(acpv1.TextContent)
+	return text.Text
 }
 
 // peer drives the agent subprocess over its stdin and stdout, line by line,
@@ -198,18 +197,18 @@ func (p *peer) handshake() string {
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":false,"writeTextFile":false},"terminal":true}}}`)
 	init := p.next()
 	require.True(p.t, init.isResponseTo("1"), init.Raw)
-	var res demo.InitializeResponse
+	var res acpv1.InitializeResponse
 	require.NoError(p.t, json.Unmarshal(init.Result, &res))
-	assert.Equal(p.t, 1, res.ProtocolVersion)
+	assert.Equal(p.t, acpv1.ProtocolVersion(1), res.ProtocolVersion)
 	assert.False(p.t, res.AgentCapabilities.LoadSession)
 
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
 	sess := p.next()
 	require.True(p.t, sess.isResponseTo("2"), sess.Raw)
-	var s demo.NewSessionResponse
+	var s acpv1.NewSessionResponse
 	require.NoError(p.t, json.Unmarshal(sess.Result, &s))
-	require.True(p.t, strings.HasPrefix(s.SessionID, "sess_"), s.SessionID)
-	return s.SessionID
+	require.True(p.t, strings.HasPrefix(string(s.SessionID), "sess_"), s.SessionID)
+	return string(s.SessionID)
 }
 
 // prompt sends session/prompt with the given ID and reads the turn's start:
@@ -219,7 +218,7 @@ func (p *peer) prompt(id, sessionID, text string) (permID, termID string) {
 	p.t.Helper()
 	p.sendf(`{"jsonrpc":"2.0","id":%s,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`, id, sessionID, text)
 	first := p.next()
-	require.Equal(p.t, demo.MethodSessionUpdate, first.Method, "the turn starts with an update: %s", first.Raw)
+	require.Equal(p.t, acpv1.MethodSessionUpdate, first.Method, "the turn starts with an update: %s", first.Raw)
 	assert.JSONEq(p.t, fmt.Sprintf("%q", sessionID), first.param("sessionId"))
 	assert.Contains(p.t, first.param("update"), `"sessionUpdate":"agent_message_chunk"`)
 	for permID == "" || termID == "" {
@@ -227,12 +226,12 @@ func (p *peer) prompt(id, sessionID, text string) (permID, termID string) {
 		require.NotNil(p.t, m.ID, "want a request: %s", m.Raw)
 		assert.JSONEq(p.t, fmt.Sprintf("%q", sessionID), m.param("sessionId"))
 		switch m.Method {
-		case demo.MethodRequestPermission:
+		case acpv1.MethodSessionRequestPermission:
 			permID = string(m.ID)
 			assert.Contains(p.t, m.param("toolCall"), `"toolCallId":"call_1"`)
 			assert.Contains(p.t, m.param("options"), `"optionId":"allow","name":"Allow once","kind":"allow_once"`)
 			assert.Contains(p.t, m.param("options"), `"optionId":"reject","name":"Reject","kind":"reject_once"`)
-		case demo.MethodTerminalCreate:
+		case acpv1.MethodTerminalCreate:
 			termID = string(m.ID)
 			assert.Equal(p.t, `"sleep"`, m.param("command"))
 			assert.JSONEq(p.t, `["30"]`, m.param("args"))
@@ -275,7 +274,7 @@ func (p *peer) expectCancelledTurn(promptID string) {
 	assert.JSONEq(p.t, `{"stopReason":"cancelled"}`, string(answer.Result))
 	require.NotEmpty(p.t, before, "the last update comes before the prompt's answer")
 	for _, m := range before {
-		assert.Equal(p.t, demo.MethodSessionUpdate, m.Method, m.Raw)
+		assert.Equal(p.t, acpv1.MethodSessionUpdate, m.Method, m.Raw)
 	}
 	assert.Contains(p.t, before[len(before)-1].updateText(), "Stopped")
 }
@@ -333,7 +332,7 @@ func TestEndTurn(t *testing.T) {
 	before, answer := p.until("3")
 	assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(answer.Result))
 	require.Len(t, before, 1)
-	assert.Equal(t, demo.MethodSessionUpdate, before[0].Method)
+	assert.Equal(t, acpv1.MethodSessionUpdate, before[0].Method)
 	assert.Contains(t, before[0].updateText(), "term_1")
 
 	rest := p.closeStdin()
@@ -367,7 +366,7 @@ func TestSlowTurnWorksUntilCancelled(t *testing.T) {
 	p.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}`, permID)
 	p.sendf(`{"jsonrpc":"2.0","id":%s,"result":{"terminalId":"term_1"}}`, termID)
 	working := p.next()
-	require.Equal(t, demo.MethodSessionUpdate, working.Method, working.Raw)
+	require.Equal(t, acpv1.MethodSessionUpdate, working.Method, working.Raw)
 	assert.Contains(t, working.updateText(), "This will take a while")
 
 	// The turn has not ended: the next line is what the cancel causes.

@@ -9,20 +9,32 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acpkit/acprpc/acpv1"
+	"github.com/acpkit/acprpc/acpv2"
 	"github.com/acpkit/acprpc/examples/internal/demo"
 )
 
 // The agent in ACP v2, on the wire: the client asks for protocol version 2
 // and gets the same scenario in v2's form.
 
-// update decodes a session/update's update.
-func (m msg) update() demo.SessionUpdate {
-	var n demo.SessionNotification
+// update decodes a v2 session/update's update.
+func (m msg) update() acpv2.SessionUpdateVariant {
+	var n acpv2.UpdateSessionNotification
 	_ = json.Unmarshal(m.Params, &n)
-	return n.Update
+	return n.Update.Value
 }
 
-func (m msg) isIdle() bool { return m.Method == demo.MethodSessionUpdate && m.update().IsIdle() }
+// idle returns the update as v2's idle state_update, which ends the work.
+func (m msg) idle() (acpv2.IdleStateUpdate, bool) {
+	state, _ := m.update().(acpv2.StateUpdate)
+	idle, ok := state.Value.(acpv2.IdleStateUpdate)
+	return idle, ok && m.Method == acpv2.MethodSessionUpdate
+}
+
+func (m msg) isIdle() bool {
+	_, ok := m.idle()
+	return ok
+}
 
 // handshakeV2 runs a v2 initialize and session/new and returns the session
 // ID.
@@ -31,18 +43,18 @@ func (p *peer) handshakeV2() string {
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"test","version":"1"},"capabilities":{}}}`)
 	init := p.next()
 	require.True(p.t, init.isResponseTo("1"), init.Raw)
-	var res demo.InitializeResponseV2
+	var res acpv2.InitializeResponse
 	require.NoError(p.t, json.Unmarshal(init.Result, &res))
-	assert.Equal(p.t, demo.ProtocolV2, res.ProtocolVersion)
+	assert.Equal(p.t, acpv2.ProtocolVersion(demo.ProtocolV2), res.ProtocolVersion)
 	assert.Equal(p.t, demo.AgentName, res.Info.Name)
 	assert.JSONEq(p.t, `{"session":{}}`, string(mustMember(p.t, init.Result, "capabilities")))
 
 	p.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/"}}`)
 	sess := p.next()
 	require.True(p.t, sess.isResponseTo("2"), sess.Raw)
-	var s demo.NewSessionResponse
+	var s acpv2.NewSessionResponse
 	require.NoError(p.t, json.Unmarshal(sess.Result, &s))
-	return s.SessionID
+	return string(s.SessionID)
 }
 
 func mustMember(t *testing.T, obj json.RawMessage, name string) json.RawMessage {
@@ -60,24 +72,24 @@ func mustMember(t *testing.T, obj json.RawMessage, name string) json.RawMessage 
 func (p *peer) promptV2(id, sessionID, text string) (messageID, permID, termID string) {
 	p.t.Helper()
 	p.sendf(`{"jsonrpc":"2.0","id":%s,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`, id, sessionID, text)
-	var updates []demo.SessionUpdate
+	var updates []acpv2.SessionUpdateVariant
 	for messageID == "" || permID == "" || termID == "" {
 		m := p.next()
 		switch {
 		case m.isResponseTo(id):
-			var r demo.PromptResponseV2
+			var r acpv2.PromptResponse
 			require.NoError(p.t, json.Unmarshal(m.Result, &r), m.Raw)
 			require.NotEmpty(p.t, r.MessageID, m.Raw)
-			messageID = r.MessageID
-		case m.Method == demo.MethodSessionUpdate:
+			messageID = string(r.MessageID)
+		case m.Method == acpv2.MethodSessionUpdate:
 			updates = append(updates, m.update())
-		case m.Method == demo.MethodRequestPermission:
+		case m.Method == acpv2.MethodSessionRequestPermission:
 			permID = string(m.ID)
 			assert.JSONEq(p.t, fmt.Sprintf("%q", sessionID), m.param("sessionId"))
 			assert.NotEmpty(p.t, m.param("title"), "a v2 permission request has a title")
 			assert.Contains(p.t, m.param("subject"), `"type":"tool_call"`)
 			assert.Contains(p.t, m.param("subject"), `"toolCallId":"call_1"`)
-		case m.Method == demo.MethodTerminalCreate:
+		case m.Method == acpv1.MethodTerminalCreate:
 			termID = string(m.ID)
 			assert.Equal(p.t, `"sleep"`, m.param("command"))
 		default:
@@ -85,12 +97,14 @@ func (p *peer) promptV2(id, sessionID, text string) (messageID, permID, termID s
 		}
 	}
 	require.Len(p.t, updates, 3, "running, the echoed prompt, the first chunk")
-	assert.Equal(p.t, demo.SessionUpdate{SessionUpdate: "state_update", State: "running"}, updates[0])
-	assert.Equal(p.t, "user_message_chunk", updates[1].SessionUpdate)
-	assert.Equal(p.t, messageID, updates[1].MessageID, "the echo carries the prompt's messageId")
-	assert.Equal(p.t, text, updates[1].Content.Text)
-	assert.Equal(p.t, "agent_message_chunk", updates[2].SessionUpdate)
-	assert.NotEmpty(p.t, updates[2].MessageID, "v2 chunks carry their message's ID")
+	assert.Equal(p.t, acpv2.StateUpdate{Value: acpv2.RunningStateUpdate{}}, updates[0])
+	echo, ok := updates[1].(acpv2.UserMessageChunk)
+	require.True(p.t, ok, "want the echoed prompt: %#v", updates[1])
+	assert.Equal(p.t, acpv2.MessageID(messageID), echo.MessageID, "the echo carries the prompt's messageId")
+	assert.Equal(p.t, acpv2.ContentBlock{Value: acpv2.TextContent{Text: text}}, echo.Content)
+	chunk, ok := updates[2].(acpv2.AgentMessageChunk)
+	require.True(p.t, ok, "want the first agent_message_chunk: %#v", updates[2])
+	assert.NotEmpty(p.t, chunk.MessageID, "v2 chunks carry their message's ID")
 	return messageID, permID, termID
 }
 
@@ -100,9 +114,10 @@ func (p *peer) expectIdleEnd(stopReason string) (before []msg) {
 	p.t.Helper()
 	for {
 		m := p.next()
-		require.Equal(p.t, demo.MethodSessionUpdate, m.Method, "only updates until the work ends: %s", m.Raw)
+		require.Equal(p.t, acpv2.MethodSessionUpdate, m.Method, "only updates until the work ends: %s", m.Raw)
 		if m.isIdle() {
-			assert.Equal(p.t, stopReason, m.update().StopReason, m.Raw)
+			idle, _ := m.idle()
+			assert.Equal(p.t, acpv2.StopReason(stopReason), idle.StopReason, m.Raw)
 			return before
 		}
 		before = append(before, m)
@@ -180,9 +195,10 @@ func TestV2HeldPrompts(t *testing.T) {
 			held = m
 		case m.isIdle():
 			idle++
-			assert.Equal(t, "cancelled", m.update().StopReason)
+			idle, _ := m.idle()
+			assert.Equal(t, acpv2.StopReasonCancelled, idle.StopReason)
 		default:
-			require.Equal(t, demo.MethodSessionUpdate, m.Method, m.Raw)
+			require.Equal(t, acpv2.MethodSessionUpdate, m.Method, m.Raw)
 		}
 	}
 	require.NotNil(t, held.Error, held.Raw)

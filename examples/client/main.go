@@ -40,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acpkit/acprpc/acpv1"
 	"github.com/acpkit/acprpc/examples/internal/demo"
 )
 
@@ -110,20 +111,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	client := &demo.Client{
 		Approve:         *approve,
 		TerminalStartup: *terminal,
-		OnUpdate: func(n demo.SessionNotification) {
-			if c := n.Update.Content; c != nil && c.Type == "text" && n.Update.SessionUpdate == "agent_message_chunk" {
-				fmt.Fprintf(stdout, "agent: %s\n", c.Text)
-			}
-		},
+		OnAgentMessage:  func(text string) { fmt.Fprintf(stdout, "agent: %s\n", text) },
 		OnRequest: func(method string) {
 			switch method {
-			case demo.MethodRequestPermission:
+			case acpv1.MethodSessionRequestPermission:
 				if *approve {
 					fmt.Fprintln(stdout, "client: the agent asks permission to run `sleep 30`: allowed")
 				} else {
 					fmt.Fprintln(stdout, "client: the agent asks permission to run `sleep 30` (the user is thinking...)")
 				}
-			case demo.MethodTerminalCreate:
+			case acpv1.MethodTerminalCreate:
 				fmt.Fprintf(stdout, "client: the agent asks for a terminal (starting it takes %v)\n", *terminal)
 			}
 		},

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/acpv1"
+	"github.com/acpkit/acprpc/acpv2"
 )
 
 // AgentName is what the demo agent calls itself in initialize.
@@ -69,10 +71,14 @@ func NewAgent(log *slog.Logger) *Agent {
 // v1 is the agent's ACP v1 handler.
 func (a *Agent) v1() acprpc.Handler {
 	r := acprpc.NewRouter()
-	r.Register(MethodInitialize, acprpc.RequestHandler(a.initializeV1))
-	r.Register(MethodSessionNew, acprpc.RequestHandler(a.newSession))
-	r.Register(MethodSessionPrompt, acprpc.RequestHandler(a.promptV1))
-	r.Register(acprpc.MethodSessionCancel, acprpc.NotificationHandler(a.sessionCancelled))
+	r.Register(acpv1.MethodInitialize, acprpc.RequestHandler(a.initializeV1))
+	r.Register(acpv1.MethodSessionNew, acprpc.RequestHandler(func(_ context.Context, p acpv1.NewSessionRequest) (acpv1.NewSessionResponse, error) {
+		return acpv1.NewSessionResponse{SessionID: acpv1.SessionID(a.newSession(p.Cwd))}, nil
+	}))
+	r.Register(acpv1.MethodSessionPrompt, acprpc.RequestHandler(a.promptV1))
+	r.Register(acpv1.MethodSessionCancel, acprpc.NotificationHandler(func(_ context.Context, p acpv1.CancelNotification) {
+		a.sessionCancelled(string(p.SessionID))
+	}))
 	return r
 }
 
@@ -89,35 +95,32 @@ func (a *Agent) ProtocolVersions() []acprpc.ProtocolVersion { return a.handler.P
 // has closed, when every turn's context has ended.
 func (a *Agent) Wait() { a.turns.Wait() }
 
-func (a *Agent) initializeV1(_ context.Context, p InitializeRequest) (InitializeResponse, error) {
+func (a *Agent) initializeV1(_ context.Context, p acpv1.InitializeRequest) (acpv1.InitializeResponse, error) {
 	a.mu.Lock()
 	a.terminal = p.ClientCapabilities.Terminal
 	a.mu.Unlock()
-	return InitializeResponse{
+	return acpv1.InitializeResponse{
 		ProtocolVersion: ProtocolV1,
-		AuthMethods:     []any{},
-		AgentInfo:       &Implementation{Name: AgentName, Version: "0.1.0"},
+		AgentInfo:       &acpv1.Implementation{Name: AgentName, Version: "0.1.0"},
 	}, nil
 }
 
-func (a *Agent) newSession(_ context.Context, p NewSessionRequest) (NewSessionResponse, error) {
+// newSession creates a session (session/new, in either version) and
+// returns its ID.
+func (a *Agent) newSession(cwd string) string {
 	a.mu.Lock()
 	a.nextID++
 	id := fmt.Sprintf("sess_%d", a.nextID)
 	a.sessions[id] = &session{}
 	a.mu.Unlock()
-	a.log.Info("session created", "session", id, "cwd", p.Cwd)
-	return NewSessionResponse{SessionID: id}, nil
+	a.log.Info("session created", "session", id, "cwd", cwd)
+	return id
 }
 
 // sessionCancelled sees session/cancel go by: acprpc has already cancelled
 // the session's turn by the time it runs.
-func (a *Agent) sessionCancelled(_ context.Context, p sessionRef) {
-	a.log.Info("session/cancel received", "session", p.SessionID)
-}
-
-type sessionRef struct {
-	SessionID string `json:"sessionId"`
+func (a *Agent) sessionCancelled(sessionID string) {
+	a.log.Info("session/cancel received", "session", sessionID)
 }
 
 // known reports whether the session exists.
@@ -135,37 +138,35 @@ func unknownSession(sessionID string) error {
 // (session/cancel, $/cancel_request on the prompt, or a cancelled answer
 // from the client), it flushes a last update and answers
 // {"stopReason":"cancelled"} itself, never an error.
-func (a *Agent) promptV1(ctx context.Context, p PromptRequest) (any, error) {
+func (a *Agent) promptV1(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
 	a.turns.Add(1)
 	defer a.turns.Done()
 	req, _ := acprpc.RequestFromContext(ctx)
 	a.mu.Lock()
 	terminal := a.terminal
 	a.mu.Unlock()
-	if !a.known(p.SessionID) {
-		return nil, unknownSession(p.SessionID)
+	sessionID := string(p.SessionID)
+	if !a.known(sessionID) {
+		return acpv1.PromptResponse{}, unknownSession(sessionID)
 	}
-	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: p.SessionID, confirmWait: a.ConfirmWait,
-		log: a.log.With("session", p.SessionID, "prompt", req.ID.String())}
-	text := p.Text()
+	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: sessionID, confirmWait: a.ConfirmWait,
+		log: a.log.With("session", sessionID, "prompt", req.ID.String())}
+	text := promptText(p.Prompt)
 	t.log.Info("turn started", "text", text)
-	stopReason, err := t.run(ctx, text, RequestPermissionRequest{
-		SessionID: p.SessionID,
-		ToolCall:  toolCall,
-		Options:   permissionOptions,
-	}, terminal)
+	stopReason, err := t.run(ctx, text, terminal)
 	if err != nil {
-		return nil, err
+		return acpv1.PromptResponse{}, err
 	}
-	return PromptResponse{StopReason: stopReason}, nil
+	return acpv1.PromptResponse{StopReason: acpv1.StopReason(stopReason)}, nil
 }
 
 // The tool call the agent asks permission for, and the options it offers.
 var (
-	toolCall          = ToolCallUpdate{ToolCallID: ToolCallID, Title: "Run `sleep 30`", Kind: "execute", Status: "pending"}
-	permissionOptions = []PermissionOption{
-		{OptionID: OptionAllow, Name: "Allow once", Kind: "allow_once"},
-		{OptionID: OptionReject, Name: "Reject", Kind: "reject_once"},
+	toolCallV1 = acpv1.ToolCallUpdate{ToolCallID: ToolCallID, Title: "Run `sleep 30`",
+		Kind: acpv1.ToolKindExecute, Status: acpv1.ToolCallStatusPending}
+	permissionOptionsV1 = []acpv1.PermissionOption{
+		{OptionID: OptionAllow, Name: "Allow once", Kind: acpv1.PermissionOptionKindAllowOnce},
+		{OptionID: OptionReject, Name: "Reject", Kind: acpv1.PermissionOptionKindRejectOnce},
 	}
 )
 
@@ -174,7 +175,8 @@ type turn struct {
 	conn        *acprpc.Conn
 	sessionID   string
 	log         *slog.Logger
-	messageID   string        // v2: the agent message its chunks belong to; empty in v1
+	v2          bool
+	messageID   string        // v2: the agent message its chunks belong to
 	confirmWait time.Duration // see Agent.ConfirmWait
 }
 
@@ -183,11 +185,11 @@ type turn struct {
 var errAbandoned = errors.New("the connection closed")
 
 // run does a turn's work under ctx and returns its stop reason: the same
-// work in both versions, told apart only by the permission request's shape
-// and whether terminal/create is sent. A cancelled turn flushes a last
-// update and returns StopCancelled; a turn whose connection closed returns
-// ctx's error.
-func (t *turn) run(ctx context.Context, text string, permissionRequest any, wantTerminal bool) (string, error) {
+// work in both versions, told apart only by the shapes of the permission
+// request and the updates, and by whether terminal/create is sent. A
+// cancelled turn flushes a last update and returns StopCancelled; a turn
+// whose connection closed returns ctx's error.
+func (t *turn) run(ctx context.Context, text string, wantTerminal bool) (string, error) {
 	// (1) Say something, so the client shows the turn is under way.
 	t.say(ctx, "Looking into it: I need your permission and a terminal.")
 
@@ -199,21 +201,22 @@ func (t *turn) run(ctx context.Context, text string, permissionRequest any, want
 	defer stop()
 	var (
 		wg               sync.WaitGroup
-		perm             RequestPermissionResponse
-		term             CreateTerminalResponse
+		perm             permission
+		term             acpv1.CreateTerminalResponse
 		permErr, termErr error
 		graceful         = acprpc.WaitAfterCancel(t.confirmWait)
 	)
 	wg.Go(func() {
-		permErr = t.conn.Call(tctx, MethodRequestPermission, permissionRequest, &perm, graceful)
-		if permErr == nil && perm.Outcome.Outcome == OutcomeCancelled {
+		perm, permErr = t.askPermission(tctx, graceful)
+		if permErr == nil && perm.cancelled {
 			stop()
 		}
 	})
 	if wantTerminal {
 		wg.Go(func() {
-			termErr = t.conn.Call(tctx, MethodTerminalCreate,
-				CreateTerminalRequest{SessionID: t.sessionID, Command: "sleep", Args: []string{"30"}}, &term, graceful)
+			// v2 has no terminal/create: the demo sends v1's, on purpose.
+			term, termErr = acprpc.CallFor[acpv1.CreateTerminalResponse](tctx, t.conn, acpv1.MethodTerminalCreate,
+				acpv1.CreateTerminalRequest{SessionID: acpv1.SessionID(t.sessionID), Command: "sleep", Args: []string{"30"}}, graceful)
 		})
 	}
 	wg.Wait()
@@ -229,7 +232,7 @@ func (t *turn) run(ctx context.Context, text string, permissionRequest any, want
 	if termErr != nil {
 		return "", fmt.Errorf("creating a terminal: %w", termErr)
 	}
-	if perm.Outcome.OptionID != OptionAllow {
+	if perm.optionID != OptionAllow {
 		t.say(ctx, "Permission denied: I will not run the tool.")
 		return StopEndTurn, nil
 	}
@@ -237,19 +240,56 @@ func (t *turn) run(ctx context.Context, text string, permissionRequest any, want
 		term.TerminalID = "(none: the client has no terminals)"
 	}
 	if strings.Contains(strings.ToLower(text), SlowWord) {
-		t.say(ctx, "Permission granted; terminal "+term.TerminalID+" runs `sleep 30`. This will take a while.")
+		t.say(ctx, "Permission granted; terminal "+string(term.TerminalID)+" runs `sleep 30`. This will take a while.")
 		<-ctx.Done()
 		return t.cancelled(ctx)
 	}
-	t.say(ctx, "Permission granted; terminal "+term.TerminalID+" runs `sleep 30`. Done.")
+	t.say(ctx, "Permission granted; terminal "+string(term.TerminalID)+" runs `sleep 30`. Done.")
 	t.log.Info("turn ended", "stopReason", StopEndTurn)
 	return StopEndTurn, nil
 }
 
+// permission is the client's answer to the permission request, in either
+// version: the option selected, or the cancelled outcome.
+type permission struct {
+	optionID  string
+	cancelled bool
+}
+
+// askPermission asks the client for permission to run the tool call, in
+// the connection's version.
+func (t *turn) askPermission(ctx context.Context, opts ...acprpc.CallOption) (permission, error) {
+	if t.v2 {
+		res, err := acprpc.CallFor[acpv2.RequestPermissionResponse](ctx, t.conn, acpv2.MethodSessionRequestPermission,
+			acpv2.RequestPermissionRequest{
+				SessionID: acpv2.SessionID(t.sessionID),
+				Title:     "Run `sleep 30`?",
+				Subject:   acpv2.RequestPermissionSubject{Value: acpv2.ToolCallPermissionSubject{ToolCall: toolCallV2}},
+				Options:   permissionOptionsV2,
+			}, opts...)
+		switch o := res.Outcome.Value.(type) {
+		case acpv2.SelectedPermissionOutcome:
+			return permission{optionID: string(o.OptionID)}, err
+		case acpv2.CancelledPermissionOutcome:
+			return permission{cancelled: true}, err
+		}
+		return permission{}, err
+	}
+	res, err := acprpc.CallFor[acpv1.RequestPermissionResponse](ctx, t.conn, acpv1.MethodSessionRequestPermission,
+		acpv1.RequestPermissionRequest{SessionID: acpv1.SessionID(t.sessionID), ToolCall: toolCallV1, Options: permissionOptionsV1}, opts...)
+	switch o := res.Outcome.Value.(type) {
+	case acpv1.SelectedPermissionOutcome:
+		return permission{optionID: string(o.OptionID)}, err
+	case acpv1.CancelledPermissionOutcome:
+		return permission{cancelled: true}, err
+	}
+	return permission{}, err
+}
+
 // cancelledAnswer reports whether the client ended the turn through one of
 // the agent's requests: the cancelled permission outcome, or -32800.
-func cancelledAnswer(perm RequestPermissionResponse, errs ...error) bool {
-	if perm.Outcome.Outcome == OutcomeCancelled {
+func cancelledAnswer(perm permission, errs ...error) bool {
+	if perm.cancelled {
 		return true
 	}
 	for _, err := range errs {
@@ -288,13 +328,23 @@ func (t *turn) cancelled(ctx context.Context) (string, error) {
 
 // say sends an agent_message_chunk update.
 func (t *turn) say(ctx context.Context, text string) {
-	block := TextBlock(text)
-	t.update(ctx, SessionUpdate{SessionUpdate: "agent_message_chunk", MessageID: t.messageID, Content: &block})
+	if t.v2 {
+		t.updateV2(ctx, acpv2.AgentMessageChunk{MessageID: acpv2.MessageID(t.messageID),
+			Content: acpv2.ContentBlock{Value: acpv2.TextContent{Text: text}}})
+		return
+	}
+	t.notify(ctx, acpv1.SessionNotification{SessionID: acpv1.SessionID(t.sessionID), Update: acpv1.SessionUpdate{
+		Value: acpv1.AgentMessageChunk{Content: acpv1.ContentBlock{Value: acpv1.TextContent{Text: text}}}}})
 }
 
-// update sends a session/update of the turn.
-func (t *turn) update(ctx context.Context, u SessionUpdate) {
-	if err := t.conn.Notify(ctx, MethodSessionUpdate, SessionNotification{SessionID: t.sessionID, Update: u}); err != nil {
+// updateV2 sends a v2 session/update of the turn.
+func (t *turn) updateV2(ctx context.Context, u acpv2.SessionUpdateVariant) {
+	t.notify(ctx, acpv2.UpdateSessionNotification{SessionID: acpv2.SessionID(t.sessionID), Update: acpv2.SessionUpdate{Value: u}})
+}
+
+// notify sends the session/update params n.
+func (t *turn) notify(ctx context.Context, n any) {
+	if err := t.conn.Notify(ctx, acpv1.MethodSessionUpdate, n); err != nil {
 		t.log.Debug("update not sent", "error", err) // the turn or the connection has ended
 	}
 }

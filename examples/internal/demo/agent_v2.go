@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/acpv2"
 )
 
 // v2 is the agent's ACP v2 handler. The turn is v1's, in v2's form:
@@ -19,30 +20,45 @@ import (
 // still sends it, in its v1 shape, as its second nested request.
 func (a *Agent) v2() acprpc.Handler {
 	r := acprpc.NewRouter()
-	r.Register(MethodInitialize, acprpc.RequestHandler(a.initializeV2))
-	r.Register(MethodSessionNew, acprpc.RequestHandler(a.newSession))
-	r.Register(MethodSessionPrompt, acprpc.RequestHandler(a.promptV2))
-	r.Register(acprpc.MethodSessionClose, acprpc.RequestHandler(a.closeSession))
-	r.Register(acprpc.MethodSessionCancel, acprpc.NotificationHandler(a.sessionCancelled))
+	r.Register(acpv2.MethodInitialize, acprpc.RequestHandler(a.initializeV2))
+	r.Register(acpv2.MethodSessionNew, acprpc.RequestHandler(func(_ context.Context, p acpv2.NewSessionRequest) (acpv2.NewSessionResponse, error) {
+		return acpv2.NewSessionResponse{SessionID: acpv2.SessionID(a.newSession(string(p.Cwd)))}, nil
+	}))
+	r.Register(acpv2.MethodSessionPrompt, acprpc.RequestHandler(a.promptV2))
+	r.Register(acpv2.MethodSessionClose, acprpc.RequestHandler(a.closeSession))
+	r.Register(acpv2.MethodSessionCancel, acprpc.NotificationHandler(func(_ context.Context, p acpv2.CancelSessionNotification) {
+		a.sessionCancelled(string(p.SessionID))
+	}))
 	return r
 }
 
-func (a *Agent) initializeV2(context.Context, InitializeRequestV2) (InitializeResponseV2, error) {
-	return InitializeResponseV2{
+func (a *Agent) initializeV2(context.Context, acpv2.InitializeRequest) (acpv2.InitializeResponse, error) {
+	return acpv2.InitializeResponse{
 		ProtocolVersion: ProtocolV2,
-		Info:            Implementation{Name: AgentName, Version: "0.1.0"},
+		Info:            acpv2.Implementation{Name: AgentName, Version: "0.1.0"},
+		Capabilities:    acpv2.AgentCapabilities{Session: &acpv2.SessionCapabilities{}},
 	}, nil
 }
 
+// The tool call the agent asks permission for, and the options it offers.
+var (
+	toolCallV2 = acpv2.ToolCallUpdate{ToolCallID: ToolCallID, Title: "Run `sleep 30`",
+		Kind: acpv2.ToolKindExecute, Status: acpv2.ToolCallStatusPending}
+	permissionOptionsV2 = []acpv2.PermissionOption{
+		{OptionID: OptionAllow, Name: "Allow once", Kind: acpv2.PermissionOptionKindAllowOnce},
+		{OptionID: OptionReject, Name: "Reject", Kind: acpv2.PermissionOptionKindRejectOnce},
+	}
+)
+
 // promptV2 inserts the prompt and starts its work, once the session's
 // earlier work, if any, has ended.
-func (a *Agent) promptV2(ctx context.Context, p PromptRequest) (PromptResponseV2, error) {
-	if !a.known(p.SessionID) {
-		return PromptResponseV2{}, unknownSession(p.SessionID)
+func (a *Agent) promptV2(ctx context.Context, p acpv2.PromptRequest) (acpv2.PromptResponse, error) {
+	if !a.known(string(p.SessionID)) {
+		return acpv2.PromptResponse{}, unknownSession(string(p.SessionID))
 	}
 	req, _ := acprpc.RequestFromContext(ctx)
 	log := a.log.With("session", p.SessionID, "prompt", req.ID.String())
-	if earlier := a.working(p.SessionID); earlier != nil {
+	if earlier := a.working(string(p.SessionID)); earlier != nil {
 		log.Info("prompt held: the session is working")
 		select {
 		case <-earlier.Done():
@@ -53,14 +69,14 @@ func (a *Agent) promptV2(ctx context.Context, p PromptRequest) (PromptResponseV2
 		// Not inserted: acprpc answers -32800, v2's answer for a prompt
 		// cancelled before insertion.
 		log.Info("prompt cancelled before it was inserted", "cause", context.Cause(ctx))
-		return PromptResponseV2{}, context.Cause(ctx)
+		return acpv2.PromptResponse{}, context.Cause(ctx)
 	}
 	work, _ := acprpc.WorkFromContext(ctx)
-	messageID := a.startWork(p.SessionID, work)
-	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: p.SessionID, log: log, messageID: messageID + "_reply",
-		confirmWait: a.ConfirmWait}
+	messageID := a.startWork(string(p.SessionID), work)
+	t := &turn{conn: acprpc.ConnFromContext(ctx), sessionID: string(p.SessionID), log: log, v2: true,
+		messageID: messageID + "_reply", confirmWait: a.ConfirmWait}
 	a.turns.Go(func() { t.runV2(work, p, messageID) })
-	return PromptResponseV2{MessageID: messageID}, nil
+	return acpv2.PromptResponse{MessageID: acpv2.MessageID(messageID)}, nil
 }
 
 // working returns the session's foreground work while it runs.
@@ -91,20 +107,15 @@ func (a *Agent) startWork(sessionID string, w *acprpc.Work) (messageID string) {
 }
 
 // runV2 is a v2 turn's foreground work, after its prompt's answer.
-func (t *turn) runV2(work *acprpc.Work, p PromptRequest, messageID string) {
+func (t *turn) runV2(work *acprpc.Work, p acpv2.PromptRequest, messageID string) {
 	ctx := work.Context()
-	text := p.Text()
+	text := promptText(p.Prompt)
 	t.log.Info("turn started", "text", text, "messageId", messageID)
-	t.update(ctx, SessionUpdate{SessionUpdate: "state_update", State: "running"})
+	t.updateV2(ctx, acpv2.StateUpdate{Value: acpv2.RunningStateUpdate{}})
 	for _, block := range p.Prompt { // the prompt, echoed as the inserted user message
-		t.update(ctx, SessionUpdate{SessionUpdate: "user_message_chunk", MessageID: messageID, Content: &block})
+		t.updateV2(ctx, acpv2.UserMessageChunk{MessageID: acpv2.MessageID(messageID), Content: block})
 	}
-	stopReason, err := t.run(ctx, text, RequestPermissionRequestV2{
-		SessionID: p.SessionID,
-		Title:     "Run `sleep 30`?",
-		Subject:   PermissionSubject{Type: "tool_call", ToolCall: toolCall},
-		Options:   permissionOptions,
-	}, true)
+	stopReason, err := t.run(ctx, text, true)
 	switch {
 	case errors.Is(err, errAbandoned):
 		return // the work ended with the connection: there is no one to tell
@@ -121,10 +132,10 @@ func (t *turn) runV2(work *acprpc.Work, p PromptRequest, messageID string) {
 // closeSession frees a session. acprpc has cancelled its work and held
 // prompts before this runs, and answers only once the work's idle
 // state_update is out.
-func (a *Agent) closeSession(_ context.Context, p sessionRef) (struct{}, error) {
+func (a *Agent) closeSession(_ context.Context, p acpv2.CloseSessionRequest) (acpv2.CloseSessionResponse, error) {
 	a.mu.Lock()
-	delete(a.sessions, p.SessionID)
+	delete(a.sessions, string(p.SessionID))
 	a.mu.Unlock()
 	a.log.Info("session closed", "session", p.SessionID)
-	return struct{}{}, nil
+	return acpv2.CloseSessionResponse{}, nil
 }

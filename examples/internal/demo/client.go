@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/acpv1"
+	"github.com/acpkit/acprpc/acpv2"
 )
 
 // ClientName is what the demo client calls itself in initialize.
@@ -31,8 +33,9 @@ type Client struct {
 	Approve bool
 	// TerminalStartup is how long terminal/create takes to answer.
 	TerminalStartup time.Duration
-	// OnUpdate, if set, sees each session/update, in order.
-	OnUpdate func(SessionNotification)
+	// OnAgentMessage, if set, sees the text of each agent_message_chunk
+	// update, in order.
+	OnAgentMessage func(text string)
 	// OnRequest, if set, is told of each request from the agent as it
 	// arrives.
 	OnRequest func(method string)
@@ -46,31 +49,33 @@ type Client struct {
 
 // Handle serves the agent's requests and notifications.
 func (c *Client) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
+	v2 := acprpc.ConnFromContext(ctx).ProtocolVersion() == acprpc.ProtocolV2
 	switch req.Method {
-	case MethodSessionUpdate:
-		var n SessionNotification
-		if err := req.DecodeParams(&n); err == nil {
-			if c.OnUpdate != nil {
-				c.OnUpdate(n)
-			}
-			if n.Update.IsIdle() {
-				c.ended(n.SessionID, n.Update.StopReason)
-			}
+	case acpv1.MethodSessionUpdate:
+		if v2 {
+			c.updateV2(req)
+		} else {
+			c.updateV1(req)
 		}
 		return nil, nil
-	case MethodRequestPermission:
+	case acpv1.MethodSessionRequestPermission:
 		c.served.Add(1)
 		defer c.served.Done()
 		c.arrive(req.Method)
-		if c.Approve {
-			return RequestPermissionResponse{Outcome: PermissionOutcome{Outcome: OutcomeSelected, OptionID: OptionAllow}}, nil
+		switch {
+		case c.Approve && v2:
+			return acpv2.RequestPermissionResponse{Outcome: acpv2.RequestPermissionOutcome{
+				Value: acpv2.SelectedPermissionOutcome{OptionID: OptionAllow}}}, nil
+		case c.Approve:
+			return acpv1.RequestPermissionResponse{Outcome: acpv1.RequestPermissionOutcome{
+				Value: acpv1.SelectedPermissionOutcome{OptionID: OptionAllow}}}, nil
 		}
 		// The dialog stays open until the turn is cancelled. Returning the
 		// context's error lets acprpc answer with the method's marker,
 		// {"outcome":{"outcome":"cancelled"}}, as ACP requires.
 		<-ctx.Done()
 		return nil, ctx.Err()
-	case MethodTerminalCreate:
+	case acpv1.MethodTerminalCreate:
 		c.served.Add(1)
 		defer c.served.Done()
 		c.arrive(req.Method)
@@ -78,7 +83,7 @@ func (c *Client) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
 		defer t.Stop()
 		select {
 		case <-t.C:
-			return CreateTerminalResponse{TerminalID: DemoTerminalID}, nil
+			return acpv1.CreateTerminalResponse{TerminalID: DemoTerminalID}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err() // no marker for terminal/create: -32800
 		}
@@ -91,6 +96,38 @@ func (c *Client) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
 
 // DemoTerminalID is the terminal the demo client creates.
 const DemoTerminalID = "term_1"
+
+// updateV1 sees a v1 session/update.
+func (c *Client) updateV1(req *acprpc.Request) {
+	var n acpv1.SessionNotification
+	if req.DecodeParams(&n) != nil || c.OnAgentMessage == nil {
+		return
+	}
+	if chunk, ok := n.Update.Value.(acpv1.AgentMessageChunk); ok {
+		if text, ok := chunk.Content.Value.(acpv1.TextContent); ok {
+			c.OnAgentMessage(text.Text)
+		}
+	}
+}
+
+// updateV2 sees a v2 session/update: an agent message, or the idle
+// state_update that ends the session's work.
+func (c *Client) updateV2(req *acprpc.Request) {
+	var n acpv2.UpdateSessionNotification
+	if req.DecodeParams(&n) != nil {
+		return
+	}
+	switch u := n.Update.Value.(type) {
+	case acpv2.AgentMessageChunk:
+		if text, ok := u.Content.Value.(acpv2.TextContent); ok && c.OnAgentMessage != nil {
+			c.OnAgentMessage(text.Text)
+		}
+	case acpv2.StateUpdate:
+		if idle, ok := u.Value.(acpv2.IdleStateUpdate); ok {
+			c.ended(string(n.SessionID), string(idle.StopReason))
+		}
+	}
+}
 
 func (c *Client) arrive(method string) {
 	if c.OnRequest != nil {
@@ -225,19 +262,21 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 	if cwd == "" {
 		cwd = "/"
 	}
-	var sess NewSessionResponse
-	if err := conn.Call(ctx, MethodSessionNew, NewSessionRequest{Cwd: cwd, MCPServers: []any{}}, &sess); err != nil {
+	var sess acpv1.NewSessionResponse // the same in v2
+	if err := conn.Call(ctx, acpv1.MethodSessionNew, acpv1.NewSessionRequest{Cwd: cwd}, &sess); err != nil {
 		return res, err
 	}
-	res.SessionID = sess.SessionID
+	res.SessionID = string(sess.SessionID)
 
 	promptCtx, cancelPrompt := context.WithCancel(ctx)
 	defer cancelPrompt()
 	var (
-		v1Answer PromptResponse
-		v2Answer PromptResponseV2
+		v1Answer acpv1.PromptResponse
+		v2Answer acpv2.PromptResponse
 		answer   any = &v1Answer
 		done         = make(chan error, 1)
+		prompt       = acpv1.PromptRequest{SessionID: sess.SessionID, // the same in v2
+			Prompt: []acpv1.ContentBlock{{Value: acpv1.TextContent{Text: t.Prompt}}}}
 	)
 	if v2 {
 		answer = &v2Answer
@@ -245,33 +284,31 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 	go func() {
 		// WaitAfterCancel: after $/cancel_request, wait for the agent's
 		// answer, which in v1 carries the turn's stop reason.
-		done <- conn.Call(promptCtx, MethodSessionPrompt,
-			PromptRequest{SessionID: sess.SessionID, Prompt: []ContentBlock{TextBlock(t.Prompt)}},
-			answer, acprpc.WaitAfterCancel(5*time.Second))
+		done <- conn.Call(promptCtx, acpv1.MethodSessionPrompt, prompt, answer, acprpc.WaitAfterCancel(5*time.Second))
 	}()
 	if v2 {
 		// In v2 the answer comes at once, and the turn's end later.
 		if err := <-done; err != nil {
 			return res, err
 		}
-		res.MessageID = v2Answer.MessageID
-		done = c.turnEnd(ctx, sess.SessionID)
+		res.MessageID = string(v2Answer.MessageID)
+		done = c.turnEnd(ctx, res.SessionID)
 	}
 	finish := func(err error) (TurnResult, error) {
 		if err != nil {
 			return res, err
 		}
 		if v2 {
-			res.StopReason = c.stopReason(sess.SessionID)
+			res.StopReason = c.stopReason(res.SessionID)
 		} else {
-			res.StopReason = v1Answer.StopReason
+			res.StopReason = string(v1Answer.StopReason)
 		}
 		return res, nil
 	}
 
 	if t.Cancel == CancelSession || t.Cancel == CancelRequest {
 		arrivedCtx, stopWaiting := context.WithCancel(ctx)
-		arrived := c.awaitRequests(arrivedCtx, MethodRequestPermission, MethodTerminalCreate)
+		arrived := c.awaitRequests(arrivedCtx, acpv1.MethodSessionRequestPermission, acpv1.MethodTerminalCreate)
 		select {
 		case err = <-done:
 			stopWaiting()
@@ -291,7 +328,7 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 			t.OnCancel(t.Cancel)
 		}
 		if t.Cancel == CancelSession {
-			if err := conn.CancelSession(ctx, sess.SessionID); err != nil {
+			if err := conn.CancelSession(ctx, res.SessionID); err != nil {
 				return res, err
 			}
 		} else {
@@ -307,26 +344,24 @@ func (c *Client) initialize(ctx context.Context, conn *acprpc.Conn, v2 bool) (Tu
 	var res TurnResult
 	var agentVersion int
 	if v2 {
-		var init InitializeResponseV2
-		err := conn.Call(ctx, MethodInitialize, InitializeRequestV2{
+		init, err := acprpc.CallFor[acpv2.InitializeResponse](ctx, conn, acpv2.MethodInitialize, acpv2.InitializeRequest{
 			ProtocolVersion: ProtocolV2,
-			Info:            Implementation{Name: ClientName, Version: "0.1.0"},
-		}, &init)
+			Info:            acpv2.Implementation{Name: ClientName, Version: "0.1.0"},
+		})
 		if err != nil {
 			return res, err
 		}
-		agentVersion, res.AgentName = init.ProtocolVersion, init.Info.Name
+		agentVersion, res.AgentName = int(init.ProtocolVersion), init.Info.Name
 	} else {
-		var init InitializeResponse
-		err := conn.Call(ctx, MethodInitialize, InitializeRequest{
+		init, err := acprpc.CallFor[acpv1.InitializeResponse](ctx, conn, acpv1.MethodInitialize, acpv1.InitializeRequest{
 			ProtocolVersion:    ProtocolV1,
-			ClientCapabilities: ClientCapabilities{Terminal: true},
-			ClientInfo:         &Implementation{Name: ClientName, Version: "0.1.0"},
-		}, &init)
+			ClientCapabilities: acpv1.ClientCapabilities{Terminal: true},
+			ClientInfo:         &acpv1.Implementation{Name: ClientName, Version: "0.1.0"},
+		})
 		if err != nil {
 			return res, err
 		}
-		agentVersion = init.ProtocolVersion
+		agentVersion = int(init.ProtocolVersion)
 		if init.AgentInfo != nil {
 			res.AgentName = init.AgentInfo.Name
 		}

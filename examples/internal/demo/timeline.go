@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/acpv1"
+	"github.com/acpkit/acprpc/acpv2"
 )
 
 // Legend explains the timeline's notation.
@@ -95,7 +97,7 @@ func Render(w io.Writer, lines []Line, raw bool) Summary {
 			r := &request{key: k, method: m.Method}
 			reqs[k] = r
 			order = append(order, r)
-			if l.Dir == ClientToAgent && m.Method == MethodSessionPrompt {
+			if l.Dir == ClientToAgent && m.Method == acpv1.MethodSessionPrompt {
 				promptOpen[turnKey(v2, k.id, m)] = true
 				phase = 1
 			} else if nested {
@@ -116,7 +118,7 @@ func Render(w io.Writer, lines []Line, raw bool) Summary {
 			k := reqKey{1 - l.Dir, string(m.ID)}
 			if r := reqs[k]; r != nil {
 				r.answers = append(r.answers, i)
-				if r.method == MethodSessionPrompt && !v2 {
+				if r.method == acpv1.MethodSessionPrompt && !v2 {
 					delete(promptOpen, k.id)
 				}
 			}
@@ -176,14 +178,46 @@ func turnKey(v2 bool, id string, m *Message) string {
 
 // idleOf reports whether m is v2's idle state_update, and its stop reason.
 func idleOf(m *Message) (string, bool) {
-	if m.Method != MethodSessionUpdate {
+	if m.Method != acpv2.MethodSessionUpdate {
 		return "", false
 	}
-	var n SessionNotification
-	if json.Unmarshal(m.Params, &n) != nil || !n.Update.IsIdle() {
+	var n acpv2.UpdateSessionNotification
+	if json.Unmarshal(m.Params, &n) != nil {
 		return "", false
 	}
-	return n.Update.StopReason, true
+	state, _ := n.Update.Value.(acpv2.StateUpdate)
+	idle, ok := state.Value.(acpv2.IdleStateUpdate)
+	return string(idle.StopReason), ok
+}
+
+// updateDetail describes a session/update's params. It reads them with
+// the v2 types, whose unions keep what they do not know, so one reading
+// serves both versions: v1's chunks are v2's without a messageId.
+func updateDetail(params json.RawMessage) string {
+	var n acpv2.UpdateSessionNotification
+	_ = json.Unmarshal(params, &n)
+	var kind, detail string
+	switch u := n.Update.Value.(type) {
+	case acpv2.UserMessageChunk:
+		kind, detail = "user_message_chunk", chunkDetail(u.MessageID, u.Content)
+	case acpv2.AgentMessageChunk:
+		kind, detail = "agent_message_chunk", chunkDetail(u.MessageID, u.Content)
+	case acpv2.StateUpdate:
+		kind = "state_update " + unquoted(member(member(params, "update"), "state"))
+		if idle, ok := u.Value.(acpv2.IdleStateUpdate); ok && idle.StopReason != "" {
+			kind += ", stopReason " + string(idle.StopReason)
+		}
+	case acpv2.UnknownSessionUpdate:
+		kind = u.SessionUpdate
+	default:
+		kind = unquoted(member(member(params, "update"), "sessionUpdate"))
+	}
+	return strings.TrimSpace(kind + " " + detail)
+}
+
+func chunkDetail(messageID acpv2.MessageID, content acpv2.ContentBlock) string {
+	text, _ := content.Value.(acpv2.TextContent)
+	return strings.TrimSpace(string(messageID) + " " + strconv.Quote(clip(text.Text, 64)))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -229,49 +263,33 @@ func describe(l Line, reqs map[reqKey]*request) string {
 // params.
 func paramsDetail(m *Message) string {
 	switch m.Method {
-	case MethodInitialize:
+	case acpv1.MethodInitialize:
 		return "protocolVersion " + string(member(m.Params, "protocolVersion"))
-	case MethodSessionNew:
+	case acpv1.MethodSessionNew:
 		return "cwd " + unquoted(member(m.Params, "cwd"))
-	case MethodSessionPrompt:
-		var p PromptRequest
+	case acpv1.MethodSessionPrompt:
+		var p acpv1.PromptRequest // the same in v2
 		_ = json.Unmarshal(m.Params, &p)
-		return p.SessionID + " " + strconv.Quote(clip(p.Text(), 60))
-	case MethodSessionUpdate:
-		var n SessionNotification
-		_ = json.Unmarshal(m.Params, &n)
-		u := n.Update
-		s := u.SessionUpdate
-		if u.State != "" {
-			s += " " + u.State
-		}
-		if u.StopReason != "" {
-			s += ", stopReason " + u.StopReason
-		}
-		if u.MessageID != "" {
-			s += " " + u.MessageID
-		}
-		if u.Content != nil {
-			s += " " + strconv.Quote(clip(u.Content.Text, 64))
-		}
-		return s
-	case MethodRequestPermission:
+		return string(p.SessionID) + " " + strconv.Quote(clip(promptText(p.Prompt), 60))
+	case acpv1.MethodSessionUpdate:
+		return updateDetail(m.Params)
+	case acpv1.MethodSessionRequestPermission:
 		var p struct {
-			RequestPermissionRequest
-			Subject PermissionSubject `json:"subject"` // v2
+			acpv1.RequestPermissionRequest
+			Subject acpv2.RequestPermissionSubject `json:"subject"` // v2
 		}
 		_ = json.Unmarshal(m.Params, &p)
 		var opts []string
 		for _, o := range p.Options {
-			opts = append(opts, o.OptionID)
+			opts = append(opts, string(o.OptionID))
 		}
-		toolCallID := p.ToolCall.ToolCallID
-		if toolCallID == "" {
-			toolCallID = p.Subject.ToolCall.ToolCallID
+		toolCallID := string(p.ToolCall.ToolCallID)
+		if subject, ok := p.Subject.Value.(acpv2.ToolCallPermissionSubject); ok {
+			toolCallID = string(subject.ToolCall.ToolCallID)
 		}
 		return "toolCall " + toolCallID + ", options " + strings.Join(opts, "/")
-	case MethodTerminalCreate:
-		var p CreateTerminalRequest
+	case acpv1.MethodTerminalCreate:
+		var p acpv1.CreateTerminalRequest
 		_ = json.Unmarshal(m.Params, &p)
 		return strings.Join(append([]string{p.Command}, p.Args...), " ")
 	}
@@ -356,13 +374,13 @@ func summarize(w io.Writer, lines []Line, order []*request, v2 bool) Summary {
 		if v2 {
 			break
 		}
-		if r.method != MethodSessionPrompt || len(r.answers) == 0 {
+		if r.method != acpv1.MethodSessionPrompt || len(r.answers) == 0 {
 			continue
 		}
 		sid := string(member(lines[findRequest(lines, r.key)].Msg.Params, "sessionId"))
 		before, after := 0, 0
 		for i, l := range lines {
-			if l.Dir != AgentToClient || l.Msg.Method != MethodSessionUpdate ||
+			if l.Dir != AgentToClient || l.Msg.Method != acpv1.MethodSessionUpdate ||
 				string(member(l.Msg.Params, "sessionId")) != sid || i < findRequest(lines, r.key) {
 				continue
 			}
@@ -373,9 +391,9 @@ func summarize(w io.Writer, lines []Line, order []*request, v2 bool) Summary {
 			}
 		}
 		check(after == 0, "%d session/update before the answer to %s, %d after", before, r.key.tag(), after)
-		var res PromptResponse
+		var res acpv1.PromptResponse
 		if m := lines[r.answers[0]].Msg; m.Result != nil && json.Unmarshal(m.Result, &res) == nil {
-			s.StopReason = res.StopReason
+			s.StopReason = string(res.StopReason)
 		} else {
 			check(false, "%s was answered with an error: a prompt turn ends with a stop reason", r.key.tag())
 		}
@@ -456,7 +474,7 @@ func clip(s string, n int) string {
 // after every update of that session and followed by none.
 func summarizeWork(check func(bool, string, ...any), lines []Line, order []*request, s *Summary) {
 	for _, r := range order {
-		if r.method != MethodSessionPrompt || len(r.answers) == 0 {
+		if r.method != acpv1.MethodSessionPrompt || len(r.answers) == 0 {
 			continue
 		}
 		at := findRequest(lines, r.key)
@@ -469,7 +487,7 @@ func summarizeWork(check func(bool, string, ...any), lines []Line, order []*requ
 		sid := string(member(lines[at].Msg.Params, "sessionId"))
 		updates, idles, after := 0, 0, 0
 		for _, l := range lines[at:] {
-			if l.Dir != AgentToClient || l.Msg.Method != MethodSessionUpdate || string(member(l.Msg.Params, "sessionId")) != sid {
+			if l.Dir != AgentToClient || l.Msg.Method != acpv1.MethodSessionUpdate || string(member(l.Msg.Params, "sessionId")) != sid {
 				continue
 			}
 			switch reason, idle := idleOf(&l.Msg); {
