@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/acpv1"
 	"github.com/acpkit/acprpc/examples/internal/demo"
 	"github.com/acpkit/acprpc/remote"
 )
@@ -64,14 +65,14 @@ func connect(ctx context.Context, base http.RoundTripper, url, kind string) (*ed
 	}
 	e := &editor{kind: kind}
 	e.conn = acprpc.NewConn(context.Background(), tr, acprpc.HandlerFunc(e.handle), nil)
-	err = e.conn.Call(ctx, demo.MethodInitialize, demo.InitializeRequest{
-		ProtocolVersion: demo.ProtocolV1, ClientCapabilities: demo.ClientCapabilities{Terminal: true},
+	err = e.conn.Call(ctx, acpv1.MethodInitialize, acpv1.InitializeRequest{
+		ProtocolVersion: demo.ProtocolV1, ClientCapabilities: acpv1.ClientCapabilities{Terminal: true},
 	}, nil)
 	var sess struct {
 		SessionID string `json:"sessionId"`
 	}
 	if err == nil {
-		err = e.conn.Call(ctx, demo.MethodSessionNew, map[string]any{"cwd": "/", "mcpServers": []any{}}, &sess)
+		err = e.conn.Call(ctx, acpv1.MethodSessionNew, map[string]any{"cwd": "/", "mcpServers": []any{}}, &sess)
 	}
 	if err != nil {
 		e.conn.Close()
@@ -86,7 +87,7 @@ func connect(ctx context.Context, base http.RoundTripper, url, kind string) (*ed
 
 func (e *editor) handle(ctx context.Context, req *acprpc.Request) (any, error) {
 	switch req.Method {
-	case demo.MethodRequestPermission, demo.MethodTerminalCreate:
+	case acpv1.MethodSessionRequestPermission, acpv1.MethodTerminalCreate:
 		e.mu.Lock()
 		tu := e.now
 		e.mu.Unlock()
@@ -137,7 +138,7 @@ func (e *editor) start(ctx context.Context) *turn {
 		var res struct {
 			StopReason string `json:"stopReason"`
 		}
-		err := e.conn.Call(ctx, demo.MethodSessionPrompt, map[string]any{"sessionId": e.session,
+		err := e.conn.Call(ctx, acpv1.MethodSessionPrompt, map[string]any{"sessionId": e.session,
 			"prompt": []map[string]string{{"type": "text", "text": "slow: analyze file X"}}}, &res)
 		tu.answer <- turnEnd{res.StopReason, err, time.Now()}
 	}()
