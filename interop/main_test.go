@@ -21,6 +21,9 @@ var agentBin string
 // goroutine outlives them: every Conn, process and pipe a test opens must be
 // closed and waited for.
 func TestMain(m *testing.M) {
+	if os.Getenv(sourcegraphAgentEnv) != "" {
+		os.Exit(runSourcegraphAgent()) // client.ts runs this binary as its agent
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "interop: cannot find the working directory:", err)

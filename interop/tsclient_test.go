@@ -62,18 +62,19 @@ type updateRecord struct {
 	DeliveredBeforePromptSettled bool   `json:"deliveredBeforePromptSettled"`
 }
 
-// runTSClient runs src/client.ts's scenario against the built Go example
-// agent and returns its report. If the test fails, the report, the wire log
-// and both processes' stderr are printed.
-func runTSClient(t *testing.T, scenario string) *clientReport {
+// runTSClient runs src/client.ts's scenario against a Go agent and returns
+// its report. If the test fails, the report, the wire log and both
+// processes' stderr are printed.
+func runTSClient(t *testing.T, scenario string, agent goAgent) *clientReport {
 	t.Helper()
 	node := requireNode(t)
 	reportPath := filepath.Join(t.TempDir(), "report.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, nodeScript("client.ts",
-		"--scenario", scenario, "--timeout", "15000", "--report", reportPath, "--", agentBin, "-v")...)
+		append([]string{"--scenario", scenario, "--timeout", "15000", "--report", reportPath, "--"}, agent.command()...)...)...)
 	cmd.Dir = interopDir
+	cmd.Env = append(os.Environ(), agent.env...) // client.ts passes its environment to the agent
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr // the agent's stderr is passed through to client.ts's
 	cmd.WaitDelay = 5 * time.Second
@@ -133,21 +134,23 @@ func assertUpdatesBeforeResult(t *testing.T, r *clientReport, round clientRound)
 // ends with end_turn, and no cancellation goes either way.
 func TestTSClientNormal(t *testing.T) {
 	t.Parallel()
-	r := runTSClient(t, "normal")
-	require.Len(t, r.Rounds, 1)
-	round := r.Rounds[0]
-	assert.Equal(t, "resolved", round.Outcome)
-	assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(round.Result))
-	require.NotNil(t, round.Permission, "the agent asked no permission")
-	require.NotNil(t, round.Terminal, "the agent created no terminal")
-	for _, h := range []*handlerRecord{round.Permission, round.Terminal} {
-		assert.Nil(t, h.SignalAbortedAt, "request %s was cancelled", h.RequestID)
-		assert.Len(t, r.Wire.responses("out", string(h.RequestID)), 1, "the client answers request %s once", h.RequestID)
-	}
-	assert.Empty(t, r.Wire.cancels("in"), "the agent sent $/cancel_request")
-	assert.Empty(t, r.Wire.cancels("out"), "the client sent $/cancel_request")
-	assertUpdatesBeforeResult(t, r, round)
-	assert.Equal(t, "stop", round.ActiveSessionQueue[len(round.ActiveSessionQueue)-1])
+	forEachGoAgent(t, func(t *testing.T, agent goAgent) {
+		r := runTSClient(t, "normal", agent)
+		require.Len(t, r.Rounds, 1)
+		round := r.Rounds[0]
+		assert.Equal(t, "resolved", round.Outcome)
+		assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(round.Result))
+		require.NotNil(t, round.Permission, "the agent asked no permission")
+		require.NotNil(t, round.Terminal, "the agent created no terminal")
+		for _, h := range []*handlerRecord{round.Permission, round.Terminal} {
+			assert.Nil(t, h.SignalAbortedAt, "request %s was cancelled", h.RequestID)
+			assert.Len(t, r.Wire.responses("out", string(h.RequestID)), 1, "the client answers request %s once", h.RequestID)
+		}
+		assert.Empty(t, r.Wire.cancels("in"), "the agent sent $/cancel_request")
+		assert.Empty(t, r.Wire.cancels("out"), "the client sent $/cancel_request")
+		assertUpdatesBeforeResult(t, r, round)
+		assert.Equal(t, "stop", round.ActiveSessionQueue[len(round.ActiveSessionQueue)-1])
+	})
 }
 
 // session/cancel while the agent's permission and terminal requests are
@@ -157,46 +160,48 @@ func TestTSClientNormal(t *testing.T) {
 // prompt returns stopReason cancelled once, after every update.
 func TestTSClientSessionCancel(t *testing.T) {
 	t.Parallel()
-	r := runTSClient(t, "session-cancel")
-	require.Len(t, r.Rounds, 1)
-	round := r.Rounds[0]
-	require.NotNil(t, round.Permission, "the agent asked no permission")
-	require.NotNil(t, round.Terminal, "the agent created no terminal")
-	perm, term := round.Permission, round.Terminal
-	require.NotEqual(t, string(perm.RequestID), string(term.RequestID))
+	forEachGoAgent(t, func(t *testing.T, agent goAgent) {
+		r := runTSClient(t, "session-cancel", agent)
+		require.Len(t, r.Rounds, 1)
+		round := r.Rounds[0]
+		require.NotNil(t, round.Permission, "the agent asked no permission")
+		require.NotNil(t, round.Terminal, "the agent created no terminal")
+		perm, term := round.Permission, round.Terminal
+		require.NotEqual(t, string(perm.RequestID), string(term.RequestID))
 
-	// Each handler's signal fired through $/cancel_request with its own ID.
-	for name, h := range map[string]*handlerRecord{"permission": perm, "terminal": term} {
-		require.NotNil(t, h.SignalAbortedAt, "the %s handler's signal never fired", name)
-		require.NotNil(t, h.SignalReason, name)
-		assert.Equal(t, int64(-32800), h.SignalReason.Code, "%s signal reason", name)
-		assert.JSONEq(t, `{"requestId":`+string(h.RequestID)+`}`, string(h.SignalReason.Data), "%s signal reason names its request", name)
-	}
-	got := r.Wire.cancels("in")
-	slices.Sort(got)
-	want := []string{string(perm.RequestID), string(term.RequestID)}
-	slices.Sort(want)
-	assert.Equal(t, want, got, "the agent's $/cancel_request IDs: one per pending request, each its own")
-	assert.Empty(t, r.Wire.cancels("out"), "the client sent $/cancel_request")
-	assert.Len(t, r.Wire.notifications("out", "session/cancel"), 1)
+		// Each handler's signal fired through $/cancel_request with its own ID.
+		for name, h := range map[string]*handlerRecord{"permission": perm, "terminal": term} {
+			require.NotNil(t, h.SignalAbortedAt, "the %s handler's signal never fired", name)
+			require.NotNil(t, h.SignalReason, name)
+			assert.Equal(t, int64(-32800), h.SignalReason.Code, "%s signal reason", name)
+			assert.JSONEq(t, `{"requestId":`+string(h.RequestID)+`}`, string(h.SignalReason.Data), "%s signal reason names its request", name)
+		}
+		got := r.Wire.cancels("in")
+		slices.Sort(got)
+		want := []string{string(perm.RequestID), string(term.RequestID)}
+		slices.Sort(want)
+		assert.Equal(t, want, got, "the agent's $/cancel_request IDs: one per pending request, each its own")
+		assert.Empty(t, r.Wire.cancels("out"), "the client sent $/cancel_request")
+		assert.Len(t, r.Wire.notifications("out", "session/cancel"), 1)
 
-	// The client's answers: cancelled outcome and -32800, once each.
-	permAnswers := r.Wire.responses("out", string(perm.RequestID))
-	if assert.Len(t, permAnswers, 1) {
-		assert.JSONEq(t, `{"outcome":{"outcome":"cancelled"}}`, string(permAnswers[0].parsed().Result))
-	}
-	termAnswers := r.Wire.responses("out", string(term.RequestID))
-	if assert.Len(t, termAnswers, 1) && assert.NotNil(t, termAnswers[0].parsed().Error) {
-		assert.Equal(t, int64(-32800), termAnswers[0].parsed().Error.Code)
-	}
+		// The client's answers: cancelled outcome and -32800, once each.
+		permAnswers := r.Wire.responses("out", string(perm.RequestID))
+		if assert.Len(t, permAnswers, 1) {
+			assert.JSONEq(t, `{"outcome":{"outcome":"cancelled"}}`, string(permAnswers[0].parsed().Result))
+		}
+		termAnswers := r.Wire.responses("out", string(term.RequestID))
+		if assert.Len(t, termAnswers, 1) && assert.NotNil(t, termAnswers[0].parsed().Error) {
+			assert.Equal(t, int64(-32800), termAnswers[0].parsed().Error.Code)
+		}
 
-	// The prompt: stopReason cancelled, exactly once, after every update.
-	assert.Equal(t, "resolved", round.Outcome)
-	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(round.Result))
-	assertUpdatesBeforeResult(t, r, round)
-	prompt := r.Wire.responses("in", string(round.PromptRequestID))[0].parsed()
-	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(prompt.Result), "the agent answers a cancelled turn with a result, never an error")
-	assert.Equal(t, "stop", round.ActiveSessionQueue[len(round.ActiveSessionQueue)-1])
+		// The prompt: stopReason cancelled, exactly once, after every update.
+		assert.Equal(t, "resolved", round.Outcome)
+		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(round.Result))
+		assertUpdatesBeforeResult(t, r, round)
+		prompt := r.Wire.responses("in", string(round.PromptRequestID))[0].parsed()
+		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(prompt.Result), "the agent answers a cancelled turn with a result, never an error")
+		assert.Equal(t, "stop", round.ActiveSessionQueue[len(round.ActiveSessionQueue)-1])
+	})
 }
 
 // The prompt cancelled with the SDK's cancellationSignal, which sends
@@ -205,32 +210,44 @@ func TestTSClientSessionCancel(t *testing.T) {
 // with -32800 at once, and the agent still answers exactly once on the wire.
 func TestTSClientRequestCancel(t *testing.T) {
 	t.Parallel()
-	r := runTSClient(t, "request-cancel")
-	require.Len(t, r.Rounds, 2)
-	graceful, stopWaiting := r.Rounds[0], r.Rounds[1]
-	require.Equal(t, "graceful", graceful.Label)
-	require.Equal(t, "stop-waiting", stopWaiting.Label)
+	forEachGoAgent(t, func(t *testing.T, agent goAgent) {
+		r := runTSClient(t, "request-cancel", agent)
+		require.Len(t, r.Rounds, 2)
+		graceful, stopWaiting := r.Rounds[0], r.Rounds[1]
+		require.Equal(t, "graceful", graceful.Label)
+		require.Equal(t, "stop-waiting", stopWaiting.Label)
 
-	for _, round := range []clientRound{graceful, stopWaiting} {
-		id := string(round.PromptRequestID)
-		require.NotEmpty(t, id, "%s: no session/prompt on the wire", round.Label)
-		assert.Equal(t, 1, count(r.Wire.cancels("out"), id), "%s: $/cancel_request for the prompt %s", round.Label, id)
-		answers := r.Wire.responses("in", id)
-		if assert.Len(t, answers, 1, "%s: the Go agent answers the prompt exactly once", round.Label) {
-			assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(answers[0].parsed().Result), "%s: the agent's answer on the wire", round.Label)
+		for _, round := range []clientRound{graceful, stopWaiting} {
+			id := string(round.PromptRequestID)
+			require.NotEmpty(t, id, "%s: no session/prompt on the wire", round.Label)
+			assert.Equal(t, 1, count(r.Wire.cancels("out"), id), "%s: $/cancel_request for the prompt %s", round.Label, id)
+			answers := r.Wire.responses("in", id)
+			if assert.Len(t, answers, 1, "%s: the Go agent answers the prompt exactly once", round.Label) {
+				assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(answers[0].parsed().Result), "%s: the agent's answer on the wire", round.Label)
+			}
 		}
-	}
-	assert.Empty(t, r.Wire.cancels("in"), "the agent cancelled requests that were already answered")
+		assert.Empty(t, r.Wire.cancels("in"), "the agent cancelled requests that were already answered")
 
-	assert.Equal(t, "resolved", graceful.Outcome)
-	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(graceful.Result))
-	assertUpdatesBeforeResult(t, r, graceful)
+		assert.Equal(t, "resolved", graceful.Outcome)
+		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(graceful.Result))
+		assertUpdatesBeforeResult(t, r, graceful)
 
-	assert.Equal(t, "rejected", stopWaiting.Outcome)
-	if assert.NotNil(t, stopWaiting.Error) {
-		assert.Equal(t, int64(-32800), stopWaiting.Error.Code)
+		assert.Equal(t, "rejected", stopWaiting.Outcome)
+		if assert.NotNil(t, stopWaiting.Error) {
+			assert.Equal(t, int64(-32800), stopWaiting.Error.Code)
+		}
+		assert.Equal(t, "error:-32800", stopWaiting.ActiveSessionQueue[len(stopWaiting.ActiveSessionQueue)-1])
+	})
+}
+
+// forEachGoAgent runs f against each of goAgents, in parallel.
+func forEachGoAgent(t *testing.T, f func(t *testing.T, agent goAgent)) {
+	for _, agent := range goAgents {
+		t.Run(agent.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, agent)
+		})
 	}
-	assert.Equal(t, "error:-32800", stopWaiting.ActiveSessionQueue[len(stopWaiting.ActiveSessionQueue)-1])
 }
 
 func count(ids []string, id string) int {
