@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // maxErrorBody is how much of a refused request's body is kept for the
@@ -56,8 +57,8 @@ type httpClient struct {
 	local    [][]byte      // answers made here, for Recv ahead of the streams
 	wake     chan struct{} // signalled when local grows
 	sessions map[string]*clientStream
-	answerTo map[string]string // a server request's ID → the session stream it came on
-	failing  bool              // set once by fail: no stream is opened again
+	answerTo map[wire.Key]string // the key of a server request's ID → the session stream it came on
+	failing  bool                // set once by fail: no stream is opened again
 }
 
 // clientStream is one SSE stream being read.
@@ -77,7 +78,7 @@ func dialHTTP(u string, o DialOptions) (acprpc.Transport, error) {
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		sessions: make(map[string]*clientStream),
-		answerTo: make(map[string]string),
+		answerTo: make(map[wire.Key]string),
 	}
 	max := o.MaxMessageSize
 	if max <= 0 {
@@ -196,10 +197,10 @@ func (t *httpClient) initialize(msg []byte, env envelope) error {
 // when it belongs to a session, whose stream is opened first.
 func (t *httpClient) post(msg []byte, env envelope, connID string) error {
 	session := env.sessionID()
-	if env.isResponse() {
+	if key, ok := env.answeredKey(); ok {
 		t.mu.Lock()
-		session = t.answerTo[env.idKey()]
-		delete(t.answerTo, env.idKey())
+		session = t.answerTo[key]
+		delete(t.answerTo, key)
 		t.mu.Unlock()
 	}
 	if session != "" {
@@ -222,7 +223,7 @@ func (t *httpClient) post(msg []byte, env envelope, connID string) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	case isConnectionGone(resp.StatusCode):
 		t.fail(fmt.Errorf("remote: the server refused the connection: %s", resp.Status))
-	case env.isRequest():
+	case env.answerID() != nil:
 		t.refused(env, resp)
 	default:
 		t.fail(fmt.Errorf("remote: the server refused a message: %s", resp.Status))
@@ -246,7 +247,7 @@ func (t *httpClient) refused(env envelope, resp *http.Response) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	answer, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
-		"id":      env.ID,
+		"id":      json.RawMessage(env.answerID()),
 		"error": map[string]any{
 			"code":    acprpc.CodeInternalError,
 			"message": "HTTP " + resp.Status,
@@ -360,9 +361,9 @@ func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
 			return delivered, err
 		}
 		env := peek(msg)
-		if session != "" && env.isRequest() {
+		if key, ok := env.answerKey(); session != "" && ok {
 			t.mu.Lock()
-			t.answerTo[env.idKey()] = session
+			t.answerTo[key] = session
 			t.mu.Unlock()
 		}
 		if s := env.resultSessionID(); s != "" {

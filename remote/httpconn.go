@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // httpConn is the server's side of one Streamable HTTP connection, and the
@@ -37,10 +38,10 @@ type httpConn struct {
 
 	mu           sync.Mutex
 	streams      map[string]*outStream // by session ID; "" is the connection's own
-	routes       map[string]string     // a client request's ID → the stream of its answer
+	routes       map[wire.Key]string   // the key of a client request's ID → the stream of its answer
 	queued       int                   // bytes waiting on every stream
 	room         chan struct{}         // closed and replaced when bytes leave a queue
-	initID       string                // the ID of initialize while its answer is awaited
+	initID       wire.Key              // the key of initialize's ID while its answer is awaited, else zero
 	initAnswer   chan []byte           // gets that answer, for the POST of initialize
 	closed       chan struct{}
 	drainBy      time.Time // once closed: when its SSE streams must have written what is left
@@ -72,7 +73,7 @@ func newHTTPConn(s *Server) *httpConn {
 		id:           newConnectionID(),
 		in:           make(chan []byte),
 		streams:      map[string]*outStream{"": newOutStream()},
-		routes:       make(map[string]string),
+		routes:       make(map[wire.Key]string),
 		room:         make(chan struct{}),
 		initAnswer:   make(chan []byte, 1),
 		closed:       make(chan struct{}),
@@ -153,10 +154,10 @@ func (h *httpConn) Send(msg []byte) error {
 // answersInit hands the answer to initialize to the POST waiting for it;
 // it is not queued on any stream. Called with h.mu held.
 func (h *httpConn) answersInit(env envelope, msg []byte) bool {
-	if h.initID == "" || !env.isResponse() || env.idKey() != h.initID {
+	if key, ok := env.answeredKey(); !ok || key != h.initID {
 		return false
 	}
-	h.initID = ""
+	h.initID = wire.Key{}
 	h.initAnswer <- msg
 	return true
 }
@@ -164,29 +165,42 @@ func (h *httpConn) answersInit(env envelope, msg []byte) bool {
 // routeOf returns the stream a message of the Conn goes to. Called with
 // h.mu held.
 func (h *httpConn) routeOf(env envelope) string {
-	if env.isResponse() {
-		key := env.idKey()
-		route := h.routes[key]
-		delete(h.routes, key)
-		return route
+	if !env.isResponse() {
+		return env.sessionID()
 	}
-	return env.sessionID()
+	key, ok := env.answeredKey()
+	if !ok {
+		return "" // an answer with "id": null has no request to go back to
+	}
+	route := h.routes[key]
+	delete(h.routes, key)
+	return route
 }
 
-// expectAnswer records where the answer to a client's request goes.
+// expectAnswer records where the Conn's answer to a client's message goes,
+// under the key of the ID the answer will carry. A message the Conn answers
+// with "id": null, or not at all, has no route: nothing would remove it.
 func (h *httpConn) expectAnswer(env envelope, session string) {
+	key, ok := env.answerKey()
+	if !ok {
+		return
+	}
 	if env.methodName() == methodSessionLoad {
 		session = "" // a loaded session's replay may outrun its stream, so the answer takes the connection's
 	}
 	h.mu.Lock()
-	h.routes[env.idKey()] = session
+	h.routes[key] = session
 	h.mu.Unlock()
 }
 
 // forgetAnswer drops the route of a request that never reached the Conn.
 func (h *httpConn) forgetAnswer(env envelope) {
+	key, ok := env.answerKey()
+	if !ok {
+		return
+	}
 	h.mu.Lock()
-	delete(h.routes, env.idKey())
+	delete(h.routes, key)
 	h.mu.Unlock()
 }
 

@@ -24,7 +24,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(HeaderConnectionID)
 	isInit := env.isRequest() && env.methodName() == methodInitialize
 	switch {
-	case id == "" && isInit && string(env.ID) != "null":
+	case id == "" && isInit:
 		s.openHTTP(w, r, body, env)
 		return
 	case id == "":
@@ -46,9 +46,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	} else if session == "" {
 		session = p
 	}
-	if env.isRequest() {
-		h.expectAnswer(env, session)
-	}
+	h.expectAnswer(env, session)
 	select {
 	case h.in <- body:
 		w.WriteHeader(http.StatusAccepted)
@@ -99,7 +97,7 @@ func readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byt
 // its Conn gets the request, and its answer is the POST's.
 func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, env envelope) {
 	h := newHTTPConn(s)
-	h.initID = env.idKey()
+	h.initID, _ = env.answerKey()
 	if ref := s.admit(h); ref != nil {
 		h.idle.disarm()
 		refuse(w, ref)

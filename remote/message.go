@@ -2,7 +2,8 @@ package remote
 
 import (
 	"bytes"
-	"encoding/json"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // The methods the transports look at.
@@ -12,57 +13,61 @@ const (
 )
 
 // envelope is what a transport needs to know of a message to carry it: its
-// kind, its ID as sent, and the session it belongs to. Everything else is
-// the Conn's to validate; a message the envelope cannot make sense of is
-// carried as a connection-level one and the Conn answers it.
+// kind, the key of the ID its answer carries, and the session it belongs to.
+// It is read by wire.Parse, the Conn's own reading, so that the transports
+// and the Conn agree on what is an answer and which ID it names. Everything
+// else is the Conn's to validate; a message the Conn cannot use is carried
+// as a connection-level one and the Conn answers it.
 type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method json.RawMessage `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-	method string
+	msg     wire.Message
+	problem *wire.Problem // why the Conn will refuse the message, or nil
 }
 
-// peek reads msg's envelope; the zero envelope stands for anything that is
-// not a JSON object.
+// peek reads msg's envelope.
 func peek(msg []byte) envelope {
-	var e envelope
-	if json.Unmarshal(msg, &e) != nil {
-		return envelope{}
-	}
-	_ = json.Unmarshal(e.Method, &e.method)
-	return e
+	m, bad := wire.Parse(msg)
+	return envelope{msg: m, problem: bad}
 }
 
-func (e envelope) hasID() bool     { return e.ID != nil }
-func (e envelope) isRequest() bool { return e.Method != nil && e.hasID() }
-func (e envelope) isResponse() bool {
-	return e.Method == nil && (e.hasID() || e.Result != nil || e.Error != nil)
+func (e envelope) isRequest() bool    { return e.problem == nil && e.msg.Kind == wire.Request }
+func (e envelope) isResponse() bool   { return e.problem == nil && e.msg.Kind == wire.Response }
+func (e envelope) methodName() string { return e.msg.Method }
+
+// answerID is the raw ID that the Conn's answer to this message will
+// carry: a request's, or that of a message the Conn refuses but whose ID it
+// can read. A message answered with "id": null, or never answered, has
+// none.
+func (e envelope) answerID() []byte {
+	switch {
+	case e.problem != nil:
+		return e.problem.ID
+	case e.msg.Kind == wire.Request:
+		return e.msg.ID
+	}
+	return nil
 }
-func (e envelope) idKey() string      { return string(e.ID) }
-func (e envelope) methodName() string { return e.method }
+
+// answerKey is the key of answerID, if there is one.
+func (e envelope) answerKey() (wire.Key, bool) { return wire.KeyOf(e.answerID()) }
+
+// answeredKey is the key of the ID an answer names, if it names one.
+func (e envelope) answeredKey() (wire.Key, bool) {
+	if !e.isResponse() {
+		return wire.Key{}, false
+	}
+	return wire.KeyOf(e.msg.ID)
+}
 
 // sessionID is params.sessionId when it is a string, else "".
-func (e envelope) sessionID() string { return sessionIn(e.Params) }
+func (e envelope) sessionID() string { return e.msg.SessionID }
 
 // resultSessionID is result.sessionId when it is a string, else "": the
 // answer to session/new names the new session there.
-func (e envelope) resultSessionID() string { return sessionIn(e.Result) }
-
-func sessionIn(obj json.RawMessage) string {
-	if len(obj) == 0 || obj[0] != '{' {
-		return ""
+func (e envelope) resultSessionID() string {
+	if sid := wire.Member(e.msg.Result, "sessionId"); len(sid) > 0 && sid[0] == '"' {
+		return wire.Unquote(sid)
 	}
-	var s struct {
-		SessionID json.RawMessage `json:"sessionId"`
-	}
-	if json.Unmarshal(obj, &s) != nil || len(s.SessionID) == 0 || s.SessionID[0] != '"' {
-		return ""
-	}
-	var id string
-	_ = json.Unmarshal(s.SessionID, &id)
-	return id
+	return ""
 }
 
 // jsonKind is the first significant byte of a JSON text: '{' for an

@@ -118,8 +118,7 @@ func (e *eventData) add(p []byte) {
 	case len(e.data)+len(p) <= e.limit:
 		e.data = append(e.data, p...)
 	default:
-		prefix := append(e.data, p[:min(len(p), max(0, prefixKept-len(e.data)))]...)
-		e.tooLarge = &acprpc.MessageTooLargeError{Limit: e.limit, Prefix: bytes.Clone(prefix[:min(len(prefix), prefixKept)])}
+		e.tooLarge = &acprpc.MessageTooLargeError{Limit: e.limit}
 		_, _ = e.tooLarge.Write(e.data)
 		_, _ = e.tooLarge.Write(p)
 		e.data = nil

@@ -43,7 +43,7 @@ func TestSSETooLargeFindsTheIDAfterTheResult(t *testing.T) {
 	assert.Equal(t, len(long), tooLarge.Size)
 	assert.Equal(t, `"late"`, tooLarge.ID.String())
 	assert.True(t, tooLarge.IsResponse)
-	assert.Equal(t, long[:prefixKept], string(tooLarge.Prefix))
+	assert.Equal(t, long[:4<<10], string(tooLarge.Prefix))
 
 	msg, err := r.next()
 	require.NoError(t, err)

@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,10 +14,6 @@ import (
 
 	"github.com/acpkit/acprpc"
 )
-
-// prefixKept is how much of an over-long message is held to find its ID,
-// as the stdio framing does.
-const prefixKept = 4 << 10
 
 // closeWait bounds the close handshake: a peer that does not answer our
 // close frame in this time has its socket closed under it.
@@ -193,18 +188,16 @@ func (t *wsTransport) readMessage(r io.Reader) ([]byte, error) {
 }
 
 // dropRest reads the rest of a message over the limit through a small
-// window, keeping only its first bytes and what the Conn needs of it: the
-// scan of MessageTooLargeError finds its ID wherever it is.
+// window, through the MessageTooLargeError that keeps its first bytes and
+// finds its ID wherever it is.
 func (t *wsTransport) dropRest(r io.Reader, seen []byte, limit int, err error) error {
 	tooLarge := &acprpc.MessageTooLargeError{Limit: limit}
-	prefix := bytes.Clone(seen[:min(len(seen), prefixKept)])
 	_, _ = tooLarge.Write(seen)
 	window := make([]byte, 32<<10)
 	for err == nil {
 		var n int
 		n, err = r.Read(window)
 		_, _ = tooLarge.Write(window[:n])
-		prefix = append(prefix, window[:min(n, prefixKept-len(prefix))]...)
 		if n > 0 {
 			t.silence.restart()
 		}
@@ -212,7 +205,6 @@ func (t *wsTransport) dropRest(r io.Reader, seen []byte, limit int, err error) e
 	if err != io.EOF {
 		return err
 	}
-	tooLarge.Prefix = prefix
 	return tooLarge
 }
 

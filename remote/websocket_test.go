@@ -91,7 +91,7 @@ func TestWebSocketDropsOverLongMessageAndReadsOn(t *testing.T) {
 	require.ErrorAs(t, err, &tooLarge)
 	assert.Equal(t, len(long), tooLarge.Size)
 	assert.Equal(t, 1000, tooLarge.Limit)
-	assert.Equal(t, long[:prefixKept], string(tooLarge.Prefix), "the first bytes are kept to find the ID")
+	assert.Equal(t, long[:4<<10], string(tooLarge.Prefix), "the first bytes are kept to find the ID")
 	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"method":"after"}`, recvMsg(t, server), "the connection goes on")
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wire"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -81,6 +82,9 @@ func (o *opened) Send(msg []byte) error {
 	return o.Transport.Send(msg)
 }
 
+// initKey is the key of initialize's ID in these scripts.
+var initKey, _ = wire.KeyOf([]byte("0"))
+
 // Recv drops the answer to initialize (ID 0), which may come after the
 // answers to the script's first requests: the Conn answers concurrently.
 func (o *opened) Recv() ([]byte, error) {
@@ -89,7 +93,7 @@ func (o *opened) Recv() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if env := peek(msg); !o.answered && env.isResponse() && env.idKey() == "0" {
+		if key, ok := peek(msg).answeredKey(); !o.answered && ok && key == initKey {
 			o.answered = true
 			continue
 		}
