@@ -22,9 +22,10 @@
 //
 // The handler replies as it always has, with conn.Reply or
 // conn.ReplyWithError, before it returns; the Layer runs it on a goroutine
-// of its own, so it must not be wrapped in jsonrpc2.AsyncHandler (whose
-// goroutine would start after the next message is read). Notifications are
-// handled in order on the engine's read goroutine, as the engine does.
+// of its own. Notifications are handled in order on the engine's read
+// goroutine, as the engine does, or each on a goroutine of its own when the
+// handler is a jsonrpc2.AsyncHandler, which the Layer unwraps for requests
+// (its goroutine would start the handler after the next message is read).
 //
 // What the engine decides stays the engine's: it closes the connection on
 // a line that is not JSON, on a batch it cannot type, and on an ID that is

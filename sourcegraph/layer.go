@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -105,9 +106,19 @@ func NewConn(ctx context.Context, stream jsonrpc2.ObjectStream, h jsonrpc2.Handl
 // handled here and never reaches h; other notifications reach h in order,
 // on the engine's read goroutine. Once h returns, a request it did not
 // answer is answered for it: as cancelled if it was, else -32603.
+//
+// An h made by jsonrpc2.AsyncHandler is served as the handler it wraps, so
+// that each request is still registered before its handler starts (the
+// wrapper's goroutine would start it only after the next message is read,
+// and its return would be taken for a handler that never replies), and
+// its notifications each run on a goroutine of their own, as AsyncHandler
+// runs them.
 func (l *Layer) Handler(h jsonrpc2.Handler) jsonrpc2.Handler {
+	h, async := unwrapAsync(h)
 	return handlerFunc(func(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		switch {
+		case req.Notif && async:
+			go l.notification(ctx, conn, req, h)
 		case req.Notif:
 			l.notification(ctx, conn, req, h)
 		case strings.HasPrefix(req.Method, "$/"):
@@ -116,6 +127,21 @@ func (l *Layer) Handler(h jsonrpc2.Handler) jsonrpc2.Handler {
 			l.serve(ctx, conn, req, h)
 		}
 	})
+}
+
+// asyncHandlerType is the type of jsonrpc2.AsyncHandler's handlers, which
+// embed the handler they run on goroutines of their own.
+var asyncHandlerType = reflect.TypeOf(jsonrpc2.AsyncHandler(nil))
+
+// unwrapAsync returns the handler an AsyncHandler wraps, and whether h is
+// one.
+func unwrapAsync(h jsonrpc2.Handler) (jsonrpc2.Handler, bool) {
+	v := reflect.ValueOf(h)
+	if !v.IsValid() || v.Type() != asyncHandlerType {
+		return h, false
+	}
+	inner, ok := v.Field(0).Interface().(jsonrpc2.Handler)
+	return inner, ok && inner != nil
 }
 
 type handlerFunc func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request)

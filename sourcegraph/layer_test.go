@@ -215,3 +215,33 @@ func TestEngineClosesOnBadLine(t *testing.T) {
 		t.Fatal("the engine read on after a line that is not JSON")
 	}
 }
+
+// A handler wrapped in jsonrpc2.AsyncHandler, as programs on the engine
+// often have it: requests are still registered before they run and
+// answered by the handler's own reply, and notifications still run on
+// goroutines of their own, so one can call the peer and wait for its
+// answer, which the read goroutine reads meanwhile.
+func TestAsyncHandler(t *testing.T) {
+	ctx := wiretest.Context(t)
+	causes := make(chan error, 1)
+	called := make(chan error, 1)
+	h := mux{
+		"slow": untilCancelled(causes),
+		"work": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+			_ = c.Reply(ctx, r.ID, "done")
+		},
+		"note": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+			called <- sourcegraph.Call(ctx, c, "peer/echo", nil, nil)
+		},
+	}
+	p := serve(t, jsonrpc2.AsyncHandler(h), nil)
+	p.SendRaw(wiretest.RequestLine("1", "slow", `{}`) + "\n" + wiretest.CancelLine("1") + "\n")
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrPeerCancelled)
+	p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+	p.Request("2", "work", `{}`)
+	p.ExpectResult(ctx, "2", `"done"`)
+	p.Notify("note", `{}`)
+	echo := p.ExpectRequest(ctx, "peer/echo")
+	p.Respond(string(echo.ID), `{}`)
+	require.NoError(t, wiretest.Recv(t, ctx, called))
+}
