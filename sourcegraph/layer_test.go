@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -244,4 +245,31 @@ func TestAsyncHandler(t *testing.T) {
 	echo := p.ExpectRequest(ctx, "peer/echo")
 	p.Respond(string(echo.ID), `{}`)
 	require.NoError(t, wiretest.Recv(t, ctx, called))
+}
+
+// lines is an io.Writer that hands each write to a channel.
+type lines chan string
+
+func (l lines) Write(p []byte) (int, error) {
+	l <- string(p)
+	return len(p), nil
+}
+
+// A Layer whose Handler serves a connection without its Stream cannot
+// guard the answers, and says so as an error rather than failing in
+// silence.
+func TestHandlerWithoutStream(t *testing.T) {
+	ctx := wiretest.Context(t)
+	logged := make(lines, 4)
+	rwc, end, err := wiretest.RawPipe()
+	require.NoError(t, err)
+	p := wiretest.NewPeer(t, end)
+	layer := sourcegraph.New(&sourcegraph.Options{Logger: slog.New(slog.NewTextHandler(logged, nil))})
+	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(rwc), layer.Handler(mux{}), quiet)
+	t.Cleanup(func() {
+		_ = conn.Close()
+		<-conn.DisconnectNotify()
+	})
+	p.Request("1", "$/anything", `{}`)
+	assert.Contains(t, wiretest.Recv(t, ctx, logged), "not the Layer's")
 }

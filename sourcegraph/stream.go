@@ -2,6 +2,7 @@ package sourcegraph
 
 import (
 	"encoding/json"
+	"errors"
 
 	"github.com/sourcegraph/jsonrpc2"
 
@@ -101,5 +102,14 @@ func (l *Layer) write(resp *jsonrpc2.Response) error {
 func (l *Layer) writeRaw(b []byte) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
+	if l.stream == nil {
+		l.log.Error(errNoStream.Error())
+		return errNoStream
+	}
 	return l.stream.WriteObject(json.RawMessage(b))
 }
+
+// errNoStream is the failure of a Layer whose Handler serves a connection
+// whose stream is not the Layer's: it cannot see, so cannot guard, the
+// answers.
+var errNoStream = errors.New("sourcegraph: the connection's stream is not the Layer's (Layer.Stream); answers cannot be sent")

@@ -8,29 +8,37 @@ import (
 	"github.com/acpkit/acprpc"
 )
 
-// The few ACP v1 types the example's typed calls use.
+// The few ACP v1 types the example's typed calls use; an SDK has them all,
+// as the acpv1 package does.
 type (
+	// InitializeRequest opens the connection.
 	InitializeRequest struct {
 		ProtocolVersion int `json:"protocolVersion"`
 	}
+	// InitializeResponse is the agent's answer to it.
 	InitializeResponse struct {
 		ProtocolVersion int `json:"protocolVersion"`
 	}
+	// NewSessionRequest opens a session.
 	NewSessionRequest struct {
 		Cwd        string `json:"cwd"`
 		McpServers []any  `json:"mcpServers"`
 	}
+	// NewSessionResponse names the session.
 	NewSessionResponse struct {
 		SessionID string `json:"sessionId"`
 	}
+	// ContentBlock is one part of a prompt (text only here).
 	ContentBlock struct {
 		Type string `json:"type"`
 		Text string `json:"text,omitempty"`
 	}
+	// PromptRequest starts a turn.
 	PromptRequest struct {
 		SessionID string         `json:"sessionId"`
 		Prompt    []ContentBlock `json:"prompt"`
 	}
+	// PromptResponse ends it, with its stop reason.
 	PromptResponse struct {
 		StopReason string `json:"stopReason"`
 	}

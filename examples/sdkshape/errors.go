@@ -59,7 +59,7 @@ func (e *RequestError) As(target any) bool {
 // acprpc.ErrConnClosed, the peer's *acprpc.Error).
 func (e *RequestError) Unwrap() error { return e.peer }
 
-// The errors a handler returns most.
+// NewMethodNotFound says the handler does not serve method.
 func NewMethodNotFound(method string) *RequestError {
 	return &RequestError{Code: acprpc.CodeMethodNotFound, Message: "Method not found", Data: map[string]string{"method": method}}
 }
