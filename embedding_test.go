@@ -252,4 +252,16 @@ func TestReportCancelledTurns(t *testing.T) {
 		p.Respond(string(m.ID), `{"stopReason":"end_turn"}`)
 		assert.Equal(t, "cancelled", wiretest.Recv(t, ctx, got).StopReason)
 	})
+	t.Run("shutdown", func(t *testing.T) {
+		ctx := wiretest.Context(t)
+		c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{ReportCancelledTurns: true})
+		got := prompt(ctx, c, "s", acprpc.WaitAfterCancel(wiretest.Timeout))
+		m := p.ExpectRequest(ctx, "session/prompt")
+		shut := make(chan error, 1)
+		go func() { shut <- c.Shutdown(ctx) }()
+		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		p.Respond(string(m.ID), `{"stopReason":"end_turn"}`)
+		assert.Equal(t, "cancelled", wiretest.Recv(t, ctx, got).StopReason)
+		assert.NoError(t, wiretest.Recv(t, ctx, shut))
+	})
 }
