@@ -35,6 +35,7 @@ type httpConn struct {
 	in  chan []byte // POST → Recv; unbuffered, so a POST returns once the Conn has the message
 
 	limit atomic.Int64 // the largest POST body accepted
+	posts postBudget   // the POSTs whose message the Conn has not taken
 
 	mu           sync.Mutex
 	streams      map[string]*outStream // by session ID; "" is the connection's own
@@ -78,6 +79,7 @@ func newHTTPConn(s *Server) *httpConn {
 		initAnswer:   make(chan []byte, 1),
 		closed:       make(chan struct{}),
 		writeTimeout: s.opts.WriteTimeout,
+		posts:        postBudget{maxPosts: s.opts.MaxPendingPosts, maxBytes: s.opts.MaxPendingBytes},
 	}
 	h.limit.Store(int64(s.opts.MaxMessageSize))
 	if d := s.opts.IdleTimeout; d > 0 {
@@ -95,6 +97,7 @@ func newOutStream() *outStream { return &outStream{wake: make(chan struct{}, 1)}
 func (h *httpConn) SetReadLimit(n int) {
 	if n > 0 {
 		h.limit.Store(int64(n))
+		h.posts.fit(n)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 )
@@ -13,30 +14,68 @@ import (
 // servePost takes one client message. initialize without a connection ID
 // opens a connection and is answered 200 with the answer and the new
 // Acp-Connection-Id; any other message is handed to its connection's Conn
-// and answered 202 once the Conn has it.
+// and answered 202 once the Conn has it. Either waits within a bound from
+// before its body is read: a POST without a connection ID holds a place
+// among MaxConnections, one for a connection a place in its postBudget.
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
-	body, status, why := readMessageBody(w, r, s.postLimit(r))
-	if status != 0 {
-		http.Error(w, why, status)
-		return
-	}
-	env := peek(body)
 	id := r.Header.Get(HeaderConnectionID)
-	isInit := env.isRequest() && env.methodName() == methodInitialize
-	switch {
-	case id == "" && isInit:
-		s.openHTTP(w, r, body, env)
-		return
-	case id == "":
-		http.Error(w, "Bad Request: missing "+HeaderConnectionID, http.StatusBadRequest)
-		return
-	case isInit:
-		http.Error(w, "Bad Request: initialize not allowed on an existing connection", http.StatusBadRequest)
+	if id == "" {
+		s.serveInitialize(w, r)
 		return
 	}
 	h := s.lookup(id)
 	if h == nil {
 		http.Error(w, "Not Found: unknown "+HeaderConnectionID, http.StatusNotFound)
+		return
+	}
+	if !h.posts.enter() {
+		refuseOverBudget(w)
+		return
+	}
+	charged := &chargedBody{ReadCloser: r.Body, budget: &h.posts}
+	r.Body = charged
+	defer func() { h.posts.leave(charged.charged) }()
+	body, status, why := s.readMessageBody(w, r, h.limit.Load())
+	switch {
+	case status == http.StatusTooManyRequests:
+		refuseOverBudget(w)
+		return
+	case status != 0:
+		http.Error(w, why, status)
+		return
+	}
+	s.deliverPost(w, r, h, body)
+}
+
+// serveInitialize takes a POST without a connection ID, which must be
+// initialize, and opens a connection with it. Its body is read in a place
+// reserved among MaxConnections, so that POSTs whose bodies never come
+// cannot pile up beyond them.
+func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request) {
+	if ref := s.reserve(); ref != nil {
+		refuse(w, ref)
+		return
+	}
+	body, status, why := s.readMessageBody(w, r, int64(s.opts.MaxMessageSize))
+	s.unreserve()
+	if status != 0 {
+		http.Error(w, why, status)
+		return
+	}
+	env := peek(body)
+	if !env.isRequest() || env.methodName() != methodInitialize {
+		http.Error(w, "Bad Request: missing "+HeaderConnectionID, http.StatusBadRequest)
+		return
+	}
+	s.openHTTP(w, r, body, env)
+}
+
+// deliverPost hands a POSTed message to its connection's Conn, recording
+// where the answer to a request goes.
+func (s *Server) deliverPost(w http.ResponseWriter, r *http.Request, h *httpConn, body []byte) {
+	env := peek(body)
+	if env.isRequest() && env.methodName() == methodInitialize {
+		http.Error(w, "Bad Request: initialize not allowed on an existing connection", http.StatusBadRequest)
 		return
 	}
 	session := r.Header.Get(HeaderSessionID)
@@ -49,6 +88,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	h.expectAnswer(env, session)
 	select {
 	case h.in <- body:
+		setWriteDeadline(w, s.opts.WriteTimeout)
 		w.WriteHeader(http.StatusAccepted)
 	case <-h.closed:
 		h.forgetAnswer(env)
@@ -58,27 +98,30 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// postLimit is the largest body a POST may carry: its connection's limit
-// once its Conn has set one, else the Server's.
-func (s *Server) postLimit(r *http.Request) int64 {
-	if h := s.lookup(r.Header.Get(HeaderConnectionID)); h != nil {
-		return h.limit.Load()
-	}
-	return int64(s.opts.MaxMessageSize)
-}
-
 // readMessageBody reads a POST's body, which must be one JSON object of at
-// most limit bytes; otherwise it returns the status and text of the
-// refusal. A batch gets 501: ACP has no batches.
-func readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, string) {
+// most limit bytes, sent within BodyTimeout; otherwise it returns the
+// status and text of the refusal. A batch gets 501: ACP has no batches.
+func (s *Server) readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, string) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil, http.StatusUnsupportedMediaType, "Unsupported Media Type: send application/json"
 	}
+	rc := http.NewResponseController(w)
+	if d := s.opts.BodyTimeout; d > 0 {
+		_ = rc.SetReadDeadline(time.Now().Add(d)) // ErrNotSupported under a server without deadlines
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{}) // the wait for the Conn is bounded by other means
+	} // else the deadline stays, for what net/http reads of the body after the handler
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return nil, http.StatusRequestEntityTooLarge, "Request Entity Too Large: the message exceeds the size limit"
+	case errors.Is(err, errPostBudget):
+		return nil, http.StatusTooManyRequests, ""
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close")
+		return nil, http.StatusRequestTimeout, "Request Timeout: the body did not come in time"
 	case err != nil:
 		return nil, http.StatusBadRequest, "Bad Request: " + err.Error()
 	case !json.Valid(body):
@@ -114,6 +157,7 @@ func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, e
 	}
 	select {
 	case answer := <-h.initAnswer:
+		setWriteDeadline(w, s.opts.WriteTimeout)
 		w.Header().Set(HeaderConnectionID, h.id)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)

@@ -19,6 +19,9 @@ const (
 	DefaultMaxQueuedBytes    = 32 << 20
 	DefaultMaxSessions       = 1024
 	DefaultKeepAlive         = 15 * time.Second
+	DefaultBodyTimeout       = 30 * time.Second
+	DefaultMaxPendingPosts   = 16
+	DefaultMaxPendingBytes   = 32 << 20
 )
 
 // Options configure a Server. The zero value (or a nil *Options) is the safe
@@ -73,20 +76,45 @@ type Options struct {
 	// IdleTimeout bounds a client's silence. A WebSocket client that sends
 	// nothing, not even the pong to the server's pings (sent four times
 	// per IdleTimeout), is disconnected. A Streamable HTTP connection with
-	// no open connection-level SSE stream for this long is closed. Zero
-	// means DefaultIdleTimeout; negative means no limit.
+	// no open connection-level SSE stream for this long is closed. Under
+	// Serve, a keep-alive HTTP connection that waits this long for its
+	// next request is closed too. Zero means DefaultIdleTimeout; negative
+	// means no limit.
 	IdleTimeout time.Duration
 
 	// WriteTimeout bounds how long a message to the client may wait for it
 	// to read: a WebSocket write, or room on the SSE streams of a Streamable
-	// HTTP connection. When it passes, the connection closes. Zero means
-	// DefaultWriteTimeout; negative means no limit.
+	// HTTP connection. When it passes, the connection closes. It also
+	// bounds each write of an SSE stream (a stream whose client stops
+	// reading ends, and its HTTP connection closes) and of every other
+	// answer. Zero means DefaultWriteTimeout; negative means no limit.
 	WriteTimeout time.Duration
 
 	// ReadHeaderTimeout bounds how long a client may take to send a
 	// request's headers, on the http.Server of Serve and ListenAndServe.
 	// Zero means DefaultReadHeaderTimeout.
 	ReadHeaderTimeout time.Duration
+
+	// BodyTimeout bounds how long a client may take to send a POST's body,
+	// from the moment the Server starts reading it. A body that has not
+	// come whole by then is answered 408 Request Timeout and its HTTP
+	// connection closed. Zero means DefaultBodyTimeout; negative means no
+	// limit. ServeHTTP applies it too, under any http.Server that supports
+	// read deadlines.
+	BodyTimeout time.Duration
+
+	// MaxPendingPosts bounds the POSTs of one Streamable HTTP connection
+	// whose message its Conn has not taken yet (a Conn takes one at a time,
+	// and none while it is busy), counted from before the body is read.
+	// One more is answered 429 Too Many Requests with Retry-After at once.
+	// Zero means DefaultMaxPendingPosts.
+	MaxPendingPosts int
+
+	// MaxPendingBytes bounds the bytes those POSTs hold; a POST whose body
+	// would take them over it is answered 429 as well. It is never below
+	// MaxMessageSize, so one message of any allowed size fits. Zero means
+	// DefaultMaxPendingBytes.
+	MaxPendingBytes int
 
 	// MaxQueuedBytes bounds the server's messages waiting on the SSE
 	// streams of one Streamable HTTP connection for the client to read
@@ -118,6 +146,9 @@ func (o *Options) settled() Options {
 	s.MaxMessageSize = orDefault(s.MaxMessageSize, acprpc.DefaultMaxMessageSize)
 	s.MaxQueuedBytes = orDefault(s.MaxQueuedBytes, DefaultMaxQueuedBytes)
 	s.MaxSessions = orDefault(s.MaxSessions, DefaultMaxSessions)
+	s.MaxPendingPosts = orDefault(s.MaxPendingPosts, DefaultMaxPendingPosts)
+	s.MaxPendingBytes = max(orDefault(s.MaxPendingBytes, DefaultMaxPendingBytes), s.MaxMessageSize)
+	s.BodyTimeout = durationOrDefault(s.BodyTimeout, DefaultBodyTimeout)
 	s.IdleTimeout = durationOrDefault(s.IdleTimeout, DefaultIdleTimeout)
 	s.WriteTimeout = durationOrDefault(s.WriteTimeout, DefaultWriteTimeout)
 	s.ReadHeaderTimeout = durationOrDefault(s.ReadHeaderTimeout, DefaultReadHeaderTimeout)

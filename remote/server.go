@@ -59,6 +59,7 @@ type Server struct {
 	// lingering counts closed Streamable HTTP connections whose SSE
 	// streams are still writing, each for at most closeWait.
 	lingering int
+	reserved  int            // POSTs of initialize whose bodies are being read
 	servers   []*http.Server // those of Serve, to shut down with Close
 	wg        sync.WaitGroup // the servers' Serve calls
 
@@ -82,8 +83,12 @@ func NewServer(accept AcceptFunc, opts *Options) *Server {
 // DELETE of Streamable HTTP. Any other method gets 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ref := s.check(r); ref != nil {
+		w.Header().Set("Connection", "close") // a refused client keeps no connection open
 		http.Error(w, ref.reason, ref.status)
 		return
+	}
+	if !isWebSocketUpgrade(r) { // a WebSocket's writes have their own deadlines, after the upgrade
+		setWriteDeadline(w, s.opts.WriteTimeout)
 	}
 	if allowCrossOrigin(w, r) {
 		return // a preflight, answered
@@ -182,11 +187,8 @@ func (h *hijackWatch) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 func (s *Server) admit(t acprpc.Transport) *refusal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.closed || s.draining:
-		return errShuttingDown
-	case len(s.open)+s.lingering >= s.opts.MaxConnections:
-		return &refusal{http.StatusServiceUnavailable, "Service Unavailable: too many connections"}
+	if ref := s.noPlace(); ref != nil {
+		return ref
 	}
 	s.open[t] = struct{}{}
 	if h, ok := t.(*httpConn); ok {
@@ -215,6 +217,53 @@ func (s *Server) forgetLingering(t acprpc.Transport, lingers bool) {
 	}
 }
 
+// occupied is how many places among MaxConnections are taken: the open
+// connections, the closed ones whose streams still write, and the POSTs
+// of initialize whose bodies are being read. Called with s.mu held.
+func (s *Server) occupied() int { return len(s.open) + s.lingering + s.reserved }
+
+// noPlace says why a new connection cannot take a place, or returns nil.
+// Called with s.mu held.
+func (s *Server) noPlace() *refusal {
+	switch {
+	case s.closed || s.draining:
+		return errShuttingDown
+	case s.occupied() >= s.opts.MaxConnections:
+		return errTooManyConnections
+	}
+	return nil
+}
+
+// reserve takes a place among MaxConnections for a POST of initialize
+// while its body is read, or says why not.
+func (s *Server) reserve() *refusal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ref := s.noPlace(); ref != nil {
+		return ref
+	}
+	s.reserved++
+	return nil
+}
+
+// unreserve gives back the place of reserve.
+func (s *Server) unreserve() {
+	s.mu.Lock()
+	s.reserved--
+	s.mu.Unlock()
+}
+
+// errTooManyConnections refuses a connection over MaxConnections.
+var errTooManyConnections = &refusal{http.StatusServiceUnavailable, "Service Unavailable: too many connections"}
+
+// setWriteDeadline bounds the writes of a response that starts now by d
+// (none when d is 0).
+func setWriteDeadline(w http.ResponseWriter, d time.Duration) {
+	if d > 0 {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(d)) // ErrNotSupported under a server without deadlines
+	}
+}
+
 // release ends the lingering of a closed connection: its last SSE stream
 // has ended.
 func (s *Server) release() {
@@ -239,6 +288,7 @@ func (s *Server) Serve(l net.Listener) error {
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout, // a keep-alive connection between requests
 		MaxHeaderBytes:    64 << 10,
 		TLSConfig:         s.opts.TLSConfig,
 	}

@@ -1,9 +1,11 @@
 package remote
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -95,4 +97,169 @@ func TestHTTPStreamNotReadIsEndedAndReleased(t *testing.T) {
 	t.Logf("heap %+.1f MiB, goroutines %+d after %d streams of %d MiB queued and never read",
 		float64(grown)/(1<<20), after.goroutines-before.goroutines, rounds, queued>>20)
 	assert.Less(t, grown, int64(2*queued), "the heap holds the queues of the streams that ended (without the fix: all %d)", rounds)
+}
+
+// readAnswer reads one HTTP answer from a raw connection.
+func readAnswer(t *testing.T, r *bufio.Reader) *http.Response {
+	t.Helper()
+	resp, err := http.ReadResponse(r, nil)
+	require.NoError(t, err)
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	return resp
+}
+
+// TestSlowlorisRefusedKeepAliveIsClosed sends a request the security
+// checks refuse (a foreign Host) on a keep-alive connection: the refusal
+// closes the connection, so the client keeps nothing open.
+func TestSlowlorisRefusedKeepAliveIsClosed(t *testing.T) {
+	ts := startServer(t, nil)
+	conn := rawConn(t, ts)
+	_, err := io.WriteString(conn, "GET /acp HTTP/1.1\r\nHost: evil.example\r\nAccept: text/event-stream\r\n\r\n")
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	assert.Equal(t, http.StatusForbidden, readAnswer(t, r).StatusCode)
+	awaitHangUp(t, conn, "the refused connection was closed")
+}
+
+// TestSlowlorisIdleKeepAliveIsClosed leaves a keep-alive connection idle
+// after an answered request: it is closed after IdleTimeout.
+func TestSlowlorisIdleKeepAliveIsClosed(t *testing.T) {
+	ts := startServer(t, &Options{IdleTimeout: 100 * time.Millisecond})
+	conn := rawConn(t, ts)
+	_, err := fmt.Fprintf(conn, "DELETE /acp HTTP/1.1\r\nHost: localhost\r\n%s: nope\r\n\r\n", HeaderConnectionID)
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	assert.Equal(t, http.StatusNotFound, readAnswer(t, r).StatusCode)
+	awaitHangUp(t, conn, "the idle keep-alive connection was closed")
+}
+
+// startSlowPost sends a POST's headers and the first bytes of a body that
+// never comes whole, and returns once the Server has begun reading it (its
+// 100 Continue), that is, once the POST holds whatever bounds it.
+func startSlowPost(t *testing.T, ts *testServer, headers ...string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn := rawConn(t, ts)
+	var h strings.Builder
+	for i := 0; i+1 < len(headers); i += 2 {
+		fmt.Fprintf(&h, "%s: %s\r\n", headers[i], headers[i+1])
+	}
+	_, err := fmt.Fprintf(conn, "POST /acp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
+		"Content-Length: 1000\r\nExpect: 100-continue\r\n%s\r\n", h.String())
+	require.NoError(t, err)
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "HTTP/1.1 100 Continue\r\n", line)
+	_, err = r.ReadString('\n') // the blank line after it
+	require.NoError(t, err)
+	_, err = io.WriteString(conn, `{"jsonrpc":"2.0",`)
+	require.NoError(t, err)
+	return conn, r
+}
+
+// TestSlowlorisPostBodyThatNeverComes sends POSTs whose bodies stop
+// halfway: a POST of initialize holds a place among MaxConnections while
+// its body is read, one for an open connection a place in that
+// connection's MaxPendingPosts; after BodyTimeout each is answered 408,
+// its HTTP connection closed and its place given back.
+func TestSlowlorisPostBodyThatNeverComes(t *testing.T) {
+	ts := startServer(t, &Options{MaxConnections: 2, MaxPendingPosts: 1, BodyTimeout: 300 * time.Millisecond})
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	defer server.Close()
+
+	initConn, initR := startSlowPost(t, ts)
+	assert.Equal(t, http.StatusServiceUnavailable, tryHTTP(t, ts), "the slow initialize holds the second place")
+	postConn, postR := startSlowPost(t, ts, HeaderConnectionID, id)
+	resp, _ := c.do(http.MethodPost, `{"jsonrpc":"2.0","method":"n"}`, HeaderConnectionID, id)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the slow POST holds the connection's only place")
+	assert.Equal(t, postRetryAfter, resp.Header.Get("Retry-After"))
+
+	assert.Equal(t, http.StatusRequestTimeout, readAnswer(t, initR).StatusCode)
+	awaitHangUp(t, initConn, "the slow initialize's connection was closed")
+	assert.Equal(t, http.StatusRequestTimeout, readAnswer(t, postR).StatusCode)
+	awaitHangUp(t, postConn, "the slow POST's connection was closed")
+	assert.Equal(t, http.StatusOK, tryHTTP(t, ts), "the place is free again")
+	posted := make(chan int, 1)
+	go func() {
+		resp, _ := c.do(http.MethodPost, `{"jsonrpc":"2.0","method":"n"}`, HeaderConnectionID, id)
+		posted <- resp.StatusCode
+	}()
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"n"}`, recvMsg(t, server))
+	assert.Equal(t, http.StatusAccepted, <-posted, "and so is the connection's")
+}
+
+// TestHTTPPostsWaitingForABusyConnAreBounded posts 40 messages of 1 MiB
+// at once to a connection whose Conn takes none: at most MaxPendingPosts
+// of them wait, within MaxPendingBytes, and the rest are answered 429 with
+// Retry-After at once. The heap, measured while they wait, holds the
+// bound, not the 40 MiB sent. Once the Conn reads, the waiting ones are
+// delivered.
+func TestHTTPPostsWaitingForABusyConnAreBounded(t *testing.T) {
+	const n, size, pending, pendingBytes = 40, 1 << 20, 4, 4 << 20
+	ts := startServer(t, &Options{MaxMessageSize: 2 << 20, MaxPendingPosts: pending, MaxPendingBytes: pendingBytes})
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	before := measure()
+
+	body := `{"jsonrpc":"2.0","method":"session/update","params":{"pad":"` + strings.Repeat("a", size) + `"}}`
+	type answer struct {
+		status     int
+		retryAfter string
+	}
+	answers := make(chan answer, n)
+	for range n {
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, ts.url("http"), strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(HeaderConnectionID, id)
+			resp, err := c.client.Do(req)
+			if err != nil {
+				answers <- answer{}
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			answers <- answer{resp.StatusCode, resp.Header.Get("Retry-After")}
+		}()
+	}
+	timeout := time.After(wait)
+	for range n - pending { // these return at once; the others wait for the Conn
+		select {
+		case a := <-answers:
+			require.Equal(t, http.StatusTooManyRequests, a.status)
+			assert.Equal(t, postRetryAfter, a.retryAfter)
+		case <-timeout:
+			t.Fatal("POSTs over the bound were not refused at once")
+		}
+	}
+	held := measure()
+	grown := int64(held.heapBytes) - int64(before.heapBytes)
+	t.Logf("heap %+.1f MiB while the POSTs that were let through wait (%d MiB posted)", float64(grown)/(1<<20), n*size>>20)
+	assert.Less(t, grown, int64(4*pendingBytes), "the waiting POSTs hold about MaxPendingBytes")
+
+	taken := make(chan int, 1)
+	go func() {
+		count := 0
+		for {
+			if _, err := server.Recv(); err != nil {
+				taken <- count
+				return
+			}
+			count++
+		}
+	}()
+	delivered := 0
+	for range pending {
+		if a := <-answers; a.status == http.StatusAccepted {
+			delivered++
+		} else {
+			assert.Equal(t, http.StatusTooManyRequests, a.status)
+		}
+	}
+	assert.Positive(t, delivered, "the POSTs let through reach the Conn")
+	require.NoError(t, server.Close())
+	assert.Equal(t, delivered, <-taken)
 }
