@@ -41,6 +41,11 @@ type DialOptions struct {
 	// MaxMessageSize bounds a message from the server until the Conn sets
 	// its own limit. Zero means acprpc.DefaultMaxMessageSize.
 	MaxMessageSize int
+
+	// MaxSessions, for Streamable HTTP, bounds the session streams the
+	// client reads (one GET each): a server whose answers name more
+	// sessions fails the transport. Zero means DefaultMaxSessions.
+	MaxSessions int
 }
 
 // Dial returns a transport to the ACP server at rawURL: ws:// and wss://

@@ -29,8 +29,10 @@ const maxEmptyReopens = 3
 // the connection, and its answer comes in the POST's response. Recv
 // returns the messages of the connection's SSE stream and of one stream per
 // session, each read by a goroutine of its own and opened before the first
-// message for its session is posted (or as soon as an answer names a new
-// session), so that nothing the server sends for it waits unread.
+// message for its session is posted (or as soon as the answer to one of
+// its own calls names a new session: answers to no call of its own open
+// nothing), so that nothing the server sends for it waits unread. It reads
+// at most DialOptions.MaxSessions session streams.
 //
 // A request the server refuses (a 413 for a message too large, a 5xx) is
 // answered here, with an error whose data holds the status and body, so
@@ -57,8 +59,10 @@ type httpClient struct {
 	local    [][]byte      // answers made here, for Recv ahead of the streams
 	wake     chan struct{} // signalled when local grows
 	sessions map[string]*clientStream
-	answerTo map[wire.Key]string // the key of a server request's ID → the session stream it came on
-	failing  bool                // set once by fail: no stream is opened again
+	answerTo map[wire.Key]string   // the key of a server request's ID → the session stream it came on
+	calls    map[wire.Key]struct{} // the keys of our requests' IDs, until answered: only their answers open streams
+	maxSess  int                   // the session streams this side reads at most
+	failing  bool                  // set once by fail: no stream is opened again
 }
 
 // clientStream is one SSE stream being read.
@@ -79,6 +83,8 @@ func dialHTTP(u string, o DialOptions) (acprpc.Transport, error) {
 		wake:     make(chan struct{}, 1),
 		sessions: make(map[string]*clientStream),
 		answerTo: make(map[wire.Key]string),
+		calls:    make(map[wire.Key]struct{}),
+		maxSess:  orDefault(o.MaxSessions, DefaultMaxSessions),
 	}
 	max := o.MaxMessageSize
 	if max <= 0 {
@@ -212,6 +218,11 @@ func (t *httpClient) post(msg []byte, env envelope, connID string) error {
 	if session != "" {
 		h.Set(HeaderSessionID, session)
 	}
+	if key, ok := env.answerKey(); ok && env.isRequest() {
+		t.mu.Lock()
+		t.calls[key] = struct{}{} // before the POST: the answer may come first
+		t.mu.Unlock()
+	}
 	resp, err := t.do(http.MethodPost, msg, h)
 	if err != nil {
 		t.fail(err)
@@ -244,6 +255,11 @@ func isConnectionGone(status int) bool {
 // refused answers a request the server did not take with an error that
 // carries the HTTP status and body.
 func (t *httpClient) refused(env envelope, resp *http.Response) {
+	if key, ok := env.answerKey(); ok {
+		t.mu.Lock()
+		delete(t.calls, key)
+		t.mu.Unlock()
+	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	answer, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
@@ -261,14 +277,12 @@ func (t *httpClient) refused(env envelope, resp *http.Response) {
 // no one does, and waits until its GET is answered.
 func (t *httpClient) open(session string) error {
 	t.mu.Lock()
-	st := t.sessions[session]
-	if st == nil {
-		st = &clientStream{ready: make(chan struct{})}
-		t.sessions[session] = st
-		t.wg.Add(1)
-		go t.read(session, st)
-	}
+	st, err := t.startStream(session)
 	t.mu.Unlock()
+	if err != nil {
+		t.fail(err)
+		return err
+	}
 	select {
 	case <-st.ready:
 		return st.err
@@ -277,17 +291,35 @@ func (t *httpClient) open(session string) error {
 	}
 }
 
-// openSoon starts reading the stream of a session an answer just named,
-// without waiting for it.
+// openSoon starts reading the stream of a session that the answer to one
+// of our calls just named, without waiting for it.
 func (t *httpClient) openSoon(session string) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sessions[session] == nil && !t.closing() {
-		st := &clientStream{ready: make(chan struct{})}
-		t.sessions[session] = st
-		t.wg.Add(1)
-		go t.read(session, st)
+	_, err := t.startStream(session)
+	t.mu.Unlock()
+	if err != nil {
+		t.fail(err)
 	}
+}
+
+// startStream starts reading the stream of session unless it is read
+// already, up to maxSess session streams: a server that names more
+// sessions than that fails the transport. Called with t.mu held.
+func (t *httpClient) startStream(session string) (*clientStream, error) {
+	if st := t.sessions[session]; st != nil {
+		return st, nil
+	}
+	if t.closing() {
+		return nil, t.ctx.Err()
+	}
+	if session != "" && len(t.sessions)-1 >= t.maxSess {
+		return nil, fmt.Errorf("remote: more than %d session streams on the connection", t.maxSess)
+	}
+	st := &clientStream{ready: make(chan struct{})}
+	t.sessions[session] = st
+	t.wg.Add(1)
+	go t.read(session, st)
+	return st, nil
 }
 
 // read reads one stream until the transport ends. A stream the server
@@ -366,14 +398,29 @@ func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
 			t.answerTo[key] = session
 			t.mu.Unlock()
 		}
-		if s := env.resultSessionID(); s != "" {
-			t.openSoon(s)
+		if own := t.answersOurCall(env); own && env.resultSessionID() != "" {
+			t.openSoon(env.resultSessionID())
 		}
 		if !t.hand(inbound{msg: msg}) {
 			return delivered, t.ctx.Err()
 		}
 		delivered = true
 	}
+}
+
+// answersOurCall reports whether msg answers a call of ours still
+// waiting, and forgets that call: only such an answer may open a
+// session's stream, never one the server made up.
+func (t *httpClient) answersOurCall(env envelope) bool {
+	key, ok := env.answeredKey()
+	if !ok {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ours := t.calls[key]
+	delete(t.calls, key)
+	return ours
 }
 
 // inbound is what a stream hands Recv: a message, or one dropped for its
