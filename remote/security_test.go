@@ -268,7 +268,7 @@ func TestConnectionLimitRefusesOneMore(t *testing.T) {
 	ts := startServer(t, &Options{MaxConnections: 2})
 	dial(t, ts.url("ws"), nil)
 	_ = ts.next(t)
-	_, second := openHTTPPair(t, ts, nil)
+	secondClient, second := openHTTPPair(t, ts, nil)
 	assert.Equal(t, 2, ts.Connections())
 
 	assert.Equal(t, http.StatusServiceUnavailable, tryWebSocket(t, ts, ""))
@@ -276,6 +276,10 @@ func TestConnectionLimitRefusesOneMore(t *testing.T) {
 	ts.noneAccepted(t)
 
 	require.NoError(t, second.Close())
+	// Its place is free once its SSE stream has ended, which its client
+	// sees as the end of the connection.
+	_, err := recv(t, secondClient)
+	require.ErrorIs(t, err, io.EOF)
 	assert.Equal(t, http.StatusOK, tryHTTP(t, ts), "a closed connection makes room")
 }
 
