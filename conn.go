@@ -101,8 +101,8 @@ func (c *Conn) read() {
 	for {
 		c.writer.waitRoom()
 		msg, err := c.transport.Recv()
-		var tooLarge *MessageTooLargeError
-		if err != nil && !errors.As(err, &tooLarge) {
+		tooLarge := asTooLarge(err)
+		if err != nil && tooLarge == nil {
 			c.inputEnded(err)
 			return
 		}
@@ -124,6 +124,20 @@ func (c *Conn) read() {
 			c.yieldBeforeWait()
 		}
 	}
+}
+
+// asTooLarge returns the MessageTooLargeError in err, or nil. The variable
+// errors.As fills escapes to the heap, so it is declared only once there is
+// an error: the read loop allocates nothing for a message that was read.
+func asTooLarge(err error) *MessageTooLargeError {
+	if err == nil {
+		return nil
+	}
+	var tooLarge *MessageTooLargeError
+	if errors.As(err, &tooLarge) {
+		return tooLarge
+	}
+	return nil
 }
 
 // inputEnded closes the connection once the peer's input has ended, why
