@@ -162,7 +162,7 @@ func (m *members) classify() (Message, *Problem) {
 	if m.method[0] != '"' {
 		return invalid("the method must be a string", carried)
 	}
-	msg := Message{Method: Unquote(m.method), Params: m.params}
+	msg := Message{Method: methodName(m.method), Params: m.params}
 	if len(m.params) > 0 && m.params[0] != '{' && m.params[0] != '[' && !IsNull(m.params) {
 		return invalid("params must be an object or an array", carried)
 	}
