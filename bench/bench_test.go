@@ -45,18 +45,31 @@ func newBenchLink(b *testing.B, p Peer, wl *Workload, opt LinkOptions) *Link {
 	return l
 }
 
+// cpuLoop resets the timer, runs body and reports, next to the clock's time
+// per op, the CPU time per op of the whole process: both ends of the link.
+func cpuLoop(b *testing.B, body func()) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := ProcessCPU()
+	body()
+	b.StopTimer()
+	if end := ProcessCPU(); start >= 0 && end >= 0 {
+		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
 func BenchmarkRoundTrip(b *testing.B) {
 	forEachPeer(b, func(b *testing.B, p Peer) {
 		l := newBenchLink(b, p, &Workload{}, LinkOptions{})
 		ctx := context.Background()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			stop, err := l.Client.Prompt(ctx, "s1", TextHello)
-			if err != nil || stop != StopEndTurn {
-				b.Fatalf("prompt: %q, %v", stop, err)
+		cpuLoop(b, func() {
+			for i := 0; i < b.N; i++ {
+				stop, err := l.Client.Prompt(ctx, "s1", TextHello)
+				if err != nil || stop != StopEndTurn {
+					b.Fatalf("prompt: %q, %v", stop, err)
+				}
 			}
-		}
+		})
 	})
 }
 
@@ -67,14 +80,14 @@ func BenchmarkRoundTripStdio(b *testing.B) {
 	forEachPeer(b, func(b *testing.B, p Peer) {
 		l := newBenchLink(b, p, &Workload{}, LinkOptions{AgentStdio: true})
 		ctx := context.Background()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			stop, err := l.Client.Prompt(ctx, "s1", TextHello)
-			if err != nil || stop != StopEndTurn {
-				b.Fatalf("prompt: %q, %v", stop, err)
+		cpuLoop(b, func() {
+			for i := 0; i < b.N; i++ {
+				stop, err := l.Client.Prompt(ctx, "s1", TextHello)
+				if err != nil || stop != StopEndTurn {
+					b.Fatalf("prompt: %q, %v", stop, err)
+				}
 			}
-		}
+		})
 	})
 }
 
@@ -85,23 +98,22 @@ func BenchmarkRoundTripParallel8(b *testing.B) {
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		errs := make(chan error, 8)
-		b.ReportAllocs()
-		b.ResetTimer()
-		for w := 0; w < 8; w++ {
-			sid := fmt.Sprintf("s%d", w+1) // one session per caller, same length
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for next.Add(1) <= int64(b.N) {
-					if _, err := l.Client.Prompt(ctx, sid, TextHello); err != nil {
-						errs <- err
-						return
+		cpuLoop(b, func() {
+			for w := 0; w < 8; w++ {
+				sid := fmt.Sprintf("s%d", w+1) // one session per caller, same length
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						if _, err := l.Client.Prompt(ctx, sid, TextHello); err != nil {
+							errs <- err
+							return
+						}
 					}
-				}
-			}()
-		}
-		wg.Wait()
-		b.StopTimer()
+				}()
+			}
+			wg.Wait()
+		})
 		close(errs)
 		for err := range errs {
 			b.Fatal(err)
