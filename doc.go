@@ -129,14 +129,16 @@
 //
 // A Router serves each method with a function of its own, its params
 // decoded once into the function's parameter type and its result the
-// answer; CallFor is Call with the result as a return value:
+// answer; CallFor is Call with the result as a return value. The packages
+// acpv1 and acpv2 are ACP's messages as Go types, generated from the
+// protocol's schema, with a constant for each method:
 //
 //	r := acprpc.NewRouter()
-//	r.Register("session/prompt", acprpc.RequestHandler(func(ctx context.Context, p PromptRequest) (PromptResponse, error) {
-//		perm, err := acprpc.CallFor[PermissionResponse](ctx, acprpc.ConnFromContext(ctx), "session/request_permission", ask)
+//	r.Register(acpv1.MethodSessionPrompt, acprpc.RequestHandler(func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
+//		perm, err := acprpc.CallFor[acpv1.RequestPermissionResponse](ctx, acprpc.ConnFromContext(ctx), acpv1.MethodSessionRequestPermission, ask)
 //		...
 //	}))
-//	r.Register("session/cancel", acprpc.NotificationHandler(func(ctx context.Context, p CancelNotification) {}))
+//	r.Register(acpv1.MethodSessionCancel, acprpc.NotificationHandler(func(ctx context.Context, p acpv1.CancelNotification) {}))
 //
 // Params that do not decode are answered -32602, a method nobody registered
 // -32601. A Router is a Handler, and any Handler can be registered for a

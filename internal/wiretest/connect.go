@@ -2,6 +2,7 @@ package wiretest
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/acpkit/acprpc"
@@ -41,4 +42,22 @@ func ConnectTapped(ctx context.Context, t testing.TB, tr Transport, h acprpc.Han
 	c := acprpc.NewConn(ctx, tap, h, opts)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, p, tap
+}
+
+// PipeConns connects a client Conn serving client to an agent Conn serving
+// agent over two os.Pipes, as between a client and its agent subprocess,
+// and closes both when the test ends. It returns the client.
+func PipeConns(t testing.TB, agent, client acprpc.Handler) *acprpc.Conn {
+	t.Helper()
+	in, out, end, err := osPipes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(end.R.(*os.File), end.W.(*os.File)), agent, nil)
+	c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(in, out), client, nil)
+	t.Cleanup(func() {
+		c.Close()
+		a.Close()
+	})
+	return c
 }
