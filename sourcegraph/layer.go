@@ -117,10 +117,8 @@ func (l *Layer) Handler(h jsonrpc2.Handler) jsonrpc2.Handler {
 	h, async := unwrapAsync(h)
 	return handlerFunc(func(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request) {
 		switch {
-		case req.Notif && async:
-			go l.notification(ctx, conn, req, h)
 		case req.Notif:
-			l.notification(ctx, conn, req, h)
+			l.notification(ctx, conn, req, h, async)
 		case strings.HasPrefix(req.Method, "$/"):
 			_ = l.write(errorAnswer(req.ID, acprpc.MethodNotFound(req.Method))) // never registered: no one else answers it
 		default:
@@ -150,8 +148,10 @@ func (f handlerFunc) Handle(ctx context.Context, conn *jsonrpc2.Conn, req *jsonr
 	f(ctx, conn, req)
 }
 
-// notification acts on the cancels and passes the rest on to h.
-func (l *Layer) notification(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, h jsonrpc2.Handler) {
+// notification acts on the cancels, on the read goroutine whatever the
+// handler, and passes the rest on to h: in order, or with async each on a
+// goroutine of its own.
+func (l *Layer) notification(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, h jsonrpc2.Handler, async bool) {
 	switch {
 	case req.Method == acprpc.MethodCancelRequest:
 		l.peerCancel(req, "requestId")
@@ -161,6 +161,10 @@ func (l *Layer) notification(ctx context.Context, conn *jsonrpc2.Conn, req *json
 		return
 	case slices.Contains(l.opts.SessionCancelMethods, req.Method):
 		l.cancelSession(sessionOf(req.Params))
+	}
+	if async {
+		go h.Handle(ctx, conn, req)
+		return
 	}
 	h.Handle(ctx, conn, req)
 }

@@ -234,11 +234,24 @@ func TestAsyncHandler(t *testing.T) {
 		"note": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
 			called <- sourcegraph.Call(ctx, c, "peer/echo", nil, nil)
 		},
+		"alive": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+			_ = c.Reply(ctx, r.ID, ctx.Err() == nil)
+		},
 	}
 	p := serve(t, jsonrpc2.AsyncHandler(h), nil)
 	p.SendRaw(wiretest.RequestLine("1", "slow", `{}`) + "\n" + wiretest.CancelLine("1") + "\n")
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrPeerCancelled)
 	p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+	// A session/cancel acts before the next message is read, even with the
+	// handler's notifications on goroutines: the prompt right behind it is
+	// not cancelled.
+	p.SendRaw(wiretest.RequestLine("3", "slow", `{"sessionId":"s"}`) + "\n" +
+		wiretest.NotificationLine("session/cancel", `{"sessionId":"s"}`) + "\n" +
+		wiretest.RequestLine("4", "alive", `{"sessionId":"s"}`) + "\n")
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled)
+	answers := wiretest.ByID(p.ExpectN(ctx, 2))
+	assert.Equal(t, int64(acprpc.CodeRequestCancelled), answers["3"].Code())
+	assert.JSONEq(t, `true`, string(answers["4"].Result), "the request after the session/cancel is not cancelled")
 	p.Request("2", "work", `{}`)
 	p.ExpectResult(ctx, "2", `"done"`)
 	p.Notify("note", `{}`)
