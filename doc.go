@@ -23,7 +23,9 @@
 //
 // A client starts its agent with StartAgent, which runs the command with
 // the connection over its stdin and stdout, passes its stderr to a writer
-// or a logger, and on Close ends it: stdin closed, a wait, then a kill.
+// or a logger, and on Close ends it: stdin closed, a short grace, SIGTERM
+// to the agent's process group, a grace, then SIGKILL; no child of the
+// agent outlives it.
 //
 // Options are optional: the zero value gives ACP's cancellation markers and
 // session cancellation, a 32 MiB message limit and a two-second grace period.

@@ -14,8 +14,8 @@ import (
 
 // A client starts its agent as a subprocess: the connection runs over the
 // agent's stdin and stdout, the agent's stderr goes to the client's log one
-// line at a time, and Close closes the agent's stdin, waits for it to exit
-// and kills it if it does not.
+// line at a time, and Close closes the agent's stdin, waits for it to exit,
+// and sends SIGTERM, then SIGKILL, to its process group if it does not.
 func ExampleStartAgent() {
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -35,7 +35,7 @@ func ExampleStartAgent() {
 	}
 	defer func() {
 		if err := agent.Close(); errors.Is(err, acprpc.ErrAgentKilled) {
-			logger.Warn("the agent had to be killed")
+			logger.Warn("the agent had to be killed", "error", err)
 		}
 	}()
 

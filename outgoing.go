@@ -294,7 +294,7 @@ func (c *Conn) awaitAfterCancel(ctx context.Context, pc *pendingCall, result any
 // connection.
 func (c *Conn) complete(wait context.Context, pc *pendingCall, result any, callErr func(error) error, ctxErr error) error {
 	if !pc.answered() {
-		return callErr(ErrConnClosed)
+		return callErr(c.closedErr())
 	}
 	behind := !c.notes.waitFor(c.barrierFor(wait, pc.barrier), wait.Done())
 	if behind {
@@ -369,6 +369,16 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 		return &CallError{Method: method, Err: ErrConnClosed}
 	}
 	return nil
+}
+
+// closedErr is the error of a call the connection's end left unanswered:
+// why the connection closed, which matches ErrConnClosed and says what ended
+// it (an agent's exit, a failed write, the end of the input).
+func (c *Conn) closedErr() error {
+	if err := c.Err(); err != nil {
+		return err
+	}
+	return ErrConnClosed
 }
 
 // closedBy finishes closing the connection whose writer refused a message

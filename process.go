@@ -13,13 +13,33 @@ import (
 	"time"
 )
 
-// DefaultExitTimeout is how long AgentProcess.Close waits for the agent to
-// exit once its stdin is closed, before it kills it.
-const DefaultExitTimeout = 5 * time.Second
+// Close's defaults, for a ProcessOptions field left zero. With them, an
+// agent that exits when its stdin closes is gone at once, and one that waits
+// for a signal, as real agents do once they hold a session, is gone about a
+// second after Close is called.
+const (
+	// DefaultShutdownTimeout bounds Close's graceful shutdown of the
+	// connection.
+	DefaultShutdownTimeout = 2 * time.Second
+
+	// DefaultExitTimeout is how long Close waits for the agent to exit once
+	// its stdin is closed, before it sends SIGTERM.
+	DefaultExitTimeout = time.Second
+
+	// DefaultTermTimeout is how long Close waits for the agent to exit after
+	// SIGTERM, before it sends SIGKILL.
+	DefaultTermTimeout = 2 * time.Second
+)
+
+// exitDrain is how long the connection and the stderr copy go on reading
+// the agent's output once the agent has exited. A child of the agent that
+// outlives it may hold its stdout and stderr open: the reads end then all
+// the same.
+const exitDrain = 250 * time.Millisecond
 
 // ProcessOptions configure StartAgent. The zero value (or nil) gives the
-// connection ACP's defaults, discards the agent's stderr, and kills an
-// agent that has not exited DefaultExitTimeout after its stdin closed.
+// connection ACP's defaults, discards the agent's stderr, and ends the agent
+// with Close's defaults.
 type ProcessOptions struct {
 	// Conn configures the connection over the agent's stdin and stdout.
 	Conn *Options
@@ -33,10 +53,33 @@ type ProcessOptions struct {
 	// agent's process ID in "pid". It may be used together with Stderr.
 	StderrLog *slog.Logger
 
-	// ExitTimeout bounds each of Close's two waits: for the connection's
-	// graceful shutdown, then for the agent to exit once its stdin is
-	// closed, before it kills it. Zero means DefaultExitTimeout.
+	// ShutdownTimeout bounds Close's graceful shutdown of the connection
+	// (Conn.Shutdown), after which the connection is closed at once. Zero
+	// means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+
+	// ExitTimeout is how long Close waits for the agent to exit once its
+	// stdin is closed, before it sends it SIGTERM. Zero means
+	// DefaultExitTimeout.
 	ExitTimeout time.Duration
+
+	// TermTimeout is how long Close waits for the agent to exit after
+	// SIGTERM, before it sends it SIGKILL. Zero means DefaultTermTimeout.
+	// Where there is no SIGTERM (Windows), the agent is killed as soon as
+	// ExitTimeout has passed.
+	TermTimeout time.Duration
+}
+
+// timeouts returns Close's three waits, each zero one replaced by its
+// default.
+func (o *ProcessOptions) timeouts() (shutdown, exit, term time.Duration) {
+	or := func(d, def time.Duration) time.Duration {
+		if d <= 0 {
+			return def
+		}
+		return d
+	}
+	return or(o.ShutdownTimeout, DefaultShutdownTimeout), or(o.ExitTimeout, DefaultExitTimeout), or(o.TermTimeout, DefaultTermTimeout)
 }
 
 // AgentProcess is an agent running as a subprocess, with a Conn over its
@@ -45,13 +88,18 @@ type ProcessOptions struct {
 type AgentProcess struct {
 	*Conn
 
-	cmd     *exec.Cmd
-	stdout  *cuttableReader
-	stderr  *lineLogger // nil unless ProcessOptions.StderrLog is set
-	timeout time.Duration
+	cmd    *exec.Cmd
+	group  bool // the agent leads a process group of its own, which is signalled whole
+	stdout *agentOutput
+	stderr *stderrCopy // nil when the agent's stderr is a file, or discarded
+	log    *lineLogger // nil unless ProcessOptions.StderrLog is set
 
-	exited  chan struct{} // closed once the process has exited and been reaped
-	waitErr error         // the process's exit, set before exited is closed
+	shutdownTimeout, exitTimeout, termTimeout time.Duration
+
+	dead    chan struct{} // closed once the process has been reaped and what was left of its group killed
+	exited  chan struct{} // closed once, besides, its stderr has been copied
+	reaped  chan struct{} // closed once the connection has read the last of the agent's stdout
+	waitErr error         // the process's exit, set before dead is closed
 
 	closeOnce sync.Once
 	closeErr  error
@@ -63,10 +111,21 @@ type AgentProcess struct {
 // the connection's pipes. ctx is the connection's, as for NewConn: when it
 // ends the connection closes, which closes the agent's stdin.
 //
-// When the agent exits, on its own or not, its stdout ends and the
-// connection closes: every pending call returns an error matching
-// ErrConnClosed, and Exited is closed. Always call Close, which waits for
-// the process and releases its pipes.
+// On Unix the agent runs in a process group of its own, so that Close can
+// signal it with every child it started, and no child outlives it: once the
+// agent has exited, what is left of its group is killed. A caller that sets
+// cmd.SysProcAttr decides instead: with Setpgid (and Pgid 0) or Setsid the
+// agent still leads a group of its own, which is handled the same way;
+// otherwise it shares the caller's group, only the agent itself is
+// signalled, and its children are left to the caller. An agent in a group
+// of its own does not get the terminal's Ctrl-C.
+//
+// When the agent exits, on its own or not, the connection closes once it
+// has read what the agent wrote (at most a quarter of a second longer, if a
+// child of the agent still holds its stdout): every pending call returns an
+// error matching ErrConnClosed and ErrAgentExited that carries the exit
+// status (an *exec.ExitError, for errors.As), and Exited is closed. Always
+// call Close, which ends the process and releases its pipes.
 func StartAgent(ctx context.Context, cmd *exec.Cmd, h Handler, opts *ProcessOptions) (*AgentProcess, error) {
 	var o ProcessOptions
 	if opts != nil {
@@ -80,44 +139,106 @@ func StartAgent(ctx context.Context, cmd *exec.Cmd, h Handler, opts *ProcessOpti
 	case cmd.Stderr != nil && o.Stderr != nil:
 		return nil, errors.New("acprpc: StartAgent: the agent's stderr is set both on the command and in the options")
 	}
-	p := &AgentProcess{cmd: cmd, timeout: o.ExitTimeout, exited: make(chan struct{})}
-	if p.timeout <= 0 {
-		p.timeout = DefaultExitTimeout
+	p := &AgentProcess{
+		cmd:    cmd,
+		dead:   make(chan struct{}),
+		exited: make(chan struct{}),
+		reaped: make(chan struct{}),
 	}
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("acprpc: StartAgent: %w", err)
-	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		stdinR.Close()
-		stdinW.Close()
-		return nil, fmt.Errorf("acprpc: StartAgent: %w", err)
-	}
-	cmd.Stdin, cmd.Stdout = stdinR, stdoutW
-	if o.Stderr != nil {
-		cmd.Stderr = o.Stderr
+	p.shutdownTimeout, p.exitTimeout, p.termTimeout = o.timeouts()
+	var stderr io.Writer = o.Stderr
+	if stderr == nil {
+		stderr = cmd.Stderr
 	}
 	if o.StderrLog != nil {
-		p.stderr = &lineLogger{log: o.StderrLog, cmd: cmd}
-		cmd.Stderr = stderrSink(cmd.Stderr, p.stderr)
+		p.log = &lineLogger{log: o.StderrLog, cmd: cmd}
+		stderr = stderrSink(stderr, p.log)
 	}
-	if cmd.WaitDelay == 0 {
-		// A grandchild holding the agent's stderr must not hold Wait.
-		cmd.WaitDelay = time.Second
-	}
-	err = cmd.Start()
-	stdinR.Close() // the agent's ends, which it now holds
-	stdoutW.Close()
+	pipes, err := newAgentPipes(stderr)
 	if err != nil {
-		stdinW.Close()
-		stdoutR.Close()
+		return nil, fmt.Errorf("acprpc: StartAgent: %w", err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes.childEnds()
+	p.group = ownGroup(cmd)
+	err = cmd.Start()
+	pipes.closeChildEnds() // the agent holds them now
+	if err != nil {
+		pipes.closeOurEnds()
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, stderr
 		return nil, fmt.Errorf("acprpc: starting the agent: %w", err)
 	}
+	p.stdout = &agentOutput{f: pipes.stdoutR, exited: p.exited, exitErr: p.exitError, ended: make(chan struct{})}
+	if pipes.stderrR != nil {
+		p.stderr = &stderrCopy{r: pipes.stderrR, w: stderr, done: make(chan struct{})}
+		go p.stderr.run()
+	}
 	go p.reap()
-	p.stdout = &cuttableReader{f: stdoutR}
-	p.Conn = NewConn(ctx, NewStreamPipes(p.stdout, stdinW), h, o.Conn)
+	p.Conn = NewConn(ctx, NewStreamPipes(p.stdout, pipes.stdinW), h, o.Conn)
 	return p, nil
+}
+
+// agentPipes are the agent's stdin and stdout, and its stderr when what it
+// goes to is not a file the agent can be handed: then this side copies it.
+type agentPipes struct {
+	stdinR, stdinW   *os.File
+	stdoutR, stdoutW *os.File
+	stderrR, stderrW *os.File // nil unless copied
+	stderrFile       *os.File // the agent's stderr when it goes to a file; nil to discard
+}
+
+func newAgentPipes(stderr io.Writer) (*agentPipes, error) {
+	p := &agentPipes{}
+	var err error
+	if p.stdinR, p.stdinW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if p.stdoutR, p.stdoutW, err = os.Pipe(); err != nil {
+		p.closeOurEnds()
+		p.closeChildEnds()
+		return nil, err
+	}
+	switch f := stderr.(type) {
+	case nil:
+	case *os.File:
+		p.stderrFile = f
+	default:
+		if p.stderrR, p.stderrW, err = os.Pipe(); err != nil {
+			p.closeOurEnds()
+			p.closeChildEnds()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// childEnds are the command's Stdin, Stdout and Stderr. os/exec hands
+// files to the child as they are, and so starts no copying goroutine of
+// its own that a grandchild holding a pipe could keep waiting.
+func (p *agentPipes) childEnds() (stdin io.Reader, stdout, stderr io.Writer) {
+	stdin, stdout = p.stdinR, p.stdoutW
+	switch {
+	case p.stderrW != nil:
+		stderr = p.stderrW
+	case p.stderrFile != nil:
+		stderr = p.stderrFile
+	}
+	return stdin, stdout, stderr
+}
+
+func (p *agentPipes) closeChildEnds() {
+	for _, f := range []*os.File{p.stdinR, p.stdoutW, p.stderrW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+func (p *agentPipes) closeOurEnds() {
+	for _, f := range []*os.File{p.stdinW, p.stdoutR, p.stderrR} {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 func stderrSink(w io.Writer, l *lineLogger) io.Writer {
@@ -128,16 +249,27 @@ func stderrSink(w io.Writer, l *lineLogger) io.Writer {
 }
 
 // reap waits for the process, so it never lingers as a zombie, whoever
-// ended it.
+// ended it; kills what is left of its group; lets its stderr be copied and
+// the connection read its stdout to their ends, each for at most exitDrain.
 func (p *AgentProcess) reap() {
+	defer close(p.reaped)
 	p.waitErr = p.cmd.Wait()
+	p.killGroup()
+	close(p.dead)
+	drain, stop := context.WithTimeout(context.Background(), exitDrain)
+	defer stop()
 	if p.stderr != nil {
-		p.stderr.flush()
+		p.stderr.finish(drain.Done())
+	}
+	if p.log != nil {
+		p.log.flush()
 	}
 	close(p.exited)
+	p.stdout.endAfterExit(drain.Done())
 }
 
-// Exited is closed once the agent process has exited.
+// Exited is closed once the agent process has exited and its stderr has
+// been written out.
 func (p *AgentProcess) Exited() <-chan struct{} { return p.exited }
 
 // Wait waits for the agent to exit and returns how it did, as
@@ -150,25 +282,47 @@ func (p *AgentProcess) Wait() error {
 // Pid is the agent's process ID.
 func (p *AgentProcess) Pid() int { return p.cmd.Process.Pid }
 
-// ErrAgentKilled is what Close returns, wrapped, when the agent had to be
-// killed because it did not exit in time once its stdin was closed.
+// ErrAgentExited is what the connection's end matches, and the error of
+// every call still pending then, when the agent's exit ended it. The error
+// carries the exit status: an *exec.ExitError unless it was 0.
+var ErrAgentExited = errors.New("acprpc: the agent exited")
+
+// exitError is why the connection ended once the agent has exited.
+func (p *AgentProcess) exitError() error {
+	if p.waitErr == nil {
+		return fmt.Errorf("%w with status 0", ErrAgentExited)
+	}
+	return fmt.Errorf("%w: %w", ErrAgentExited, p.waitErr)
+}
+
+// ErrAgentTerminated is what Close returns, wrapped with the exit status,
+// when the agent did not exit within ExitTimeout of its stdin closing and
+// had to be sent SIGTERM, on which it exited.
+var ErrAgentTerminated = errors.New("acprpc: the agent did not exit after its stdin closed, and was sent SIGTERM")
+
+// ErrAgentKilled is what Close returns, wrapped with the exit status, when
+// the agent did not exit after SIGTERM either (or where there is no SIGTERM)
+// and was killed.
 var ErrAgentKilled = errors.New("acprpc: the agent did not exit after its stdin closed, and was killed")
 
-// Close ends the agent: it shuts the connection down gracefully
-// (Conn.Shutdown, for at most ProcessOptions.ExitTimeout: the agent's
+// Close ends the agent. It shuts the connection down gracefully
+// (Conn.Shutdown, for at most ProcessOptions.ShutdownTimeout: the agent's
 // requests are answered as cancelled and this side's calls are cancelled),
-// which closes the agent's stdin, then waits up to ExitTimeout for the
-// agent to exit, and kills it if it has not. The
-// agent's stdout is read and discarded until it exits, so that an agent
-// writing its last lines never blocks on a full pipe or dies of a broken
-// one.
+// which closes the agent's stdin, the way ACP tells an agent to exit. Then
+// it escalates: it waits up to ExitTimeout for the agent to exit, sends
+// SIGTERM to its process group (see StartAgent) and waits up to
+// TermTimeout, then sends SIGKILL. Once the agent has exited, what is left
+// of its group is killed. The agent's stdout is read and discarded until it
+// exits, so that an agent writing its last lines never blocks on a full
+// pipe or dies of a broken one.
 //
-// Close returns nil when the agent exited with status 0, the
-// *exec.ExitError of another status, or an error matching ErrAgentKilled.
-// It is safe to call more than once; later calls return the same.
+// Close returns nil when the agent exited with status 0 before any signal,
+// the *exec.ExitError of another status, or an error matching
+// ErrAgentTerminated or ErrAgentKilled. It is safe to call more than once;
+// later calls return the same.
 func (p *AgentProcess) Close() error {
 	p.closeOnce.Do(func() {
-		shutdown, cancel := context.WithTimeout(context.Background(), p.timeout)
+		shutdown, cancel := context.WithTimeout(context.Background(), p.shutdownTimeout)
 		_ = p.Conn.Shutdown(shutdown)
 		cancel()
 		drained := make(chan struct{})
@@ -176,35 +330,67 @@ func (p *AgentProcess) Close() error {
 			defer close(drained)
 			p.stdout.drain()
 		}()
-		t := time.NewTimer(p.timeout)
-		defer t.Stop()
-		select {
-		case <-p.exited:
-			p.closeErr = p.waitErr
-		case <-t.C:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-			p.closeErr = fmt.Errorf("%w (after %v): %w", ErrAgentKilled, p.timeout, p.waitErr)
-		}
+		p.closeErr = p.stop()
+		<-p.reaped
 		p.stdout.f.Close() // ends the drain if something else still holds the pipe
 		<-drained
 	})
 	return p.closeErr
 }
 
-// cuttableReader is the agent's stdout as the connection reads it. Closing
-// it ends a read in progress without closing the pipe, which Close goes on
-// draining until the agent exits: a pipe closed under a writing agent
-// would kill it with SIGPIPE.
-type cuttableReader struct {
-	f *os.File
-
-	mu      sync.Mutex
-	cut     bool
-	reading sync.WaitGroup
+// stop waits for the agent to exit, sending it SIGTERM after ExitTimeout
+// and SIGKILL after TermTimeout more, and returns how it ended.
+func (p *AgentProcess) stop() error {
+	if p.awaitDeath(p.exitTimeout) {
+		return p.waitErr
+	}
+	if p.terminate() && p.awaitDeath(p.termTimeout) {
+		return signalled(ErrAgentTerminated, p.waitErr)
+	}
+	p.kill()
+	<-p.dead
+	return signalled(ErrAgentKilled, p.waitErr)
 }
 
-func (r *cuttableReader) Read(b []byte) (int, error) {
+// awaitDeath reports whether the agent exits within d.
+func (p *AgentProcess) awaitDeath(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.dead:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func signalled(how, waitErr error) error {
+	if waitErr == nil { // the agent caught the signal and exited cleanly
+		return how
+	}
+	return fmt.Errorf("%w: %w", how, waitErr)
+}
+
+// agentOutput is the agent's stdout as the connection reads it. Closing it
+// ends a read in progress without closing the pipe, which Close goes on
+// draining until the agent exits: a pipe closed under a writing agent would
+// kill it with SIGPIPE. Once the agent has exited, its reads end with the
+// exit, even if a child of the agent still holds the pipe.
+type agentOutput struct {
+	f       *os.File
+	exited  <-chan struct{}
+	exitErr func() error // valid once exited is closed
+
+	mu        sync.Mutex
+	cut       bool // the connection reads no more
+	afterExit bool // the drain after the agent's exit is over
+	reading   sync.WaitGroup
+
+	endOnce sync.Once
+	ended   chan struct{} // closed once the connection's reading is over
+}
+
+func (r *agentOutput) Read(b []byte) (int, error) {
 	r.mu.Lock()
 	if r.cut {
 		r.mu.Unlock()
@@ -213,29 +399,106 @@ func (r *cuttableReader) Read(b []byte) (int, error) {
 	r.reading.Add(1)
 	r.mu.Unlock()
 	defer r.reading.Done()
-	return r.f.Read(b)
+	n, err := r.f.Read(b)
+	if err != nil {
+		err = r.why(err)
+		r.end()
+	}
+	return n, err
 }
+
+// why turns the end of the pipe into the agent's exit, when that is what
+// ended it.
+func (r *agentOutput) why(err error) error {
+	switch {
+	case errors.Is(err, io.EOF):
+		// The agent's exit usually comes with the end of its stdout, and
+		// is reaped a moment later. An agent that closed its stdout and
+		// runs on leaves the connection ended by EOF.
+		t := time.NewTimer(exitDrain)
+		defer t.Stop()
+		select {
+		case <-r.exited:
+			return r.exitErr()
+		case <-t.C:
+		}
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed):
+		r.mu.Lock()
+		afterExit := r.afterExit
+		r.mu.Unlock()
+		if afterExit {
+			return r.exitErr()
+		}
+	}
+	return err
+}
+
+func (r *agentOutput) end() { r.endOnce.Do(func() { close(r.ended) }) }
 
 // Close ends the connection's reads: a read in progress returns at once.
 // On a system where a pipe takes no deadline, the pipe is closed instead.
-func (r *cuttableReader) Close() error {
+func (r *agentOutput) Close() error {
 	r.mu.Lock()
 	r.cut = true
 	r.mu.Unlock()
+	r.end()
 	if err := r.f.SetReadDeadline(time.Now()); err != nil {
 		return r.f.Close()
 	}
 	return nil
 }
 
+// endAfterExit ends the connection's reading, once the agent has exited,
+// when drained ends before the pipe does.
+func (r *agentOutput) endAfterExit(drained <-chan struct{}) {
+	select {
+	case <-r.ended:
+	case <-drained:
+		r.mu.Lock()
+		r.afterExit = true
+		r.mu.Unlock()
+		if r.f.SetReadDeadline(time.Now()) != nil {
+			r.f.Close()
+		}
+	}
+}
+
 // drain reads and discards the rest of the output, once the connection's
 // last read has returned, until the pipe ends or is closed.
-func (r *cuttableReader) drain() {
+func (r *agentOutput) drain() {
 	r.reading.Wait()
 	if r.f.SetReadDeadline(time.Time{}) != nil {
 		return // closed already
 	}
 	_, _ = io.Copy(io.Discard, r.f)
+}
+
+// stderrCopy copies the agent's stderr to where it goes, when that is not a
+// file the agent could write itself.
+type stderrCopy struct {
+	r    *os.File
+	w    io.Writer
+	done chan struct{}
+}
+
+func (s *stderrCopy) run() {
+	defer close(s.done)
+	_, _ = io.Copy(s.w, s.r)
+}
+
+// finish, once the agent has exited, lets the copy reach the end of the
+// agent's stderr, or stops it when drained ends first: a child of the agent
+// may hold the pipe.
+func (s *stderrCopy) finish(drained <-chan struct{}) {
+	select {
+	case <-s.done:
+	case <-drained:
+		if s.r.SetReadDeadline(time.Now()) != nil {
+			s.r.Close()
+		}
+		<-s.done
+	}
+	s.r.Close()
 }
 
 // lineLogger writes each line of the agent's stderr to a logger. Lines are

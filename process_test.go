@@ -1,3 +1,5 @@
+//go:build unix
+
 package acprpc_test
 
 import (
@@ -44,6 +46,13 @@ func helperAgent(mode string) *exec.Cmd {
 //	ignore-eof   serve, and neither exit when stdin ends nor on SIGTERM
 //	junk         write lines that are not messages to stdout, then serve
 //	loud-exit    serve; when stdin ends, write 1 MiB to stdout, then exit 0
+//	lingers      start a child, serve, and stay when stdin ends, until SIGTERM
+//	orphans      start a child, serve, and exit 0 when stdin ends, leaving the child
+//	child        ignore SIGTERM and run until killed (the child of lingers and orphans)
+//
+// In lingers and orphans, "child" answers the child's process ID, and the
+// child holds descriptor 3, which the test passes to the agent (see
+// watchTree).
 func TestHelperAgent(t *testing.T) {
 	mode := os.Getenv(helperAgentEnv)
 	if mode == "" {
@@ -63,8 +72,22 @@ func runHelperAgent(mode string) int {
 		fmt.Fprint(os.Stdout, "this is not JSON\n[1,2]\n"+`{"jsonrpc":"2.0","id":99,"result":"to nothing"}`+"\n")
 	case "ignore-eof":
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT)
+	case "child":
+		signal.Ignore(syscall.SIGTERM)
+		waitForever()
+	}
+	childPid := 0
+	if mode == "lingers" || mode == "orphans" {
+		child := helperAgent("child")
+		child.ExtraFiles = []*os.File{os.NewFile(3, "tree")}
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "starting the child:", err)
+			return 5
+		}
+		childPid = child.Process.Pid
 	}
 	h := wiretest.Mux{
+		"child": func(context.Context, *acprpc.Request) (any, error) { return childPid, nil },
 		"echo":  wiretest.Echo,
 		"block": wiretest.BlockUntilCancelled,
 		"stderr": func(_ context.Context, req *acprpc.Request) (any, error) {
@@ -79,10 +102,8 @@ func runHelperAgent(mode string) int {
 	<-conn.Done()
 	_ = conn.Close()
 	switch mode {
-	case "ignore-eof":
-		forever := make(chan os.Signal, 1)
-		signal.Notify(forever, syscall.SIGUSR1) // keeps the runtime from calling this a deadlock
-		<-forever
+	case "ignore-eof", "lingers":
+		waitForever()
 	case "chatty":
 		fmt.Fprint(os.Stderr, "bye, with no newline")
 	case "loud-exit":
@@ -91,6 +112,13 @@ func runHelperAgent(mode string) int {
 		}
 	}
 	return 0
+}
+
+// waitForever blocks until the process is killed.
+func waitForever() {
+	forever := make(chan os.Signal, 1)
+	signal.Notify(forever, syscall.SIGUSR1) // keeps the runtime from calling this a deadlock
+	<-forever
 }
 
 // echo calls echo on the agent and checks the answer.
@@ -215,11 +243,15 @@ func TestStartAgentExitsEarly(t *testing.T) {
 	assert.Equal(t, "no API key", r.Attrs["line"])
 }
 
-// An agent that does not exit when its stdin closes is killed once
-// ExitTimeout has passed, and Close says so.
+// An agent that exits neither when its stdin closes nor on SIGTERM is
+// killed once ExitTimeout and then TermTimeout have passed, and Close says
+// so.
 func TestStartAgentIgnoresEOF(t *testing.T) {
 	ctx := wiretest.Context(t)
-	agent, err := acprpc.StartAgent(ctx, helperAgent("ignore-eof"), nil, &acprpc.ProcessOptions{ExitTimeout: 50 * time.Millisecond})
+	agent, err := acprpc.StartAgent(ctx, helperAgent("ignore-eof"), nil, &acprpc.ProcessOptions{
+		ExitTimeout: 50 * time.Millisecond,
+		TermTimeout: 50 * time.Millisecond,
+	})
 	require.NoError(t, err)
 	echo(t, ctx, agent.Conn)
 	err = agent.Close()

@@ -1,0 +1,189 @@
+//go:build unix
+
+package acprpc_test
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// treeWatch sees the end of an agent's process tree: every process of it
+// holds descriptor 3, the write end of a pipe, so the read end reaches EOF
+// once the last of them has exited. No polling, and a zombie waiting for its
+// parent holds no descriptor.
+type treeWatch struct {
+	w    *os.File
+	gone chan struct{}
+}
+
+// watchTree passes the pipe to cmd as descriptor 3. Call started once cmd
+// runs.
+func watchTree(t *testing.T, cmd *exec.Cmd) *treeWatch {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.ExtraFiles = []*os.File{w}
+	tw := &treeWatch{w: w, gone: make(chan struct{})}
+	go func() {
+		defer close(tw.gone)
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	t.Cleanup(func() {
+		_ = w.Close()
+		_ = r.Close()
+		<-tw.gone
+	})
+	return tw
+}
+
+// started drops this process's copy of the write end.
+func (tw *treeWatch) started() { _ = tw.w.Close() }
+
+// childOf asks a lingers or orphans agent for its child's process ID, and
+// makes sure the child ends with the test.
+func childOf(t *testing.T, agent *acprpc.AgentProcess) int {
+	t.Helper()
+	pid, err := acprpc.CallFor[int](wiretest.Context(t), agent.Conn, "child", nil)
+	require.NoError(t, err)
+	require.Positive(t, pid)
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
+// Real agents do not exit when their stdin closes, once they have a
+// session. Close gives the agent ExitTimeout, then sends SIGTERM to its
+// process group, and the agent's child, which ignores SIGTERM, is killed
+// with the group as soon as the agent is gone: the whole tree has ended when
+// Close returns, well before TermTimeout.
+func TestStartAgentCloseEscalatesToSIGTERM(t *testing.T) {
+	ctx := wiretest.Context(t)
+	cmd := helperAgent("lingers")
+	tree := watchTree(t, cmd)
+	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil) // the defaults
+	require.NoError(t, err)
+	tree.started()
+	childOf(t, agent)
+	start := time.Now()
+	err = agent.Close()
+	took := time.Since(start)
+	require.ErrorIs(t, err, acprpc.ErrAgentTerminated)
+	assert.NotErrorIs(t, err, acprpc.ErrAgentKilled)
+	assert.GreaterOrEqual(t, took, acprpc.DefaultExitTimeout, "the agent had its grace after its stdin closed")
+	assert.Equal(t, syscall.SIGTERM, exitSignal(t, agent.Wait()))
+	wiretest.Recv(t, ctx, tree.gone)
+}
+
+// An agent that exits when its stdin closes, leaving a child behind, takes
+// the child with it: its process group is killed once it has exited.
+func TestStartAgentChildrenEndWithTheAgent(t *testing.T) {
+	ctx := wiretest.Context(t)
+	cmd := helperAgent("orphans")
+	tree := watchTree(t, cmd)
+	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil)
+	require.NoError(t, err)
+	tree.started()
+	childOf(t, agent)
+	require.NoError(t, agent.Close())
+	wiretest.Recv(t, ctx, tree.gone)
+}
+
+// A command whose SysProcAttr the caller set keeps it. When it puts the
+// agent in a group of its own (Setpgid, or Setsid) Close signals that group,
+// as it does by default; otherwise the agent shares this process's group,
+// and only the agent itself is signalled: its children are the caller's
+// to end.
+func TestStartAgentCallersSysProcAttr(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		attr     *syscall.SysProcAttr
+		ownGroup bool
+	}{
+		{"Setpgid", &syscall.SysProcAttr{Setpgid: true}, true},
+		{"Setsid", &syscall.SysProcAttr{Setsid: true}, true},
+		{"shared group", &syscall.SysProcAttr{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			cmd := helperAgent("lingers")
+			cmd.SysProcAttr = tc.attr
+			tree := watchTree(t, cmd)
+			agent, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{ExitTimeout: time.Millisecond})
+			require.NoError(t, err)
+			tree.started()
+			child := childOf(t, agent)
+			require.ErrorIs(t, agent.Close(), acprpc.ErrAgentTerminated)
+			if tc.ownGroup {
+				wiretest.Recv(t, ctx, tree.gone)
+				return
+			}
+			select {
+			case <-tree.gone:
+				t.Fatal("the child of an agent in the caller's process group was killed")
+			default:
+			}
+			require.NoError(t, syscall.Kill(child, syscall.SIGKILL), "the child outlived the agent")
+			wiretest.Recv(t, ctx, tree.gone)
+		})
+	}
+}
+
+// An agent that exits while a child of its own still holds its stdout and
+// stderr ends the connection all the same: a pending call fails with
+// ErrConnClosed and the agent's exit status, at once when the child went
+// with the agent's process group, after a short drain when the agent shares
+// the caller's group and the child lives on. The stderr log has the agent's
+// last line by the time Wait returns.
+func TestStartAgentExitsWhileAChildHoldsItsStdout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		attr *syscall.SysProcAttr
+	}{
+		{"own group", nil},
+		{"shared group", &syscall.SysProcAttr{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			// The sleep outlasts the test's every wait.
+			cmd := exec.Command("sh", "-c", `read line; sleep 60 & echo $! >&2; exit 3`)
+			cmd.SysProcAttr = tc.attr
+			log, records := wiretest.NewLog()
+			agent, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{StderrLog: log})
+			require.NoError(t, err)
+			err = agent.Call(ctx, "echo", nil, nil)
+			require.ErrorIs(t, err, acprpc.ErrConnClosed)
+			require.ErrorIs(t, err, acprpc.ErrAgentExited)
+			assert.Equal(t, 3, exitCode(err), "the call's error carries the exit status: %v", err)
+			require.ErrorIs(t, agent.Err(), acprpc.ErrAgentExited)
+			assert.Equal(t, 3, exitCode(agent.Wait()))
+			r, ok := records.Find(slog.LevelInfo, "agent stderr")
+			require.True(t, ok, "the agent's last line was logged")
+			sleeper, err := strconv.Atoi(r.Attrs["line"])
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = syscall.Kill(sleeper, syscall.SIGKILL) })
+			assert.Equal(t, 3, exitCode(agent.Close()))
+		})
+	}
+}
+
+// exitSignal is the signal that ended a process, from Wait's error.
+func exitSignal(t *testing.T, err error) syscall.Signal {
+	t.Helper()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	status, ok := exit.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	require.True(t, status.Signaled(), "the agent exited with status %d", status.ExitStatus())
+	return status.Signal()
+}
