@@ -274,7 +274,10 @@ func startTSV2Agent(t *testing.T, client acprpc.Handler, flags ...string) (*acpr
 	cmd := exec.Command(node, nodeScript("v2-agent.ts", append([]string{"--report", reportPath}, flags...)...)...)
 	cmd.Dir = interopDir
 	var stderr syncBuffer
-	agent, err := acprpc.StartAgent(context.Background(), cmd, client, &acprpc.ProcessOptions{Stderr: &stderr})
+	// The agent writes its report once its stdin ends, and exits: it gets
+	// ten seconds for that, not Close's one-second default
+	// before SIGTERM, which a loaded machine can outlast.
+	agent, err := acprpc.StartAgent(context.Background(), cmd, client, &acprpc.ProcessOptions{Stderr: &stderr, ExitTimeout: 10 * time.Second})
 	require.NoError(t, err)
 	var raw []byte
 	var report tsV2AgentReport
