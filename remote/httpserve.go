@@ -25,7 +25,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	}
 	h := s.lookup(id)
 	if h == nil {
-		http.Error(w, "Not Found: unknown "+HeaderConnectionID, http.StatusNotFound)
+		refuseUnread(w, &refusal{http.StatusNotFound, "Not Found: unknown " + HeaderConnectionID})
 		return
 	}
 	if !h.posts.enter() {
@@ -53,7 +53,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 // cannot pile up beyond them.
 func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request) {
 	if ref := s.reserve(); ref != nil {
-		refuse(w, ref)
+		refuseUnread(w, ref)
 		return
 	}
 	body, status, why := s.readMessageBody(w, r, int64(s.opts.MaxMessageSize))
@@ -68,6 +68,16 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.openHTTP(w, r, body, env)
+}
+
+// refuseUnread refuses a POST whose body was not read whole, and closes
+// its HTTP connection at once: net/http would otherwise read the rest of
+// the body, before answering or after, and a body that never comes would
+// hold the connection until BodyTimeout.
+func refuseUnread(w http.ResponseWriter, ref *refusal) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // nothing more is read
+	refuse(w, ref)
 }
 
 // deliverPost hands a POSTed message to its connection's Conn, recording
@@ -99,16 +109,14 @@ func (s *Server) deliverPost(w http.ResponseWriter, r *http.Request, h *httpConn
 }
 
 // readMessageBody reads a POST's body, which must be one JSON object of at
-// most limit bytes, sent within BodyTimeout; otherwise it returns the
+// most limit bytes, sent within BodyTimeout (the read deadline ServeHTTP
+// set); otherwise it returns the
 // status and text of the refusal. A batch gets 501: ACP has no batches.
 func (s *Server) readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, string) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil, http.StatusUnsupportedMediaType, "Unsupported Media Type: send application/json"
 	}
 	rc := http.NewResponseController(w)
-	if d := s.opts.BodyTimeout; d > 0 {
-		_ = rc.SetReadDeadline(time.Now().Add(d)) // ErrNotSupported under a server without deadlines
-	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err == nil {
 		_ = rc.SetReadDeadline(time.Time{}) // the wait for the Conn is bounded by other means

@@ -89,5 +89,5 @@ func (c *chargedBody) Read(p []byte) (int, error) {
 // refuseOverBudget answers a POST over its connection's budget.
 func refuseOverBudget(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", postRetryAfter)
-	http.Error(w, "Too Many Requests: "+errPostBudget.Error()[len("remote: "):], http.StatusTooManyRequests)
+	refuseUnread(w, &refusal{http.StatusTooManyRequests, "Too Many Requests: " + errPostBudget.Error()[len("remote: "):]})
 }

@@ -90,6 +90,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !isWebSocketUpgrade(r) { // a WebSocket's writes have their own deadlines, after the upgrade
 		setWriteDeadline(w, s.opts.WriteTimeout)
 	}
+	if r.Method != http.MethodGet && s.opts.BodyTimeout > 0 {
+		// A body that never comes, even one the answer does not read
+		// (net/http reads some of it before answering), is cut off.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	}
 	if allowCrossOrigin(w, r) {
 		return // a preflight, answered
 	}

@@ -75,7 +75,9 @@ func TestServerCloseDuringWebSocketUpgrade(t *testing.T) {
 			d := <-dialDone
 			if tc.upgraded {
 				require.NoError(t, d.err)
-				_, _, err := d.ws.Read(context.Background())
+				ctx, cancel := context.WithTimeout(context.Background(), wait)
+				defer cancel()
+				_, _, err := d.ws.Read(ctx)
 				assert.Error(t, err, "the socket is closed under the client")
 				d.ws.CloseNow()
 			} else {

@@ -263,3 +263,32 @@ func TestHTTPPostsWaitingForABusyConnAreBounded(t *testing.T) {
 	require.NoError(t, server.Close())
 	assert.Equal(t, delivered, <-taken)
 }
+
+// TestSlowlorisRefusedPostIsAnsweredAtOnce sends POSTs that are refused
+// before their bodies are read (no place among MaxConnections, an unknown
+// connection) with bodies that never come whole: each is answered at once
+// and its HTTP connection closed, instead of waiting for the body that
+// net/http would read first.
+func TestSlowlorisRefusedPostIsAnsweredAtOnce(t *testing.T) {
+	ts := startServer(t, &Options{MaxConnections: 1})
+	c := newRawHTTP(t, ts.url("http"))
+	_, server := c.initialize(ts)
+	defer server.Close()
+	for _, tc := range []struct {
+		name    string
+		headers string
+		status  int
+	}{
+		{"no place for an initialize", "", http.StatusServiceUnavailable},
+		{"an unknown connection", HeaderConnectionID + ": nope\r\n", http.StatusNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := rawConn(t, ts)
+			_, err := fmt.Fprintf(conn, "POST /acp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"+
+				"Content-Length: 100000\r\n%s\r\n{\"jsonrpc\":", tc.headers)
+			require.NoError(t, err)
+			assert.Equal(t, tc.status, readAnswer(t, bufio.NewReader(conn)).StatusCode)
+			awaitHangUp(t, conn, "the refused POST's connection was closed")
+		})
+	}
+}
