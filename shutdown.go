@@ -113,27 +113,6 @@ func (c *Conn) closedBeforeQuiet() error {
 	return c.reason
 }
 
-// CancelRequest cancels the peer's request id on this side, for cause (nil
-// means ErrCancelled): a limit was reached, a resource went away. The
-// handler's context ends with that cause, and the request is answered as
-// any cancelled request is: with the handler's result if it returns one,
-// else its method's marker or -32800, and no later than Options.CancelGrace.
-// It reports whether it cancelled the request: false if no request with
-// that ID is in flight, or it was cancelled or answered already.
-func (c *Conn) CancelRequest(id ID, cause error) bool {
-	if id.IsZero() {
-		return false
-	}
-	r := c.incoming.get(keyOf([]byte(id.raw)))
-	if r == nil {
-		return false
-	}
-	if cause == nil {
-		cause = ErrCancelled
-	}
-	return r.cancelWith(cause)
-}
-
 // intake is the read loop's gate. Shutdown closes it before its last
 // flush: a message read after that is not taken in, so every request the
 // connection took in has its answer queued before the flush, and none is
