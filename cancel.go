@@ -7,12 +7,6 @@ import (
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
-// Method names of the cancellation protocol.
-const (
-	MethodCancelRequest    = "$/cancel_request"
-	MethodLSPCancelRequest = "$/cancelRequest"
-)
-
 // peerCancel handles $/cancel_request (and, when allowed, $/cancelRequest).
 // It runs on the read goroutine, ahead of every queue. It is never answered:
 // an unknown or finished ID and malformed params are only logged.

@@ -8,12 +8,6 @@ import (
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
-// ACP v2's requests that cancel one entity of a session's work.
-const (
-	MethodToolCallCancel = "tool_call/cancel"
-	MethodTerminalCancel = "terminal/cancel"
-)
-
 // ErrEntityCancelled: the peer sent tool_call/cancel or terminal/cancel for
 // the tool call or terminal a context was registered for.
 var ErrEntityCancelled = errors.New("acprpc: tool call or terminal cancelled by the peer")

@@ -8,16 +8,6 @@ import (
 	"strconv"
 )
 
-// JSON-RPC 2.0 and ACP error codes used on the wire.
-const (
-	CodeParseError       = -32700 // the line is not JSON
-	CodeInvalidRequest   = -32600 // not a JSON-RPC object, a batch, or an ID that cannot be carried
-	CodeMethodNotFound   = -32601 // no such method, or a request for a $/ method
-	CodeInvalidParams    = -32602 // params do not fit the method
-	CodeInternalError    = -32603 // the handler failed or panicked
-	CodeRequestCancelled = -32800 // the request was cancelled, by the peer or internally
-)
-
 // Cancellation causes. A handler learns why its context ended with
 // context.Cause(ctx) and errors.Is.
 var (

@@ -175,17 +175,6 @@ type Options struct {
 	ProtocolVersions []ProtocolVersion
 }
 
-// ACPCancelMarkers returns ACP's cancellation markers: a cancelled prompt
-// turn ends with stopReason "cancelled", and a cancelled permission request
-// with the cancelled outcome. The map is new on each call, so a caller may
-// add its own methods to it.
-func ACPCancelMarkers() map[string]json.RawMessage {
-	return map[string]json.RawMessage{
-		"session/prompt":             json.RawMessage(`{"stopReason":"cancelled"}`),
-		"session/request_permission": json.RawMessage(`{"outcome":{"outcome":"cancelled"}}`),
-	}
-}
-
 // settled returns the options with every default filled in.
 func (o *Options) settled() Options {
 	var s Options

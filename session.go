@@ -6,13 +6,6 @@ import (
 	"time"
 )
 
-// ACP's session methods. A session cancellation reads only params.sessionId;
-// the rest of ACP's schema is the application's business.
-const (
-	MethodSessionCancel = "session/cancel"
-	MethodSessionClose  = "session/close"
-)
-
 // isSessionCancel reports whether a notification ends its session's work.
 func (c *Conn) isSessionCancel(method string) bool {
 	return slices.Contains(c.opts.SessionCancelMethods, method)
@@ -74,11 +67,6 @@ func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 	}
 	return err
 }
-
-// MethodRequestPermission is ACP's request for the user's permission, which
-// a client answers with the cancelled outcome as soon as its turn is
-// cancelled.
-const MethodRequestPermission = "session/request_permission"
 
 type sessionParams struct {
 	SessionID string `json:"sessionId"`

@@ -10,24 +10,6 @@ import (
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
-// ProtocolVersion is an ACP protocol version: the integer that initialize
-// negotiates.
-type ProtocolVersion int
-
-// The ACP versions this library knows the rules of.
-const (
-	ProtocolV1 ProtocolVersion = 1
-	ProtocolV2 ProtocolVersion = 2
-)
-
-// CodeUnsupportedProtocolVersion is ACP's error for an initialize that asks
-// for a version below every version the agent supports. Its data is
-// {"requested": n, "supported": [...]}.
-const CodeUnsupportedProtocolVersion = -32022
-
-// MethodInitialize is ACP's first request, which negotiates the version.
-const MethodInitialize = "initialize"
-
 // protocol is everything a connection does differently by version; the rest
 // of the library is the same for every version. A Conn holds the rules of
 // the version negotiated on it, or of v1 until one is.
@@ -65,21 +47,6 @@ func rulesFor(v ProtocolVersion, markers map[string]json.RawMessage) *protocol {
 		markers = ACPCancelMarkers()
 	}
 	return &protocol{version: v, markers: markers, clientPreempts: true}
-}
-
-// ACPCancelMarkersFor returns the cancellation markers of ACP version v. In
-// v1 (ACPCancelMarkers) a cancelled prompt turn ends with stopReason
-// "cancelled"; in v2 session/prompt has no marker, since a prompt is
-// answered when it is inserted and a turn ends with an idle state_update,
-// so a prompt cancelled before insertion is answered -32800. A cancelled
-// permission request has the cancelled outcome in both. The map is new on
-// each call.
-func ACPCancelMarkersFor(v ProtocolVersion) map[string]json.RawMessage {
-	m := ACPCancelMarkers()
-	if v >= ProtocolV2 {
-		delete(m, "session/prompt")
-	}
-	return m
 }
 
 // versioning is the Conn's knowledge of its protocol version.

@@ -12,18 +12,6 @@ import (
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
-// ACP's prompt-turn methods, as far as the library reads them.
-const (
-	MethodSessionPrompt = "session/prompt"
-	MethodSessionUpdate = "session/update"
-)
-
-// ACP v2's stop reasons that the library itself sends.
-const (
-	StopReasonEndTurn   = "end_turn"
-	StopReasonCancelled = "cancelled"
-)
-
 // ErrWorkEnded is the reason a session/update sent under a Work's context is
 // dropped: the work has already ended with its idle state_update, which no
 // update of that work may follow.

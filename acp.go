@@ -1,0 +1,97 @@
+package acprpc
+
+import "encoding/json"
+
+// This file is ACP's vocabulary as the library reads and writes it: the
+// methods it acts on, the versions, the error codes and the cancellation
+// markers. The rest of ACP's schema is the application's (acpv1, acpv2).
+
+// JSON-RPC 2.0 and ACP error codes used on the wire.
+const (
+	CodeParseError       = -32700 // the line is not JSON
+	CodeInvalidRequest   = -32600 // not a JSON-RPC object, a batch, or an ID that cannot be carried
+	CodeMethodNotFound   = -32601 // no such method, or a request for a $/ method
+	CodeInvalidParams    = -32602 // params do not fit the method
+	CodeInternalError    = -32603 // the handler failed or panicked
+	CodeRequestCancelled = -32800 // the request was cancelled, by the peer or internally
+)
+
+// CodeUnsupportedProtocolVersion is ACP's error for an initialize that asks
+// for a version below every version the agent supports. Its data is
+// {"requested": n, "supported": [...]}.
+const CodeUnsupportedProtocolVersion = -32022
+
+// Method names of the cancellation protocol.
+const (
+	MethodCancelRequest    = "$/cancel_request"
+	MethodLSPCancelRequest = "$/cancelRequest"
+)
+
+// MethodInitialize is ACP's first request, which negotiates the version.
+const MethodInitialize = "initialize"
+
+// ACP's session methods. A session cancellation reads only params.sessionId;
+// the rest of ACP's schema is the application's business.
+const (
+	MethodSessionCancel = "session/cancel"
+	MethodSessionClose  = "session/close"
+)
+
+// MethodRequestPermission is ACP's request for the user's permission, which
+// a client answers with the cancelled outcome as soon as its turn is
+// cancelled.
+const MethodRequestPermission = "session/request_permission"
+
+// ACP's prompt-turn methods, as far as the library reads them.
+const (
+	MethodSessionPrompt = "session/prompt"
+	MethodSessionUpdate = "session/update"
+)
+
+// ACP v2's requests that cancel one entity of a session's work.
+const (
+	MethodToolCallCancel = "tool_call/cancel"
+	MethodTerminalCancel = "terminal/cancel"
+)
+
+// ACP v2's stop reasons that the library itself sends.
+const (
+	StopReasonEndTurn   = "end_turn"
+	StopReasonCancelled = "cancelled"
+)
+
+// ProtocolVersion is an ACP protocol version: the integer that initialize
+// negotiates.
+type ProtocolVersion int
+
+// The ACP versions this library knows the rules of.
+const (
+	ProtocolV1 ProtocolVersion = 1
+	ProtocolV2 ProtocolVersion = 2
+)
+
+// ACPCancelMarkers returns ACP's cancellation markers: a cancelled prompt
+// turn ends with stopReason "cancelled", and a cancelled permission request
+// with the cancelled outcome. The map is new on each call, so a caller may
+// add its own methods to it.
+func ACPCancelMarkers() map[string]json.RawMessage {
+	return map[string]json.RawMessage{
+		"session/prompt":             json.RawMessage(`{"stopReason":"cancelled"}`),
+		"session/request_permission": json.RawMessage(`{"outcome":{"outcome":"cancelled"}}`),
+	}
+}
+
+// ACPCancelMarkersFor returns the cancellation markers of ACP version v. In
+// v1 (ACPCancelMarkers) a cancelled prompt turn ends with stopReason
+// "cancelled"; in v2 session/prompt has no marker, since a prompt is
+// answered when it is inserted and a turn ends with an idle state_update,
+// so a prompt cancelled before insertion is answered -32800. A cancelled
+// permission request has the cancelled outcome in both. The map is new on
+// each call.
+func ACPCancelMarkersFor(v ProtocolVersion) map[string]json.RawMessage {
+	m := ACPCancelMarkers()
+	if v >= ProtocolV2 {
+		delete(m, "session/prompt")
+	}
+	return m
+}
