@@ -70,28 +70,20 @@ const (
 	ProtocolV2 ProtocolVersion = 2
 )
 
-// ACPCancelMarkers returns ACP's cancellation markers: a cancelled prompt
-// turn ends with stopReason "cancelled", and a cancelled permission request
-// with the cancelled outcome. The map is new on each call, so a caller may
-// add its own methods to it.
-func ACPCancelMarkers() map[string]json.RawMessage {
-	return map[string]json.RawMessage{
-		"session/prompt":             json.RawMessage(`{"stopReason":"cancelled"}`),
-		"session/request_permission": json.RawMessage(`{"outcome":{"outcome":"cancelled"}}`),
+// ACPCancelMarkers returns the cancellation markers of ACP version v: the
+// result that answers a cancelled request of each method instead of
+// -32800. A cancelled permission request has the cancelled outcome in every
+// version. In v1 (and for 0, a version not known yet) a cancelled prompt
+// turn ends with stopReason "cancelled"; in v2 session/prompt has none,
+// since a prompt is answered when it is inserted and a turn ends with an
+// idle state_update, so a prompt cancelled before insertion is answered
+// -32800. The map is new on each call, so a caller may add its own methods.
+func ACPCancelMarkers(v ProtocolVersion) map[string]json.RawMessage {
+	m := map[string]json.RawMessage{
+		MethodRequestPermission: json.RawMessage(`{"outcome":{"outcome":"cancelled"}}`),
 	}
-}
-
-// ACPCancelMarkersFor returns the cancellation markers of ACP version v. In
-// v1 (ACPCancelMarkers) a cancelled prompt turn ends with stopReason
-// "cancelled"; in v2 session/prompt has no marker, since a prompt is
-// answered when it is inserted and a turn ends with an idle state_update,
-// so a prompt cancelled before insertion is answered -32800. A cancelled
-// permission request has the cancelled outcome in both. The map is new on
-// each call.
-func ACPCancelMarkersFor(v ProtocolVersion) map[string]json.RawMessage {
-	m := ACPCancelMarkers()
-	if v >= ProtocolV2 {
-		delete(m, "session/prompt")
+	if v < ProtocolV2 {
+		m[MethodSessionPrompt] = json.RawMessage(`{"stopReason":"cancelled"}`)
 	}
 	return m
 }

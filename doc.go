@@ -151,7 +151,7 @@
 //
 // A connection speaks one ACP version, v1 or v2, and Conn.ProtocolVersion
 // reports it: negotiated by the Conn itself for an agent with
-// Options.ProtocolVersions or a VersionRouter handler (-32022 when no version
+// Options.SupportedVersions or a VersionRouter handler (-32022 when no version
 // fits), learnt from the initialize exchange it carries otherwise, or set by
 // the application. Everything that differs by version is one set of rules
 // the Conn holds; v1's are unchanged. On v2:

@@ -222,7 +222,7 @@ func TestHooksLabelAnswersOfTheReadGoroutine(t *testing.T) {
 		return json.RawMessage(`{"protocolVersion":2}`), nil
 	}
 	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"initialize": initialize},
-		&acprpc.Options{Hooks: log.hooks(), ProtocolVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV1, acprpc.ProtocolV2}})
+		&acprpc.Options{Hooks: log.hooks(), SupportedVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV1, acprpc.ProtocolV2}})
 	_, done := c.CancellableToolCall(context.Background(), "s", "t1")
 	defer done()
 

@@ -144,7 +144,7 @@ type Options struct {
 
 	// CancelMarkers maps a method to the result that answers it when it is
 	// cancelled, instead of -32800. Nil means the markers of the
-	// connection's ACP version (ACPCancelMarkersFor); a non-nil map applies
+	// connection's ACP version (ACPCancelMarkers); a non-nil map applies
 	// to every version, and an empty one means none.
 	CancelMarkers map[string]json.RawMessage
 
@@ -154,25 +154,25 @@ type Options struct {
 	// slice turns session cancellation off.
 	SessionCancelMethods []string
 
-	// ProtocolVersion, if set, pins the ACP version the connection speaks:
-	// its rules apply from the start, and an initialize exchange over the
-	// Conn does not change them, whatever version its answer names (an SDK
-	// that speaks v1 alone stays on v1; a negotiating agent negotiates among
-	// this version alone). Otherwise the version is learnt from the
-	// initialize exchange the Conn carries (see Conn.ProtocolVersion), and
-	// until then v1's rules apply.
-	ProtocolVersion ProtocolVersion
+	// PinnedVersion, if set, is the one ACP version the connection speaks:
+	// its rules apply from the start, and no initialize exchange over the
+	// Conn changes them, whatever version its answer names (an SDK that
+	// speaks v1 alone stays on v1; a negotiating agent negotiates among this
+	// version alone). Otherwise the version is learnt from the initialize
+	// exchange the Conn carries (see Conn.ProtocolVersion), and until then
+	// v1's rules apply.
+	PinnedVersion ProtocolVersion
 
-	// ProtocolVersions, if set, are the ACP versions an agent serves, and
+	// SupportedVersions, if set, are the ACP versions an agent supports, and
 	// the Conn negotiates the peer's initialize itself, on the read
 	// goroutine before the handler runs: the highest of them at or below the
 	// version the client asks for (with v1 alone, always v1, as v1 falls
-	// back), else the request is answered -32022 with {requested,
-	// supported} data and the handler never sees it. A handler that is a
-	// VersionedHandler (VersionRouter) sets them when this is nil. Without
-	// them the application answers initialize, and its answer's
-	// protocolVersion sets the connection's version.
-	ProtocolVersions []ProtocolVersion
+	// back), else the request is answered -32022 with {requested, supported}
+	// data and the handler never sees it. A VersionedHandler (VersionRouter)
+	// sets them when this is nil. Without them the application answers
+	// initialize, and its answer's protocolVersion sets the connection's
+	// version.
+	SupportedVersions []ProtocolVersion
 }
 
 // settled returns the options with every default filled in.
@@ -197,7 +197,7 @@ func (o *Options) settled() Options {
 	s.MaxInFlightBytes = max(orDefault(s.MaxInFlightBytes, DefaultMaxInFlightBytes), s.MaxMessageSize)
 	s.MaxQueuedNotificationBytes = max(orDefault(s.MaxQueuedNotificationBytes, DefaultMaxQueuedNotificationBytes), s.MaxMessageSize)
 	if s.CancelMarkers == nil {
-		s.CancelMarkers = ACPCancelMarkers()
+		s.CancelMarkers = ACPCancelMarkers(ProtocolV1)
 	}
 	if s.SessionCancelMethods == nil {
 		s.SessionCancelMethods = []string{MethodSessionCancel, MethodSessionClose}

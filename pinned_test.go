@@ -12,10 +12,10 @@ import (
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
-// A version set by Options.ProtocolVersion stays: the initialize exchange
+// A version set by Options.PinnedVersion stays: the initialize exchange
 // the Conn carries does not switch its rules, whichever side answers it.
 func TestPinnedVersionStays(t *testing.T) {
-	pinned := &acprpc.Options{ProtocolVersion: acprpc.ProtocolV1}
+	pinned := &acprpc.Options{PinnedVersion: acprpc.ProtocolV1}
 	t.Run("client", func(t *testing.T) {
 		ctx := wiretest.Context(t)
 		perm := make(chan context.Context, 1)

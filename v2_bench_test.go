@@ -17,7 +17,7 @@ import (
 // version v.
 func benchTurnConns(b *testing.B, v acprpc.ProtocolVersion, agent, client acprpc.Handler) *acprpc.Conn {
 	cR, cW, sR, sW := benchPipes(b)
-	opts := &acprpc.Options{ProtocolVersion: v}
+	opts := &acprpc.Options{PinnedVersion: v}
 	server := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(sR, sW), agent, opts)
 	c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(cR, cW), client, opts)
 	b.Cleanup(func() {

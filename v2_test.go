@@ -153,7 +153,7 @@ func expectQuiet(t *testing.T, ctx context.Context, p *wiretest.Peer, id string)
 	p.ExpectResult(ctx, id, `"pong"`)
 }
 
-func v2Options() *acprpc.Options { return &acprpc.Options{ProtocolVersion: acprpc.ProtocolV2} }
+func v2Options() *acprpc.Options { return &acprpc.Options{PinnedVersion: acprpc.ProtocolV2} }
 
 // ---------------------------------------------------------------- negotiation
 
@@ -229,7 +229,7 @@ func TestVersionRouterNegotiates(t *testing.T) {
 	})
 }
 
-// Options.ProtocolVersions negotiates for a plain handler too, and v1 alone
+// Options.SupportedVersions negotiates for a plain handler too, and v1 alone
 // keeps v1's fallback: every client gets v1, as it always did.
 func TestProtocolVersionsOption(t *testing.T) {
 	ctx := wiretest.Context(t)
@@ -237,13 +237,13 @@ func TestProtocolVersionsOption(t *testing.T) {
 		return map[string]int{"protocolVersion": 1}, nil
 	})
 	for _, requested := range []string{"0", "1", "2"} {
-		c, p := wiretest.Connect(t, wiretest.Transports[0], answer, &acprpc.Options{ProtocolVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV1}})
+		c, p := wiretest.Connect(t, wiretest.Transports[0], answer, &acprpc.Options{SupportedVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV1}})
 		p.Request("0", "initialize", `{"protocolVersion":`+requested+`}`)
 		p.ExpectResult(ctx, "0", `{"protocolVersion":1}`)
 		assert.Equal(t, acprpc.ProtocolV1, c.ProtocolVersion(), "requested %s", requested)
 	}
 	c, p := wiretest.Connect(t, wiretest.Transports[0], answer,
-		&acprpc.Options{ProtocolVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV2, acprpc.ProtocolV1}})
+		&acprpc.Options{SupportedVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV2, acprpc.ProtocolV1}})
 	p.Request("0", "initialize", `{"protocolVersion":0}`)
 	m := p.ExpectError(ctx, "0", acprpc.CodeUnsupportedProtocolVersion)
 	assert.JSONEq(t, `{"requested":0,"supported":[1,2]}`, string(m.Error.Data))
@@ -293,7 +293,7 @@ func TestVersionLearntFromInitialize(t *testing.T) {
 	})
 }
 
-// SetProtocolVersion and Options.ProtocolVersion set the rules directly.
+// SetProtocolVersion and Options.PinnedVersion set the rules directly.
 func TestSetProtocolVersion(t *testing.T) {
 	ctx := wiretest.Context(t)
 	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/prompt": wiretest.BlockUntilCancelled}, nil)
@@ -322,13 +322,13 @@ func TestMarkersByVersion(t *testing.T) {
 	}{
 		{acprpc.ProtocolV1, nil, `{"stopReason":"cancelled"}`},
 		{acprpc.ProtocolV2, nil, ""},
-		{acprpc.ProtocolV2, acprpc.ACPCancelMarkers(), `{"stopReason":"cancelled"}`},
+		{acprpc.ProtocolV2, acprpc.ACPCancelMarkers(acprpc.ProtocolV1), `{"stopReason":"cancelled"}`},
 	} {
 		t.Run(fmt.Sprintf("v%d markers %v", tc.version, tc.markers != nil), func(t *testing.T) {
 			wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 				ctx := wiretest.Context(t)
 				h := wiretest.Mux{"session/prompt": wiretest.BlockUntilCancelled, "session/request_permission": wiretest.BlockUntilCancelled}
-				_, p := wiretest.Connect(t, tr, h, &acprpc.Options{ProtocolVersion: tc.version, CancelMarkers: tc.markers})
+				_, p := wiretest.Connect(t, tr, h, &acprpc.Options{PinnedVersion: tc.version, CancelMarkers: tc.markers})
 				p.Request("1", "session/prompt", `{"sessionId":"s"}`)
 				p.Request("2", "session/request_permission", `{"sessionId":"s"}`)
 				p.Cancel("1")
@@ -349,7 +349,7 @@ func TestNullIDByVersion(t *testing.T) {
 	for _, v := range []acprpc.ProtocolVersion{acprpc.ProtocolV1, acprpc.ProtocolV2} {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			ctx := wiretest.Context(t)
-			_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{ProtocolVersion: v})
+			_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{PinnedVersion: v})
 			p.Send(`{"jsonrpc":"2.0","id":null,"method":"ping"}`)
 			m := p.ExpectError(ctx, "null", acprpc.CodeInvalidRequest)
 			assert.Contains(t, m.Error.Message, "the id must be a string or an integer")
@@ -699,7 +699,7 @@ func TestV1HasNoWork(t *testing.T) {
 		found <- ok
 		return map[string]string{"stopReason": "end_turn"}, nil
 	})
-	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{ProtocolVersion: acprpc.ProtocolV1})
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{PinnedVersion: acprpc.ProtocolV1})
 	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
 	p.ExpectResult(ctx, "1", `{"stopReason":"end_turn"}`)
 	assert.False(t, wiretest.Recv(t, ctx, found))
@@ -768,7 +768,7 @@ func TestEntityCancelFallbacks(t *testing.T) {
 	p.Request("1", acprpc.MethodTerminalCancel, `{"sessionId":"s","terminalId":"x"}`)
 	p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
 
-	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{}, &acprpc.Options{ProtocolVersion: acprpc.ProtocolV1})
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{}, &acprpc.Options{PinnedVersion: acprpc.ProtocolV1})
 	entityCtx, done := c.CancellableToolCall(context.Background(), "s", "x")
 	defer done()
 	p.Request("1", acprpc.MethodToolCallCancel, `{"sessionId":"s","toolCallId":"x"}`)

@@ -37,14 +37,11 @@ type protocol struct {
 // rulesFor returns the rules of version v. markers are the application's
 // Options.CancelMarkers, or nil for the version's own.
 func rulesFor(v ProtocolVersion, markers map[string]json.RawMessage) *protocol {
-	if v >= ProtocolV2 {
-		if markers == nil {
-			markers = ACPCancelMarkersFor(ProtocolV2)
-		}
-		return &protocol{version: v, markers: markers, foreground: true, entityCancels: true, closeRequest: true}
-	}
 	if markers == nil {
-		markers = ACPCancelMarkers()
+		markers = ACPCancelMarkers(v)
+	}
+	if v >= ProtocolV2 {
+		return &protocol{version: v, markers: markers, foreground: true, entityCancels: true, closeRequest: true}
 	}
 	return &protocol{version: v, markers: markers, clientPreempts: true}
 }
@@ -54,14 +51,14 @@ type versioning struct {
 	current   atomic.Pointer[protocol]
 	markers   map[string]json.RawMessage // the application's, or nil
 	supported []ProtocolVersion          // when set, this side negotiates initialize
-	// pinned: Options.ProtocolVersion set the version, and no initialize
+	// pinned: Options.PinnedVersion set the version, and no initialize
 	// exchange changes it.
 	pinned bool
 }
 
 // VersionedHandler is a Handler that serves a fixed set of ACP versions, as
 // VersionRouter does. A Conn serving one negotiates initialize itself; see
-// Options.ProtocolVersions.
+// Options.SupportedVersions.
 type VersionedHandler interface {
 	Handler
 	ProtocolVersions() []ProtocolVersion
@@ -71,24 +68,24 @@ func (v *versioning) init(opts *Options, settled *Options, h Handler) {
 	if opts != nil {
 		v.markers = opts.CancelMarkers
 	}
-	v.supported = slices.Clone(settled.ProtocolVersions)
+	v.supported = slices.Clone(settled.SupportedVersions)
 	if vh, ok := h.(VersionedHandler); ok && v.supported == nil {
 		v.supported = vh.ProtocolVersions()
 	}
 	slices.Sort(v.supported)
-	if v.pinned = settled.ProtocolVersion != 0; v.pinned && v.supported != nil {
+	if v.pinned = settled.PinnedVersion != 0; v.pinned && v.supported != nil {
 		// A pinned agent negotiates among its one version: a client asking
 		// for a version below it gets -32022, any other gets it.
-		v.supported = []ProtocolVersion{settled.ProtocolVersion}
+		v.supported = []ProtocolVersion{settled.PinnedVersion}
 	}
-	v.current.Store(rulesFor(settled.ProtocolVersion, v.markers))
+	v.current.Store(rulesFor(settled.PinnedVersion, v.markers))
 }
 
 // protocol returns the rules in force.
 func (c *Conn) protocol() *protocol { return c.versions.current.Load() }
 
 // ProtocolVersion returns the ACP version the connection speaks: the one
-// its initialize exchange settled, the one set by Options.ProtocolVersion
+// its initialize exchange settled, the one set by Options.PinnedVersion
 // or SetProtocolVersion, or 0 while none is known (the connection then
 // follows v1's rules).
 func (c *Conn) ProtocolVersion() ProtocolVersion { return c.protocol().version }
@@ -96,7 +93,7 @@ func (c *Conn) ProtocolVersion() ProtocolVersion { return c.protocol().version }
 // SetProtocolVersion fixes the ACP version the connection speaks, for an
 // application that negotiated it outside this Conn. The rules change for
 // every message read or sent from then on. A later initialize exchange on
-// the connection sets it again, unless Options.ProtocolVersion pinned the
+// the connection sets it again, unless Options.PinnedVersion pinned the
 // version; this call changes even a pinned one.
 func (c *Conn) SetProtocolVersion(v ProtocolVersion) {
 	if c.protocol().version != v {

@@ -31,7 +31,7 @@ type Options struct {
 
 	// CancelMarkers maps a method to the result that answers it when it is
 	// cancelled, instead of -32800. Nil means ACP v1's
-	// (acprpc.ACPCancelMarkers); an empty map means none.
+	// (acprpc.ACPCancelMarkers(acprpc.ProtocolV1)); an empty map means none.
 	CancelMarkers map[string]json.RawMessage
 
 	// SessionCancelMethods are the notifications that cancel every request
@@ -83,7 +83,7 @@ func New(opts *Options) *Layer {
 		l.opts.CancelGrace = acprpc.DefaultCancelGrace
 	}
 	if l.opts.CancelMarkers == nil {
-		l.opts.CancelMarkers = acprpc.ACPCancelMarkers()
+		l.opts.CancelMarkers = acprpc.ACPCancelMarkers(acprpc.ProtocolV1)
 	}
 	if l.opts.SessionCancelMethods == nil {
 		l.opts.SessionCancelMethods = []string{acprpc.MethodSessionCancel, acprpc.MethodSessionClose}

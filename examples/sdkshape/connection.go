@@ -65,7 +65,7 @@ func NewConnectionOver(handler MethodHandler, t acprpc.Transport, opts *Options)
 	c.setLogger(opts.Logger)
 	c.conn = acprpc.NewConn(context.Background(), t, handle(handler), &acprpc.Options{
 		Logger:               c.logger.Load(),
-		ProtocolVersion:      acprpc.ProtocolV1,
+		PinnedVersion:        acprpc.ProtocolV1,
 		ReportCancelledTurns: opts.ReportCancelledTurns,
 		HandlerContext:       c.requestContext,
 	})

@@ -181,7 +181,7 @@ func plainASCII(b []byte) bool {
 // markers are ACP's cancellation markers, as the Conn writes them.
 var markers = func() [][]byte {
 	var out [][]byte
-	for _, m := range acprpc.ACPCancelMarkers() {
+	for _, m := range acprpc.ACPCancelMarkers(acprpc.ProtocolV1) {
 		var b bytes.Buffer
 		if json.Compact(&b, m) == nil {
 			out = append(out, b.Bytes())

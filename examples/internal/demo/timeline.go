@@ -425,7 +425,7 @@ func isCancelledAnswer(m Message) bool {
 	if m.Error != nil {
 		return m.Error.Code == acprpc.CodeRequestCancelled
 	}
-	for _, marker := range acprpc.ACPCancelMarkers() {
+	for _, marker := range acprpc.ACPCancelMarkers(acprpc.ProtocolV1) {
 		if bytes.Equal(compactBytes(m.Result), compactBytes(marker)) {
 			return true
 		}
