@@ -104,6 +104,7 @@ func runTSClient(t *testing.T, scenario string, agent goAgent) *clientReport {
 	sort.Strings(failing)
 	assert.True(t, report.Pass, "client.ts checks failed: %v", failing)
 	assert.Empty(t, report.OtherRequests, "the agent sent requests the client does not serve")
+	checkTypes(t, 1, "client.ts "+scenario, report.Wire)
 	return &report
 }
 

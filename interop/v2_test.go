@@ -120,6 +120,7 @@ func runV2Client(t *testing.T, scenario string) *v2ClientReport {
 	sort.Strings(failing)
 	assert.True(t, r.Pass, "v2-client.ts checks failed: %v", failing)
 	assertSchemaClean(t, r.Schema, 2)
+	checkTypes(t, 2, "v2-client.ts "+scenario, r.Wire)
 	return &r
 }
 

@@ -185,45 +185,57 @@ func GoldenRoundTrip(t *testing.T, version int, interopDir string, files []strin
 	v := NewSchemaValidator(t, interopDir)
 	checked := 0
 	for _, path := range files {
-		msgs := readGolden(t, path)
-		pending := map[string]string{} // direction:id -> method
-		for i, m := range msgs {
-			var msg struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-				Params json.RawMessage `json:"params"`
-				Result json.RawMessage `json:"result"`
-			}
-			require.NoError(t, json.Unmarshal(m.Msg, &msg))
-			member, method, value := "result", "", msg.Result
-			switch {
-			case msg.Method != "" && msg.ID != nil:
-				member, method, value = "params", msg.Method, msg.Params
-				pending[m.Dir+":"+string(msg.ID)] = msg.Method
-			case msg.Method != "":
-				member, method, value = "notification", msg.Method, msg.Params
-			default:
-				other := map[string]string{"in": "out", "out": "in"}[m.Dir]
-				method = pending[other+":"+string(msg.ID)]
-			}
-			target := types(method, member)
-			if target == nil || value == nil {
-				continue
-			}
-			where := fmt.Sprintf("%s:%d %s %s", filepath.Base(path), i+1, method, member)
-			require.NoError(t, json.Unmarshal(value, target), where)
-			encoded, err := json.Marshal(target)
-			require.NoError(t, err, where)
-			def := fmt.Sprintf("%T", target)[len("*acpvN."):]
-			want, err := v.Check(version, true, def, value)
-			require.NoError(t, err, "%s: the golden message itself is invalid", where)
-			got, err := v.Check(version, true, def, encoded)
-			require.NoError(t, err, "%s: the SDK refuses %s", where, encoded)
-			assert.Equal(t, withoutNulls(t, want), withoutNulls(t, got), "%s: the SDK reads %s, re-encoded as %s, differently", where, value, encoded)
-			checked++
-		}
+		checked += TypesRoundTrip(t, v, version, filepath.Base(path), readGolden(t, path), types)
 	}
 	return checked
+}
+
+// TypesRoundTrip is GoldenRoundTrip for the messages of one conversation,
+// named where in its failures, with a validator already running.
+func TypesRoundTrip(t *testing.T, v *SchemaValidator, version int, where string, msgs []GoldenMessage, types GoldenTypes) int {
+	t.Helper()
+	checked := 0
+	pending := map[string]string{} // direction:id -> method
+	for i, m := range msgs {
+		method, member, value := classify(t, m, pending)
+		target := types(method, member)
+		if target == nil || value == nil {
+			continue
+		}
+		at := fmt.Sprintf("%s:%d %s %s", where, i+1, method, member)
+		require.NoError(t, json.Unmarshal(value, target), at)
+		encoded, err := json.Marshal(target)
+		require.NoError(t, err, at)
+		def := fmt.Sprintf("%T", target)[len("*acpvN."):]
+		want, err := v.Check(version, true, def, value)
+		require.NoError(t, err, "%s: the message itself is invalid", at)
+		got, err := v.Check(version, true, def, encoded)
+		require.NoError(t, err, "%s: the SDK refuses %s", at, encoded)
+		assert.Equal(t, withoutNulls(t, want), withoutNulls(t, got), "%s: the SDK reads %s, re-encoded as %s, differently", at, value, encoded)
+		checked++
+	}
+	return checked
+}
+
+// classify names what a message carries: the method and member of its
+// params or result, matching an answer to its request by direction and ID.
+func classify(t *testing.T, m GoldenMessage, pending map[string]string) (method, member string, value json.RawMessage) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+		Result json.RawMessage `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(m.Msg, &msg))
+	switch {
+	case msg.Method != "" && msg.ID != nil:
+		pending[m.Dir+":"+string(msg.ID)] = msg.Method
+		return msg.Method, "params", msg.Params
+	case msg.Method != "":
+		return msg.Method, "notification", msg.Params
+	}
+	other := map[string]string{"in": "out", "out": "in"}[m.Dir]
+	return pending[other+":"+string(msg.ID)], "result", msg.Result
 }
 
 func readGolden(t *testing.T, path string) []GoldenMessage {
