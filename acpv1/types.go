@@ -3902,7 +3902,7 @@ func decodeRequestPermissionOutcome(data []byte) (RequestPermissionOutcomeVarian
 // prompt turn, it MUST respond to all pending `session/request_permission`
 // requests with this `cancelled` outcome.
 //
-// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation)
+// See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/prompt-turn#cancellation)
 type CancelledPermissionOutcome struct {
 }
 

@@ -249,7 +249,7 @@ const (
 	ToolKindThink ToolKind = "think"
 	// Retrieving external data.
 	ToolKindFetch ToolKind = "fetch"
-	// Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/draft/session-config-options) with the `mode` category.
+	// Changing the session's mode, a [config option](https://agentclientprotocol.com/protocol/v2/session-config-options) with the `mode` category.
 	ToolKindSwitchMode ToolKind = "switch_mode"
 	// Other tool types (default).
 	ToolKindOther ToolKind = "other"
@@ -3492,7 +3492,7 @@ type IdleStateUpdate struct {
 	//
 	// Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
 	//
-	// See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
+	// See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#stop-reasons)
 	StopReason StopReason `json:"stopReason,omitempty"`
 	// The failure, as a JSON-RPC error object.
 	//
@@ -3511,7 +3511,7 @@ func (IdleStateUpdate) stateUpdateTag() string { return "\"state\":\"idle\"" }
 //
 // Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
 //
-// See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#stop-reasons)
+// See protocol docs: [Stop Reasons](https://agentclientprotocol.com/protocol/v2/prompt-lifecycle#stop-reasons)
 type StopReason string
 
 const (

@@ -269,6 +269,9 @@ func (m *model) fillEnum(d *decl, s, stable *acpschema.Schema) {
 			continue
 		}
 		c := constant{Doc: v.Description, Unstable: stable != nil && !hasConst(stable, v.Const)}
+		if sv := constVariant(stable, v.Const); sv != nil {
+			c.Doc = sv.Description
+		}
 		if s, ok := v.ConstString(); ok {
 			c.Name, c.Value = d.Name+goName(s), fmt.Sprintf("%q", s)
 		} else {
@@ -281,13 +284,19 @@ func (m *model) fillEnum(d *decl, s, stable *acpschema.Schema) {
 	}
 }
 
-func hasConst(s *acpschema.Schema, c any) bool {
+func hasConst(s *acpschema.Schema, c any) bool { return constVariant(s, c) != nil }
+
+// constVariant is the variant of the enum s whose const is c, or nil.
+func constVariant(s *acpschema.Schema, c any) *acpschema.Schema {
+	if s == nil {
+		return nil
+	}
 	for _, v := range s.Union() {
 		if v.Const == c {
-			return true
+			return v
 		}
 	}
-	return false
+	return nil
 }
 
 // fillStruct lists an object's fields, and its variant when the object is
@@ -300,7 +309,7 @@ func (m *model) fillStruct(d *decl, s, stable *acpschema.Schema) error {
 	flatten := disc != "" && s.Properties.Get(disc) != nil
 	for _, p := range propNames(s) {
 		if flatten && p == disc {
-			f, err := m.flatField(d, s, disc)
+			f, err := m.flatField(d, stableOr(stable, s), disc)
 			if err != nil {
 				return err
 			}
@@ -329,6 +338,15 @@ func (m *model) fillStruct(d *decl, s, stable *acpschema.Schema) error {
 	u := &union{Name: d.Name, Iface: d.Name + "Variant", Method: lowerFirst(d.Name) + "Tag", Field: name, Embedded: true}
 	d.Union = u
 	return m.fillUnion(u, s, stable, d.Schema)
+}
+
+// stableOr is stable when the definition is in the stable schema, else s:
+// where the descriptions come from.
+func stableOr(stable, s *acpschema.Schema) *acpschema.Schema {
+	if stable != nil {
+		return stable
+	}
+	return s
 }
 
 func propNames(s *acpschema.Schema) []string {

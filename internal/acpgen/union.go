@@ -28,12 +28,13 @@ func (m *model) fillUnion(u *union, s, stable *acpschema.Schema, owner string) e
 	}
 	for _, v := range variants {
 		tag, role := variantRole(u.Disc, v)
-		vr := &variant{Tag: tag, Unstable: stable != nil && !hasVariant(stable, u.Disc, v)}
+		sv := stableVariant(stable, u.Disc, v)
+		vr := &variant{Tag: tag, Unstable: stable != nil && sv == nil}
 		var err error
 		if role == roleOther {
-			vr.Type, err = m.unknownVariant(u, v, owner, vr.Unstable)
+			vr.Type, err = m.unknownVariant(u, v, sv, owner, vr.Unstable)
 		} else {
-			vr.Type, err = m.variantType(u, owner, v, tag, role, counts[v.RefName()] > 1, vr.Unstable)
+			vr.Type, err = m.variantType(u, owner, v, sv, tag, role, counts[v.RefName()] > 1, vr.Unstable)
 		}
 		if err != nil {
 			return err
@@ -68,21 +69,24 @@ func variantRole(disc string, v *acpschema.Schema) (string, string) {
 	return v.Title, roleDefault
 }
 
-// hasVariant reports whether the stable union has v.
-func hasVariant(stable *acpschema.Schema, disc string, v *acpschema.Schema) bool {
+// stableVariant is v as the stable union has it, or nil.
+func stableVariant(stable *acpschema.Schema, disc string, v *acpschema.Schema) *acpschema.Schema {
+	if stable == nil {
+		return nil
+	}
 	tag, role := variantRole(disc, v)
 	for _, w := range stable.Union() {
 		t, r := variantRole(disc, w)
 		if t == tag && r == role && w.RefName() == v.RefName() {
-			return true
+			return w
 		}
 	}
-	return false
+	return nil
 }
 
 // variantType is the Go type of one variant: its own definition when it
 // has one that is used once in this union, else a type declared for it.
-func (m *model) variantType(u *union, owner string, v *acpschema.Schema, tag, role string, shared, unstable bool) (string, error) {
+func (m *model) variantType(u *union, owner string, v, stable *acpschema.Schema, tag, role string, shared, unstable bool) (string, error) {
 	encoded := ""
 	if role == roleTagged {
 		encoded = fmt.Sprintf("%q:%q", u.Disc, tag)
@@ -104,7 +108,7 @@ func (m *model) variantType(u *union, owner string, v *acpschema.Schema, tag, ro
 	if !ok {
 		name = goName(label) + u.Name
 	}
-	d := &decl{Name: name, Kind: kindStruct, Doc: v.Description, Unstable: unstable || m.bySchema[owner].Unstable}
+	d := &decl{Name: name, Kind: kindStruct, Doc: stableOr(stable, v).Description, Unstable: unstable || m.bySchema[owner].Unstable}
 	d.Implements = append(d.Implements, implement{U: u, Tag: encoded})
 	var err error
 	switch {
@@ -114,9 +118,11 @@ func (m *model) variantType(u *union, owner string, v *acpschema.Schema, tag, ro
 	case ref != "":
 		def := m.defs.Get(ref)
 		if d.Doc == "" {
-			d.Doc = def.Description
+			d.Doc = stableOr(m.stable.Get(ref), def).Description
 		}
 		err = m.fillStruct(d, def, m.stable.Get(ref))
+	case stable != nil:
+		err = m.fillStruct(d, inlineObject(v, u.Disc), inlineObject(stable, u.Disc))
 	default:
 		err = m.fillStruct(d, inlineObject(v, u.Disc), nil)
 	}
@@ -157,7 +163,7 @@ func inlineObject(v *acpschema.Schema, disc string) *acpschema.Schema {
 
 // unknownVariant declares the variant for a tag this package does not
 // know, which keeps the whole object as received.
-func (m *model) unknownVariant(u *union, v *acpschema.Schema, owner string, unstable bool) (string, error) {
+func (m *model) unknownVariant(u *union, v, stable *acpschema.Schema, owner string, unstable bool) (string, error) {
 	name := "Unknown" + u.Name
 	if m.defs.Get(name) != nil {
 		name = "Other" + u.Name // StateUpdate has a variant of its own named unknown
@@ -166,7 +172,7 @@ func (m *model) unknownVariant(u *union, v *acpschema.Schema, owner string, unst
 		Name: name, Kind: kindUnknown, Disc: u.Disc, DiscField: goName(u.Disc), Of: u,
 		Unstable: unstable || m.bySchema[owner].Unstable,
 		Doc: fmt.Sprintf("%s is a %s whose %s this package does not know. The schema says:\n\n%s",
-			name, u.Name, u.Disc, v.Description),
+			name, u.Name, u.Disc, stableOr(stable, v).Description),
 	}
 	d.Implements = []implement{{U: u}}
 	return d.Name, m.add(d)
