@@ -902,3 +902,40 @@ func TestV2CancelledWorkWindingDownIsKept(t *testing.T) {
 		})
 	}
 }
+
+// A prompt that arrives while the session's cancelled work is still winding
+// down starts new work, not cancelled: the cancelled work ends with its own
+// idle state_update ("cancelled"), the new one with its own.
+func TestV2PromptAfterCancelIsNewWork(t *testing.T) {
+	ctx := wiretest.Context(t)
+	release := make(chan struct{})
+	a := newV2Turns()
+	a.run = func(c *acprpc.Conn, w *acprpc.Work) {
+		_ = c.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
+		<-release // deaf to its cancel
+		_ = w.End(acprpc.StopReasonEndTurn)
+	}
+	opts := v2Options()
+	opts.CancelGrace = time.Minute // the first work winds down until it is released
+	_, p := wiretest.Connect(t, wiretest.Transports[0], a, opts)
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.ExpectN(ctx, 2)
+	first := wiretest.Recv(t, ctx, a.works)
+	p.Notify("session/cancel", `{"sessionId":"s"}`)
+	p.Request("2", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.ExpectN(ctx, 2)
+	second := wiretest.Recv(t, ctx, a.works)
+	assert.NotSame(t, first, second, "a prompt after the cancel joined the cancelled work")
+	assert.Error(t, first.Context().Err())
+	assert.NoError(t, second.Context().Err(), "the new work is not cancelled")
+	close(release)
+	a.wg.Wait()
+	reasons := map[string]int{}
+	for _, m := range p.ExpectN(ctx, 2) {
+		reason, idle := isIdle(m)
+		require.True(t, idle, m.Raw)
+		reasons[reason]++
+	}
+	assert.Equal(t, map[string]int{acprpc.StopReasonCancelled: 1, acprpc.StopReasonEndTurn: 1}, reasons)
+	expectQuiet(t, ctx, p, "3")
+}
