@@ -207,11 +207,9 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // context: if ctx ends while the answer waits for them (after a cancel, if
 // WaitAfterCancel passes), Call returns the cancelled error, with the
 // answer in it: an error answer wrapped, a result decoded into result. No
-// $/cancel_request is sent for an answered call. If the connection closes
-// before they are handled, the error matches ErrConnClosed. A call made
-// from a notification handler (with its context) waits only for the
-// notifications before that one, since the others cannot run until it
-// returns.
+// $/cancel_request is sent for an answered call. A call made from a
+// notification handler (with its context) waits only for the notifications
+// before that one, since the others cannot run until it returns.
 func (c *Conn) Call(ctx context.Context, method string, params, result any, opts ...CallOption) error {
 	co := callOptions{waitAfterCancel: c.opts.WaitAfterCancel}
 	for _, o := range opts {
@@ -290,20 +288,16 @@ func (c *Conn) awaitAfterCancel(ctx context.Context, pc *pendingCall, result any
 //
 // An answer reaches its caller only after the notifications read before it:
 // if wait ends first, the call ends with wait's error, the answer travelling
-// with it; if the connection closes first, dropping them, it ends with the
-// connection.
+// with it. An answer read before the connection closed is the call's
+// outcome, even when the close dropped notifications read before it.
 func (c *Conn) complete(wait context.Context, pc *pendingCall, result any, callErr func(error) error, ctxErr error) error {
 	if !pc.answered() {
 		return callErr(c.closedErr())
 	}
-	behind := !c.notes.waitFor(c.barrierFor(wait, pc.barrier), wait.Done())
-	if behind {
-		if c.Err() != nil {
-			return callErr(ErrConnClosed)
-		}
-		if ctxErr == nil {
-			ctxErr = wait.Err()
-		}
+	reached := c.notes.waitFor(c.barrierFor(wait, pc.barrier), wait.Done())
+	behind := !reached && c.Err() == nil && wait.Err() != nil
+	if behind && ctxErr == nil {
+		ctxErr = wait.Err()
 	}
 	if pc.errObj != nil {
 		rpcErr := &Error{}
