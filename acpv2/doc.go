@@ -37,17 +37,19 @@
 // ...) itself, first, and reads it to choose the variant. An object that is
 // also a union (SessionConfigOption) has its own fields and the variant in
 // a field named after the discriminator. Where the schema accepts values it
-// does not list, an Unknown variant (UnknownContentBlock) keeps the whole
-// object as received and sends it back unchanged; where it does not, an
-// unknown value is an error, as the schema makes it one. A variant without
+// does not list, an Unknown variant (v2's UnknownContentBlock, for one)
+// keeps the whole object as received and sends it back unchanged; where it
+// does not (v1's ContentBlock and SessionUpdate), an unknown value is an
+// error, as the schema makes it one. A variant without
 // a discriminator (an untagged union) is chosen by the members only it
 // requires.
 //
 // # Optional, nullable and required
 //
 // A required property is a plain field, always sent: a nil required list or
-// map is sent as [] or {}. A property with a default is sent like a required
-// one (a false capability is written false). An optional property is left
+// map is sent as [] or {}. A property with a default is left out at its
+// default (false, an object whose members are all at theirs), except a
+// list, which is sent, [] when nil. An optional property is left
 // out when it is unset: a string ("" is unset), a list or a map (nil is
 // unset, an empty one is sent as [] or {}), a union (no Value is unset), a
 // pointer for a struct, a number or a boolean (nil is unset), and any JSON
@@ -55,7 +57,9 @@
 // member mean the same, and so null reads as unset. Members the schema does
 // not define are ignored when read, except where the schema keeps them:
 // _meta and the other open objects are maps, and an Unknown variant keeps
-// its object whole.
+// its object whole. Decoding checks what encoding/json checks and what the
+// unions need: a missing required member reads as its zero value, and a
+// malformed optional one fails the value, where the SDK would drop it.
 //
 // # Unstable
 //
