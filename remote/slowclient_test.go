@@ -33,6 +33,7 @@ func rawConn(t *testing.T, ts *testServer) net.Conn {
 func openStreamRaw(t *testing.T, ts *testServer, id string) net.Conn {
 	t.Helper()
 	conn := rawConn(t, ts)
+	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4<<10)) // with listenSmall, the kernels hold a few dozen KiB unread
 	_, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: localhost\r\nAccept: text/event-stream\r\n%s: %s\r\n\r\n",
 		DefaultPath, HeaderConnectionID, id)
 	require.NoError(t, err)
@@ -291,4 +292,50 @@ func TestSlowlorisRefusedPostIsAnsweredAtOnce(t *testing.T) {
 			awaitHangUp(t, conn, "the refused POST's connection was closed")
 		})
 	}
+}
+
+// TestHTTPStreamWriteStuckWhileTheConnectionLivesHasADeadline has the agent
+// write a burst that the client's stream never reads, and then nothing: no
+// Send waits, so nothing closes the connection, and only the stream's own
+// write deadline ends the stuck write. The stream ends and its TCP
+// connection closes; the connection, without its stream, then goes at
+// IdleTimeout.
+func TestHTTPStreamWriteStuckWhileTheConnectionLivesHasADeadline(t *testing.T) {
+	ts := startServerOn(t, &Options{WriteTimeout: 200 * time.Millisecond, IdleTimeout: 300 * time.Millisecond}, listenSmall(t))
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	conn := openStreamRaw(t, ts, id)
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"pad":"` + strings.Repeat("a", 64<<10) + `"}}`)
+	for range 16 { // 1 MiB: far more than the sockets hold, far less than MaxQueuedBytes
+		require.NoError(t, server.Send(msg))
+	}
+	awaitHangUp(t, conn, "the stuck stream ended and closed its connection")
+	_, err := recv(t, server)
+	require.ErrorContains(t, err, "no SSE stream open for 300ms")
+}
+
+// TestHTTPStreamStuckAtTheCloseEndsWithinCloseWait closes a connection
+// whose stream's write is stuck on a client that reads nothing, with no
+// WriteTimeout to end it: the close brings the write's deadline to
+// closeWait, and until the stream has ended, the closed connection still
+// takes its place among MaxConnections.
+func TestHTTPStreamStuckAtTheCloseEndsWithinCloseWait(t *testing.T) {
+	ts := startServerOn(t, &Options{MaxConnections: 1, WriteTimeout: -1}, listenSmall(t))
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	conn := openStreamRaw(t, ts, id)
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"pad":"` + strings.Repeat("a", 64<<10) + `"}}`)
+	for range 16 {
+		require.NoError(t, server.Send(msg))
+	}
+	require.NoError(t, server.Close())
+	ts.mu.Lock()
+	full := ts.noPlace()
+	ts.mu.Unlock()
+	assert.Equal(t, errTooManyConnections, full, "the closed connection's stream still writes, and counts")
+	awaitHangUp(t, conn, "the stuck stream ended and closed its connection")
+	ts.mu.Lock()
+	full = ts.noPlace()
+	ts.mu.Unlock()
+	assert.Nil(t, full, "its place is free once the stream has ended")
 }
