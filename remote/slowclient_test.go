@@ -226,19 +226,26 @@ func TestHTTPPostsWaitingForABusyConnAreBounded(t *testing.T) {
 			answers <- answer{resp.StatusCode, resp.Header.Get("Retry-After")}
 		}()
 	}
+	// These return at once; the others wait for the Conn. A refusal closes
+	// the HTTP connection under the rest of its upload, so the client may
+	// see the connection broken instead of the 429 (status 0 here).
 	timeout := time.After(wait)
-	for range n - pending { // these return at once; the others wait for the Conn
+	statuses := make(map[int]int)
+	for range n - pending {
 		select {
 		case a := <-answers:
-			require.Equal(t, http.StatusTooManyRequests, a.status)
-			assert.Equal(t, postRetryAfter, a.retryAfter)
+			statuses[a.status]++
+			if a.status == http.StatusTooManyRequests {
+				assert.Equal(t, postRetryAfter, a.retryAfter)
+			}
 		case <-timeout:
 			t.Fatal("POSTs over the bound were not refused at once")
 		}
 	}
+	assert.Equal(t, n-pending, statuses[http.StatusTooManyRequests]+statuses[0], "refused: %v", statuses)
 	held := measure()
 	grown := int64(held.heapBytes) - int64(before.heapBytes)
-	t.Logf("heap %+.1f MiB while the POSTs that were let through wait (%d MiB posted)", float64(grown)/(1<<20), n*size>>20)
+	t.Logf("heap %+.1f MiB while the POSTs that were let through wait (%d MiB posted; refused: %v)", float64(grown)/(1<<20), n*size>>20, statuses)
 	assert.Less(t, grown, int64(4*pendingBytes), "the waiting POSTs hold about MaxPendingBytes")
 
 	taken := make(chan int, 1)
@@ -257,7 +264,7 @@ func TestHTTPPostsWaitingForABusyConnAreBounded(t *testing.T) {
 		if a := <-answers; a.status == http.StatusAccepted {
 			delivered++
 		} else {
-			assert.Equal(t, http.StatusTooManyRequests, a.status)
+			assert.Contains(t, []int{http.StatusTooManyRequests, 0}, a.status)
 		}
 	}
 	assert.Positive(t, delivered, "the POSTs let through reach the Conn")
