@@ -1,0 +1,60 @@
+package acpv1
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+)
+
+// TestUnknownTagIsAnError: v1's SessionUpdate and ContentBlock list every
+// tag they accept, so an unknown one fails the value, as the SDK's
+// validators fail it, and a Router answers such params -32602.
+func TestUnknownTagIsAnError(t *testing.T) {
+	var u SessionUpdate
+	assert.ErrorContains(t, json.Unmarshal([]byte(`{"sessionUpdate":"_custom","x":1}`), &u), `unknown SessionUpdate sessionUpdate "_custom"`)
+	var b ContentBlock
+	assert.ErrorContains(t, json.Unmarshal([]byte(`{"text":"no type"}`), &b), `ContentBlock without "type"`)
+	_, err := json.Marshal(ContentBlock{})
+	assert.ErrorContains(t, err, "ContentBlock has no Value", "a union with no variant cannot be sent")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r := acprpc.NewRouter()
+	r.Register(MethodSessionPrompt, acprpc.RequestHandler(func(context.Context, PromptRequest) (PromptResponse, error) {
+		return PromptResponse{StopReason: StopReasonEndTurn}, nil
+	}))
+	a, c := acprpc.Pipe()
+	agent := acprpc.NewConn(ctx, a, r, nil)
+	defer agent.Close()
+	client := acprpc.NewConn(ctx, c, nil, nil)
+	defer client.Close()
+	err = client.Call(ctx, MethodSessionPrompt, json.RawMessage(`{"sessionId":"s","prompt":[{"type":"video","url":"x"}]}`), nil)
+	var rpcErr *acprpc.Error
+	require.ErrorAs(t, err, &rpcErr)
+	assert.EqualValues(t, acprpc.CodeInvalidParams, rpcErr.Code)
+}
+
+// TestDefaultVariant: a v1 MCP server without "type" is the stdio one, and
+// is written without a type, as the TypeScript SDK writes it.
+func TestDefaultVariant(t *testing.T) {
+	in := `{"name":"fs","command":"/bin/mcp-fs","args":[],"env":[]}`
+	var s MCPServer
+	require.NoError(t, json.Unmarshal([]byte(in), &s))
+	stdio, ok := s.Value.(MCPServerStdio)
+	require.True(t, ok, "%#v", s.Value)
+	assert.Equal(t, "/bin/mcp-fs", stdio.Command)
+	out, err := json.Marshal(s)
+	require.NoError(t, err)
+	assert.JSONEq(t, in, string(out))
+
+	out, err = json.Marshal(MCPServer{Value: MCPServerHTTP{Name: "web", URL: "https://example.com/mcp"}})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"http","name":"web","url":"https://example.com/mcp","headers":[]}`, string(out),
+		"a tagged variant writes its tag first, and its required list empty")
+}
