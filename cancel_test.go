@@ -334,7 +334,7 @@ func TestCancelMalformedParams(t *testing.T) {
 		p.Request("1", "x/hold", "")
 		heldCtx := held.Context(held.NextStart(t, ctx))
 		for _, params := range []string{"", `{}`, `[1]`, `{"requestId":1.5}`, `{"requestId":null}`,
-			`{"requestId":true}`, `{"requestId":{"id":1}}`, `{"id":1}`, `{"requestId":1e0}`, `null`} {
+			`{"requestId":true}`, `{"requestId":{"id":1}}`, `{"id":1}`, `{"requestId":1e-1}`, `{"requestId":1e19}`, `null`} {
 			p.Notify(acprpc.MethodCancelRequest, params)
 		}
 		p.Request("2", "ping", "")
@@ -346,7 +346,7 @@ func TestCancelMalformedParams(t *testing.T) {
 				n++
 			}
 		}
-		assert.Equal(t, 10, n, "%v", log.Records())
+		assert.Equal(t, 11, n, "%v", log.Records())
 		assert.Zero(t, c.Stats().CancelsReceived)
 
 		p.Send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"_meta":{"x":1},"requestId":1}}`)

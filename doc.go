@@ -193,13 +193,15 @@
 // # Bad input
 //
 // A message that is not JSON is answered -32700 with a null ID; a batch, a
-// non-object, or an ID that is neither a string nor an integer that fits in
-// 64 bits is answered -32600; a message over Options.MaxMessageSize is answered
+// non-object, or an ID that is neither a string nor a number whose value is
+// an integer of 64 bits is answered -32600; a message over Options.MaxMessageSize is answered
 // -32600 with its top-level ID, wherever in the message it is, and skipped
 // without being held in memory (an over-long answer to one of our calls
 // fails that call instead). The connection goes on and nothing in flight is
 // disturbed. IDs are sent back byte for byte, so negative IDs, IDs above 2^53
-// and escaped strings survive, and 1 and "1" are different requests; string
+// and escaped strings survive, and 1 and "1" are different requests, while 1,
+// 1.0 and 1e0 are one request (and an answer spelled 1e0 answers our call
+// 1); string
 // IDs that differ only in lone surrogate escapes or in bytes that are not
 // UTF-8 are different requests too.
 //

@@ -7,10 +7,12 @@ import (
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
-// ID is a JSON-RPC request ID exactly as it appeared on the wire: an integer
-// or a string. It is sent back byte for byte, so negative numbers, numbers
-// above 2^53 and strings with escapes all survive the round trip, and 1 and
-// "1" stay different IDs. The zero ID means "no ID" (a notification).
+// ID is a JSON-RPC request ID exactly as it appeared on the wire: a string,
+// or a number whose value is an integer of 64 bits, however spelled (1, 1.0
+// and 1e0 are one ID, the integer 1). It is sent back byte for byte, so
+// negative numbers, numbers above 2^53, other spellings of integers and
+// strings with escapes all survive the round trip, and 1 and "1" stay
+// different IDs. The zero ID means "no ID" (a notification).
 type ID struct {
 	raw string
 }

@@ -2,6 +2,8 @@ package acprpc_test
 
 import (
 	"context"
+	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,4 +58,89 @@ func TestIDsInvalidTextStaysDistinct(t *testing.T) {
 			assert.EqualValues(t, acprpc.CodeRequestCancelled, m.Code())
 		}
 	})
+}
+
+// An integer-valued JSON number is that integer: 1e0 and 1.0 are the ID 1,
+// served like it, and answered with the ID byte for byte as the peer spelled
+// it. A number that is no integer, or an integer beyond 64 bits, is still
+// refused with "id": null.
+func TestIDsIntegerValuedNumbers(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		_, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping}, nil)
+		for _, id := range []string{"1e0", "1.0", "10e-1", "-2.50E1", "0.0", "-0", "1E+2", "9.223372036854775807e18", "-9223372036854775808.000"} {
+			p.Request(id, "ping", "")
+			m := p.ExpectResult(ctx, id, `"pong"`)
+			assert.Equal(t, `{"jsonrpc":"2.0","id":`+id+`,"result":"pong"}`, m.Raw, "the ID goes back as it came")
+		}
+		for _, id := range []string{"1.5", "1e-1", "9223372036854775808", "9.223372036854775808e18", "1e19", "1e400", "-1e999999999999"} {
+			p.Request(id, "ping", "")
+			p.ExpectError(ctx, "null", acprpc.CodeInvalidRequest)
+		}
+	})
+}
+
+// 1 and 1e0 are one request: the second is refused while the first is in
+// flight, and a cancel that spells the ID either way reaches it.
+func TestIDsIntegerSpellingsAreOneRequest(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		var held wiretest.Recorder
+		_, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.Track(wiretest.Hold(nil))}, nil)
+		p.Request("1", "x/hold", "")
+		assert.Equal(t, "1", held.NextStart(t, ctx))
+		p.Request("1e0", "x/hold", "")
+		m := p.ExpectError(ctx, "1e0", acprpc.CodeInvalidRequest)
+		assert.Contains(t, m.Raw, "already in flight")
+		p.Cancel("100e-2")
+		p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+
+		p.Request("2.0", "x/hold", "")
+		assert.Equal(t, "2.0", held.NextStart(t, ctx))
+		p.Cancel("2")
+		p.ExpectError(ctx, "2.0", acprpc.CodeRequestCancelled)
+	})
+}
+
+// An answer to our call 1 that spells its ID 1e0 or 1.0 is that call's
+// answer.
+func TestIDsAnswerSpelledAsAnIntegerValuedNumber(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		c, p := wiretest.Connect(t, tr, nil, nil)
+		for i, spelling := range []string{"1e0", "2.0", "30e-1"} {
+			var got string
+			done := make(chan error, 1)
+			go func() { done <- c.Call(ctx, "peer/echo", nil, &got) }()
+			m := p.ExpectRequest(ctx, "peer/echo")
+			require.Equal(t, strconv.Itoa(i+1), string(m.ID))
+			p.Respond(spelling, `"answered"`)
+			require.NoError(t, wiretest.Recv(t, ctx, done), "the answer spelled %s", spelling)
+			assert.Equal(t, "answered", got)
+		}
+	})
+}
+
+// An answer whose ID no call of ours can have is logged with what is wrong
+// with it, not with an empty error.
+func TestIDsAnswerWithAnIDWeNeverSend(t *testing.T) {
+	ctx := wiretest.Context(t)
+	logger, log := wiretest.NewLog()
+	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: logger})
+	p.Send(`{"jsonrpc":"2.0","id":1.5,"result":"stray"}`)
+	p.Send(`{"jsonrpc":"2.0","id":null,"result":"stray"}`)
+	p.Request("1", "ping", "")
+	p.ExpectResult(ctx, "1", `"pong"`)
+	var warned []wiretest.Record
+	for _, r := range log.Records() {
+		if r.Level == slog.LevelWarn {
+			warned = append(warned, r)
+		}
+	}
+	require.Len(t, warned, 2, "%v", log.Records())
+	for _, r := range warned {
+		assert.NotEmpty(t, r.Attrs["error"], "%v", r)
+	}
+	assert.Contains(t, warned[0].Attrs["error"], "its id is neither a string nor an integer")
+	assert.Contains(t, warned[1].Attrs["error"], "no id")
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -111,15 +113,40 @@ func fuzzIsString(raw json.RawMessage, want string) bool {
 	return json.Unmarshal(raw, &s) == nil && s == want
 }
 
-// fuzzIsID says whether raw is a string or an integer that fits in int64,
-// read by encoding/json.
+// fuzzIsID says whether raw is a string, or a number whose value is an
+// integer that fits in int64, read by encoding/json and math/big.
 func fuzzIsID(raw json.RawMessage) bool {
 	if raw[0] == '"' {
 		return true
 	}
-	var n int64
-	isNumber := raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'
-	return isNumber && json.Unmarshal(raw, &n) == nil && !bytes.ContainsAny(raw, ".eE")
+	_, ok := fuzzInteger(raw)
+	return ok
+}
+
+// fuzzInteger is the value of a JSON number that is an integer of 64 bits,
+// computed exactly by math/big. Exponents far out of range are settled
+// first, so that big never builds a number of a billion digits.
+func fuzzInteger(raw []byte) (int64, bool) {
+	var num json.Number
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') || json.Unmarshal(raw, &num) != nil {
+		return 0, false
+	}
+	mantissa, exponent, _ := strings.Cut(strings.ToLower(num.String()), "e")
+	digits := strings.Trim(strings.NewReplacer("-", "", ".", "").Replace(mantissa), "0")
+	if digits == "" {
+		return 0, true // zero
+	}
+	if exponent != "" {
+		e, err := strconv.Atoi(exponent)
+		if err != nil || e > len(mantissa)+40 || e < -len(mantissa)-40 {
+			return 0, false // far beyond int64, or a fraction
+		}
+	}
+	r, ok := new(big.Rat).SetString(num.String())
+	if !ok || !r.IsInt() || !r.Num().IsInt64() {
+		return 0, false
+	}
+	return r.Num().Int64(), true
 }
 
 // fuzzCheckMessage checks a message against the line's members as
@@ -169,11 +196,14 @@ func fuzzCheckResponse(t *testing.T, m Message, obj map[string]json.RawMessage) 
 	fuzzSame(t, "result", m.Result, result)
 	fuzzSame(t, "error", m.Error, errObj)
 	v, hasVersion := obj["jsonrpc"]
-	broken := hasVersion && !fuzzIsString(v, "2.0") || (result == nil) == (errObj == nil)
+	id, hasID := obj["id"]
+	named := hasID && fuzzIsID(id)
+	broken := hasVersion && !fuzzIsString(v, "2.0") || (result == nil) == (errObj == nil) ||
+		hasID && string(id) != "null" && !named || !named && result != nil
 	if broken != (m.Invalid != "") {
 		t.Fatalf("answer %v: invalid is %q", obj, m.Invalid)
 	}
-	if id, ok := obj["id"]; ok && fuzzIsID(id) {
+	if named {
 		fuzzSame(t, "id", m.ID, id)
 	} else if m.ID != nil {
 		t.Fatalf("response id %s carried, the line has %s", m.ID, id)
@@ -204,7 +234,7 @@ func fuzzCheckID(t *testing.T, id []byte) {
 	if k.isStr && utf8.ValidString(k.str) && !fuzzIsString(id, k.str) {
 		t.Fatalf("id %s keyed as %q", id, k.str) // an ID that is all text is keyed by its text
 	}
-	if n, err := strconv.ParseInt(string(id), 10, 64); !k.isStr && (err != nil || n != k.num) {
+	if n, ok := fuzzInteger(id); !k.isStr && (!ok || n != k.num) {
 		t.Fatalf("id %s keyed as %d", id, k.num)
 	}
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -25,7 +26,8 @@ type Key struct {
 }
 
 // ValidID reports whether raw is an ID this library can carry: a string, or
-// an integer that fits in int64.
+// a number whose value is an integer that fits in int64 (1e0 and 1.0 are
+// the integer 1).
 func ValidID(raw []byte) bool {
 	if len(raw) == 0 {
 		return false
@@ -56,15 +58,104 @@ func (k Key) Own() (int64, bool) {
 	return k.num, k.valid && !k.isStr && k.num > 0
 }
 
-// integer reads a JSON integer that fits in int64.
+// integer reads a JSON number whose value is an integer that fits in
+// int64, however it is spelled: 1, 1.0, 1e0 and 10e-1 are all 1. The value
+// is exact (no float is involved), so a number is an integer only when its
+// digits say so, and one beyond 64 bits is none, whatever its spelling.
 func integer(raw []byte) (int64, bool) {
-	for i, c := range raw {
-		if (c < '0' || c > '9') && !(i == 0 && c == '-') {
-			return 0, false
-		}
+	neg := len(raw) > 0 && raw[0] == '-'
+	if neg {
+		raw = raw[1:]
 	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	return n, err == nil
+	whole, frac, exp, ok := numberParts(raw)
+	if !ok {
+		return 0, false
+	}
+	if len(frac) == 0 && exp == 0 { // the common spelling: digits alone
+		return fromDigits(whole, 0, neg)
+	}
+	digits := append(append(make([]byte, 0, len(whole)+len(frac)), whole...), frac...)
+	return fromDigits(digits, exp-len(frac), neg)
+}
+
+// numberParts splits a JSON number without its sign into its whole digits,
+// its fraction's digits and its exponent, which saturates far beyond any
+// int64. It reports whether raw follows the JSON grammar.
+func numberParts(raw []byte) (whole, frac []byte, exp int, ok bool) {
+	i := digitRun(raw, 0)
+	whole = raw[:i]
+	if i == 0 || i > 1 && raw[0] == '0' {
+		return nil, nil, 0, false
+	}
+	if i < len(raw) && raw[i] == '.' {
+		end := digitRun(raw, i+1)
+		if end == i+1 {
+			return nil, nil, 0, false
+		}
+		frac, i = raw[i+1:end], end
+	}
+	if i < len(raw) && (raw[i] == 'e' || raw[i] == 'E') {
+		i++
+		sign := 1
+		if i < len(raw) && (raw[i] == '+' || raw[i] == '-') {
+			if raw[i] == '-' {
+				sign = -1
+			}
+			i++
+		}
+		end := digitRun(raw, i)
+		if end == i {
+			return nil, nil, 0, false
+		}
+		for _, c := range raw[i:end] {
+			exp = min(exp*10+int(c-'0'), 1<<30)
+		}
+		exp, i = sign*exp, end
+	}
+	return whole, frac, exp, i == len(raw)
+}
+
+// digitRun is where the run of digits that starts at b[i] ends.
+func digitRun(b []byte, i int) int {
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	return i
+}
+
+// fromDigits is the integer digits × 10^exp, if it is one that fits in
+// int64 (with neg, its negation).
+func fromDigits(digits []byte, exp int, neg bool) (int64, bool) {
+	for len(digits) > 0 && digits[0] == '0' {
+		digits = digits[1:]
+	}
+	for len(digits) > 0 && digits[len(digits)-1] == '0' {
+		digits, exp = digits[:len(digits)-1], exp+1
+	}
+	if len(digits) == 0 {
+		return 0, true // zero, however many zeros and whatever exponent
+	}
+	if exp < 0 || len(digits)+exp > 19 {
+		return 0, false // a fraction, or at least 10^19
+	}
+	limit := uint64(math.MaxInt64)
+	if neg {
+		limit++
+	}
+	var n uint64
+	for _, c := range digits {
+		n = n*10 + uint64(c-'0') // at most 19 digits: no overflow of uint64
+	}
+	for range exp {
+		n *= 10
+	}
+	if n > limit {
+		return 0, false
+	}
+	if neg {
+		return -int64(n), true
+	}
+	return int64(n), true
 }
 
 // idText is a string ID's key: its text, with what is not text kept

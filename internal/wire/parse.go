@@ -197,7 +197,9 @@ func (m *members) isResponse() bool {
 // response reads an answer. A null error beside a result, or a null result
 // beside an error, is a member written for its own sake and means nothing.
 // An answer that breaks the protocol is marked invalid: it still ends the
-// call it names, with an error that says why.
+// call it names, with an error that says why. Only an error answer may
+// name no request ("id": null, or none): it says the peer could not read a
+// message of ours.
 func (m *members) response() Message {
 	msg := Message{Kind: Response, Result: m.result, Error: m.errObj}
 	if ValidID(m.id) { // one with an unusable ID only reaches the log
@@ -216,6 +218,10 @@ func (m *members) response() Message {
 		msg.Invalid = "it has both a result and an error"
 	case msg.Result == nil && msg.Error == nil:
 		msg.Invalid = "its error is null and it has no result"
+	case msg.ID == nil && m.id != nil && !IsNull(m.id):
+		msg.Invalid = "its id is neither a string nor an integer of 64 bits"
+	case msg.ID == nil && msg.Result != nil:
+		msg.Invalid = "it has a result and no id"
 	}
 	return msg
 }
