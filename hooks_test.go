@@ -214,7 +214,8 @@ func TestLogHooks(t *testing.T) {
 
 // TestHooksLabelAnswersOfTheReadGoroutine: the answers the library builds on
 // the read goroutine, initialize's negotiation and v2's entity cancels, reach
-// Sent labelled as the library's, with the method they answer.
+// Sent labelled as the library's, with the method they answer; so does the
+// idle state_update the layer writes for a work.
 func TestHooksLabelAnswersOfTheReadGoroutine(t *testing.T) {
 	ctx := wiretest.Context(t)
 	log := newHookLog()
@@ -240,13 +241,15 @@ func TestHooksLabelAnswersOfTheReadGoroutine(t *testing.T) {
 	p.ExpectResult(ctx, "6", `{}`)
 	p.Request("7", acprpc.MethodTerminalCancel, `{"terminalId":"x"}`)
 	p.ExpectError(ctx, "7", acprpc.CodeInvalidParams)
+	require.NoError(t, c.BeginWork("s").End(acprpc.StopReasonEndTurn)) // the idle state_update is the layer's too
+	p.ExpectNotification(ctx, "session/update")
 
 	_, sent, _ := log.snapshot()
-	require.Len(t, sent, 7)
+	require.Len(t, sent, 8)
 	methods := []string{"initialize", "initialize", "initialize", "initialize",
-		acprpc.MethodToolCallCancel, acprpc.MethodToolCallCancel, acprpc.MethodTerminalCancel}
+		acprpc.MethodToolCallCancel, acprpc.MethodToolCallCancel, acprpc.MethodTerminalCancel, "session/update"}
 	for i, e := range sent {
-		assert.Equal(t, methods[i], e.method, "answer %s", e.id)
-		assert.Equal(t, e.id != "3", e.generated, "answer %s: only the handler's own answer is not the library's", e.id)
+		assert.Equal(t, methods[i], e.method, "message %d, %s", i, e.raw)
+		assert.Equal(t, e.id != "3", e.generated, "message %d, %s: only the handler's own answer is not the library's", i, e.raw)
 	}
 }

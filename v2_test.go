@@ -572,6 +572,31 @@ func TestV2WorkIgnoringItsContextIsEndedOnce(t *testing.T) {
 	})
 }
 
+// A work whose prompt was answered, inserted, has started even if it sent
+// nothing: when it ignores its cancel, the layer sends its idle
+// state_update once the grace period has passed.
+func TestV2SilentWorkIsEndedByTheLayer(t *testing.T) {
+	ctx := wiretest.Context(t)
+	release := make(chan struct{})
+	late := make(chan error, 1)
+	a := newV2Turns()
+	a.run = func(_ *acprpc.Conn, w *acprpc.Work) {
+		<-release // sends nothing, and is deaf to its cancel
+		late <- w.End(acprpc.StopReasonEndTurn)
+	}
+	opts := v2Options()
+	opts.CancelGrace = 20 * time.Millisecond
+	_, p := wiretest.Connect(t, wiretest.Transports[0], a, opts)
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.ExpectResult(ctx, "1", `{"messageId":"msg_1"}`)
+	p.Notify("session/cancel", `{"sessionId":"s"}`)
+	expectIdle(t, ctx, p, acprpc.StopReasonCancelled)
+	close(release)
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, late), acprpc.ErrWorkEnded)
+	expectQuiet(t, ctx, p, "2")
+	a.wg.Wait()
+}
+
 // An idle state_update the application sends itself with Notify is the
 // work's ending too: de-duplicated with End and with the layer's own, and
 // turned into "cancelled" for a cancelled work.
