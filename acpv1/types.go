@@ -9,6 +9,21 @@ import (
 	"github.com/acpkit/acprpc/internal/acpjson"
 )
 
+// Meta is the _meta of every object: metadata the schema reserves for
+// implementations, which attach it to their messages. A value other than
+// an object reads as no metadata, as the schema says of a malformed _meta.
+type Meta map[string]any
+
+// UnmarshalJSON reads an object, and anything else as nil.
+func (m *Meta) UnmarshalJSON(data []byte) error {
+	var v map[string]any
+	if json.Unmarshal(data, &v) != nil {
+		v = nil
+	}
+	*m = v
+	return nil
+}
+
 // JSON RPC Request Id
 //
 // An identifier established by the Client that MUST contain a String, Number, or NULL value if included. If it is not included it is assumed to be a notification. The value SHOULD normally not be Null \[1\] and Numbers SHOULD NOT contain fractional parts \[2\]
@@ -35,7 +50,7 @@ type WriteTextFileRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // A unique identifier for a conversation session between a client and agent.
@@ -63,7 +78,7 @@ type ReadTextFileRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request for user permission to execute a tool call.
@@ -83,7 +98,7 @@ type RequestPermissionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the RequestPermissionRequest as the schema has it: a nil Options sent empty, as the schema requires it.
@@ -128,7 +143,7 @@ type ToolCallUpdate struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ToolCallUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"tool_call_update\"" }
@@ -314,7 +329,7 @@ type Annotations struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // The sender or recipient of messages and data in a conversation.
@@ -338,7 +353,7 @@ type TextContent struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (TextContent) contentBlockTag() string { return "\"type\":\"text\"" }
@@ -358,7 +373,7 @@ type ImageContent struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ImageContent) contentBlockTag() string { return "\"type\":\"image\"" }
@@ -376,7 +391,7 @@ type AudioContent struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AudioContent) contentBlockTag() string { return "\"type\":\"audio\"" }
@@ -402,7 +417,7 @@ type ResourceLink struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ResourceLink) contentBlockTag() string { return "\"type\":\"resource_link\"" }
@@ -459,7 +474,7 @@ type TextResourceContents struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (TextResourceContents) embeddedResourceResourceTag() string { return "" }
@@ -477,7 +492,7 @@ type BlobResourceContents struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (BlobResourceContents) embeddedResourceResourceTag() string { return "" }
@@ -493,7 +508,7 @@ type EmbeddedResource struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (EmbeddedResource) contentBlockTag() string { return "\"type\":\"resource\"" }
@@ -507,7 +522,7 @@ type Content struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (Content) toolCallContentTag() string { return "\"type\":\"content\"" }
@@ -529,7 +544,7 @@ type Diff struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (Diff) toolCallContentTag() string { return "\"type\":\"diff\"" }
@@ -550,7 +565,7 @@ type Terminal struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (Terminal) toolCallContentTag() string { return "\"type\":\"terminal\"" }
@@ -571,7 +586,7 @@ type ToolCallLocation struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // An option presented to the user when requesting permission.
@@ -587,7 +602,7 @@ type PermissionOption struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Unique identifier for a permission option.
@@ -635,7 +650,7 @@ type CreateTerminalRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // An environment variable to set when launching an MCP server.
@@ -649,7 +664,7 @@ type EnvVariable struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request to get the current output and status of a terminal.
@@ -663,7 +678,7 @@ type TerminalOutputRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request to release a terminal and free its resources.
@@ -677,7 +692,7 @@ type ReleaseTerminalRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request to wait for a terminal command to exit.
@@ -691,7 +706,7 @@ type WaitForTerminalExitRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request to kill a terminal without releasing it.
@@ -705,7 +720,7 @@ type KillTerminalRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request from the agent to elicit structured user input.
@@ -723,7 +738,7 @@ type CreateElicitationRequest struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Mode is the variant: ElicitationFormMode (mode "form"), ElicitationURLMode (mode "url") or UnknownCreateElicitationRequest for any other mode. Its members are sent beside the fields above.
 	Mode CreateElicitationRequestVariant `json:"-"`
 }
@@ -874,7 +889,7 @@ type ElicitationSchema struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Type discriminator for elicitation schemas.
@@ -1007,7 +1022,7 @@ type EnumOption struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Schema for string properties in an elicitation form.
@@ -1058,7 +1073,7 @@ type StringPropertySchema struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (StringPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"string\"" }
@@ -1092,7 +1107,7 @@ type NumberPropertySchema struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (NumberPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"number\"" }
@@ -1126,7 +1141,7 @@ type IntegerPropertySchema struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (IntegerPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"integer\"" }
@@ -1152,7 +1167,7 @@ type BooleanPropertySchema struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (BooleanPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"boolean\"" }
@@ -1239,7 +1254,7 @@ type StringMultiSelectItems struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the StringMultiSelectItems as the schema has it: a nil Enum sent empty, as the schema requires it.
@@ -1264,7 +1279,7 @@ type TitledMultiSelectItems struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the TitledMultiSelectItems as the schema has it: a nil AnyOf sent empty, as the schema requires it.
@@ -1309,7 +1324,7 @@ type MultiSelectPropertySchema struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MultiSelectPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"array\"" }
@@ -1462,7 +1477,7 @@ type InitializeResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the InitializeResponse as the schema has it: a nil AuthMethods sent empty, as the schema requires it.
@@ -1513,7 +1528,7 @@ type AgentCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Prompt capabilities supported by the agent in `session/prompt` requests.
@@ -1543,7 +1558,7 @@ type PromptCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MCP capabilities supported by the agent
@@ -1565,7 +1580,7 @@ type MCPCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Session capabilities supported by the agent.
@@ -1672,7 +1687,7 @@ type SessionCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for the `session/list` method.
@@ -1684,7 +1699,7 @@ type SessionListCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for the `session/delete` method.
@@ -1696,7 +1711,7 @@ type SessionDeleteCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for additional session directories support.
@@ -1711,7 +1726,7 @@ type SessionAdditionalDirectoriesCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for the `session/resume` method.
@@ -1723,7 +1738,7 @@ type SessionResumeCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for the `session/close` method.
@@ -1735,7 +1750,7 @@ type SessionCloseCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Authentication-related capabilities supported by the agent.
@@ -1761,7 +1776,7 @@ type AgentAuthCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Logout capabilities supported by the agent.
@@ -1773,7 +1788,7 @@ type LogoutCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Describes an available authentication method.
@@ -1850,7 +1865,7 @@ type AuthMethodTerminal struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AuthMethodTerminal) authMethodTag() string { return "\"type\":\"terminal\"" }
@@ -1870,7 +1885,7 @@ type AuthMethodAgent struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AuthMethodAgent) authMethodTag() string { return "" }
@@ -1895,7 +1910,7 @@ type Implementation struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response to the `authenticate` method.
@@ -1905,7 +1920,7 @@ type AuthenticateResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response to the `logout` method.
@@ -1915,7 +1930,7 @@ type LogoutResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from creating a new session.
@@ -1937,7 +1952,7 @@ type NewSessionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // The set of modes and the one currently active.
@@ -1951,7 +1966,7 @@ type SessionModeState struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the SessionModeState as the schema has it: a nil AvailableModes sent empty, as the schema requires it.
@@ -1981,7 +1996,7 @@ type SessionMode struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // A session configuration option selector and its current state.
@@ -1999,7 +2014,7 @@ type SessionConfigOption struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Type is the variant: SessionConfigSelect (type "select") or SessionConfigBoolean (type "boolean"). Its members are sent beside the fields above.
 	Type SessionConfigOptionVariant `json:"-"`
 }
@@ -2156,7 +2171,7 @@ type SessionConfigSelectOption struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // A group of possible values for a session configuration option.
@@ -2172,7 +2187,7 @@ type SessionConfigSelectGroup struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the SessionConfigSelectGroup as the schema has it: a nil Options sent empty, as the schema requires it.
@@ -2218,7 +2233,7 @@ type LoadSessionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from listing sessions.
@@ -2233,7 +2248,7 @@ type ListSessionsResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the ListSessionsResponse as the schema has it: a nil Sessions sent empty, as the schema requires it.
@@ -2277,7 +2292,7 @@ type SessionInfo struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from deleting a session.
@@ -2287,7 +2302,7 @@ type DeleteSessionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from resuming an existing session.
@@ -2303,7 +2318,7 @@ type ResumeSessionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from closing a session.
@@ -2313,7 +2328,7 @@ type CloseSessionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response to `session/set_mode` method.
@@ -2323,7 +2338,7 @@ type SetSessionModeResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response to `session/set_config_option` method.
@@ -2335,7 +2350,7 @@ type SetSessionConfigOptionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the SetSessionConfigOptionResponse as the schema has it: a nil ConfigOptions sent empty, as the schema requires it.
@@ -2366,7 +2381,7 @@ type PromptResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Reasons why an agent stops processing a prompt turn.
@@ -2465,7 +2480,7 @@ type SessionNotification struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Different types of updates that can be sent during session processing.
@@ -2566,7 +2581,7 @@ type UserMessageChunk struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (UserMessageChunk) sessionUpdateTag() string { return "\"sessionUpdate\":\"user_message_chunk\"" }
@@ -2585,7 +2600,7 @@ type AgentMessageChunk struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AgentMessageChunk) sessionUpdateTag() string {
@@ -2606,7 +2621,7 @@ type AgentThoughtChunk struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AgentThoughtChunk) sessionUpdateTag() string {
@@ -2630,7 +2645,7 @@ type ContentChunk struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Represents a tool call that the language model has requested.
@@ -2668,7 +2683,7 @@ type ToolCall struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ToolCall) sessionUpdateTag() string { return "\"sessionUpdate\":\"tool_call\"" }
@@ -2691,7 +2706,7 @@ type PlanEntry struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Priority levels for plan entries.
@@ -2743,7 +2758,7 @@ type Plan struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the Plan as the schema has it: a nil Entries sent empty, as the schema requires it.
@@ -2770,7 +2785,7 @@ type AvailableCommand struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // The input specification for a command.
@@ -2819,7 +2834,7 @@ type UnstructuredCommandInput struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (UnstructuredCommandInput) availableCommandInputTag() string { return "" }
@@ -2833,7 +2848,7 @@ type AvailableCommandsUpdate struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the AvailableCommandsUpdate as the schema has it: a nil AvailableCommands sent empty, as the schema requires it.
@@ -2860,7 +2875,7 @@ type CurrentModeUpdate struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (CurrentModeUpdate) sessionUpdateTag() string {
@@ -2876,7 +2891,7 @@ type ConfigOptionUpdate struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the ConfigOptionUpdate as the schema has it: a nil ConfigOptions sent empty, as the schema requires it.
@@ -2906,7 +2921,7 @@ type SessionInfoUpdate struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SessionInfoUpdate) sessionUpdateTag() string {
@@ -2925,7 +2940,7 @@ type Cost struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Context window and cost update for a session.
@@ -2941,7 +2956,7 @@ type UsageUpdate struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (UsageUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"usage_update\"" }
@@ -2984,7 +2999,7 @@ type Notice struct {
 	// Metadata scoped to this notice.
 	//
 	// Omitted and `null` are equivalent and mean no metadata was supplied.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (Notice) sessionUpdateTag() string { return "\"sessionUpdate\":\"notice\"" }
@@ -3029,7 +3044,7 @@ type CompactionUpdate struct {
 	// Human-readable error details for the compaction.
 	Error string `json:"error,omitempty"`
 	// Extensible metadata patch for this compaction.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (CompactionUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"compaction_update\"" }
@@ -3044,7 +3059,7 @@ type CompactionSummaryChunk struct {
 	// One content block to append.
 	Content ContentBlock `json:"content"`
 	// Metadata scoped to this chunk. Omission and `null` both mean absent.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (CompactionSummaryChunk) sessionUpdateTag() string {
@@ -3062,7 +3077,7 @@ type CompleteElicitationNotification struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Allows either side to send an arbitrary notification that is not part of the ACP spec.
@@ -3091,7 +3106,7 @@ type InitializeRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities supported by the client.
@@ -3150,7 +3165,7 @@ type ClientCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // File system capabilities that a client may support.
@@ -3166,7 +3181,7 @@ type FileSystemCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Session-related capabilities supported by the client.
@@ -3189,7 +3204,7 @@ type ClientSessionCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Client support for ID-addressed context compaction updates.
@@ -3210,7 +3225,7 @@ type SessionConfigOptionsCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for boolean session configuration options.
@@ -3222,7 +3237,7 @@ type BooleanConfigOptionCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Client support for presenting live notices to the user.
@@ -3246,7 +3261,7 @@ type AuthCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Elicitation capabilities supported by the client.
@@ -3268,7 +3283,7 @@ type ElicitationCapabilities struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Form-based elicitation capabilities.
@@ -3282,7 +3297,7 @@ type ElicitationFormCapabilities struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // URL-based elicitation capabilities.
@@ -3296,7 +3311,7 @@ type ElicitationURLCapabilities struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for the authenticate method.
@@ -3311,7 +3326,7 @@ type AuthenticateRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for the logout method.
@@ -3323,7 +3338,7 @@ type LogoutRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for creating a new session.
@@ -3357,7 +3372,7 @@ type NewSessionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the NewSessionRequest as the schema has it: a nil MCPServers sent empty, as the schema requires it.
@@ -3433,7 +3448,7 @@ type HTTPHeader struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // HTTP transport configuration for MCP.
@@ -3449,7 +3464,7 @@ type MCPServerHTTP struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the MCPServerHTTP as the schema has it: a nil Headers sent empty, as the schema requires it.
@@ -3476,7 +3491,7 @@ type MCPServerSSE struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the MCPServerSSE as the schema has it: a nil Headers sent empty, as the schema requires it.
@@ -3505,7 +3520,7 @@ type MCPServerStdio struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the MCPServerStdio as the schema has it: a nil Args or Env sent empty, as the schema requires it.
@@ -3560,7 +3575,7 @@ type LoadSessionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the LoadSessionRequest as the schema has it: a nil MCPServers sent empty, as the schema requires it.
@@ -3597,7 +3612,7 @@ type ListSessionsRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for deleting an existing session from `session/list`.
@@ -3611,7 +3626,7 @@ type DeleteSessionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for resuming an existing session.
@@ -3653,7 +3668,7 @@ type ResumeSessionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for closing an active session.
@@ -3671,7 +3686,7 @@ type CloseSessionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for setting a session mode.
@@ -3685,7 +3700,7 @@ type SetSessionModeRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for setting a session configuration option.
@@ -3699,7 +3714,7 @@ type SetSessionConfigOptionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Type is the variant: SessionConfigBooleanValue (type "boolean") or SessionConfigIDValue (no type). Its members are sent beside the fields above.
 	Type SetSessionConfigOptionRequestVariant `json:"-"`
 }
@@ -3804,7 +3819,7 @@ type PromptRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the PromptRequest as the schema has it: a nil Prompt sent empty, as the schema requires it.
@@ -3823,7 +3838,7 @@ type WriteTextFileResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response containing the contents of a text file.
@@ -3835,7 +3850,7 @@ type ReadTextFileResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response to a permission request.
@@ -3847,7 +3862,7 @@ type RequestPermissionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // The outcome of a permission request.
@@ -3919,7 +3934,7 @@ type SelectedPermissionOutcome struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SelectedPermissionOutcome) requestPermissionOutcomeTag() string {
@@ -3935,7 +3950,7 @@ type CreateTerminalResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response containing the terminal output and exit status.
@@ -3951,7 +3966,7 @@ type TerminalOutputResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Exit status of a terminal command.
@@ -3965,7 +3980,7 @@ type TerminalExitStatus struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response to terminal/release method
@@ -3975,7 +3990,7 @@ type ReleaseTerminalResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response containing the exit status of a terminal command.
@@ -3989,7 +4004,7 @@ type WaitForTerminalExitResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response to `terminal/kill` method
@@ -3999,7 +4014,7 @@ type KillTerminalResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from the client to an elicitation request.
@@ -4011,7 +4026,7 @@ type CreateElicitationResponse struct {
 	// Optional. Omitted and `null` are equivalent and mean no metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Action is the variant: ElicitationAcceptAction (action "accept"), ElicitationDeclineAction (action "decline"), ElicitationCancelAction (action "cancel") or UnknownCreateElicitationResponse for any other action. Its members are sent beside the fields above.
 	Action CreateElicitationResponseVariant `json:"-"`
 }
@@ -4142,7 +4157,7 @@ type CancelNotification struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Notification to cancel an ongoing request.
@@ -4156,5 +4171,5 @@ type CancelRequestNotification struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }

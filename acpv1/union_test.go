@@ -58,3 +58,17 @@ func TestDefaultVariant(t *testing.T) {
 	assert.JSONEq(t, `{"type":"http","name":"web","url":"https://example.com/mcp","headers":[]}`, string(out),
 		"a tagged variant writes its tag first, and its required list empty")
 }
+
+// TestMalformedMeta: a _meta that is not an object reads as no metadata,
+// as the schema says (x-deserialize-default-on-error), instead of failing
+// the message; a well-formed one is kept.
+func TestMalformedMeta(t *testing.T) {
+	var p PromptRequest
+	require.NoError(t, json.Unmarshal([]byte(`{"sessionId":"s","prompt":[],"_meta":"not an object"}`), &p))
+	assert.Nil(t, p.Meta)
+	require.NoError(t, json.Unmarshal([]byte(`{"sessionId":"s","prompt":[],"_meta":{"trace":"abc"}}`), &p))
+	assert.Equal(t, Meta{"trace": "abc"}, p.Meta)
+	out, err := json.Marshal(p)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"sessionId":"s","prompt":[],"_meta":{"trace":"abc"}}`, string(out))
+}

@@ -32,7 +32,7 @@ type MessageMCPRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -79,7 +79,7 @@ type SessionSystemPromptCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -104,7 +104,7 @@ type SessionSystemPromptModeCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -123,7 +123,7 @@ type SessionSystemPromptOverrideCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -141,7 +141,7 @@ type SessionForkCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -160,7 +160,7 @@ type SessionArchiveCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -178,7 +178,7 @@ type SessionStatusCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -197,7 +197,7 @@ type SessionTitleCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -215,7 +215,7 @@ type AuthStatusCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -233,7 +233,7 @@ type ProvidersCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -251,7 +251,7 @@ type ListProvidersResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the ListProvidersResponse as the schema has it: a nil Providers sent empty, as the schema requires it.
@@ -286,7 +286,7 @@ type ProviderInfo struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the ProviderInfo as the schema has it: a nil Supported sent empty, as the schema requires it.
@@ -353,7 +353,7 @@ type ProviderCurrentConfig struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -369,7 +369,7 @@ type SetProviderResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -385,7 +385,7 @@ type DisableProviderResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -412,7 +412,7 @@ type AuthStatusResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -481,7 +481,7 @@ type AuthAccount struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -505,7 +505,7 @@ type ForkSessionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -521,7 +521,7 @@ type ArchiveSessionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -537,7 +537,7 @@ type UnarchiveSessionResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -560,7 +560,7 @@ type SessionStatusResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -611,7 +611,7 @@ type SetSessionTitleResponse struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -639,7 +639,7 @@ type Usage struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -725,7 +725,7 @@ type PlanItems struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the PlanItems as the schema has it: a nil Entries sent empty, as the schema requires it.
@@ -756,7 +756,7 @@ type PlanFile struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (PlanFile) planUpdateContentTag() string { return "\"type\":\"file\"" }
@@ -778,7 +778,7 @@ type PlanMarkdown struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (PlanMarkdown) planUpdateContentTag() string { return "\"type\":\"markdown\"" }
@@ -798,7 +798,7 @@ type PlanUpdate struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (PlanUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"plan_update\"" }
@@ -818,7 +818,7 @@ type PlanRemoved struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (PlanRemoved) sessionUpdateTag() string { return "\"sessionUpdate\":\"plan_removed\"" }
@@ -841,7 +841,7 @@ type SubagentSessionCapabilities struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -859,7 +859,7 @@ type SessionCancelCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -961,7 +961,7 @@ type RunningStateUpdate struct {
 	// The _meta property is reserved by ACP for additional metadata.
 	// Implementations MUST NOT make assumptions about values at these keys.
 	// Optional. Omitted and `null` mean no metadata for this state snapshot.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (RunningStateUpdate) stateUpdateTag() string { return "\"state\":\"running\"" }
@@ -994,7 +994,7 @@ type IdleStateUpdate struct {
 	// The _meta property is reserved by ACP for additional metadata.
 	// Implementations MUST NOT make assumptions about values at these keys.
 	// Optional. Omitted and `null` mean no metadata for this state snapshot.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
 	//
 	// Optional. Omitted or `null` both mean the agent is not reporting a stop reason; a malformed value is treated the same way.
@@ -1046,7 +1046,7 @@ type RequiresActionStateUpdate struct {
 	// The _meta property is reserved by ACP for additional metadata.
 	// Implementations MUST NOT make assumptions about values at these keys.
 	// Optional. Omitted and `null` mean no metadata for this state snapshot.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (RequiresActionStateUpdate) stateUpdateTag() string { return "\"state\":\"requires_action\"" }
@@ -1070,7 +1070,7 @@ type UnknownStateUpdate struct {
 	// The _meta property is reserved by ACP for additional metadata.
 	// Implementations MUST NOT make assumptions about values at these keys.
 	// Optional. Omitted and `null` mean no metadata for this state snapshot.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (UnknownStateUpdate) stateUpdateTag() string { return "\"state\":\"unknown\"" }
@@ -1151,7 +1151,7 @@ type SubagentUpdate struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	// Omitted means unchanged. `null` removes the metadata.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SubagentUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"subagent_update\"" }
@@ -1192,7 +1192,7 @@ type SessionMessage struct {
 	// Omitted leaves metadata unchanged. `null` removes it.
 	//
 	// Implementations MUST NOT make assumptions about values in `_meta`.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SessionMessage) sessionUpdateTag() string { return "\"sessionUpdate\":\"session_message\"" }
@@ -1215,7 +1215,7 @@ type SessionMessageChunk struct {
 	// Optional and nullable chunk-scoped metadata. Omitted or `null` means none.
 	//
 	// Implementations MUST NOT make assumptions about values in `_meta`.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SessionMessageChunk) sessionUpdateTag() string {
@@ -1250,7 +1250,7 @@ type AuthStatusUpdateNotification struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1269,7 +1269,7 @@ type SubagentCapabilities struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1285,7 +1285,7 @@ type PlanCapabilities struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1301,7 +1301,7 @@ type ListProvidersRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1328,7 +1328,7 @@ type SetProviderRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1346,7 +1346,7 @@ type DisableProviderRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1367,7 +1367,7 @@ type AuthStatusRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1393,7 +1393,7 @@ type MCPServerACP struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MCPServerACP) mcpServerTag() string { return "\"type\":\"acp\"" }
@@ -1432,7 +1432,7 @@ type SystemPrompt struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the SystemPrompt as the schema has it: a nil Content sent empty, as the schema requires it.
@@ -1551,7 +1551,7 @@ type ForkSessionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1576,7 +1576,7 @@ type ArchiveSessionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1602,7 +1602,7 @@ type UnarchiveSessionRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1626,7 +1626,7 @@ type SessionStatusRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1659,7 +1659,7 @@ type SetSessionTitleRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1719,7 +1719,7 @@ type MessageMCPResult struct {
 	// Required, even if JSON null.
 	Result any `json:"result"`
 	// Optional ACP carrier metadata.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MessageMCPResult) messageMCPResponseTag() string { return "" }
@@ -1731,7 +1731,7 @@ type MessageMCPError struct {
 	// Required, non-null MCP error object.
 	Error MCPError `json:"error"`
 	// Optional ACP carrier metadata.
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MessageMCPError) messageMCPResponseTag() string { return "" }
@@ -1779,7 +1779,7 @@ type MessageMCPNotification struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1839,7 +1839,7 @@ type ProxySuccessorRequest struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1895,5 +1895,5 @@ type ProxySuccessorNotification struct {
 	// these keys.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }

@@ -8,6 +8,21 @@ import (
 	"github.com/acpkit/acprpc/internal/acpjson"
 )
 
+// Meta is the _meta of every object: metadata the schema reserves for
+// implementations, which attach it to their messages. A value other than
+// an object reads as no metadata, as the schema says of a malformed _meta.
+type Meta map[string]any
+
+// UnmarshalJSON reads an object, and anything else as nil.
+func (m *Meta) UnmarshalJSON(data []byte) error {
+	var v map[string]any
+	if json.Unmarshal(data, &v) != nil {
+		v = nil
+	}
+	*m = v
+	return nil
+}
+
 // A JSON-RPC request ID: a string or an integer. Unlike base JSON-RPC, it MUST NOT be `null`.
 //
 // The receiver MUST reply with the same value in the response. Each side chooses IDs for its own
@@ -46,7 +61,7 @@ type RequestPermissionRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the RequestPermissionRequest as the schema has it: a nil Options sent empty, as the schema requires it.
@@ -210,7 +225,7 @@ type ToolCallUpdate struct {
 	// MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ToolCallUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"tool_call_update\"" }
@@ -497,7 +512,7 @@ type Annotations struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // The sender or recipient of messages and data in a conversation.
@@ -529,7 +544,7 @@ type TextContent struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (TextContent) contentBlockTag() string { return "\"type\":\"text\"" }
@@ -556,7 +571,7 @@ type ImageContent struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ImageContent) contentBlockTag() string { return "\"type\":\"image\"" }
@@ -576,7 +591,7 @@ type AudioContent struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AudioContent) contentBlockTag() string { return "\"type\":\"audio\"" }
@@ -608,7 +623,7 @@ type Icon struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Theme an icon is designed for.
@@ -662,7 +677,7 @@ type ResourceLink struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ResourceLink) contentBlockTag() string { return "\"type\":\"resource_link\"" }
@@ -721,7 +736,7 @@ type TextResourceContents struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (TextResourceContents) embeddedResourceResourceTag() string { return "" }
@@ -741,7 +756,7 @@ type BlobResourceContents struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (BlobResourceContents) embeddedResourceResourceTag() string { return "" }
@@ -759,7 +774,7 @@ type EmbeddedResource struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (EmbeddedResource) contentBlockTag() string { return "\"type\":\"resource\"" }
@@ -773,7 +788,7 @@ type Content struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (Content) toolCallContentTag() string { return "\"type\":\"content\"" }
@@ -796,7 +811,7 @@ type DiffChange struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Operation is the variant: DiffAdd (operation "add"), DiffDelete (operation "delete"), DiffModify (operation "modify"), DiffMove (operation "move"), DiffCopy (operation "copy") or UnknownDiffChange for any other operation. Its members are sent beside the fields above.
 	Operation DiffChangeVariant `json:"-"`
 }
@@ -986,7 +1001,7 @@ type DiffPatch struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Text patch format used by `DiffPatch`.
@@ -1036,7 +1051,7 @@ type Diff struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the Diff as the schema has it: a nil Changes sent empty, as the schema requires it.
@@ -1065,7 +1080,7 @@ type Terminal struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (Terminal) toolCallContentTag() string { return "\"type\":\"terminal\"" }
@@ -1087,7 +1102,7 @@ type ToolCallLocation struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Client-initiated controls a tool call currently supports.
@@ -1107,7 +1122,7 @@ type ToolCallCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capability to cancel a tool call with `tool_call/cancel`.
@@ -1119,7 +1134,7 @@ type ToolCallCancelCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Permission request details for a tool call.
@@ -1135,7 +1150,7 @@ type ToolCallPermissionSubject struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ToolCallPermissionSubject) requestPermissionSubjectTag() string {
@@ -1157,7 +1172,7 @@ type CommandPermissionSubject struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (CommandPermissionSubject) requestPermissionSubjectTag() string { return "\"type\":\"command\"" }
@@ -1175,7 +1190,7 @@ type PermissionOption struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Unique identifier for a permission option.
@@ -1228,7 +1243,7 @@ type CreateElicitationRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Mode is the variant: ElicitationFormMode (mode "form"), ElicitationURLMode (mode "url") or UnknownCreateElicitationRequest for any other mode. Its members are sent beside the fields above.
 	Mode CreateElicitationRequestVariant `json:"-"`
 }
@@ -1377,7 +1392,7 @@ type ElicitationSchema struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the ElicitationSchema as the schema has it: a nil Properties sent empty, as the schema requires it.
@@ -1522,7 +1537,7 @@ type EnumOption struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Schema for string properties in an elicitation form.
@@ -1573,7 +1588,7 @@ type StringPropertySchema struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (StringPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"string\"" }
@@ -1605,7 +1620,7 @@ type NumberPropertySchema struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (NumberPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"number\"" }
@@ -1637,7 +1652,7 @@ type IntegerPropertySchema struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (IntegerPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"integer\"" }
@@ -1661,7 +1676,7 @@ type BooleanPropertySchema struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (BooleanPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"boolean\"" }
@@ -1746,7 +1761,7 @@ type StringMultiSelectItems struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the StringMultiSelectItems as the schema has it: a nil Enum sent empty, as the schema requires it.
@@ -1769,7 +1784,7 @@ type TitledMultiSelectItems struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the TitledMultiSelectItems as the schema has it: a nil AnyOf sent empty, as the schema requires it.
@@ -1812,7 +1827,7 @@ type MultiSelectPropertySchema struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MultiSelectPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"array\"" }
@@ -1969,7 +1984,7 @@ type InitializeResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Protocol version identifier.
@@ -2000,7 +2015,7 @@ type Implementation struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities supported by the agent.
@@ -2041,7 +2056,7 @@ type AgentCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Session capabilities supported by the agent.
@@ -2145,7 +2160,7 @@ type SessionCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Prompt capabilities supported by the agent in `session/prompt` requests.
@@ -2184,7 +2199,7 @@ type PromptCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for image content in prompt requests.
@@ -2196,7 +2211,7 @@ type PromptImageCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for audio content in prompt requests.
@@ -2208,7 +2223,7 @@ type PromptAudioCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for embedded context in prompt requests.
@@ -2220,7 +2235,7 @@ type PromptEmbeddedContextCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MCP capabilities supported by the agent for session lifecycle requests.
@@ -2251,7 +2266,7 @@ type MCPCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for stdio MCP server transports.
@@ -2263,7 +2278,7 @@ type MCPStdioCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for HTTP MCP server transports.
@@ -2275,7 +2290,7 @@ type MCPHTTPCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for the `session/delete` method.
@@ -2287,7 +2302,7 @@ type SessionDeleteCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for additional session directories support.
@@ -2302,7 +2317,7 @@ type SessionAdditionalDirectoriesCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Authentication-related extension capabilities supported by the agent.
@@ -2327,7 +2342,7 @@ type AgentAuthCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Describes an available authentication method.
@@ -2427,7 +2442,7 @@ type EnvVariable struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Terminal-based authentication method.
@@ -2457,7 +2472,7 @@ type AuthMethodTerminal struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AuthMethodTerminal) authMethodTag() string { return "\"type\":\"terminal\"" }
@@ -2479,7 +2494,7 @@ type AuthMethodAgent struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AuthMethodAgent) authMethodTag() string { return "\"type\":\"agent\"" }
@@ -2491,7 +2506,7 @@ type LoginAuthResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response to the `auth/logout` method.
@@ -2501,7 +2516,7 @@ type LogoutAuthResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from creating a new session.
@@ -2533,7 +2548,7 @@ type NewSessionResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // A session configuration option selector and its current state.
@@ -2555,7 +2570,7 @@ type SessionConfigOption struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Type is the variant: SessionConfigSelect (type "select"), SessionConfigBoolean (type "boolean") or UnknownSessionConfigOption for any other type. Its members are sent beside the fields above.
 	Type SessionConfigOptionVariant `json:"-"`
 }
@@ -2753,7 +2768,7 @@ type SessionConfigSelectOption struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // A group of possible values for a session configuration option.
@@ -2769,7 +2784,7 @@ type SessionConfigSelectGroup struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the SessionConfigSelectGroup as the schema has it: a nil Options sent empty, as the schema requires it.
@@ -2974,7 +2989,7 @@ type TextCommandInput struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (TextCommandInput) availableCommandInputTag() string { return "\"type\":\"text\"" }
@@ -2998,7 +3013,7 @@ type Command struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (Command) availableCommandTag() string { return "\"type\":\"command\"" }
@@ -3016,7 +3031,7 @@ type ListSessionsResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the ListSessionsResponse as the schema has it: a nil Sessions sent empty, as the schema requires it.
@@ -3064,7 +3079,7 @@ type SessionInfo struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // An opaque cursor used to paginate `session/list` results.
@@ -3077,7 +3092,7 @@ type DeleteSessionResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // A snapshot of the session's aggregate foreground activity.
@@ -3306,7 +3321,7 @@ type BackgroundTerminal struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (BackgroundTerminal) backgroundWorkTag() string { return "\"type\":\"terminal\"" }
@@ -3320,7 +3335,7 @@ type BackgroundToolCall struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (BackgroundToolCall) backgroundWorkTag() string { return "\"type\":\"tool_call\"" }
@@ -3341,7 +3356,7 @@ type RunningStateUpdate struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (RunningStateUpdate) stateUpdateTag() string { return "\"state\":\"running\"" }
@@ -3417,7 +3432,7 @@ type UnsupportedProtocolVersionErrorData struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the UnsupportedProtocolVersionErrorData as the schema has it: a nil Supported sent empty, as the schema requires it.
@@ -3441,7 +3456,7 @@ type SessionNotFoundErrorData struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Details of a failure that ended active work.
@@ -3487,7 +3502,7 @@ type IdleStateUpdate struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Why foreground work stopped. The value selects one of this type's variants, which may add fields of their own.
 	//
 	// Optional. Omitted and `null` are equivalent and mean the agent is not reporting a stop reason; a malformed value is treated the same way.
@@ -3567,7 +3582,7 @@ type RequiresActionStateUpdate struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (RequiresActionStateUpdate) stateUpdateTag() string { return "\"state\":\"requires_action\"" }
@@ -3597,7 +3612,7 @@ type ResumeSessionResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from closing a session.
@@ -3607,7 +3622,7 @@ type CloseSessionResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from cancelling a tool call.
@@ -3617,7 +3632,7 @@ type CancelToolCallResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response from cancelling a terminal.
@@ -3627,7 +3642,7 @@ type CancelTerminalResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Response to `session/set_config_option` method.
@@ -3639,7 +3654,7 @@ type SetSessionConfigOptionResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the SetSessionConfigOptionResponse as the schema has it: a nil ConfigOptions sent empty, as the schema requires it.
@@ -3675,7 +3690,7 @@ type PromptResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Identifier for a message, unique among messages of the same type within a session.
@@ -3707,7 +3722,7 @@ type UpdateSessionNotification struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Different types of updates that can be sent while a session exists.
@@ -3817,7 +3832,7 @@ type UserMessageChunk struct {
 	// This metadata is scoped to the chunk and does not patch stored metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (UserMessageChunk) sessionUpdateTag() string { return "\"sessionUpdate\":\"user_message_chunk\"" }
@@ -3837,7 +3852,7 @@ type AgentMessageChunk struct {
 	// This metadata is scoped to the chunk and does not patch stored metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AgentMessageChunk) sessionUpdateTag() string {
@@ -3859,7 +3874,7 @@ type AgentThoughtChunk struct {
 	// This metadata is scoped to the chunk and does not patch stored metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AgentThoughtChunk) sessionUpdateTag() string {
@@ -3916,7 +3931,7 @@ type ContentChunk struct {
 	// This metadata is scoped to the chunk and does not patch stored metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // A user message upsert.
@@ -3945,7 +3960,7 @@ type UserMessage struct {
 	// MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (UserMessage) sessionUpdateTag() string { return "\"sessionUpdate\":\"user_message\"" }
@@ -3976,7 +3991,7 @@ type AgentMessage struct {
 	// MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AgentMessage) sessionUpdateTag() string { return "\"sessionUpdate\":\"agent_message\"" }
@@ -4007,7 +4022,7 @@ type AgentThought struct {
 	// MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (AgentThought) sessionUpdateTag() string { return "\"sessionUpdate\":\"agent_thought\"" }
@@ -4029,7 +4044,7 @@ type ToolCallContentChunk struct {
 	// This metadata is scoped to the chunk and does not patch stored metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ToolCallContentChunk) sessionUpdateTag() string {
@@ -4045,7 +4060,7 @@ type TerminalOutput struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Exit information for an agent-owned terminal.
@@ -4067,7 +4082,7 @@ type TerminalExitStatus struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // The size of an agent-owned terminal in character cells.
@@ -4081,7 +4096,7 @@ type TerminalSize struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Client-initiated controls a terminal currently supports.
@@ -4101,7 +4116,7 @@ type TerminalCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capability to cancel a terminal with `terminal/cancel`.
@@ -4113,7 +4128,7 @@ type TerminalCancelCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // An upsert for the stored state of an agent-owned terminal.
@@ -4152,7 +4167,7 @@ type TerminalUpdate struct {
 	// MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (TerminalUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"terminal_update\"" }
@@ -4169,7 +4184,7 @@ type TerminalOutputChunk struct {
 	// This metadata is scoped to the chunk and does not patch stored metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (TerminalOutputChunk) sessionUpdateTag() string {
@@ -4281,7 +4296,7 @@ type PlanEntry struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Priority levels for plan entries.
@@ -4343,7 +4358,7 @@ type PlanItems struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the PlanItems as the schema has it: a nil Entries sent empty, as the schema requires it.
@@ -4366,7 +4381,7 @@ type PlanUpdate struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (PlanUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"plan_update\"" }
@@ -4380,7 +4395,7 @@ type AvailableCommandsUpdate struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the AvailableCommandsUpdate as the schema has it: a nil AvailableCommands sent empty, as the schema requires it.
@@ -4405,7 +4420,7 @@ type ConfigOptionUpdate struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the ConfigOptionUpdate as the schema has it: a nil ConfigOptions sent empty, as the schema requires it.
@@ -4442,7 +4457,7 @@ type SessionInfoUpdate struct {
 	// MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SessionInfoUpdate) sessionUpdateTag() string {
@@ -4461,7 +4476,7 @@ type Cost struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Context window and cost update for a session.
@@ -4479,7 +4494,7 @@ type UsageUpdate struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (UsageUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"usage_update\"" }
@@ -4522,7 +4537,7 @@ type Notice struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (Notice) sessionUpdateTag() string { return "\"sessionUpdate\":\"notice\"" }
@@ -4573,7 +4588,7 @@ type CompactionUpdate struct {
 	// MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (CompactionUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"compaction_update\"" }
@@ -4591,7 +4606,7 @@ type CompactionSummaryChunk struct {
 	// This metadata is scoped to the chunk and does not patch stored metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (CompactionSummaryChunk) sessionUpdateTag() string {
@@ -4609,7 +4624,7 @@ type CompleteElicitationNotification struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Allows either side to send an arbitrary notification that is not part of the ACP spec.
@@ -4636,7 +4651,7 @@ type InitializeRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities supported by the client.
@@ -4664,7 +4679,7 @@ type ClientCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Authentication capabilities supported by the client.
@@ -4685,7 +4700,7 @@ type ClientAuthCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Capabilities for terminal authentication methods.
@@ -4699,7 +4714,7 @@ type TerminalAuthCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Elicitation capabilities supported by the client.
@@ -4719,7 +4734,7 @@ type ElicitationCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Form-based elicitation capabilities.
@@ -4731,7 +4746,7 @@ type ElicitationFormCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // URL-based elicitation capabilities.
@@ -4743,7 +4758,7 @@ type ElicitationURLCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for the `auth/login` method.
@@ -4762,7 +4777,7 @@ type LoginAuthRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for the `auth/logout` method.
@@ -4778,7 +4793,7 @@ type LogoutAuthRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for creating a new session.
@@ -4812,7 +4827,7 @@ type NewSessionRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Configuration for connecting to an MCP (Model Context Protocol) server.
@@ -4915,7 +4930,7 @@ type HTTPHeader struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // HTTP transport configuration for MCP.
@@ -4932,7 +4947,7 @@ type MCPServerHTTP struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MCPServerHTTP) mcpServerTag() string { return "\"type\":\"http\"" }
@@ -4953,7 +4968,7 @@ type MCPServerStdio struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MCPServerStdio) mcpServerTag() string { return "\"type\":\"stdio\"" }
@@ -4988,7 +5003,7 @@ type ListSessionsRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for deleting an existing session from `session/list`.
@@ -5002,7 +5017,7 @@ type DeleteSessionRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for resuming an existing session.
@@ -5060,7 +5075,7 @@ type ResumeSessionRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Inclusive cursor describing where replayed session history should begin.
@@ -5152,7 +5167,7 @@ type ReplayFromStart struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (ReplayFromStart) replayFromTag() string { return "\"type\":\"start\"" }
@@ -5185,7 +5200,7 @@ type CloseSessionRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for cancelling one tool call.
@@ -5210,7 +5225,7 @@ type CancelToolCallRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for cancelling one terminal.
@@ -5236,7 +5251,7 @@ type CancelTerminalRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Request parameters for setting a session configuration option.
@@ -5256,7 +5271,7 @@ type SetSessionConfigOptionRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Type is the variant: SessionConfigIDValue (type "id"), SessionConfigBooleanValue (type "boolean") or UnknownSetSessionConfigOptionRequest for any other type. Its members are sent beside the fields above.
 	Type SetSessionConfigOptionRequestVariant `json:"-"`
 }
@@ -5396,7 +5411,7 @@ type PromptRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the PromptRequest as the schema has it: a nil Prompt sent empty, as the schema requires it.
@@ -5417,7 +5432,7 @@ type RequestPermissionResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // The outcome of a permission request.
@@ -5509,7 +5524,7 @@ type CancelledPermissionOutcome struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (CancelledPermissionOutcome) requestPermissionOutcomeTag() string {
@@ -5525,7 +5540,7 @@ type SelectedPermissionOutcome struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SelectedPermissionOutcome) requestPermissionOutcomeTag() string {
@@ -5539,7 +5554,7 @@ type CreateElicitationResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 	// Action is the variant: ElicitationAcceptAction (action "accept"), ElicitationDeclineAction (action "decline"), ElicitationCancelAction (action "cancel") or UnknownCreateElicitationResponse for any other action. Its members are sent beside the fields above.
 	Action CreateElicitationResponseVariant `json:"-"`
 }
@@ -5672,7 +5687,7 @@ type CancelSessionNotification struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // Notification to cancel an ongoing request.
@@ -5687,5 +5702,5 @@ type CancelRequestNotification struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }

@@ -28,7 +28,7 @@ type MessageMCPRequest struct {
 	// This is ACP metadata, not the inner MCP message's `_meta`.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -67,7 +67,7 @@ type MCPACPCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -90,7 +90,7 @@ type SessionSystemPromptCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -115,7 +115,7 @@ type SessionSystemPromptModeCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -134,7 +134,7 @@ type SessionSystemPromptOverrideCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -152,7 +152,7 @@ type SessionForkCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -171,7 +171,7 @@ type SessionArchiveCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -189,7 +189,7 @@ type SessionStatusCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -208,7 +208,7 @@ type SessionTitleCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -226,7 +226,7 @@ type AuthStatusCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -244,7 +244,7 @@ type ProvidersCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -262,7 +262,7 @@ type ListProvidersResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the ListProvidersResponse as the schema has it: a nil Providers sent empty, as the schema requires it.
@@ -297,7 +297,7 @@ type ProviderInfo struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the ProviderInfo as the schema has it: a nil Supported sent empty, as the schema requires it.
@@ -368,7 +368,7 @@ type ProviderCurrentConfig struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -384,7 +384,7 @@ type SetProviderResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -400,7 +400,7 @@ type DisableProviderResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -427,7 +427,7 @@ type AuthStatusResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -496,7 +496,7 @@ type AuthAccount struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -526,7 +526,7 @@ type ForkSessionResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -542,7 +542,7 @@ type ArchiveSessionResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -558,7 +558,7 @@ type UnarchiveSessionResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -589,7 +589,7 @@ type SessionStatusResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -637,7 +637,7 @@ type BackgroundSubagent struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (BackgroundSubagent) backgroundWorkTag() string { return "\"type\":\"subagent\"" }
@@ -673,7 +673,7 @@ type Usage struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -706,7 +706,7 @@ type UnknownStateUpdate struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (UnknownStateUpdate) stateUpdateTag() string { return "\"state\":\"unknown\"" }
@@ -729,7 +729,7 @@ type SetSessionTitleResponse struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -749,7 +749,7 @@ type PlanFile struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (PlanFile) planUpdateContentTag() string { return "\"type\":\"file\"" }
@@ -771,7 +771,7 @@ type PlanMarkdown struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (PlanMarkdown) planUpdateContentTag() string { return "\"type\":\"markdown\"" }
@@ -791,7 +791,7 @@ type PlanRemoved struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (PlanRemoved) sessionUpdateTag() string { return "\"sessionUpdate\":\"plan_removed\"" }
@@ -816,7 +816,7 @@ type SubagentSessionCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -834,7 +834,7 @@ type SessionCancelCapabilities struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -920,7 +920,7 @@ type SubagentUpdate struct {
 	// MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SubagentUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"subagent_update\"" }
@@ -966,7 +966,7 @@ type SessionMessage struct {
 	// MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/draft/extensibility#metadata-patches)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SessionMessage) sessionUpdateTag() string { return "\"sessionUpdate\":\"session_message\"" }
@@ -992,7 +992,7 @@ type SessionMessageChunk struct {
 	// This metadata is scoped to the chunk and does not patch stored metadata.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (SessionMessageChunk) sessionUpdateTag() string {
@@ -1027,7 +1027,7 @@ type AuthStatusUpdateNotification struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1043,7 +1043,7 @@ type ListProvidersRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1070,7 +1070,7 @@ type SetProviderRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1088,7 +1088,7 @@ type DisableProviderRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1109,7 +1109,7 @@ type AuthStatusRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1135,7 +1135,7 @@ type MCPServerACP struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MCPServerACP) mcpServerTag() string { return "\"type\":\"acp\"" }
@@ -1173,7 +1173,7 @@ type SystemPrompt struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // MarshalJSON writes the SystemPrompt as the schema has it: a nil Content sent empty, as the schema requires it.
@@ -1292,7 +1292,7 @@ type ForkSessionRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1317,7 +1317,7 @@ type ArchiveSessionRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1343,7 +1343,7 @@ type UnarchiveSessionRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1367,7 +1367,7 @@ type SessionStatusRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1400,7 +1400,7 @@ type SetSessionTitleRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1465,7 +1465,7 @@ type MessageMCPResult struct {
 	// This is ACP metadata, not the inner MCP message's `_meta`.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MessageMCPResult) messageMCPResponseTag() string { return "" }
@@ -1482,7 +1482,7 @@ type MessageMCPError struct {
 	// This is ACP metadata, not the inner MCP message's `_meta`.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 func (MessageMCPError) messageMCPResponseTag() string { return "" }
@@ -1525,7 +1525,7 @@ type MessageMCPNotification struct {
 	// This is ACP metadata, not the inner MCP message's `_meta`.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1585,7 +1585,7 @@ type ProxySuccessorRequest struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }
 
 // **UNSTABLE**
@@ -1641,5 +1641,5 @@ type ProxySuccessorNotification struct {
 	// Implementations MUST NOT assign meaning to keys they do not recognize.
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
-	Meta map[string]any `json:"_meta,omitzero"`
+	Meta Meta `json:"_meta,omitzero"`
 }

@@ -72,7 +72,8 @@ const docTemplate = `// Package %[1]s is the Agent Client Protocol, version %[2]
 // _meta and the other open objects are maps, and an Unknown variant keeps
 // its object whole. Decoding checks what encoding/json checks and what the
 // unions need: a missing required member reads as its zero value, and a
-// malformed optional one fails the value, where the SDK would drop it.
+// malformed optional one fails the value, where the SDK would drop it,
+// except _meta, whose type Meta reads anything but an object as nil.
 //
 // # Unstable
 //

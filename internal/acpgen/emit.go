@@ -354,3 +354,16 @@ func (w *writer) methods(m *model) {
 	}
 	w.p(")")
 }
+
+// meta writes the type of _meta.
+func (w *writer) meta() {
+	w.p("// Meta is the _meta of every object: metadata the schema reserves for")
+	w.p("// implementations, which attach it to their messages. A value other than")
+	w.p("// an object reads as no metadata, as the schema says of a malformed _meta.")
+	w.p("type Meta map[string]any\n")
+	w.p("// UnmarshalJSON reads an object, and anything else as nil.")
+	w.p("func (m *Meta) UnmarshalJSON(data []byte) error {")
+	w.p("var v map[string]any")
+	w.p("if json.Unmarshal(data, &v) != nil {\nv = nil\n}")
+	w.p("*m = v\nreturn nil\n}\n")
+}

@@ -40,6 +40,9 @@ func (m *model) field(s, stable *acpschema.Schema, p string) (*field, error) {
 	f := &field{Name: goName(p), JSON: p, Doc: prop.Description}
 	if p == "_meta" {
 		f.Name = "Meta"
+		if typ == "map[string]any" && prop.XDefaultOnError {
+			typ = metaType // a malformed _meta reads as none, as the schema says
+		}
 	}
 	if stable != nil {
 		if sp := stable.Properties.Get(p); sp != nil {
@@ -64,6 +67,10 @@ func (m *model) field(s, stable *acpschema.Schema, p string) (*field, error) {
 	}
 	return f, nil
 }
+
+// metaType is the generated type of _meta, a map that reads a value other
+// than an object as no metadata.
+const metaType = "Meta"
 
 // omission decides how an absent value is written.
 func omission(sh shape, required, nullable bool) string {

@@ -42,6 +42,8 @@ type Schema struct {
 	XMethod     string `json:"x-method"`
 	XSide       string `json:"x-side"`
 	XDocsIgnore bool   `json:"x-docs-ignore"`
+	// XDefaultOnError says that a malformed value reads as absent.
+	XDefaultOnError bool `json:"x-deserialize-default-on-error"`
 }
 
 // Members is a JSON object of schemas in the order the file gives them.
