@@ -1,20 +1,26 @@
 package acprpc_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/internal/wiretest"
@@ -671,4 +677,560 @@ func TestFaultsPeerExitsAfterItsLastUpdates(t *testing.T) {
 		assert.ErrorIs(t, c.Err(), io.EOF)
 		assert.EqualValues(t, updates, handled.Load())
 	})
+}
+
+// closeWithin closes c on another goroutine and fails the test unless Close
+// returns within d.
+func closeWithin(t *testing.T, c *acprpc.Conn, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-ctx.Done():
+		t.Fatalf("Close did not return within %v", d)
+	}
+}
+
+// shutdownRig is a Conn with work in flight both ways: two requests and a
+// notification whose handlers wait for their contexts, and two calls
+// waiting for answers.
+type shutdownRig struct {
+	conn      *acprpc.Conn
+	peer      *wiretest.Peer
+	handlers  wiretest.Recorder
+	callErrs  chan error
+	cancelCtx context.CancelCauseFunc
+}
+
+func newShutdownRig(t *testing.T, tr wiretest.Transport) *shutdownRig {
+	ctx := wiretest.Context(t)
+	r := &shutdownRig{callErrs: make(chan error, 2)}
+	wait := r.handlers.Block
+	parent, cancel := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cancel(nil) })
+	r.cancelCtx = cancel
+	r.conn, r.peer = wiretest.ConnectContext(parent, t, tr, wiretest.Mux{
+		"x/wait": wait, "x/note": wait, "session/prompt": wait,
+	}, nil)
+	r.peer.Request("1", "x/wait", "")
+	r.peer.Request("2", "session/prompt", `{"sessionId":"s"}`)
+	r.peer.Notify("x/note", "")
+	for range 3 {
+		r.handlers.NextStart(t, ctx)
+	}
+	for range 2 {
+		go func() { r.callErrs <- r.conn.Call(context.Background(), "peer/pending", nil, nil) }()
+	}
+	// Read what the Conn writes from here on, so it is never stuck.
+	for range 2 {
+		r.peer.ExpectRequest(ctx, "peer/pending")
+	}
+	return r
+}
+
+// check verifies the state of a closed connection.
+func (r *shutdownRig) check(t *testing.T) {
+	t.Helper()
+	ctx := wiretest.Context(t)
+	wiretest.Recv(t, ctx, r.conn.Done())
+	assert.ErrorIs(t, r.conn.Err(), acprpc.ErrConnClosed)
+	for range 3 {
+		cause := r.handlers.NextReturn(t, ctx).Cause
+		assert.ErrorIs(t, cause, acprpc.ErrConnClosed)
+		assert.NotErrorIs(t, cause, acprpc.ErrPeerCancelled)
+	}
+	for range 2 {
+		err := wiretest.Recv(t, ctx, r.callErrs)
+		assert.ErrorIs(t, err, acprpc.ErrConnClosed)
+		var ce *acprpc.CallError
+		assert.ErrorAs(t, err, &ce)
+	}
+	closeWithin(t, r.conn, 5*time.Second)
+	closeWithin(t, r.conn, 5*time.Second) // twice is fine
+	err := r.conn.Call(ctx, "peer/after", nil, nil)
+	assert.ErrorIs(t, err, acprpc.ErrConnClosed)
+	assert.ErrorIs(t, r.conn.Notify(ctx, "peer/after", nil), acprpc.ErrConnClosed)
+	assert.Zero(t, r.conn.Stats().OutgoingInFlight)
+}
+
+// Whatever closes the connection (Close, the peer's end of input, NewConn's
+// context), every handler's context ends with ErrConnClosed, every pending
+// call returns ErrConnClosed, Close returns (twice), and no goroutine is
+// left.
+func TestShutdown(t *testing.T) {
+	triggers := []struct {
+		name string
+		do   func(t *testing.T, r *shutdownRig)
+		err  func(t *testing.T, err error)
+	}{
+		{"Close", func(t *testing.T, r *shutdownRig) { closeWithin(t, r.conn, 5*time.Second) }, nil},
+		{"peer EOF", func(t *testing.T, r *shutdownRig) { r.peer.CloseWrite() }, nil},
+		{"context", func(t *testing.T, r *shutdownRig) { r.cancelCtx(errors.New("host shutting down")) },
+			func(t *testing.T, err error) { assert.ErrorContains(t, err, "host shutting down") }},
+	}
+	for _, trig := range triggers {
+		t.Run(trig.name, func(t *testing.T) {
+			wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+				leaks := goleak.IgnoreCurrent()
+				ctx := wiretest.Context(t)
+				r := newShutdownRig(t, tr)
+				trig.do(t, r)
+				r.check(t)
+				if trig.err != nil {
+					trig.err(t, r.conn.Err())
+				}
+				// What the Conn wrote last: nothing, or -32800 (or the
+				// marker) for what it was serving, at most once each.
+				rest := r.peer.Rest(ctx)
+				seen := map[string]bool{}
+				for _, m := range rest {
+					require.True(t, m.IsResponse(), m.Raw)
+					require.False(t, seen[string(m.ID)], "second answer: %s", m.Raw)
+					seen[string(m.ID)] = true
+					switch string(m.ID) {
+					case "1":
+						assert.EqualValues(t, acprpc.CodeRequestCancelled, m.Code(), m.Raw)
+					case "2":
+						assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(m.Result), m.Raw)
+					default:
+						t.Errorf("unexpected line %s", m.Raw)
+					}
+				}
+				r.peer.Close()
+				goleak.VerifyNone(t, leaks)
+			})
+		})
+	}
+}
+
+// Close returns promptly when the peer has stopped reading and a write is
+// stuck, and leaves no goroutine behind.
+func TestShutdownCloseWithStuckWrite(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		leaks := goleak.IgnoreCurrent()
+		ctx := wiretest.Context(t)
+		returned := make(chan struct{})
+		big := strings.Repeat("x", 2<<20)
+		c, p := wiretest.Connect(t, tr, acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
+			defer close(returned)
+			return big, nil
+		}), nil)
+		p.Request("1", "x/big", "") // its answer will never be read
+		wiretest.Recv(t, ctx, (<-chan struct{})(returned))
+		require.NoError(t, c.Notify(ctx, "x/more", map[string]string{"pad": big}))
+		start := time.Now()
+		closeWithin(t, c, 5*time.Second)
+		assert.Less(t, time.Since(start), 3*time.Second)
+		p.Close()
+		goleak.VerifyNone(t, leaks)
+	})
+}
+
+// Close may be called from a request handler, and from the goroutines of
+// several callers at once.
+func TestShutdownCloseFromHandler(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		closed := make(chan error, 1)
+		c, p := wiretest.Connect(t, tr, acprpc.HandlerFunc(func(ctx context.Context, _ *acprpc.Request) (any, error) {
+			closed <- acprpc.ConnFromContext(ctx).Close()
+			return "bye", nil
+		}), nil)
+		p.Request("1", "x/close", "")
+		assert.NoError(t, wiretest.Recv(t, ctx, closed))
+		wiretest.Recv(t, ctx, c.Done())
+		for _, m := range p.Rest(ctx) {
+			assert.Equal(t, "1", string(m.ID), m.Raw)
+		}
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() { errs <- c.Close() }()
+		}
+		for range 4 {
+			assert.NoError(t, wiretest.Recv(t, ctx, errs))
+		}
+	})
+}
+
+// A notification handler may close the connection (an "exit" notification).
+func TestShutdownCloseFromNotificationHandler(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		closed := make(chan error, 1)
+		c, p := wiretest.Connect(t, tr, acprpc.HandlerFunc(func(ctx context.Context, _ *acprpc.Request) (any, error) {
+			closed <- acprpc.ConnFromContext(ctx).Close()
+			return nil, nil
+		}), nil)
+		p.Notify("x/exit", "")
+		assert.NoError(t, wiretest.Recv(t, ctx, closed))
+		wiretest.Recv(t, ctx, c.Done())
+		assert.Empty(t, p.Rest(ctx))
+	})
+}
+
+// A connection whose input has already ended, or whose context is already
+// done, when NewConn is called closes cleanly.
+func TestShutdownAtStart(t *testing.T) {
+	ctx := wiretest.Context(t)
+	for range 200 {
+		c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(strings.NewReader(""), wiretest.Discard), nil, nil)
+		wiretest.Recv(t, ctx, c.Done())
+		assert.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
+		require.NoError(t, c.Close())
+	}
+	for range 200 {
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		pr, pw := io.Pipe()
+		c := acprpc.NewConn(done, acprpc.NewStreamPipes(pr, pw), nil, nil)
+		wiretest.Recv(t, ctx, c.Done())
+		assert.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
+		assert.ErrorIs(t, c.Err(), context.Canceled)
+		require.NoError(t, c.Close())
+	}
+}
+
+// Hang tests: the ways a peer, a transport or an ordinary handler could make
+// Close, Call or the read loop wait for good.
+
+// hangChildEnv makes the test binary, started again by a test, play the
+// child process that test needs.
+const hangChildEnv = "ACPRPC_HANG_CHILD"
+
+// hangCloseBound is how long Close may take in these tests; the flush wait
+// and the bounded waits inside Close are well below it.
+const hangCloseBound = 5 * time.Second
+
+// An agent started by os/exec gets blocking stdio: closing its stdout does
+// not interrupt a write in progress. With the parent no longer reading and
+// a write stuck on a full pipe, Close still returns.
+func TestHangCloseOnBlockingStdout(t *testing.T) {
+	if os.Getenv(hangChildEnv) == "blocking-stdout" {
+		hangChildBlockingStdout()
+		return
+	}
+	ctx := wiretest.Context(t)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHangCloseOnBlockingStdout$", "-test.count=1")
+	cmd.Env = append(os.Environ(), hangChildEnv+"=blocking-stdout")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	defer stdin.Close()
+	_, err = cmd.StdoutPipe() // never read: the child's writes fill the pipe and block
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	err = cmd.Wait()
+	require.NoError(t, err, "the child says: %s", stderr.String())
+}
+
+// hangChildBlockingStdout is the agent: it serves its stdio, queues more than
+// a pipe holds for a parent that never reads, and closes. It exits 0 if Close
+// returned within the bound.
+func hangChildBlockingStdout() {
+	if err := os.Stdout.SetDeadline(time.Time{}); !errors.Is(err, os.ErrNoDeadline) {
+		hangChildExit(4, "stdout is not a blocking file here (SetDeadline: %v)", err)
+	}
+	c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(os.Stdin, os.Stdout), nil, nil)
+	err := c.Notify(context.Background(), "x/big", map[string]string{"pad": strings.Repeat("x", 1<<20)})
+	if err != nil {
+		hangChildExit(5, "notify: %v", err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		_ = c.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		os.Exit(0)
+	case <-time.After(hangCloseBound):
+		hangChildExit(3, "Close did not return within %v with a write stuck on a blocking stdout", hangCloseBound)
+	}
+}
+
+func hangChildExit(code int, format string, args ...any) {
+	_, _ = io.WriteString(os.Stderr, strings.TrimSpace(fmt.Sprintf(format, args...))+"\n")
+	os.Exit(code)
+}
+
+// The same with an output no close can reach: an io.MultiWriter (stdout and
+// a log, say) is not an io.Closer. A write stuck in it does not hold Close.
+func TestHangCloseOnWriterThatIsNotACloser(t *testing.T) {
+	ctx := wiretest.Context(t)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe() // nobody reads outR until the end
+	t.Cleanup(func() {
+		_ = inW.Close()
+		_ = outR.Close() // ends the stuck write, and with it the writer
+	})
+	writing := make(chan struct{})
+	var once atomic.Bool
+	signal := writerFunc(func(p []byte) (int, error) {
+		if once.CompareAndSwap(false, true) {
+			close(writing)
+		}
+		return len(p), nil
+	})
+	out := io.MultiWriter(signal, outW) // the signal first: then the write into the pipe, which blocks
+	c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(inR, out), nil, nil)
+	require.NoError(t, c.Notify(ctx, "x/big", map[string]string{"pad": strings.Repeat("x", 1<<20)}))
+	wiretest.Recv(t, ctx, writing)
+	closeWithin(t, c, hangCloseBound)
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// ACP's cancel shape: the agent's session/cancel handler waits for the
+// cancelled turn to end; the turn's session/request_permission call (with
+// WaitAfterCancel) gets its cancelled marker, which the client wrote after
+// session/cancel. The call cannot have the notifications before its answer
+// handled (the session/cancel handler waits for the turn), so it waits only
+// as long as WaitAfterCancel lets it: the turn ends, the cancel handler
+// returns, and a second turn in another session is not held behind it.
+func TestHangBarrierAfterCancel(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		turnEnded := make(chan struct{})
+		cancelHandled := make(chan struct{})
+		prompt := func(ctx context.Context, req *acprpc.Request) (any, error) {
+			var perm struct {
+				Outcome struct {
+					Outcome string `json:"outcome"`
+				} `json:"outcome"`
+			}
+			err := acprpc.ConnFromContext(ctx).Call(ctx, "session/request_permission",
+				map[string]string{"sessionId": req.SessionID}, &perm, acprpc.WaitAfterCancel(100*time.Millisecond))
+			if req.SessionID == "s1" {
+				defer close(turnEnded)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if perm.Outcome.Outcome == "cancelled" {
+				return map[string]string{"stopReason": "cancelled"}, nil
+			}
+			return map[string]string{"stopReason": "end_turn"}, nil
+		}
+		_, p := wiretest.Connect(t, tr, wiretest.Mux{
+			"session/prompt": prompt,
+			"session/cancel": func(ctx context.Context, _ *acprpc.Request) (any, error) {
+				select {
+				case <-turnEnded:
+				case <-ctx.Done():
+				}
+				close(cancelHandled)
+				return nil, nil
+			},
+		}, &acprpc.Options{CancelGrace: time.Minute}) // no grace timer answers for the turn
+
+		p.Request("1", "session/prompt", `{"sessionId":"s1"}`)
+		perm := p.ExpectRequest(ctx, "session/request_permission")
+		p.Notify("session/cancel", `{"sessionId":"s1"}`)
+		cancel := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		assert.JSONEq(t, string(perm.ID), string(cancel.ParamMember("requestId")))
+		p.Respond(string(perm.ID), `{"outcome":{"outcome":"cancelled"}}`)
+		p.Request("2", "session/prompt", `{"sessionId":"s2"}`)
+
+		answers := map[string]wiretest.Msg{}
+		for len(answers) < 2 {
+			m := p.Expect(ctx)
+			switch {
+			case m.IsRequest() && m.Method == "session/request_permission":
+				p.Respond(string(m.ID), `{"outcome":{"outcome":"selected","optionId":"allow"}}`)
+			case m.IsResponse():
+				answers[string(m.ID)] = m
+			default:
+				t.Fatalf("unexpected line %s", m.Raw)
+			}
+		}
+		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(answers["1"].Result))
+		assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(answers["2"].Result))
+		wiretest.Recv(t, ctx, cancelHandled)
+	})
+}
+
+// Every ending of a call goes through the barrier, an answer too large to
+// keep included: Call does not return before a notification sent ahead of
+// that answer has been handled.
+func TestHangOverLongAnswerWaitsForBarrier(t *testing.T) {
+	const limit = 1000
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		started, release := make(chan struct{}), make(chan struct{})
+		var handled atomic.Bool
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{
+			"x/slow": func(context.Context, *acprpc.Request) (any, error) {
+				close(started)
+				<-release
+				handled.Store(true)
+				return nil, nil
+			},
+			"x/ping": wiretest.Ping,
+		}, &acprpc.Options{MaxMessageSize: limit})
+		type outcome struct {
+			err     error
+			handled bool
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			err := c.Call(ctx, "peer/big", nil, nil)
+			done <- outcome{err, handled.Load()}
+		}()
+		req := p.ExpectRequest(ctx, "peer/big")
+		p.Notify("x/slow", "")
+		wiretest.Recv(t, ctx, started)
+		p.Respond(string(req.ID), `"`+strings.Repeat("y", 2*limit)+`"`)
+		p.Request("1", "x/ping", "")
+		p.ExpectResult(ctx, "1", `"pong"`) // the over-long answer has been read
+		select {
+		case o := <-done:
+			t.Fatalf("Call returned (%v) before the notification ahead of its answer was handled", o.err)
+		default:
+		}
+		close(release)
+		o := wiretest.Recv(t, ctx, done)
+		assert.True(t, o.handled, "Call returned before the notification was handled")
+		var rpcErr *acprpc.Error
+		require.ErrorAs(t, o.err, &rpcErr)
+		assert.Contains(t, rpcErr.Message, "too large")
+	})
+}
+
+// An idle connection holds its read goroutine alone: the writer and
+// notification goroutines run only while there is something to write or
+// handle, and handler goroutines leave once they have waited a while for
+// another request.
+
+// awaitGoroutines waits until at most n goroutines run. The runtime offers
+// nothing to wake on here, so the count is polled.
+func awaitGoroutines(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for runtime.NumGoroutine() > n {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("%d goroutines, want at most %d:\n%s", runtime.NumGoroutine(), n, wiretest.Goroutines())
+		}
+	}
+}
+
+func TestIdleConnGoroutines(t *testing.T) {
+	ctx := wiretest.Context(t)
+	const burst = 8
+	running := make(chan struct{}, burst)
+	release := make(chan struct{})
+	noted := make(chan struct{}, 2)
+	h := acprpc.HandlerFunc(func(_ context.Context, req *acprpc.Request) (any, error) {
+		switch req.Method {
+		case "x/note":
+			noted <- struct{}{}
+		case "x/hold":
+			running <- struct{}{}
+			<-release
+		}
+		return struct{}{}, nil
+	})
+	base := runtime.NumGoroutine()
+	a, b := acprpc.Pipe()
+	server := acprpc.NewConn(ctx, b, h, nil)
+	defer server.Close()
+	client := acprpc.NewConn(ctx, a, h, nil)
+	defer client.Close()
+	awaitGoroutines(t, ctx, base+2) // a read goroutine each
+
+	// A call and a notification each way, then quiet.
+	require.NoError(t, client.Call(ctx, "x/ping", nil, nil))
+	require.NoError(t, server.Call(ctx, "x/ping", nil, nil))
+	require.NoError(t, client.Notify(ctx, "x/note", nil))
+	require.NoError(t, server.Notify(ctx, "x/note", nil))
+	wiretest.Recv(t, ctx, noted)
+	wiretest.Recv(t, ctx, noted)
+	awaitGoroutines(t, ctx, base+2)
+
+	// A burst of calls at once, then quiet.
+	var wg sync.WaitGroup
+	for range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			require.NoError(t, client.Call(ctx, "x/hold", nil, nil))
+		}()
+	}
+	for range burst {
+		wiretest.Recv(t, ctx, running)
+	}
+	close(release)
+	wg.Wait()
+	awaitGoroutines(t, ctx, base+2)
+}
+
+// The Logger hears about bad lines, ignored cancels and panics.
+func TestConnLogs(t *testing.T) {
+	ctx := wiretest.Context(t)
+	logger, log := wiretest.NewLog()
+	_, p := wiretest.Connect(t, wiretest.Transports[1], wiretest.Mux{"ping": wiretest.Ping},
+		&acprpc.Options{Logger: logger})
+	p.Send(`{oops`)
+	p.ExpectError(ctx, "null", acprpc.CodeParseError)
+	p.Notify(acprpc.MethodCancelRequest, `{"id":3}`)
+	p.Request("1", "ping", "")
+	p.ExpectResult(ctx, "1", `"pong"`)
+	_, ok := log.Find(slog.LevelWarn, "bad message")
+	assert.True(t, ok, "bad line not logged: %v", log.Records())
+	_, ok = log.Find(slog.LevelWarn, "malformed")
+	assert.True(t, ok, "malformed cancel not logged: %v", log.Records())
+}
+
+// Stats counts requests in flight each way and cancels each way.
+func TestConnStats(t *testing.T) {
+	ctx := wiretest.Context(t)
+	started := make(chan struct{}, 4)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{
+		"x/wait": func(ctx context.Context, _ *acprpc.Request) (any, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+		"ping": wiretest.Ping,
+	}, nil)
+	assert.Equal(t, acprpc.Stats{}, c.Stats())
+	p.Request("1", "x/wait", "")
+	p.Request("2", "x/wait", "")
+	wiretest.Recv(t, ctx, started)
+	wiretest.Recv(t, ctx, started)
+	assert.Equal(t, 2, c.Stats().IncomingInFlight)
+
+	callCtx, cancelCall := context.WithCancel(ctx)
+	callDone := make(chan error, 1)
+	go func() { callDone <- c.Call(callCtx, "peer/thing", nil, nil) }()
+	p.ExpectRequest(ctx, "peer/thing")
+	assert.Equal(t, 1, c.Stats().OutgoingInFlight)
+	cancelCall()
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, callDone), acprpc.ErrCancelled)
+	p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+	assert.EqualValues(t, 1, c.Stats().CancelsSent)
+	// The cancelled call's ID stays reserved until its answer comes.
+	assert.Equal(t, 1, c.Stats().OutgoingInFlight)
+	p.RespondError("1", acprpc.CodeRequestCancelled, "Request cancelled")
+
+	p.Cancel("1")
+	p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+	p.Cancel("99")                                  // unknown: counted as received, ignored
+	p.Notify(acprpc.MethodCancelRequest, `{"x":1}`) // malformed: not counted
+	p.Request("3", "ping", "")
+	p.ExpectResult(ctx, "3", `"pong"`)
+	s := c.Stats()
+	assert.Equal(t, 1, s.IncomingInFlight)
+	assert.Equal(t, 0, s.OutgoingInFlight)
+	assert.EqualValues(t, 2, s.CancelsReceived)
+	assert.EqualValues(t, 1, s.CancelsSent)
 }
