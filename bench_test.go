@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acpkit/acprpc"
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/acpkit/acprpc"
 )
 
 // The benchmarks run two connections in one process over os.Pipe, so every
@@ -580,4 +581,293 @@ func benchSettle() {
 		}
 		still++
 	}
+}
+
+// The typed-decode benchmarks: what decoding a 1 MiB prompt costs, through
+// the Router's typed handler and through a raw Handler, and what it adds to
+// a whole round trip. docs/typed-methods.md has the figures and the choice
+// of decoder they led to.
+
+type decodeBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type decodePrompt struct {
+	SessionID string        `json:"sessionId"`
+	Prompt    []decodeBlock `json:"prompt"`
+}
+
+type decodeResult struct {
+	StopReason string `json:"stopReason"`
+}
+
+// decodeTexts are two 1 MiB prompts: prose, whose string has nothing to
+// unescape, and source code, whose newlines, tabs, quotes and non-ASCII
+// letters are escaped on the wire, the decoder's slower path.
+var decodeTexts = map[string]string{
+	"prose": strings.Repeat("The quick brown fox jumps over the lazy dog. ", (1<<20)/45),
+	"code":  strings.Repeat("func main() {\n\tfmt.Println(\"héllo, wörld\") // <tag> & \\path\n}\n", (1<<20)/64),
+}
+
+func decodeParams(b *testing.B, text string) json.RawMessage {
+	b.Helper()
+	p, err := json.Marshal(decodePrompt{SessionID: "s1", Prompt: []decodeBlock{{Type: "text", Text: text}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// decodeHandlers are the ways an agent serves the prompt: not decoding it
+// (the library's own cost), a raw Handler calling DecodeParams, and the
+// Router's typed handler.
+func decodeHandlers(want int) map[string]acprpc.Handler {
+	check := func(p decodePrompt) (decodeResult, error) {
+		if len(p.Prompt) != 1 || len(p.Prompt[0].Text) != want {
+			return decodeResult{}, errors.New("the prompt did not decode whole")
+		}
+		return decodeResult{StopReason: "end_turn"}, nil
+	}
+	router := acprpc.NewRouter()
+	router.Register("session/prompt", acprpc.RequestHandler(func(_ context.Context, p decodePrompt) (decodeResult, error) {
+		return check(p)
+	}))
+	return map[string]acprpc.Handler{
+		"none": acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
+			return decodeResult{StopReason: "end_turn"}, nil
+		}),
+		"raw": acprpc.HandlerFunc(func(_ context.Context, req *acprpc.Request) (any, error) {
+			var p decodePrompt
+			if err := req.DecodeParams(&p); err != nil {
+				return nil, err
+			}
+			return check(p)
+		}),
+		"router": router,
+	}
+}
+
+var decodeOrder = []string{"none", "raw", "router"}
+
+// BenchmarkDecode1MiB calls each handler directly with a 1 MiB
+// session/prompt: the decode alone, no connection. MB/s is over the params.
+func BenchmarkDecode1MiB(b *testing.B) {
+	for _, textName := range []string{"prose", "code"} {
+		text := decodeTexts[textName]
+		params := decodeParams(b, text)
+		handlers := decodeHandlers(len(text))
+		for _, name := range decodeOrder {
+			b.Run("text="+textName+"/handler="+name, func(b *testing.B) {
+				req := &acprpc.Request{ID: acprpc.Int64ID(1), Method: "session/prompt", Params: params}
+				h := handlers[name]
+				b.SetBytes(int64(len(params)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := h.Handle(context.Background(), req); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkPromptTurn1MiB is a whole session/prompt round trip with 1 MiB of
+// params over os.Pipe, as between a client and its agent subprocess: the
+// client encodes, the agent frames, validates and (or not) decodes, and
+// answers.
+func BenchmarkPromptTurn1MiB(b *testing.B) {
+	for _, textName := range []string{"prose", "code"} {
+		text := decodeTexts[textName]
+		params := decodeParams(b, text)
+		handlers := decodeHandlers(len(text))
+		for _, name := range decodeOrder {
+			b.Run("text="+textName+"/handler="+name, func(b *testing.B) {
+				client := decodeConns(b, handlers[name])
+				b.SetBytes(int64(len(params)))
+				b.ReportAllocs()
+				for b.Loop() {
+					var res decodeResult
+					if err := client.Call(context.Background(), "session/prompt", params, &res); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// decodeConns connects a client Conn to an agent Conn serving h, over two
+// os.Pipes.
+func decodeConns(b *testing.B, h acprpc.Handler) *acprpc.Conn {
+	b.Helper()
+	agentIn, clientOut, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	clientIn, agentOut, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	agent := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(agentIn, agentOut), h, nil)
+	client := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(clientIn, clientOut), nil, nil)
+	b.Cleanup(func() {
+		client.Close()
+		agent.Close()
+	})
+	return client
+}
+
+// A prompt turn and a cancelled one in ACP v1 and v2, side by side:
+// benchstat -col /protocol. In v1 a turn is the prompt's call, whose answer
+// carries the stop reason; in v2 the prompt is answered with its messageId
+// and the turn ends with an idle state_update, which the client waits for.
+
+// benchTurnConns connects a client to an agent serving h, both speaking
+// version v.
+func benchTurnConns(b *testing.B, v acprpc.ProtocolVersion, agent, client acprpc.Handler) *acprpc.Conn {
+	cR, cW, sR, sW := benchPipes(b)
+	opts := &acprpc.Options{PinnedVersion: v}
+	server := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(sR, sW), agent, opts)
+	c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(cR, cW), client, opts)
+	b.Cleanup(func() {
+		c.Close()
+		server.Close()
+	})
+	return c
+}
+
+var benchChunk = json.RawMessage(`{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","messageId":"a1","content":{"type":"text","text":"hello"}}}`)
+
+// benchIdleWatcher is a client handler that reports each idle state_update.
+func benchIdleWatcher(idle chan<- string) acprpc.HandlerFunc {
+	return func(_ context.Context, req *acprpc.Request) (any, error) {
+		if req.Method == "session/update" {
+			var p struct {
+				Update struct{ State, StopReason string }
+			}
+			if err := req.DecodeParams(&p); err == nil && p.Update.State == "idle" {
+				idle <- p.Update.StopReason
+			}
+		}
+		return nil, nil
+	}
+}
+
+// benchV2Agent inserts each prompt and runs work on a goroutine of its own:
+// work(ctx) returns the stop reason.
+func benchV2Agent(work func(ctx context.Context, c *acprpc.Conn) string) acprpc.HandlerFunc {
+	return func(ctx context.Context, req *acprpc.Request) (any, error) {
+		if req.IsNotification() {
+			return nil, nil // session/cancel: the library has cancelled the work already
+		}
+		var p benchPromptParams
+		if err := req.DecodeParams(&p); err != nil {
+			return nil, err
+		}
+		w, _ := acprpc.WorkFromContext(ctx)
+		c := acprpc.ConnFromContext(ctx)
+		go func() { _ = w.End(work(w.Context(), c)) }()
+		return json.RawMessage(`{"messageId":"m1"}`), nil
+	}
+}
+
+// BenchmarkTurn is one prompt turn with one agent_message_chunk: in v1 the
+// call and its answer; in v2 the call, its messageId answer, and the idle
+// state_update.
+func BenchmarkTurn(b *testing.B) {
+	b.Run("protocol=v1", func(b *testing.B) {
+		agent := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+			var p benchPromptParams
+			if err := req.DecodeParams(&p); err != nil {
+				return nil, err
+			}
+			_ = acprpc.ConnFromContext(ctx).Notify(ctx, "session/update", benchChunk)
+			return benchPromptResult{StopReason: "end_turn"}, nil
+		})
+		client := benchTurnConns(b, acprpc.ProtocolV1, agent, acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) { return nil, nil }))
+		benchLoop(b, func() {
+			for range b.N {
+				var res benchPromptResult
+				if err := client.Call(context.Background(), "session/prompt", benchPrompt, &res); err != nil || res.StopReason != "end_turn" {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	})
+	b.Run("protocol=v2", func(b *testing.B) {
+		agent := benchV2Agent(func(ctx context.Context, c *acprpc.Conn) string {
+			_ = c.Notify(ctx, "session/update", benchChunk)
+			return acprpc.StopReasonEndTurn
+		})
+		idle := make(chan string, 1)
+		client := benchTurnConns(b, acprpc.ProtocolV2, agent, benchIdleWatcher(idle))
+		benchLoop(b, func() {
+			for range b.N {
+				var res struct{ MessageID string }
+				if err := client.Call(context.Background(), "session/prompt", benchPrompt, &res); err != nil || res.MessageID == "" {
+					b.Fatal(res, err)
+				}
+				if reason := <-idle; reason != "end_turn" {
+					b.Fatal(reason)
+				}
+			}
+		})
+	})
+}
+
+// BenchmarkTurnCancel is a turn cancelled by session/cancel once it runs:
+// in v1 the prompt, session/cancel, the handler's context ending and the
+// {"stopReason":"cancelled"} answer; in v2 the prompt and its messageId,
+// session/cancel, the work's context ending and its idle state_update.
+func BenchmarkTurnCancel(b *testing.B) {
+	b.Run("protocol=v1", func(b *testing.B) {
+		started := make(chan struct{}, 1)
+		agent := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+			if req.IsNotification() {
+				return nil, nil
+			}
+			started <- struct{}{}
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		})
+		client := benchTurnConns(b, acprpc.ProtocolV1, agent, nil)
+		benchLoop(b, func() {
+			for range b.N {
+				done := make(chan error, 1)
+				var res benchPromptResult
+				go func() { done <- client.Call(context.Background(), "session/prompt", benchPrompt, &res) }()
+				<-started
+				if err := client.CancelSession(context.Background(), "s1"); err != nil {
+					b.Fatal(err)
+				}
+				if err := <-done; err != nil || res.StopReason != "cancelled" {
+					b.Fatal(res, err)
+				}
+			}
+		})
+	})
+	b.Run("protocol=v2", func(b *testing.B) {
+		agent := benchV2Agent(func(ctx context.Context, _ *acprpc.Conn) string {
+			<-ctx.Done()
+			return acprpc.StopReasonCancelled
+		})
+		idle := make(chan string, 1)
+		client := benchTurnConns(b, acprpc.ProtocolV2, agent, benchIdleWatcher(idle))
+		benchLoop(b, func() {
+			for range b.N {
+				var res struct{ MessageID string }
+				if err := client.Call(context.Background(), "session/prompt", benchPrompt, &res); err != nil {
+					b.Fatal(err)
+				}
+				if err := client.CancelSession(context.Background(), "s1"); err != nil {
+					b.Fatal(err)
+				}
+				if reason := <-idle; reason != "cancelled" {
+					b.Fatal(reason)
+				}
+			}
+		})
+	})
 }

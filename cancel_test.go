@@ -455,3 +455,62 @@ func TestCancelLSPSpelling(t *testing.T) {
 		p2.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
 	})
 }
+
+// The application cancels one incoming request: the handler's context ends
+// with the application's cause, and the request is answered as cancelled,
+// marker included. CancelRequest reports whether it cancelled anything.
+func TestCancelRequest(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := newTurnAgent()
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, nil)
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.Request(`"x"`, "x/tool", "")
+	wiretest.Recv(t, ctx, a.started)
+	wiretest.Recv(t, ctx, a.started)
+
+	assert.True(t, c.CancelRequest(acprpc.Int64ID(1), errBudget))
+	assert.False(t, c.CancelRequest(acprpc.Int64ID(1), errBudget), "cancelled already")
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes), errBudget)
+	p.ExpectNotification(ctx, "session/update")
+	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+
+	assert.True(t, c.CancelRequest(acprpc.StringID("x"), nil))
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes), acprpc.ErrCancelled, "no cause means ErrCancelled")
+	p.ExpectError(ctx, `"x"`, acprpc.CodeRequestCancelled)
+
+	assert.False(t, c.CancelRequest(acprpc.Int64ID(1), errBudget), "answered")
+	assert.False(t, c.CancelRequest(acprpc.Int64ID(42), errBudget), "never seen")
+	assert.False(t, c.CancelRequest(acprpc.ID{}, errBudget), "no ID")
+	assert.False(t, c.CancelRequest(acprpc.StringID("1"), errBudget), `"1" is not 1`)
+}
+
+// A handler says its request was cancelled by returning ErrCancelled, or a
+// -32800 *Error, of its own: the answer is the method's marker or -32800.
+// A nested call's cancellation is not that: it is -32603 (see
+// nested_error_test.go).
+func TestHandlerReturnsErrCancelled(t *testing.T) {
+	ctx := wiretest.Context(t)
+	var n atomic.Int32
+	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		if n.Add(1)%2 == 1 {
+			return nil, fmt.Errorf("%w: %w", acprpc.ErrCancelled, errBudget)
+		}
+		return nil, acprpc.NewError(acprpc.CodeRequestCancelled, "budget gone")
+	})
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, nil)
+	for i, tc := range []struct{ method, want string }{
+		{"session/prompt", `{"stopReason":"cancelled"}`},
+		{"session/prompt", `{"stopReason":"cancelled"}`},
+		{"session/request_permission", `{"outcome":{"outcome":"cancelled"}}`},
+		{"x/tool", ""},
+	} {
+		id := fmt.Sprint(i + 1)
+		p.Request(id, tc.method, `{"sessionId":"s"}`)
+		if tc.want == "" {
+			m := p.ExpectError(ctx, id, acprpc.CodeRequestCancelled)
+			assert.Equal(t, "Request cancelled", m.Error.Message, "ACP's wording, whatever the handler's was")
+		} else {
+			p.ExpectResult(ctx, id, tc.want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package acprpc_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -252,4 +254,21 @@ func TestHooksLabelAnswersOfTheReadGoroutine(t *testing.T) {
 		assert.Equal(t, methods[i], e.method, "message %d, %s", i, e.raw)
 		assert.Equal(t, e.id != "3", e.generated, "message %d, %s: only the handler's own answer is not the library's", i, e.raw)
 	}
+}
+
+const slogInfo = slog.LevelInfo
+
+func newJSONLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewJSONHandler(w, nil)) }
+
+// lockedWriter serialises writes to w, which the read and writer goroutines
+// both log to.
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

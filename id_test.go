@@ -2,8 +2,10 @@ package acprpc_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -143,4 +145,91 @@ func TestIDsAnswerWithAnIDWeNeverSend(t *testing.T) {
 	}
 	assert.Contains(t, warned[0].Attrs["error"], "its id is neither a string nor an integer")
 	assert.Contains(t, warned[1].Attrs["error"], "no id")
+}
+
+// IDs come back byte for byte: negatives, numbers above 2^53 that a float
+// would round, strings with escapes, the extremes of int64.
+func TestConnIDsByteForByte(t *testing.T) {
+	ids := []string{`-1`, `9007199254740993`, `"x\u0041"`, `0`, `-9223372036854775808`,
+		`9223372036854775807`, `""`, `"1"`, `"a\"b\\c\n"`, `"ü"`}
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		_, p := wiretest.Connect(t, tr, acprpc.HandlerFunc(func(_ context.Context, req *acprpc.Request) (any, error) {
+			return req.ID.String(), nil
+		}), nil)
+		for _, id := range ids {
+			p.Request(id, "x/id", "")
+			m := p.ExpectAnswer(ctx, id)
+			assert.Equal(t, `{"jsonrpc":"2.0","id":`+id+`,"result":`+strconv.Quote(id)+`}`, m.Raw)
+		}
+	})
+}
+
+// 1 and "1" are different requests: both run at once, and cancelling one
+// leaves the other.
+func TestConnNumberAndStringIDsAreDifferent(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		started := make(chan string, 2)
+		release := make(chan struct{})
+		c, p := wiretest.Connect(t, tr, acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+			started <- req.ID.String()
+			select {
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			case <-release:
+				return "released " + req.ID.String(), nil
+			}
+		}), nil)
+		p.Request(`1`, "x/wait", "")
+		p.Request(`"1"`, "x/wait", "")
+		got := map[string]bool{}
+		for range 2 {
+			got[wiretest.Recv(t, ctx, started)] = true
+		}
+		assert.Equal(t, map[string]bool{`1`: true, `"1"`: true}, got)
+		assert.Equal(t, 2, c.Stats().IncomingInFlight)
+
+		p.Cancel(`"1"`)
+		p.ExpectError(ctx, `"1"`, acprpc.CodeRequestCancelled)
+		assert.Equal(t, 1, c.Stats().IncomingInFlight)
+		close(release)
+		p.ExpectResult(ctx, `1`, `"released 1"`)
+	})
+}
+
+// A second request with an ID still in flight gets -32600 with that ID; the
+// first runs on untouched and is answered; then the ID is free again.
+func TestConnDuplicateIDRejected(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		var calls atomic.Int32
+		started := make(chan struct{}, 4)
+		release := make(chan struct{})
+		var firstCtx context.Context
+		ctxSeen := make(chan context.Context, 4)
+		_, p := wiretest.Connect(t, tr, wiretest.Mux{
+			"x/wait": func(ctx context.Context, req *acprpc.Request) (any, error) {
+				calls.Add(1)
+				ctxSeen <- ctx
+				started <- struct{}{}
+				<-release
+				return json.RawMessage(req.Params), nil
+			},
+			"ping": wiretest.Ping,
+		}, nil)
+		p.Request("5", "x/wait", `{"n":"first"}`)
+		wiretest.Recv(t, ctx, started)
+		firstCtx = wiretest.Recv(t, ctx, ctxSeen)
+		p.Request("5", "x/wait", `{"n":"second"}`)
+		m := p.ExpectError(ctx, "5", acprpc.CodeInvalidRequest)
+		assert.Contains(t, m.Error.Message, "in flight")
+		assert.NoError(t, firstCtx.Err(), "the first request was disturbed")
+		assert.EqualValues(t, 1, calls.Load())
+
+		close(release)
+		p.ExpectResult(ctx, "5", `{"n":"first"}`)
+		p.Request("5", "x/wait", `{"n":"third"}`)
+		p.ExpectResult(ctx, "5", `{"n":"third"}`)
+	})
 }

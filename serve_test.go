@@ -203,93 +203,6 @@ func TestConnUnknownNotificationsIgnored(t *testing.T) {
 	})
 }
 
-// IDs come back byte for byte: negatives, numbers above 2^53 that a float
-// would round, strings with escapes, the extremes of int64.
-func TestConnIDsByteForByte(t *testing.T) {
-	ids := []string{`-1`, `9007199254740993`, `"x\u0041"`, `0`, `-9223372036854775808`,
-		`9223372036854775807`, `""`, `"1"`, `"a\"b\\c\n"`, `"ü"`}
-	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
-		ctx := wiretest.Context(t)
-		_, p := wiretest.Connect(t, tr, acprpc.HandlerFunc(func(_ context.Context, req *acprpc.Request) (any, error) {
-			return req.ID.String(), nil
-		}), nil)
-		for _, id := range ids {
-			p.Request(id, "x/id", "")
-			m := p.ExpectAnswer(ctx, id)
-			assert.Equal(t, `{"jsonrpc":"2.0","id":`+id+`,"result":`+strconv.Quote(id)+`}`, m.Raw)
-		}
-	})
-}
-
-// 1 and "1" are different requests: both run at once, and cancelling one
-// leaves the other.
-func TestConnNumberAndStringIDsAreDifferent(t *testing.T) {
-	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
-		ctx := wiretest.Context(t)
-		started := make(chan string, 2)
-		release := make(chan struct{})
-		c, p := wiretest.Connect(t, tr, acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-			started <- req.ID.String()
-			select {
-			case <-ctx.Done():
-				return nil, context.Cause(ctx)
-			case <-release:
-				return "released " + req.ID.String(), nil
-			}
-		}), nil)
-		p.Request(`1`, "x/wait", "")
-		p.Request(`"1"`, "x/wait", "")
-		got := map[string]bool{}
-		for range 2 {
-			got[wiretest.Recv(t, ctx, started)] = true
-		}
-		assert.Equal(t, map[string]bool{`1`: true, `"1"`: true}, got)
-		assert.Equal(t, 2, c.Stats().IncomingInFlight)
-
-		p.Cancel(`"1"`)
-		p.ExpectError(ctx, `"1"`, acprpc.CodeRequestCancelled)
-		assert.Equal(t, 1, c.Stats().IncomingInFlight)
-		close(release)
-		p.ExpectResult(ctx, `1`, `"released 1"`)
-	})
-}
-
-// A second request with an ID still in flight gets -32600 with that ID; the
-// first runs on untouched and is answered; then the ID is free again.
-func TestConnDuplicateIDRejected(t *testing.T) {
-	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
-		ctx := wiretest.Context(t)
-		var calls atomic.Int32
-		started := make(chan struct{}, 4)
-		release := make(chan struct{})
-		var firstCtx context.Context
-		ctxSeen := make(chan context.Context, 4)
-		_, p := wiretest.Connect(t, tr, wiretest.Mux{
-			"x/wait": func(ctx context.Context, req *acprpc.Request) (any, error) {
-				calls.Add(1)
-				ctxSeen <- ctx
-				started <- struct{}{}
-				<-release
-				return json.RawMessage(req.Params), nil
-			},
-			"ping": wiretest.Ping,
-		}, nil)
-		p.Request("5", "x/wait", `{"n":"first"}`)
-		wiretest.Recv(t, ctx, started)
-		firstCtx = wiretest.Recv(t, ctx, ctxSeen)
-		p.Request("5", "x/wait", `{"n":"second"}`)
-		m := p.ExpectError(ctx, "5", acprpc.CodeInvalidRequest)
-		assert.Contains(t, m.Error.Message, "in flight")
-		assert.NoError(t, firstCtx.Err(), "the first request was disturbed")
-		assert.EqualValues(t, 1, calls.Load())
-
-		close(release)
-		p.ExpectResult(ctx, "5", `{"n":"first"}`)
-		p.Request("5", "x/wait", `{"n":"third"}`)
-		p.ExpectResult(ctx, "5", `{"n":"third"}`)
-	})
-}
-
 // Requests run concurrently: every handler waits until all have started.
 func TestConnRequestsRunConcurrently(t *testing.T) {
 	const n = 8
@@ -458,3 +371,76 @@ func TestConnHandlerTimeoutNotReached(t *testing.T) {
 	p.Request("1", "ping", "")
 	p.ExpectResult(ctx, "1", `"pong"`)
 }
+
+// Options.HandlerContext gives each handler, request or notification, a
+// context of the SDK's own making: its values reach the handler, the
+// library's accessors and cancellation work through it, and the answer's
+// Sent hook sees it.
+func TestHandlerContext(t *testing.T) {
+	ctx := wiretest.Context(t)
+	seen := make(chan string, 8)
+	sentUnder := make(chan string, 8)
+	opts := &acprpc.Options{
+		HandlerContext: func(ctx context.Context, req *acprpc.Request) context.Context {
+			return context.WithValue(ctx, traceKey{}, fmt.Sprintf("%s#%s %s", req.Method, req.ID, req.Params))
+		},
+		Hooks: acprpc.Hooks{Sent: func(ctx context.Context, m *acprpc.Message) {
+			if m.Kind == acprpc.KindResult || m.Kind == acprpc.KindError {
+				trace, _ := ctx.Value(traceKey{}).(string)
+				sentUnder <- trace
+			}
+		}},
+	}
+	h := wiretest.Mux{
+		"session/prompt": func(ctx context.Context, req *acprpc.Request) (any, error) {
+			seen <- ctx.Value(traceKey{}).(string)
+			r, ok := acprpc.RequestFromContext(ctx)
+			assert.True(t, ok && r == req, "RequestFromContext through the derived context")
+			assert.NotNil(t, acprpc.ConnFromContext(ctx), "ConnFromContext through the derived context")
+			<-ctx.Done()
+			seen <- context.Cause(ctx).Error()
+			return nil, context.Cause(ctx)
+		},
+		"note": func(ctx context.Context, req *acprpc.Request) (any, error) {
+			seen <- ctx.Value(traceKey{}).(string)
+			return nil, nil
+		},
+	}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, opts)
+	p.Request("7", "session/prompt", `{"sessionId":"s"}`)
+	assert.Equal(t, `session/prompt#7 {"sessionId":"s"}`, wiretest.Recv(t, ctx, seen))
+	p.Cancel("7")
+	assert.Equal(t, acprpc.ErrPeerCancelled.Error(), wiretest.Recv(t, ctx, seen), "the peer's cancel reaches the derived context")
+	p.ExpectResult(ctx, "7", `{"stopReason":"cancelled"}`)
+	assert.Equal(t, `session/prompt#7 {"sessionId":"s"}`, wiretest.Recv(t, ctx, sentUnder), "the answer is sent under the handler's context")
+	p.Notify("note", `[1]`)
+	assert.Equal(t, `note# [1]`, wiretest.Recv(t, ctx, seen))
+}
+
+// A HandlerContext that does not derive from the request's context is
+// ignored with an error logged, so the handler never loses its cancel; a
+// nil one keeps the request's context.
+func TestHandlerContextMustDerive(t *testing.T) {
+	ctx := wiretest.Context(t)
+	logger, log := wiretest.NewLog()
+	var stranger atomic.Bool
+	stranger.Store(true)
+	opts := &acprpc.Options{Logger: logger, HandlerContext: func(context.Context, *acprpc.Request) context.Context {
+		if stranger.Load() {
+			return context.Background()
+		}
+		return nil
+	}}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"block": wiretest.BlockUntilCancelled}, opts)
+	p.Request("1", "block", `{}`)
+	p.Cancel("1")
+	p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+	_, found := log.Find(slog.LevelError, "does not derive")
+	assert.True(t, found)
+	stranger.Store(false)
+	p.Request("2", "block", `{}`)
+	p.Cancel("2")
+	p.ExpectError(ctx, "2", acprpc.CodeRequestCancelled)
+}
+
+type traceKey struct{}

@@ -3,6 +3,7 @@ package acprpc_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -81,4 +82,203 @@ func TestSetVersionIsNotPinned(t *testing.T) {
 	p.Respond(string(init.ID), `{"protocolVersion":2}`)
 	require.NoError(t, wiretest.Recv(t, ctx, done))
 	assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())
+}
+
+// A VersionRouter agent negotiates initialize on the read goroutine: the
+// highest version it has a handler for at or below the client's, served by
+// that version's handler; no fit is -32022 with {requested, supported}, and
+// no handler sees it.
+func TestVersionRouterNegotiates(t *testing.T) {
+	cases := []struct {
+		requested string
+		want      acprpc.ProtocolVersion
+		handler   string
+	}{
+		{"1", acprpc.ProtocolV1, "v1"},
+		{"2", acprpc.ProtocolV2, "v2"},
+		{"7", acprpc.ProtocolV2, "v2"}, // a newer client gets the newest this side has
+	}
+	for _, tc := range cases {
+		t.Run("requested "+tc.requested, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			seen := make(chan string, 4)
+			serve := func(name string) acprpc.HandlerFunc {
+				return func(ctx context.Context, req *acprpc.Request) (any, error) {
+					seen <- name + " " + req.Method
+					v := acprpc.ConnFromContext(ctx).ProtocolVersion()
+					return map[string]any{"protocolVersion": v}, nil
+				}
+			}
+			c, p := wiretest.Connect(t, wiretest.Transports[0],
+				acprpc.VersionRouter{V1: serve("v1"), V2: serve("v2")}, nil)
+			assert.Zero(t, c.ProtocolVersion(), "no version before initialize")
+			p.Request("0", "initialize", `{"protocolVersion":`+tc.requested+`,"info":{"name":"t","version":"1"}}`)
+			p.ExpectResult(ctx, "0", fmt.Sprintf(`{"protocolVersion":%d}`, tc.want))
+			assert.Equal(t, tc.handler+" initialize", wiretest.Recv(t, ctx, seen), "the version is chosen before the handler runs")
+			assert.Equal(t, tc.want, c.ProtocolVersion())
+			p.Request("1", "session/new", `{}`)
+			p.ExpectAnswer(ctx, "1")
+			assert.Equal(t, tc.handler+" session/new", wiretest.Recv(t, ctx, seen))
+			// A repeat may ask again for the same version, never switch.
+			p.Request("2", "initialize", `{"protocolVersion":`+tc.requested+`}`)
+			p.ExpectAnswer(ctx, "2")
+			assert.Equal(t, tc.handler+" initialize", wiretest.Recv(t, ctx, seen))
+			other := "1"
+			if tc.want == acprpc.ProtocolV1 {
+				other = "2"
+			}
+			p.Request("3", "initialize", `{"protocolVersion":`+other+`}`)
+			m := p.ExpectError(ctx, "3", acprpc.CodeInvalidRequest)
+			assert.Contains(t, m.Error.Message, "already speaks")
+			assert.Equal(t, tc.want, c.ProtocolVersion())
+		})
+	}
+
+	t.Run("no version fits", func(t *testing.T) {
+		ctx := wiretest.Context(t)
+		called := make(chan string, 1)
+		h := acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
+			called <- "handler"
+			return nil, nil
+		})
+		c, p := wiretest.Connect(t, wiretest.Transports[0], acprpc.VersionRouter{V2: h}, nil)
+		p.Request("0", "initialize", `{"protocolVersion":1}`)
+		m := p.ExpectError(ctx, "0", acprpc.CodeUnsupportedProtocolVersion)
+		assert.JSONEq(t, `{"requested":1,"supported":[2]}`, string(m.Error.Data))
+		p.Request("1", "initialize", `{"protocolVersion":"2"}`)
+		p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+		assert.Empty(t, called, "the handler never sees an initialize the layer answered")
+		assert.Zero(t, c.ProtocolVersion())
+		// The client may try again.
+		p.Request("2", "initialize", `{"protocolVersion":2}`)
+		p.ExpectAnswer(ctx, "2")
+		assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())
+	})
+}
+
+// Options.SupportedVersions negotiates for a plain handler too, and v1 alone
+// keeps v1's fallback: every client gets v1, as it always did.
+func TestProtocolVersionsOption(t *testing.T) {
+	ctx := wiretest.Context(t)
+	answer := acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
+		return map[string]int{"protocolVersion": 1}, nil
+	})
+	for _, requested := range []string{"0", "1", "2"} {
+		c, p := wiretest.Connect(t, wiretest.Transports[0], answer, &acprpc.Options{SupportedVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV1}})
+		p.Request("0", "initialize", `{"protocolVersion":`+requested+`}`)
+		p.ExpectResult(ctx, "0", `{"protocolVersion":1}`)
+		assert.Equal(t, acprpc.ProtocolV1, c.ProtocolVersion(), "requested %s", requested)
+	}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], answer,
+		&acprpc.Options{SupportedVersions: []acprpc.ProtocolVersion{acprpc.ProtocolV2, acprpc.ProtocolV1}})
+	p.Request("0", "initialize", `{"protocolVersion":0}`)
+	m := p.ExpectError(ctx, "0", acprpc.CodeUnsupportedProtocolVersion)
+	assert.JSONEq(t, `{"requested":0,"supported":[1,2]}`, string(m.Error.Data))
+	assert.Zero(t, c.ProtocolVersion())
+}
+
+// Without negotiation the Conn learns the version from the initialize it
+// carries: an agent from its own answer, a client from the agent's, on the
+// read goroutine before the next message is read.
+func TestVersionLearntFromInitialize(t *testing.T) {
+	t.Run("agent", func(t *testing.T) {
+		ctx := wiretest.Context(t)
+		h := acprpc.HandlerFunc(func(_ context.Context, req *acprpc.Request) (any, error) {
+			return json.RawMessage(`{"protocolVersion":2,"info":{"name":"a","version":"1"}}`), nil
+		})
+		c, p := wiretest.Connect(t, wiretest.Transports[0], h, nil)
+		p.Request("0", "initialize", `{"protocolVersion":2}`)
+		p.ExpectAnswer(ctx, "0")
+		assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())
+	})
+	t.Run("client", func(t *testing.T) {
+		ctx := wiretest.Context(t)
+		perm := make(chan context.Context, 1)
+		h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+			perm <- ctx
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		c, p := wiretest.Connect(t, wiretest.Transports[0], h, nil)
+		done := make(chan error, 1)
+		go func() { done <- c.Call(ctx, "initialize", map[string]int{"protocolVersion": 2}, nil) }()
+		init := p.ExpectRequest(ctx, "initialize")
+		// The agent's answer and its first request in one write: the
+		// request is read under v2's rules.
+		p.SendRaw(wiretest.ResultLine(string(init.ID), `{"protocolVersion":2}`) + "\n" +
+			wiretest.RequestLine("1", "session/request_permission", `{"sessionId":"s"}`) + "\n")
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())
+		permCtx := wiretest.Recv(t, ctx, perm)
+		// v2: CancelSession leaves the permission request to the agent's
+		// $/cancel_request.
+		require.NoError(t, c.CancelSession(ctx, "s"))
+		p.ExpectNotification(ctx, "session/cancel")
+		assert.NoError(t, permCtx.Err(), "v2: CancelSession does not answer the agent's requests itself")
+		p.Cancel("1")
+		p.ExpectResult(ctx, "1", `{"outcome":{"outcome":"cancelled"}}`)
+	})
+}
+
+// SetProtocolVersion and Options.PinnedVersion set the rules directly.
+func TestSetProtocolVersion(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/prompt": wiretest.BlockUntilCancelled}, nil)
+	assert.Zero(t, c.ProtocolVersion())
+	p.Request("1", "session/prompt", `{"sessionId":"s"}`)
+	p.Cancel("1")
+	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+	c.SetProtocolVersion(acprpc.ProtocolV2)
+	assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())
+	p.Request("2", "session/prompt", `{"sessionId":"s"}`)
+	p.Cancel("2")
+	p.ExpectError(ctx, "2", acprpc.CodeRequestCancelled)
+}
+
+// The markers by version: a cancelled prompt is {"stopReason":"cancelled"}
+// in v1 and -32800 in v2 (a prompt not yet inserted); a cancelled
+// permission request has the cancelled outcome in both; explicit markers
+// apply to both.
+func TestMarkersByVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version acprpc.ProtocolVersion
+		markers map[string]json.RawMessage
+		prompt  string // the prompt's answer: a result, or "" for -32800
+	}{
+		{acprpc.ProtocolV1, nil, `{"stopReason":"cancelled"}`},
+		{acprpc.ProtocolV2, nil, ""},
+		{acprpc.ProtocolV2, acprpc.ACPCancelMarkers(acprpc.ProtocolV1), `{"stopReason":"cancelled"}`},
+	} {
+		t.Run(fmt.Sprintf("v%d markers %v", tc.version, tc.markers != nil), func(t *testing.T) {
+			wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+				ctx := wiretest.Context(t)
+				h := wiretest.Mux{"session/prompt": wiretest.BlockUntilCancelled, "session/request_permission": wiretest.BlockUntilCancelled}
+				_, p := wiretest.Connect(t, tr, h, &acprpc.Options{PinnedVersion: tc.version, CancelMarkers: tc.markers})
+				p.Request("1", "session/prompt", `{"sessionId":"s"}`)
+				p.Request("2", "session/request_permission", `{"sessionId":"s"}`)
+				p.Cancel("1")
+				if tc.prompt == "" {
+					p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+				} else {
+					p.ExpectResult(ctx, "1", tc.prompt)
+				}
+				p.Cancel("2")
+				p.ExpectResult(ctx, "2", `{"outcome":{"outcome":"cancelled"}}`)
+			})
+		})
+	}
+}
+
+// A null request ID is -32600 with a null ID on both versions.
+func TestNullIDByVersion(t *testing.T) {
+	for _, v := range []acprpc.ProtocolVersion{acprpc.ProtocolV1, acprpc.ProtocolV2} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{PinnedVersion: v})
+			p.Send(`{"jsonrpc":"2.0","id":null,"method":"ping"}`)
+			m := p.ExpectError(ctx, "null", acprpc.CodeInvalidRequest)
+			assert.Contains(t, m.Error.Message, "the id must be a string or an integer")
+			expectQuiet(t, ctx, p, "1")
+		})
+	}
 }

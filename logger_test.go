@@ -1,0 +1,55 @@
+package acprpc_test
+
+import (
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// SetLogger changes where the connection's diagnostics go while it runs,
+// from any goroutine.
+func TestSetLogger(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+	badLine := func() {
+		p.Send(`{"jsonrpc":"2.0","id":1,`) // answered -32700 with a warning
+		p.ExpectError(ctx, "null", acprpc.CodeParseError)
+	}
+	badLine()
+	logger, log := wiretest.NewLog()
+	c.SetLogger(logger)
+	badLine()
+	_, found := log.Find(slog.LevelWarn, "bad message")
+	assert.True(t, found, "the logger set after construction receives the warning")
+	c.SetLogger(nil)
+	n := len(log.Records())
+	badLine()
+	assert.Len(t, log.Records(), n, "a nil logger is silent")
+
+	// Loggers swapped while the connection logs: the race detector watches.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 4 {
+		wg.Go(func() {
+			l, _ := wiretest.NewLog()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					c.SetLogger(l)
+				}
+			}
+		})
+	}
+	for range 50 {
+		badLine()
+	}
+	close(stop)
+	wg.Wait()
+}
