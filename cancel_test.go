@@ -487,7 +487,7 @@ func TestCancelRequest(t *testing.T) {
 // A handler says its request was cancelled by returning ErrCancelled, or a
 // -32800 *Error, of its own: the answer is the method's marker or -32800.
 // A nested call's cancellation is not that: it is -32603 (see
-// nested_error_test.go).
+// errors_test.go).
 func TestHandlerReturnsErrCancelled(t *testing.T) {
 	ctx := wiretest.Context(t)
 	var n atomic.Int32

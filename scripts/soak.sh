@@ -21,7 +21,7 @@ out="$("${cmd[@]}" 2>&1)" || status=$?
 end=$(date +%s)
 
 # The report is the test's log; anything else is shown when the soak fails.
-echo "$out" | sed -n 's/^ *soak_test\.go:[0-9]*: //p'
+echo "$out" | sed -n 's/^ *stress_test\.go:[0-9]*: //p'
 if [ "$status" -ne 0 ]; then
   echo "$out"
   echo "soak FAILED after $((end - start))s"
