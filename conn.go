@@ -60,7 +60,8 @@ type Conn struct {
 
 // NewConn starts serving t with h, which may be nil for a side that only
 // calls (its peer's requests then get -32601). The connection closes when
-// ctx ends, when Close is called, or when the peer's input ends. Handlers'
+// ctx ends, when Close is called, or when the peer's input ends (once the
+// notifications read before the end have been handled). Handlers'
 // contexts carry ctx's values, not its cancellation: they end with cause
 // ErrConnClosed.
 func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
