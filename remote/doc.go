@@ -31,8 +31,9 @@
 // loopback addresses only, Host headers that name this machine only (against
 // DNS rebinding), no pages from other origins (a browser's cross-site
 // WebSocket or fetch), and bounds on connections, message sizes, queued
-// output, sessions, silence and slow headers. Options widen each one, add
-// authentication (BearerToken) and TLS.
+// output, sessions, the POSTs waiting for a connection, silence, slow
+// headers, slow bodies and slow readers, each with a default. Options
+// widen each one, add authentication (BearerToken) and TLS.
 //
 // See docs/transports.md in the repository for the wire details, the
 // defaults and the figures.

@@ -35,7 +35,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	charged := &chargedBody{ReadCloser: r.Body, budget: &h.posts}
 	r.Body = charged
 	defer func() { h.posts.leave(charged.charged) }()
-	body, status, why := s.readMessageBody(w, r, h.limit.Load())
+	body, status, why := readMessageBody(w, r, h.limit.Load())
 	switch {
 	case status == http.StatusTooManyRequests:
 		refuseOverBudget(w)
@@ -56,7 +56,7 @@ func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request) {
 		refuseUnread(w, ref)
 		return
 	}
-	body, status, why := s.readMessageBody(w, r, int64(s.opts.MaxMessageSize))
+	body, status, why := readMessageBody(w, r, int64(s.opts.MaxMessageSize))
 	s.unreserve()
 	if status != 0 {
 		http.Error(w, why, status)
@@ -110,9 +110,9 @@ func (s *Server) deliverPost(w http.ResponseWriter, r *http.Request, h *httpConn
 
 // readMessageBody reads a POST's body, which must be one JSON object of at
 // most limit bytes, sent within BodyTimeout (the read deadline ServeHTTP
-// set); otherwise it returns the
-// status and text of the refusal. A batch gets 501: ACP has no batches.
-func (s *Server) readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, string) {
+// set); otherwise it returns the status and text of the refusal. A batch
+// gets 501: ACP has no batches.
+func readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int, string) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return nil, http.StatusUnsupportedMediaType, "Unsupported Media Type: send application/json"
 	}
