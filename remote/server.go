@@ -153,6 +153,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	if !t.attach(ws, hw.conn) {
 		return // closed during the upgrade, and now its socket too
 	}
+	testHookUpgrade(upgradeAttached, t)
 	s.accept(t, r)
 }
 
@@ -162,6 +163,7 @@ type upgradeStage int
 const (
 	upgradeAdmitted upgradeStage = iota // counted open, not yet upgraded
 	upgradeAccepted                     // upgraded, its socket not yet attached
+	upgradeAttached                     // attached, not yet handed to accept
 )
 
 // testHookUpgrade is called at each upgradeStage; tests replace it to
@@ -328,8 +330,9 @@ func (s *Server) ListenAndServe(addr string) error {
 // close too; an SSE stream writes what is queued for it first, for at most
 // about a second), stops Serve, and returns once Serve has returned. A
 // connection still being opened (a WebSocket upgrade under way, an
-// initialize not yet handed to the AcceptFunc) is closed and never reaches
-// the AcceptFunc. It is safe to call more than once.
+// initialize not yet handed to the AcceptFunc) is closed, and reaches the
+// AcceptFunc, if at all, already closed and before Close returns. It is
+// safe to call more than once.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true

@@ -33,18 +33,21 @@ func hookUpgrade(t *testing.T, stage upgradeStage, release <-chan struct{}) <-ch
 }
 
 // TestServerCloseDuringWebSocketUpgrade closes the Server while an upgrade
-// is at each of its stages: admitted (counted open, no socket yet) and
-// upgraded (the socket open, not yet attached). Close must not panic, the
-// connection must never reach the AcceptFunc, and the client's socket must
-// end.
+// is at each of its stages: admitted (counted open, no socket yet),
+// upgraded (the socket open, not yet attached) and attached (not yet handed
+// to the AcceptFunc). Close must not panic, and the client's socket must
+// end; the connection must not reach the AcceptFunc before it has its
+// socket, and once attached it reaches it closed, before Close returns.
 func TestServerCloseDuringWebSocketUpgrade(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		stage    upgradeStage
 		upgraded bool // whether the client gets its 101
+		accepted bool // whether the closed connection reaches the AcceptFunc
 	}{
-		{"before the upgrade", upgradeAdmitted, false},
-		{"after the upgrade", upgradeAccepted, true},
+		{"before the upgrade", upgradeAdmitted, false, false},
+		{"after the upgrade", upgradeAccepted, true, false},
+		{"after the socket is attached", upgradeAttached, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			release := make(chan struct{})
@@ -84,6 +87,16 @@ func TestServerCloseDuringWebSocketUpgrade(t *testing.T) {
 				require.Error(t, d.err)
 				require.NotNil(t, d.resp)
 				assert.Equal(t, http.StatusServiceUnavailable, d.resp.StatusCode)
+			}
+			if tc.accepted {
+				select {
+				case tr := <-ts.accepted:
+					<-ts.requests
+					_, err := tr.Recv()
+					assert.Error(t, err, "handed over closed")
+				default:
+					t.Fatal("Close returned before the connection it closed reached the AcceptFunc")
+				}
 			}
 			ts.noneAccepted(t)
 			assert.Zero(t, ts.Connections())
