@@ -268,6 +268,7 @@ func TestHTTPPostsWaitingForABusyConnAreBounded(t *testing.T) {
 		}
 	}
 	assert.Positive(t, delivered, "the POSTs let through reach the Conn")
+	assert.Less(t, delivered, pending, "%d bodies of %d bytes do not fit in MaxPendingBytes", pending, len(body))
 	require.NoError(t, server.Close())
 	assert.Equal(t, delivered, <-taken)
 }
