@@ -187,7 +187,7 @@ func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 	}
 	p.Close()
 
-	wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
+	wiretest.Recv(t, ctx, c.Done()) // the Conn to close
 	require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 	wiretest.Settle(t, ctx, c)
 	agent.mu.Lock()
@@ -297,7 +297,7 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(rest), 2)
 
-	wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
+	wiretest.Recv(t, ctx, c.Done()) // the Conn to close
 	require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 	require.ErrorIs(t, c.Err(), io.EOF)
 	require.ErrorIs(t, wiretest.Recv(t, ctx, callErr), acprpc.ErrConnClosed)
@@ -325,7 +325,7 @@ func TestFaultsLastLineWithoutNewline(t *testing.T) {
 			require.JSONEq(t, `"pong"`, string(m.Result))
 		}
 	}
-	wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
+	wiretest.Recv(t, ctx, c.Done()) // the Conn to close
 	tap.Ledger().CheckNoDuplicates(t)
 	require.NoError(t, c.Close())
 }
@@ -369,7 +369,7 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 	}()
 	// Once the Conn has written half the pipe and the flood goes on with the
 	// peer reading nothing, the writer is about to block for good.
-	wiretest.WaitFor(t, ctx, writeBlocked, "the writer to block")
+	wiretest.Recv(t, ctx, writeBlocked) // the writer to block
 
 	cancelCall()
 	err := wiretest.Recv(t, ctx, cancelledErr)
@@ -380,8 +380,8 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 
 	closed := make(chan struct{})
 	go func() { _ = c.Close(); close(closed) }()
-	wiretest.WaitFor(t, ctx, closed, "Close to return")
-	wiretest.WaitFor(t, ctx, flooder, "the flooding peer to be cut off")
+	wiretest.Recv(t, ctx, closed)  // Close to return
+	wiretest.Recv(t, ctx, flooder) // the flooding peer to be cut off
 	require.ErrorIs(t, wiretest.Recv(t, ctx, closedErr), acprpc.ErrConnClosed, "a pending call on Close")
 	wiretest.Settle(t, ctx, c)
 	require.ErrorIs(t, context.Cause(rec.Context(`"b"`)), acprpc.ErrConnClosed)
@@ -415,7 +415,7 @@ func TestFaultsWriteFails(t *testing.T) {
 					break
 				}
 			}
-			wiretest.WaitFor(t, ctx, c.Done(), "the write failure to close the Conn")
+			wiretest.Recv(t, ctx, c.Done()) // the write failure to close the Conn
 			require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 			require.ErrorIs(t, c.Err(), wiretest.ErrBrokenOutput)
 			for range calls {
@@ -424,7 +424,7 @@ func TestFaultsWriteFails(t *testing.T) {
 			wiretest.Settle(t, ctx, c)
 			rec.CheckCauses(t, acprpc.ErrConnClosed)
 			p.Close()
-			wiretest.WaitFor(t, ctx, drained, "the output to end")
+			wiretest.Recv(t, ctx, drained) // the output to end
 			tap.Ledger().CheckNoDuplicates(t)
 			require.ErrorIs(t, c.Call(ctx, "late", nil, nil), acprpc.ErrConnClosed)
 			require.ErrorIs(t, c.Notify(ctx, "late", nil), acprpc.ErrConnClosed)
@@ -456,7 +456,7 @@ func TestFaultsParentContextEnds(t *testing.T) {
 
 		gone := errors.New("the editor quit")
 		cancelParent(gone)
-		wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
+		wiretest.Recv(t, ctx, c.Done()) // the Conn to close
 		require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 		require.ErrorIs(t, c.Err(), gone)
 		require.ErrorIs(t, wiretest.Recv(t, ctx, callErr), acprpc.ErrConnClosed, "the pending call")
@@ -481,7 +481,7 @@ func TestFaultsParentContextAlreadyDone(t *testing.T) {
 			parent, cancel := context.WithCancel(context.Background())
 			cancel()
 			c, p := wiretest.ConnectContext(parent, t, tr, nil, nil)
-			wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
+			wiretest.Recv(t, ctx, c.Done()) // the Conn to close
 			require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 			require.ErrorIs(t, c.Err(), context.Canceled)
 			require.NoError(t, c.Close())
@@ -500,7 +500,7 @@ func TestFaultsInputAlreadyEnded(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, inW.Close())
 		c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(inR, wiretest.Discard), nil, nil)
-		wiretest.WaitFor(t, ctx, c.Done(), "the Conn to close")
+		wiretest.Recv(t, ctx, c.Done()) // the Conn to close
 		require.ErrorIs(t, c.Err(), io.EOF)
 		require.NoError(t, c.Close())
 	}
@@ -604,13 +604,13 @@ func closeRace(t *testing.T, seed uint64) {
 	}
 	closed := make(chan struct{})
 	go func() { _ = victim.Close(); close(closed) }()
-	wiretest.WaitFor(t, ctx, closed, "Close to return")
-	wiretest.WaitFor(t, ctx, a.Done(), "a to close")
-	wiretest.WaitFor(t, ctx, b.Done(), "b to close (its peer's pipes closed)")
+	wiretest.Recv(t, ctx, closed)   // Close to return
+	wiretest.Recv(t, ctx, a.Done()) // a to close
+	wiretest.Recv(t, ctx, b.Done()) // b to close (its peer's pipes closed)
 	close(stop)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	wiretest.WaitFor(t, ctx, done, "every operation to return")
+	wiretest.Recv(t, ctx, done) // every operation to return
 	require.NoError(t, a.Close())
 	require.NoError(t, b.Close())
 

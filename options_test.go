@@ -210,7 +210,7 @@ func TestLimitsMaxQueuedNotifications(t *testing.T) {
 	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit})
 	lines := append(updateFlood(n), wiretest.RequestLine("1", "probe", ""))
 	written := p.SendAsync([]byte(strings.Join(lines, "\n") + "\n"))
-	wiretest.WaitFor(t, ctx, h.first, "the first notification")
+	wiretest.Recv(t, ctx, h.first)                                  // the first notification
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood") // the pipe holds it
 	close(h.release)
 
@@ -242,7 +242,7 @@ func TestLimitsCancelBehindFullNotificationQueue(t *testing.T) {
 	lines := append([]string{wiretest.RequestLine(`"b"`, "block", "")}, updateFlood(n)...)
 	lines = append(lines, wiretest.CancelLine(`"b"`))
 	written := p.SendAsync([]byte(strings.Join(lines, "\n") + "\n"))
-	wiretest.WaitFor(t, ctx, h.first, "the first notification")
+	wiretest.Recv(t, ctx, h.first)                                  // the first notification
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood") // the pipe holds it
 	close(h.release)
 
@@ -340,7 +340,7 @@ func TestLimitsMaxQueuedWrite(t *testing.T) {
 	require.Equal(t, map[int64]int{acprpc.CodeRequestCancelled: 1}, tally.Errors,
 		"the cancel in the middle of the flood was honoured")
 	require.NoError(t, c.Close())
-	wiretest.WaitFor(t, ctx, drained, "the output to end")
+	wiretest.Recv(t, ctx, drained) // the output to end
 	require.Equal(t, n+1, wrote.Tally(wiretest.AtoB).Lines, "nothing but the answers was written")
 	wrote.CheckNoDuplicates(t)
 }
@@ -537,7 +537,7 @@ func TestBackpressureNotificationBytes(t *testing.T) {
 	h := newHeldNotes()
 	_, p, _ := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotificationBytes: limit, MaxMessageSize: 5000})
 	written := p.SendAsync([]byte(bpUpdates(1, n, pad) + wiretest.RequestLine("1", "probe", "") + "\n"))
-	wiretest.WaitFor(t, ctx, h.first, "the first notification")
+	wiretest.Recv(t, ctx, h.first) // the first notification
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood")
 	close(h.release)
 	m := p.ExpectAnswer(ctx, "1")

@@ -323,7 +323,11 @@ func (h *stressRig) await(t *testing.T, what string, ch <-chan struct{}) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	wiretest.WaitFor(t, ctx, ch, what)
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		h.must(t, what, ctx.Err())
+	}
 }
 
 // must fails the test, with a goroutine dump, if a wait went wrong.

@@ -37,7 +37,7 @@ func ConnectTapped(ctx context.Context, t testing.TB, tr Transport, h acprpc.Han
 	if err != nil {
 		t.Fatalf("wiretest: open %s: %v", tr.Name, err)
 	}
-	tap := NewTap(conn, &Ledger{}, AtoB)
+	tap := newTap(conn, &Ledger{}, AtoB)
 	p := NewPeer(t, end) // its cleanup runs after the Conn's
 	c := acprpc.NewConn(ctx, tap, h, opts)
 	t.Cleanup(func() { _ = c.Close() })

@@ -123,7 +123,7 @@ func TestLedgerShapesAgreeWithParse(t *testing.T) {
 		assert.Equal(t, string(want.cancelOf), string(shaped.cancelOf), line)
 		assert.Equal(t, want.code, shaped.code, line)
 		if want.kind == kindResult {
-			assert.True(t, JSONEqual(string(want.result), string(shaped.result)), line)
+			assert.True(t, jsonEqual(string(want.result), string(shaped.result)), line)
 		}
 	}
 	_, ok := scanShaped([]byte(RequestLine("1", "m", `{"p":`+strings.Repeat("1", 10)+`}`)))

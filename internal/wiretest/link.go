@@ -66,8 +66,8 @@ func Pair(t testing.TB, tr Transport, a, b Side) *Link {
 	l.relay.Add(2)
 	go l.pump(ea.R, eb.W)
 	go l.pump(eb.R, ea.W)
-	l.A = acprpc.NewConn(context.Background(), NewTap(sa, l.Ledger, AtoB), a.Handler, a.Options)
-	l.B = acprpc.NewConn(context.Background(), NewTap(sb, l.Ledger, BtoA), b.Handler, b.Options)
+	l.A = acprpc.NewConn(context.Background(), newTap(sa, l.Ledger, AtoB), a.Handler, a.Options)
+	l.B = acprpc.NewConn(context.Background(), newTap(sb, l.Ledger, BtoA), b.Handler, b.Options)
 	t.Cleanup(func() {
 		_ = l.A.Close()
 		_ = l.B.Close()

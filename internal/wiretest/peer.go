@@ -243,7 +243,7 @@ func (p *Peer) ExpectResult(ctx context.Context, id, want string) Msg {
 	if m.Error != nil {
 		p.t.Fatalf("wiretest: expected result %s for id %s, got %s", want, id, m.Raw)
 	}
-	if !JSONEqual(want, string(m.Result)) {
+	if !jsonEqual(want, string(m.Result)) {
 		p.t.Fatalf("wiretest: id %s: expected result %s, got %s", id, want, m.Raw)
 	}
 	return m
@@ -445,8 +445,8 @@ func quote(s string) string {
 	return string(b)
 }
 
-// JSONEqual reports whether a and b are the same JSON value.
-func JSONEqual(a, b string) bool {
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b string) bool {
 	var x, y any
 	da := json.NewDecoder(strings.NewReader(a))
 	da.UseNumber()

@@ -31,9 +31,9 @@ type Return struct {
 	Cause error
 }
 
-// Key is what a Recorder files a request under: its ID's JSON text, or a
+// requestKey is what a Recorder files a request under: its ID's JSON text, or a
 // notification's method.
-func Key(req *acprpc.Request) string {
+func requestKey(req *acprpc.Request) string {
 	if req.IsNotification() {
 		return req.Method
 	}
@@ -43,7 +43,7 @@ func Key(req *acprpc.Request) string {
 // Track returns h recorded by the Recorder.
 func (r *Recorder) Track(h acprpc.HandlerFunc) acprpc.HandlerFunc {
 	return r.Gauge.Track(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		key := Key(req)
+		key := requestKey(req)
 		r.note(func() {
 			if r.ctxs == nil {
 				r.ctxs = map[string]context.Context{}

@@ -19,17 +19,6 @@ func NoLeak(t testing.TB) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-// WaitFor waits until ch is closed (or yields), failing the test with what
-// it waited for, and every goroutine's stack, if ctx ends first.
-func WaitFor[T any](t testing.TB, ctx context.Context, ch <-chan T, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-ctx.Done():
-		t.Fatalf("wiretest: timed out waiting for %s: %v; goroutines:\n%s", what, ctx.Err(), Goroutines())
-	}
-}
-
 // Settle closes c and waits until every request it served has been
 // answered or its answer dropped, which is after its handler returned: once
 // Close has returned nothing new is served, and a request leaves the

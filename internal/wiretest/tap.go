@@ -40,9 +40,9 @@ type bytesWaiter struct {
 	ch chan struct{}
 }
 
-// NewTap returns t tapped: what it sends is recorded in l as going the way
+// newTap returns t tapped: what it sends is recorded in l as going the way
 // d.
-func NewTap(t acprpc.Transport, l *Ledger, d Direction) *Tap {
+func newTap(t acprpc.Transport, l *Ledger, d Direction) *Tap {
 	return &Tap{t: t, l: l, d: d, inputEnded: make(chan struct{})}
 }
 

@@ -44,7 +44,7 @@ func sendFunc(f func(msg []byte) error) *sender { return &sender{send: f} }
 func TestTapRecordsBeforeSending(t *testing.T) {
 	l := &Ledger{}
 	sent := 0
-	tap := NewTap(sendFunc(func(msg []byte) error {
+	tap := newTap(sendFunc(func(msg []byte) error {
 		sent++
 		require.Equal(t, sent, l.Tally(AtoB).Lines, "%s reached the transport before the ledger had it", msg)
 		return nil
@@ -75,7 +75,7 @@ func TestTapAnswerRecordedBeforePeerReadsIt(t *testing.T) {
 func TestTapInjects(t *testing.T) {
 	l := &Ledger{}
 	var out []string
-	tap := NewTap(sendFunc(func(msg []byte) error { out = append(out, string(msg)); return nil }), l, BtoA)
+	tap := newTap(sendFunc(func(msg []byte) error { out = append(out, string(msg)); return nil }), l, BtoA)
 	n := 0
 	tap.Inject = func(got *Ledger, d Direction) []byte {
 		assert.Same(t, l, got)
@@ -99,7 +99,7 @@ func TestTapInjects(t *testing.T) {
 
 func TestTapCountsAttemptedBytes(t *testing.T) {
 	ctx := Context(t)
-	tap := NewTap(sendFunc(func([]byte) error { return nil }), &Ledger{}, AtoB)
+	tap := newTap(sendFunc(func([]byte) error { return nil }), &Ledger{}, AtoB)
 	past := tap.Past(10)
 	require.NoError(t, tap.Send([]byte("1234"))) // and a line end
 	select {
@@ -108,8 +108,8 @@ func TestTapCountsAttemptedBytes(t *testing.T) {
 	default:
 	}
 	require.NoError(t, tap.Send([]byte("6789")))
-	WaitFor(t, ctx, past, "10 bytes")
-	WaitFor(t, ctx, tap.Past(3), "a mark already passed")
+	Recv(t, ctx, past)        // 10 bytes
+	Recv(t, ctx, tap.Past(3)) // a mark already passed
 	assert.EqualValues(t, 10, tap.Attempted())
 	assert.Len(t, tap.Ledger().Tally(AtoB).Problems, 2, "neither is JSON")
 }
@@ -118,7 +118,7 @@ func TestTapCountsAttemptedBytes(t *testing.T) {
 // would keep the default limit and never write.
 func TestTapPassesLimitAndFlush(t *testing.T) {
 	inner := sendFunc(func([]byte) error { return nil })
-	tap := NewTap(inner, &Ledger{}, AtoB)
+	tap := newTap(inner, &Ledger{}, AtoB)
 	tap.SetReadLimit(77)
 	require.NoError(t, tap.Flush())
 	assert.Equal(t, 77, inner.limit)
@@ -160,7 +160,7 @@ func TestPeerDrainsAndSendsInBackground(t *testing.T) {
 		require.NoError(t, Recv(t, ctx, sent))
 		require.NoError(t, tap.Ledger().Await(ctx, func() bool { return tap.Ledger().Answers(AtoB) >= 200 }))
 		require.NoError(t, c.Close())
-		WaitFor(t, ctx, drained, "the end of the output")
+		Recv(t, ctx, drained) // the end of the output
 		_, err := p.Next(ctx)
 		assert.True(t, err != nil && !errors.Is(err, context.DeadlineExceeded), "read %v", err)
 	}

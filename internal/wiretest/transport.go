@@ -1,8 +1,3 @@
-// Package wiretest is the test kit of acprpc's behavioural tests: a scripted
-// raw peer that writes and reads JSON-RPC lines byte for byte, the
-// transports a conversation runs over, taps and a ledger that record what
-// went over the wire, recorders of what the handlers went through, and
-// Conn-to-Conn links and wires.
 package wiretest
 
 import (

@@ -90,14 +90,15 @@ func (h logHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 func (h logHandler) WithGroup(string) slog.Handler { return h }
 
-// Recv waits for a value from ch, failing the test if ctx ends first.
+// Recv waits for a value from ch, or for ch to be closed, and returns it;
+// if ctx ends first it fails the test with every goroutine's stack.
 func Recv[T any](t testing.TB, ctx context.Context, ch <-chan T) T {
 	t.Helper()
 	select {
 	case v := <-ch:
 		return v
 	case <-ctx.Done():
-		t.Fatalf("wiretest: timed out waiting: %v", ctx.Err())
+		t.Fatalf("wiretest: timed out waiting: %v; goroutines:\n%s", ctx.Err(), Goroutines())
 		var zero T
 		return zero
 	}

@@ -33,8 +33,8 @@ func NewWire(t testing.TB, a, b Side) *Wire {
 	aIn, bOut := pipe()
 	bIn, aOut := pipe()
 	w := &Wire{Ledger: &Ledger{}}
-	w.TapA = NewTap(acprpc.NewStreamPipes(aIn, aOut), w.Ledger, AtoB)
-	w.TapB = NewTap(acprpc.NewStreamPipes(bIn, bOut), w.Ledger, BtoA)
+	w.TapA = newTap(acprpc.NewStreamPipes(aIn, aOut), w.Ledger, AtoB)
+	w.TapB = newTap(acprpc.NewStreamPipes(bIn, bOut), w.Ledger, BtoA)
 	w.TapA.Inject, w.TapB.Inject = a.Inject, b.Inject
 	w.A = acprpc.NewConn(context.Background(), w.TapA, a.Handler, a.Options)
 	w.B = acprpc.NewConn(context.Background(), w.TapB, b.Handler, b.Options)

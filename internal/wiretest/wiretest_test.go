@@ -48,8 +48,8 @@ func TestLineBuilders(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":-1}}`, CancelLine("-1"))
 	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32800,"message":"Request cancelled"}}`,
 		ErrorLine("2", -32800, "Request cancelled"))
-	assert.True(t, JSONEqual(`{"a":1,"b":[2]}`, ` { "b":[2], "a":1 }`))
-	assert.False(t, JSONEqual(`{"a":1}`, `{"a":"1"}`))
+	assert.True(t, jsonEqual(`{"a":1,"b":[2]}`, ` { "b":[2], "a":1 }`))
+	assert.False(t, jsonEqual(`{"a":1}`, `{"a":"1"}`))
 }
 
 func TestTransportsConverse(t *testing.T) {

@@ -1,0 +1,65 @@
+// Package wiretest is the test kit of acprpc: a test is a scripted
+// conversation between a Conn and a peer, written as the bytes that cross
+// the wire. This page is the whole of it; the names below are all a test
+// needs.
+//
+// # A conversation
+//
+// Every conversation runs over each Transport in turn, with Run. Connect
+// starts a Conn serving a handler and gives the test the Peer at the other
+// end; the Peer writes lines, and reads back, one at a time, what the Conn
+// wrote:
+//
+//	func TestPing(t *testing.T) {
+//		wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+//			ctx := wiretest.Context(t) // ends after Timeout
+//			_, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping}, nil)
+//			p.Request("1", "ping", "")
+//			p.ExpectResult(ctx, "1", `"pong"`)
+//		})
+//	}
+//
+// The test's cleanup closes the Conn, then the Peer; main_test.go's goleak
+// check then proves nothing was left running.
+//
+// # The peer
+//
+// A Peer says things with Send (one line, newline added), SendRaw (bytes
+// as they are: half a line, two lines at once) and the builders Request,
+// Notify, Cancel, Respond and RespondError. It hears things with Expect and
+// its narrower forms (ExpectResult, ExpectError, ExpectAnswer,
+// ExpectRequest, ExpectNotification, ExpectN); each fails the test on the
+// first line that is not what was expected, or when ctx ends. A Peer reads
+// only while the test waits for a line, so a test that stops asking is a
+// peer that stopped reading: that is how back-pressure is tested. Drain
+// reads everything in the background; CloseWrite ends the Conn's input.
+// Each line is a Msg: its members parsed, its ID as the wire spelled it,
+// and Raw, the line itself. The line builders (RequestLine, ResultLine,
+// CancelLine, ...) write what the methods send, for a test that needs the
+// bytes.
+//
+// # Handlers
+//
+// Mux maps methods to functions; Echo, Ping, Hold and BlockUntilCancelled
+// are the handlers conversations use most. A Recorder wraps handlers and
+// tells the test which started, in what order they returned and with what
+// cause their contexts ended; a Gauge counts the running ones.
+//
+// # Two Conns
+//
+// When both sides are Conns, Pair joins them over a Transport through a
+// relay, and NewWire joins them over os.Pipes with nothing between. Either
+// way each Conn's output is recorded in a Ledger, which counts, per
+// direction and per ID, requests, answers and cancels, so "exactly one
+// answer for every request" is checked the same way everywhere
+// (Ledger.CheckExactlyOnce). A Tap is the recorder on one Conn's transport;
+// ConnectTapped is Connect with a Tap.
+//
+// # Waiting
+//
+// Nothing in a test sleeps. Recv waits for a channel, the Peer's Expect
+// for a line, Ledger.Await for a count, Wire.Settle for both sides to have
+// written everything and answered every request; Settle closes a Conn and
+// waits for its handlers. The waits that take t fail the test when ctx
+// ends first; Recv's failure shows every goroutine's stack.
+package wiretest
