@@ -429,7 +429,7 @@ func TestCallCascadeThreeHops(t *testing.T) {
 				return nil, ctx.Err()
 			},
 		}
-		var bc *wiretest.Link
+		var bc *wiretest.Wire
 		hB := wiretest.Mux{
 			"b/work": func(ctx context.Context, _ *acprpc.Request) (any, error) {
 				// Some calls first, so B's ID for C differs from A's for B.

@@ -47,9 +47,9 @@
 //
 // # Two Conns
 //
-// When both sides are Conns, Pair joins them over a Transport through a
-// relay, and NewWire joins them over os.Pipes with nothing between. Either
-// way each Conn's output is recorded in a Ledger, which counts, per
+// When both sides are Conns, they are a Wire: NewWire joins them over
+// os.Pipes with nothing between, Pair over any Transport through a relay.
+// Either way each Conn's output is recorded in the Wire's Ledger, which counts, per
 // direction and per ID, requests, answers and cancels, so "exactly one
 // answer for every request" is checked the same way everywhere
 // (Ledger.CheckExactlyOnce). A Tap is the recorder on one Conn's transport;

@@ -3,25 +3,24 @@ package wiretest
 import (
 	"context"
 	"io"
-	"sync"
 	"testing"
 
 	"github.com/acpkit/acprpc"
 )
 
-// Side configures one Conn of a Link or a Wire.
+// Side configures one Conn of a Wire.
 type Side struct {
 	Handler acprpc.Handler
 	Options *acprpc.Options
-	// Inject, on a Wire, slips lines into this side's output (see
-	// Tap.Inject); a Link ignores it.
+	// Inject slips lines into this side's output (see Tap.Inject); a
+	// Wire made by Pair ignores it.
 	Inject Injector
 }
 
-// Direction names one way through a Link or a Wire.
+// Direction names one way through a Wire.
 type Direction int
 
-// The two ways through a Link or a Wire.
+// The two ways through a Wire.
 const (
 	AtoB Direction = iota
 	BtoA
@@ -35,22 +34,12 @@ func (d Direction) String() string {
 	return "B→A"
 }
 
-// Link is two Conns talking over a transport, through a relay, each Conn's
-// messages recorded by a Tap in the Link's Ledger (which keeps them), so a
-// test can see what went on the wire.
-type Link struct {
-	A, B   *acprpc.Conn
-	Ledger *Ledger
-
-	t     testing.TB
-	ends  [2]*End
-	relay sync.WaitGroup
-}
-
-// Pair connects two Conns over tr (each through its own pipes, joined by
-// the relay). The test's cleanup closes both and the relay, and fails the
-// test if a line on the wire was not a valid message.
-func Pair(t testing.TB, tr Transport, a, b Side) *Link {
+// Pair connects two Conns over tr, each through its own transport, the
+// two joined by a relay that copies bytes both ways and, as a dying proxy
+// would, closes both when either ends. The Wire's Ledger keeps every line.
+// The test's cleanup closes both Conns and the relay, and fails the test if
+// a line on the wire was not a valid message.
+func Pair(t testing.TB, tr Transport, a, b Side) *Wire {
 	t.Helper()
 	sa, ea, err := tr.Open()
 	if err != nil {
@@ -61,13 +50,14 @@ func Pair(t testing.TB, tr Transport, a, b Side) *Link {
 		ea.Close()
 		t.Fatalf("wiretest: open %s: %v", tr.Name, err)
 	}
-	l := &Link{t: t, ends: [2]*End{ea, eb}, Ledger: &Ledger{Keep: true}}
+	l := &Wire{t: t, ends: [2]*End{ea, eb}, Ledger: &Ledger{Keep: true}}
 	t.Cleanup(l.close)
 	l.relay.Add(2)
 	go l.pump(ea.R, eb.W)
 	go l.pump(eb.R, ea.W)
-	l.A = acprpc.NewConn(context.Background(), newTap(sa, l.Ledger, AtoB), a.Handler, a.Options)
-	l.B = acprpc.NewConn(context.Background(), newTap(sb, l.Ledger, BtoA), b.Handler, b.Options)
+	l.TapA, l.TapB = newTap(sa, l.Ledger, AtoB), newTap(sb, l.Ledger, BtoA)
+	l.A = acprpc.NewConn(context.Background(), l.TapA, a.Handler, a.Options)
+	l.B = acprpc.NewConn(context.Background(), l.TapB, b.Handler, b.Options)
 	t.Cleanup(func() {
 		_ = l.A.Close()
 		_ = l.B.Close()
@@ -77,19 +67,19 @@ func Pair(t testing.TB, tr Transport, a, b Side) *Link {
 
 // pump copies one way; when either side ends it closes both, as a dying
 // proxy would.
-func (l *Link) pump(r io.Reader, w io.Writer) {
+func (l *Wire) pump(r io.Reader, w io.Writer) {
 	defer l.relay.Done()
 	defer l.closeEnds()
 	_, _ = io.Copy(w, r)
 }
 
-func (l *Link) closeEnds() {
+func (l *Wire) closeEnds() {
 	for _, e := range l.ends {
 		_ = e.Close()
 	}
 }
 
-func (l *Link) close() {
+func (l *Wire) close() {
 	l.closeEnds()
 	l.relay.Wait()
 	for _, d := range []Direction{AtoB, BtoA} {
@@ -100,17 +90,17 @@ func (l *Link) close() {
 }
 
 // Lines returns what has gone one way so far.
-func (l *Link) Lines(d Direction) []Msg { return l.Ledger.Lines(d) }
+func (l *Wire) Lines(d Direction) []Msg { return l.Ledger.Lines(d) }
 
 // Await waits until a line matching match has gone the way d, and returns
 // it; it fails the test if ctx ends first.
-func (l *Link) Await(ctx context.Context, d Direction, match func(Msg) bool) Msg {
+func (l *Wire) Await(ctx context.Context, d Direction, match func(Msg) bool) Msg {
 	l.t.Helper()
 	return l.Ledger.AwaitLine(ctx, l.t, d, match)
 }
 
 // Count returns how many lines that went the way d match.
-func (l *Link) Count(d Direction, match func(Msg) bool) int {
+func (l *Wire) Count(d Direction, match func(Msg) bool) int {
 	n := 0
 	for _, m := range l.Lines(d) {
 		if match(m) {

@@ -4,23 +4,29 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/acpkit/acprpc"
 )
 
-// Wire is two Conns, A and B, joined by a pair of os.Pipes, each one's
-// transport tapped into one Ledger: A's messages go AtoB, B's go BtoA. No
-// relay stands between them, so the timing is the pipes' own.
+// Wire is two Conns, A and B, each one's transport tapped into one Ledger:
+// A's messages go AtoB, B's go BtoA. NewWire joins them by os.Pipes, Pair
+// over any Transport through a relay.
 type Wire struct {
 	A, B       *acprpc.Conn
 	Ledger     *Ledger
 	TapA, TapB *Tap
 
-	marks int // Settle's marks sent by each side so far
+	t     testing.TB
+	ends  [2]*End        // Pair's: the relay's ends of the two transports
+	relay sync.WaitGroup // Pair's: the two pumps
+	marks int            // Settle's marks sent by each side so far
 }
 
-// NewWire starts the two Conns. The test's cleanup closes both.
+// NewWire starts two Conns joined by a pair of os.Pipes. No relay stands
+// between them, so the timing is the pipes' own. The test's cleanup closes
+// both.
 func NewWire(t testing.TB, a, b Side) *Wire {
 	t.Helper()
 	pipe := func() (*os.File, *os.File) {
@@ -32,7 +38,7 @@ func NewWire(t testing.TB, a, b Side) *Wire {
 	}
 	aIn, bOut := pipe()
 	bIn, aOut := pipe()
-	w := &Wire{Ledger: &Ledger{}}
+	w := &Wire{t: t, Ledger: &Ledger{}}
 	w.TapA = newTap(acprpc.NewStreamPipes(aIn, aOut), w.Ledger, AtoB)
 	w.TapB = newTap(acprpc.NewStreamPipes(bIn, bOut), w.Ledger, BtoA)
 	w.TapA.Inject, w.TapB.Inject = a.Inject, b.Inject
