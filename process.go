@@ -146,6 +146,7 @@ func StartAgent(ctx context.Context, cmd *exec.Cmd, h Handler, opts *ProcessOpti
 		reaped: make(chan struct{}),
 	}
 	p.shutdownTimeout, p.exitTimeout, p.termTimeout = o.timeouts()
+	callersStderr := cmd.Stderr
 	var stderr io.Writer = o.Stderr
 	if stderr == nil {
 		stderr = cmd.Stderr
@@ -164,7 +165,7 @@ func StartAgent(ctx context.Context, cmd *exec.Cmd, h Handler, opts *ProcessOpti
 	pipes.closeChildEnds() // the agent holds them now
 	if err != nil {
 		pipes.closeOurEnds()
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, stderr
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, callersStderr
 		return nil, fmt.Errorf("acprpc: starting the agent: %w", err)
 	}
 	p.stdout = &agentOutput{f: pipes.stdoutR, exited: p.exited, exitErr: p.exitError, ended: make(chan struct{})}

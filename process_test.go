@@ -49,6 +49,8 @@ func helperAgent(mode string) *exec.Cmd {
 //	lingers      start a child, serve, and stay when stdin ends, until SIGTERM
 //	orphans      start a child, serve, and exit 0 when stdin ends, leaving the child
 //	child        ignore SIGTERM and run until killed (the child of lingers and orphans)
+//	tends-child  start a polite-child, serve, stay when stdin ends; on SIGTERM wait for the child, then exit 0
+//	polite-child run until SIGTERM, then exit 0
 //
 // In lingers and orphans, "child" answers the child's process ID, and the
 // child holds descriptor 3, which the test passes to the agent (see
@@ -75,10 +77,23 @@ func runHelperAgent(mode string) int {
 	case "child":
 		signal.Ignore(syscall.SIGTERM)
 		waitForever()
+	case "polite-child":
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
+		<-term
+		return 0
+	}
+	term := make(chan os.Signal, 1)
+	if mode == "tends-child" {
+		signal.Notify(term, syscall.SIGTERM) // before it serves: Close may come at once
 	}
 	childPid := 0
-	if mode == "lingers" || mode == "orphans" {
-		child := helperAgent("child")
+	var child *exec.Cmd
+	if mode == "lingers" || mode == "orphans" || mode == "tends-child" {
+		child = helperAgent("child")
+		if mode == "tends-child" {
+			child = helperAgent("polite-child")
+		}
 		child.ExtraFiles = []*os.File{os.NewFile(3, "tree")}
 		if err := child.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, "starting the child:", err)
@@ -104,6 +119,12 @@ func runHelperAgent(mode string) int {
 	switch mode {
 	case "ignore-eof", "lingers":
 		waitForever()
+	case "tends-child":
+		// A parent that ends its children before itself, as it should:
+		// it exits once its child has, and so needs the child to have had
+		// the SIGTERM too.
+		<-term
+		_ = child.Wait()
 	case "chatty":
 		fmt.Fprint(os.Stderr, "bye, with no newline")
 	case "loud-exit":

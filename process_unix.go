@@ -30,10 +30,11 @@ func (p *AgentProcess) terminate() bool {
 func (p *AgentProcess) kill() { p.signal(syscall.SIGKILL) }
 
 // signal signals the agent's group when it leads one of its own, else the
-// agent alone. Either may have exited already.
+// agent alone. Either may have exited already. An agent that left its group
+// (it called setpgid or setsid itself) is still signalled: that the group is
+// gone must not leave Close waiting for an agent no signal reached.
 func (p *AgentProcess) signal(sig syscall.Signal) {
-	if p.group {
-		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	if p.group && syscall.Kill(-p.cmd.Process.Pid, sig) == nil {
 		return
 	}
 	_ = p.cmd.Process.Signal(sig)

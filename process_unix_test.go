@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,6 +83,24 @@ func TestStartAgentCloseEscalatesToSIGTERM(t *testing.T) {
 	assert.NotErrorIs(t, err, acprpc.ErrAgentKilled)
 	assert.GreaterOrEqual(t, took, acprpc.DefaultExitTimeout, "the agent had its grace after its stdin closed")
 	assert.Equal(t, syscall.SIGTERM, exitSignal(t, agent.Wait()))
+	wiretest.Recv(t, ctx, tree.gone)
+}
+
+// SIGTERM goes to the agent's whole group: an agent that, on SIGTERM, waits
+// for its child to exit sees the child take the same SIGTERM, and exits
+// before TermTimeout.
+func TestStartAgentSIGTERMReachesTheChildren(t *testing.T) {
+	ctx := wiretest.Context(t)
+	cmd := helperAgent("tends-child")
+	tree := watchTree(t, cmd)
+	agent, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{ExitTimeout: time.Millisecond})
+	require.NoError(t, err)
+	tree.started()
+	childOf(t, agent)
+	err = agent.Close()
+	require.ErrorIs(t, err, acprpc.ErrAgentTerminated)
+	require.NotErrorIs(t, err, acprpc.ErrAgentKilled, "the child never had the SIGTERM its parent waited for")
+	require.NoError(t, agent.Wait(), "the agent caught SIGTERM, waited for its child and exited 0")
 	wiretest.Recv(t, ctx, tree.gone)
 }
 
@@ -175,6 +194,43 @@ func TestStartAgentExitsWhileAChildHoldsItsStdout(t *testing.T) {
 			assert.Equal(t, 3, exitCode(agent.Close()))
 		})
 	}
+}
+
+// Exited is closed only once the agent's stderr has been written out: a
+// writer still taking the agent's last line holds it, though the agent has
+// exited (its tree is gone).
+func TestStartAgentExitedWaitsForStderr(t *testing.T) {
+	ctx := wiretest.Context(t)
+	cmd := helperAgent("exit-early")
+	tree := watchTree(t, cmd)
+	var agent *acprpc.AgentProcess
+	started := make(chan struct{})
+	exitedWhileWriting := make(chan bool, 1)
+	var once sync.Once
+	cmd.Stderr = writerFunc(func(b []byte) (int, error) {
+		once.Do(func() {
+			<-started
+			<-tree.gone
+			// Exited must not close while this write holds the copy; the
+			// wait is how long the reaper is given to close it wrongly.
+			wrong := time.NewTimer(300 * time.Millisecond)
+			defer wrong.Stop()
+			select {
+			case <-agent.Exited():
+				exitedWhileWriting <- true
+			case <-wrong.C:
+				exitedWhileWriting <- false
+			}
+		})
+		return len(b), nil
+	})
+	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil)
+	require.NoError(t, err)
+	close(started)
+	tree.started()
+	assert.False(t, wiretest.Recv(t, ctx, exitedWhileWriting), "Exited closed before the agent's stderr was written out")
+	assert.Equal(t, 3, exitCode(agent.Wait()))
+	assert.Equal(t, 3, exitCode(agent.Close()))
 }
 
 // exitSignal is the signal that ended a process, from Wait's error.
