@@ -37,6 +37,51 @@ const (
 // the same.
 const exitDrain = 250 * time.Millisecond
 
+// quietGap and maxExitTail bound the reads that exitDrain cuts short: what
+// is already in the pipe is still read, until nothing comes for quietGap, or
+// maxExitTail has passed (a child of the agent writing on and on).
+const (
+	quietGap    = 20 * time.Millisecond
+	maxExitTail = time.Second
+)
+
+// exitCut is when the reads of an agent's output were cut after its exit.
+type exitCut struct {
+	mu sync.Mutex
+	at time.Time // zero until the cut
+}
+
+func (c *exitCut) cut() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = time.Now()
+}
+
+// done reports whether the cut has come.
+func (c *exitCut) done() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.at.IsZero()
+}
+
+// arm sets f's deadline for a read after the cut, and reports whether the
+// cut has come: such a read takes what the pipe holds and ends once it has
+// been quiet for quietGap.
+func (c *exitCut) arm(f *os.File) bool {
+	c.mu.Lock()
+	at := c.at
+	c.mu.Unlock()
+	if at.IsZero() {
+		return false
+	}
+	deadline := time.Now().Add(quietGap)
+	if time.Since(at) > maxExitTail {
+		deadline = time.Now()
+	}
+	_ = f.SetReadDeadline(deadline)
+	return true
+}
+
 // ProcessOptions configure StartAgent. The zero value (or nil) gives the
 // connection ACP's defaults, discards the agent's stderr, and ends the agent
 // with Close's defaults.
@@ -383,8 +428,8 @@ type agentOutput struct {
 	exitErr func() error // valid once exited is closed
 
 	mu        sync.Mutex
-	cut       bool // the connection reads no more
-	afterExit bool // the drain after the agent's exit is over
+	cut       bool    // the connection reads no more
+	afterExit exitCut // the drain after the agent's exit is over
 	reading   sync.WaitGroup
 
 	endOnce sync.Once
@@ -400,12 +445,33 @@ func (r *agentOutput) Read(b []byte) (int, error) {
 	r.reading.Add(1)
 	r.mu.Unlock()
 	defer r.reading.Done()
-	n, err := r.f.Read(b)
-	if err != nil {
-		err = r.why(err)
+	for {
+		gapped := r.arm()
+		n, err := r.f.Read(b)
+		if err == nil {
+			return n, nil
+		}
+		if !gapped && r.afterExit.done() && errors.Is(err, os.ErrDeadlineExceeded) && !r.isCut() {
+			continue // a read the exit's cut interrupted: read what the pipe still holds
+		}
 		r.end()
+		return n, r.why(err)
 	}
-	return n, err
+}
+
+// arm prepares a read after the exit's cut, unless the connection has cut
+// its reads itself.
+func (r *agentOutput) arm() bool {
+	if r.isCut() {
+		return false
+	}
+	return r.afterExit.arm(r.f)
+}
+
+func (r *agentOutput) isCut() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cut
 }
 
 // why turns the end of the pipe into the agent's exit, when that is what
@@ -424,10 +490,7 @@ func (r *agentOutput) why(err error) error {
 		case <-t.C:
 		}
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed):
-		r.mu.Lock()
-		afterExit := r.afterExit
-		r.mu.Unlock()
-		if afterExit {
+		if r.afterExit.done() {
 			return r.exitErr()
 		}
 	}
@@ -455,9 +518,7 @@ func (r *agentOutput) endAfterExit(drained <-chan struct{}) {
 	select {
 	case <-r.ended:
 	case <-drained:
-		r.mu.Lock()
-		r.afterExit = true
-		r.mu.Unlock()
+		r.afterExit.cut()
 		if r.f.SetReadDeadline(time.Now()) != nil {
 			r.f.Close()
 		}
@@ -477,14 +538,30 @@ func (r *agentOutput) drain() {
 // stderrCopy copies the agent's stderr to where it goes, when that is not a
 // file the agent could write itself.
 type stderrCopy struct {
-	r    *os.File
-	w    io.Writer
-	done chan struct{}
+	r         *os.File
+	w         io.Writer
+	done      chan struct{}
+	afterExit exitCut
 }
 
 func (s *stderrCopy) run() {
 	defer close(s.done)
-	_, _ = io.Copy(s.w, s.r)
+	buf := make([]byte, 32<<10)
+	for {
+		gapped := s.afterExit.arm(s.r)
+		n, err := s.r.Read(buf)
+		if n > 0 {
+			if _, werr := s.w.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !gapped && s.afterExit.done() && errors.Is(err, os.ErrDeadlineExceeded) {
+				continue // a read the exit's cut interrupted: copy what the pipe still holds
+			}
+			return
+		}
+	}
 }
 
 // finish, once the agent has exited, lets the copy reach the end of the
@@ -494,6 +571,7 @@ func (s *stderrCopy) finish(drained <-chan struct{}) {
 	select {
 	case <-s.done:
 	case <-drained:
+		s.afterExit.cut()
 		if s.r.SetReadDeadline(time.Now()) != nil {
 			s.r.Close()
 		}
