@@ -7,10 +7,16 @@ import (
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
-// peerCancel handles $/cancel_request (and, when allowed, $/cancelRequest).
+// isCancelRequest reports whether a notification is $/cancel_request, or
+// LSP's $/cancelRequest when Options.AcceptLSPCancel allows it.
+func (c *Conn) isCancelRequest(method string) bool {
+	return method == MethodCancelRequest || method == MethodLSPCancelRequest && c.opts.AcceptLSPCancel
+}
+
+// onCancelRequest handles $/cancel_request (and, when allowed, $/cancelRequest).
 // It runs on the read goroutine, ahead of every queue. It is never answered:
 // an unknown or finished ID and malformed params are only logged.
-func (c *Conn) peerCancel(m *message) {
+func (c *Conn) onCancelRequest(m *message) {
 	field := "requestId"
 	if m.Method == MethodLSPCancelRequest {
 		field = "id"

@@ -36,14 +36,14 @@ type Conn struct {
 	cancelBase context.CancelCauseFunc
 	stopParent func() bool
 
-	incoming incomingTable // the peer's requests in flight
-	calls    callTable     // our requests awaiting answers
-	notes    *notifier     // the peer's notifications, in order
-	workers  workerPool    // goroutines that run request handlers
-	intake   intake        // closed by Shutdown before its last flush
-	versions versioning    // the ACP version and its rules
-	works    workTable     // v2: each session's foreground work
-	entities entityTable   // v2: tool calls and terminals the peer may cancel
+	incoming   incomingTable // the peer's requests in flight
+	calls      callTable     // our requests awaiting answers
+	notes      *notifier     // the peer's notifications, in order
+	pool       workerPool    // goroutines that run request handlers
+	intake     intake        // closed by Shutdown before its last flush
+	versions   versioning    // the ACP version and its rules
+	foreground workTable     // v2: each session's foreground work
+	entities   entityTable   // v2: tool calls and terminals the peer may cancel
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
@@ -77,7 +77,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c.logs = newLoggerSwitch(c.opts.Logger)
 	c.log = slog.New(c.logs)
 	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
-	c.workers.init(c.opts.MaxConcurrentRequests)
+	c.pool.init(c.opts.MaxConcurrentRequests)
 	c.versions.init(opts, &c.opts, h)
 	if l, ok := t.(readLimiter); ok {
 		l.SetReadLimit(c.opts.MaxMessageSize)
@@ -89,7 +89,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c.notes.byteLimit = c.opts.MaxQueuedNotificationBytes
 	c.calls.limit = c.opts.MaxOutgoing
 	go c.read()
-	c.stopParent = context.AfterFunc(ctx, func() { c.shutdown(fmt.Errorf("%w: %w", ErrConnClosed, context.Cause(ctx))) })
+	c.stopParent = context.AfterFunc(ctx, func() { c.closeNow(fmt.Errorf("%w: %w", ErrConnClosed, context.Cause(ctx))) })
 	close(c.ready)
 	return c
 }
@@ -115,7 +115,7 @@ func (c *Conn) read() {
 		case tooLarge != nil:
 			c.tooLarge(tooLarge)
 		case len(msg) > c.opts.MaxMessageSize: // a transport with no limit of its own
-			c.tooLarge(tooLargeOf(msg, c.opts.MaxMessageSize))
+			c.tooLarge(newMessageTooLarge(msg, c.opts.MaxMessageSize))
 		default:
 			c.receive(msg)
 			received = true
@@ -149,7 +149,7 @@ func asTooLarge(err error) *MessageTooLargeError {
 // session/updates and its answer loses none of them.
 func (c *Conn) inputEnded(why error) {
 	c.notes.drain(inputEndDrain)
-	c.shutdown(fmt.Errorf("%w: input ended: %w", ErrConnClosed, why))
+	c.closeNow(fmt.Errorf("%w: input ended: %w", ErrConnClosed, why))
 }
 
 // inputEndDrain bounds how long the notifications read before the end of
@@ -185,55 +185,65 @@ func (c *Conn) receive(msg []byte) {
 	c.route(m)
 }
 
-// route takes each message on the read goroutine, in the order read. Answers
-// to our calls and cancellations act at once, ahead of any queue; a request
-// is registered and its handler started before the next message is read;
-// other notifications are queued for the notification handler. m is passed
-// by value so that it stays on the read goroutine's stack.
+// route sends each message down one of four ways, on the read goroutine in
+// the order read: answers to our calls (deliver), cancels (onCancelRequest),
+// ACP's rules (acpRules), then the tracker and serving for a request
+// (serve) or the notification queue. Answers and cancels act at once, ahead
+// of any queue; a request is registered and its handler started before the
+// next message is read. m is passed by value so that it stays on the read
+// goroutine's stack.
 func (c *Conn) route(m message) {
 	switch {
 	case m.Kind == wire.Response:
 		c.deliver(&m)
-	case m.Kind == wire.Request:
-		if !c.interceptRequest(&m) {
-			c.serve(&m)
+	case m.Kind == wire.Notification && c.isCancelRequest(m.Method):
+		c.onCancelRequest(&m)
+	default:
+		needs, used := c.acpRules(&m)
+		switch {
+		case used:
+		case m.Kind == wire.Request:
+			c.serve(&m, needs)
+		default:
+			c.notes.push(m)
 		}
-	case !c.intercept(&m):
-		c.notes.push(m)
 	}
 }
 
-// intercept acts on the cancellations among notifications and reports
-// whether m is used up; a session cancellation goes on to the application's
-// handler too.
-func (c *Conn) intercept(m *message) bool {
-	switch {
-	case m.Method == MethodCancelRequest, m.Method == MethodLSPCancelRequest && c.opts.AcceptLSPCancel:
-		c.peerCancel(m)
-		return true
-	case c.isSessionCancel(m.Method):
-		c.cancelSession(m.SessionID)
-	}
-	return false
-}
-
-// tooLarge answers a message over the size limit, which was not kept.
+// tooLarge answers a message above the size limit, which was not kept.
+// The answer carries its ID, wherever in the message the ID was; if the
+// message answers one of our calls, that call fails instead, and an answer
+// is never answered.
 func (c *Conn) tooLarge(e *MessageTooLargeError) {
 	if c.opts.Hooks.Received != nil {
 		c.receivedTooLarge(e.Prefix, e.Size)
 	}
-	c.overLong(e)
+	msg := fmt.Sprintf("Invalid request: message of %d bytes exceeds the limit of %d", e.Size, c.opts.MaxMessageSize)
+	id, isResponse := e.envelope()
+	c.log.Warn("acprpc: over-long message from peer", "size", e.Size, "id", string(id), "response", isResponse)
+	if isResponse {
+		if id != nil {
+			c.failCall(id, &Error{Code: CodeInternalError, Message: "response too large: " + msg})
+		}
+		return
+	}
+	c.replyOwn("", errorFrame(id, &Error{Code: CodeInvalidRequest, Message: msg}))
 }
 
+// writeFailed closes the connection after a write failed or the writer
+// refused a message. A sender that was refused calls it too, though the
+// writer reports a failure on another goroutine: a handler told
+// ErrConnClosed then finds its own context ended with it, so the request is
+// known to be cut short by the close, not answered with an error.
 func (c *Conn) writeFailed(err error) {
-	c.shutdown(fmt.Errorf("%w: write failed: %w", ErrConnClosed, err))
+	c.closeNow(fmt.Errorf("%w: write failed: %w", ErrConnClosed, err))
 }
 
-// shutdown is the one way the connection closes, whatever the reason: every
+// closeNow is the one way the connection closes, whatever the reason: every
 // handler's context ends with ErrConnClosed, every pending call returns,
 // queued messages get a short chance to go out, then the transport closes.
 // It never waits on the peer for longer than closeFlushTimeout.
-func (c *Conn) shutdown(reason error) {
+func (c *Conn) closeNow(reason error) {
 	flush, stop := context.WithTimeout(context.Background(), closeFlushTimeout)
 	defer stop()
 	c.closeFlushing(reason, flush)
@@ -272,7 +282,7 @@ const closeFlushTimeout = 250 * time.Millisecond
 // interrupted (a blocking stdin), is left to end on its own. It is safe to
 // call more than once, from any goroutine, a handler's included.
 func (c *Conn) Close() error {
-	c.shutdown(ErrConnClosed)
+	c.closeNow(ErrConnClosed)
 	t := time.NewTimer(readerExitWait)
 	defer t.Stop()
 	// A notification handler may call Close itself (an "exit" notification),

@@ -75,12 +75,12 @@ func (c *Conn) cancellable(parent context.Context, k entityKey) (context.Context
 	}
 }
 
-// entityCancel handles tool_call/cancel and terminal/cancel on the read
+// onEntityCancel handles tool_call/cancel and terminal/cancel on the read
 // goroutine, ahead of every queue, as $/cancel_request is handled: a
 // registered entity is cancelled and the request answered at once. It
 // reports false for an entity that is not registered, which the handler
 // then serves.
-func (c *Conn) entityCancel(m *message) bool {
+func (c *Conn) onEntityCancel(m *message) bool {
 	field := "toolCallId"
 	if m.Method == MethodTerminalCancel {
 		field = "terminalId"

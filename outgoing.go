@@ -242,7 +242,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	c.watchTurn(pc, f)
 	if err := c.writer.sendNow(f); err != nil {
 		c.calls.take(id)
-		c.closedBy(err)
+		c.writeFailed(err)
 		return callErr(ErrConnClosed)
 	}
 	select {
@@ -359,7 +359,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 		return w.sendUpdate(f) // ordered with, and dropped after, the work's ending
 	}
 	if err := c.writer.send(f); err != nil {
-		c.closedBy(err)
+		c.writeFailed(err)
 		return &CallError{Method: method, Err: ErrConnClosed}
 	}
 	return nil
@@ -373,14 +373,6 @@ func (c *Conn) closedErr() error {
 		return err
 	}
 	return ErrConnClosed
-}
-
-// closedBy finishes closing the connection whose writer refused a message
-// (a failed write reports itself on another goroutine), so that a handler
-// told ErrConnClosed finds its own context ended with it too: the request is
-// then known to be cut short by the close, not answered with an error.
-func (c *Conn) closedBy(sendErr error) {
-	c.writeFailed(sendErr)
 }
 
 // CallOption adjusts one Call.

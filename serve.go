@@ -9,9 +9,10 @@ import (
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
-// serve starts a request's handler. It runs on the read goroutine and
-// registers the request before anything else is read.
-func (c *Conn) serve(m *message) {
+// serve registers a request in the tracker and starts its handler, with
+// what ACP's rules need of its entry. It runs on the read goroutine, before
+// anything else is read.
+func (c *Conn) serve(m *message, needs acpNeeds) {
 	if strings.HasPrefix(m.Method, "$/") || c.handler == nil {
 		c.refuse(m, MethodNotFound(m.Method))
 		return
@@ -27,6 +28,7 @@ func (c *Conn) serve(m *message) {
 		return
 	}
 	r := c.newInRequest(m)
+	r.closing = needs.closing
 	if !c.incoming.add(r) {
 		r.cancel(errRequestDone)
 		if c.incoming.isDraining() { // Shutdown: no new work, answered as cancelled
@@ -41,9 +43,11 @@ func (c *Conn) serve(m *message) {
 		c.replyOwn(m.Method, f)
 		return
 	}
-	c.registered(r)
+	if needs.joinsWork {
+		r.work = c.foreground.forPrompt(c, r.req.SessionID)
+	}
 	r.armDeadline(c.opts.HandlerTimeout)
-	c.workers.start(r)
+	c.pool.start(r)
 }
 
 // refuse answers a request the connection does not run, with an error of
@@ -103,7 +107,7 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 	if r.answered.Load() {
 		return // answered for the handler when its grace period ran out
 	}
-	c.holdAnswer(r)
+	c.acpHoldAnswer(r)
 	if err == nil {
 		f, encErr := resultFrame(r.rawID, result)
 		if encErr == nil {
@@ -116,7 +120,7 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 		c.answer(r, c.cancelledFrame(r))
 		return
 	}
-	c.answer(r, errorFrame(r.rawID, c.answerError(r, answerFor(err))))
+	c.answer(r, errorFrame(r.rawID, c.errorForVersion(r, answerFor(err))))
 }
 
 // answerCancelled answers a cancelled request whose handler has not
@@ -154,7 +158,7 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	c.incoming.remove(r) // before sending: the peer may reuse the ID once it reads the answer
 	r.cancel(errRequestDone)
 	f.info.method, f.info.ctx = r.req.Method, r.handlerCtx
-	c.answering(r, f)
+	c.acpBeforeAnswer(r, f)
 	c.reply(f)
 	c.incoming.queued()
 }
@@ -176,21 +180,4 @@ func (c *Conn) reply(f *frame) {
 func (c *Conn) badMessage(e *wire.Problem) {
 	c.log.Warn("acprpc: bad message from peer", "code", e.Code, "error", e.Msg)
 	c.replyOwn("", errorFrame(e.ID, &Error{Code: e.Code, Message: e.Msg}))
-}
-
-// overLong answers a message above the size limit, which was not kept.
-// The answer carries its ID, wherever in the message the ID was; if the
-// message answers one of our calls, that call fails instead, and an answer
-// is never answered.
-func (c *Conn) overLong(e *MessageTooLargeError) {
-	msg := fmt.Sprintf("Invalid request: message of %d bytes exceeds the limit of %d", e.Size, c.opts.MaxMessageSize)
-	id, isResponse := e.envelope()
-	c.log.Warn("acprpc: over-long message from peer", "size", e.Size, "id", string(id), "response", isResponse)
-	if isResponse {
-		if id != nil {
-			c.failCall(id, &Error{Code: CodeInternalError, Message: "response too large: " + msg})
-		}
-		return
-	}
-	c.replyOwn("", errorFrame(id, &Error{Code: CodeInvalidRequest, Message: msg}))
 }

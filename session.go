@@ -11,10 +11,10 @@ func (c *Conn) isSessionCancel(method string) bool {
 	return slices.Contains(c.opts.SessionCancelMethods, method)
 }
 
-// cancelSession cancels every incoming request in flight whose params name
+// onSessionCancel cancels every incoming request in flight whose params name
 // the session. It runs on the read goroutine for the peer's session/cancel,
 // ahead of every queue.
-func (c *Conn) cancelSession(sessionID string) int {
+func (c *Conn) onSessionCancel(sessionID string) int {
 	if sessionID == "" {
 		return 0
 	}

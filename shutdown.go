@@ -63,7 +63,7 @@ func (c *Conn) beginShutdown() {
 	for _, r := range c.incoming.drain() {
 		r.cancelWith(ErrShutdown)
 	}
-	for _, w := range c.works.inProgress() {
+	for _, w := range c.foreground.inProgress() {
 		w.cancelWith(ErrShutdown)
 	}
 	// Last: a handler whose call is cut short finds its own request
@@ -93,7 +93,7 @@ func (c *Conn) awaitQuiet(ctx context.Context) error {
 	}
 	// Work can be begun while the rest winds down (BeginWork); it is
 	// cancelled as soon as it is seen.
-	for works := c.works.inProgress(); len(works) > 0; works = c.works.inProgress() {
+	for works := c.foreground.inProgress(); len(works) > 0; works = c.foreground.inProgress() {
 		for _, w := range works {
 			w.cancelWith(ErrShutdown)
 			if err := wait(w.done); err != nil {

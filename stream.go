@@ -149,7 +149,7 @@ func (s *Stream) readLine() (line []byte, tooLarge *MessageTooLargeError, err er
 	}
 	line = trimLineEnd(chunk)
 	if len(line) > s.limit {
-		return nil, tooLargeOf(line, s.limit), err
+		return nil, newMessageTooLarge(line, s.limit), err
 	}
 	return bytes.Clone(line), nil, err
 }

@@ -74,10 +74,10 @@ func (e *MessageTooLargeError) envelope() (id []byte, isResponse bool) {
 	return id, isResponse
 }
 
-// tooLargeOf is the error for a message over limit that is at hand whole:
+// newMessageTooLarge is the error for a message over limit that is at hand whole:
 // one a transport handed over without a limit of its own, or a line that
 // fit in the Stream's read buffer.
-func tooLargeOf(msg []byte, limit int) *MessageTooLargeError {
+func newMessageTooLarge(msg []byte, limit int) *MessageTooLargeError {
 	e := &MessageTooLargeError{Limit: limit}
 	_, _ = e.Write(msg)
 	return e

@@ -139,7 +139,7 @@ func (w *Work) idleFrame(stopReason string) *frame {
 // the table lets go of it.
 func (w *Work) endLocked(f *frame) error {
 	w.ended.Store(true)
-	w.conn.works.remove(w)
+	w.conn.foreground.remove(w)
 	if w.grace != nil {
 		w.grace.Stop()
 	}
@@ -285,7 +285,7 @@ type inRequestKey struct{}
 // new one: for work the agent starts on its own, which ACP v2 allows. The
 // work counts as started.
 func (c *Conn) BeginWork(sessionID string) *Work {
-	w := c.works.current(c, sessionID)
+	w := c.foreground.current(c, sessionID)
 	w.start()
 	return w
 }
@@ -321,7 +321,7 @@ func (r *inRequest) currentWork() *Work {
 	if w != nil && !w.ended.Load() {
 		return w
 	}
-	w = r.conn.works.current(r.conn, r.req.SessionID)
+	w = r.conn.foreground.current(r.conn, r.req.SessionID)
 	if errors.Is(cause, ErrSessionCancelled) {
 		w.cancelWith(cause)
 	}
@@ -421,7 +421,7 @@ func notEnded(out, works []*Work) []*Work {
 // cancelWork cancels the session's foreground work, for the peer's
 // session/cancel or session/close; it runs on the read goroutine.
 func (c *Conn) cancelWork(sessionID string) {
-	for _, w := range c.works.unended(sessionID) {
+	for _, w := range c.foreground.unended(sessionID) {
 		w.cancelWith(ErrSessionCancelled)
 	}
 }

@@ -28,10 +28,10 @@ func TestIdleWorkerEnds(t *testing.T) {
 
 	for round := range 2 {
 		require.NoError(t, client.Call(ctx, "echo", map[string]int{"round": round}, nil))
-		for agent.workers.waiting.Load() != 0 { // the worker is waiting, then gives up
+		for agent.pool.waiting.Load() != 0 { // the worker is waiting, then gives up
 			require.NoError(t, ctx.Err(), "round %d: the idle worker never ended", round)
 			runtime.Gosched()
 		}
 	}
-	assert.Equal(t, int32(0), agent.workers.waiting.Load())
+	assert.Equal(t, int32(0), agent.pool.waiting.Load())
 }

@@ -2,7 +2,6 @@ package acprpc
 
 import (
 	"context"
-	"errors"
 	"sync"
 )
 
@@ -40,9 +39,6 @@ type writer struct {
 // maxTryWrite is the largest message a sender writes itself: a larger one
 // seldom fits what the peer has room for at once.
 const maxTryWrite = 32 << 10
-
-// errWriterClosed is the writer's reason once it has stopped.
-var errWriterClosed = errors.New("acprpc: connection closed")
 
 func newWriter(t Transport, limit int, failed func(error)) *writer {
 	w := &writer{
@@ -239,7 +235,7 @@ func (w *writer) dropQueue() {
 // held and the write side is free.
 func (w *writer) finish() {
 	if w.err == nil {
-		w.err = errWriterClosed
+		w.err = ErrConnClosed
 	}
 	w.dropQueue()
 	if !w.stopped {
@@ -269,7 +265,7 @@ func (w *writer) drain(ctx context.Context) {
 func (w *writer) stop() {
 	w.mu.Lock()
 	if w.err == nil {
-		w.err = errWriterClosed
+		w.err = ErrConnClosed
 	}
 	w.dropQueue()
 	if !w.busy {
