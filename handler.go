@@ -61,14 +61,18 @@ func MethodNotFound(method string) *Error {
 	return &Error{Code: CodeMethodNotFound, Message: "Method not found: " + method}
 }
 
-// Context accessors. The values are carried without extra allocations: a
-// request's context is its in-flight entry.
+// The keys of the values the library's contexts carry. The values cost no
+// allocations: a request's context is its in-flight entry, a
+// notification's and a work's are their own structs, and each answers its
+// keys in its Value method.
 type contextKey int
 
 const (
-	requestKey contextKey = iota
-	connKey
-	noteKey
+	requestKey   contextKey = iota // the *Request
+	connKey                        // the *Conn
+	noteKey                        // a notification's *noteContext
+	inRequestKey                   // a request's *inRequest
+	workKey                        // a v2 foreground work's *Work
 )
 
 // RequestFromContext returns the request a handler's context belongs to.

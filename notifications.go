@@ -16,16 +16,16 @@ type notifier struct {
 	limit     int // queued notifications before the reader waits; set before the connection starts
 	byteLimit int // queued bytes before the reader waits; likewise
 
-	mu      sync.Mutex    // protects the fields below
-	room    chan struct{} // closed when the queue shrinks, or may grow, if the reader waits
+	mu      sync.Mutex // protects the fields below
+	room    signal     // fired when the queue shrinks, or may grow
 	queue   []message
 	bytes   int // the sizes of the queued messages
 	callers int // Calls made by the notification handler, with its context, not yet returned
 	queued  uint64
 	handled uint64
-	changed chan struct{} // closed when handled grows and someone waits
-	running bool          // the goroutine runs handlers
-	ended   bool          // stopped and done closed
+	changed signal // fired when handled grows
+	running bool   // the goroutine runs handlers
+	ended   bool   // stopped and done closed
 
 	handle  func(message) // set before the connection starts
 	runFn   func()        // n.run, made once: starting the goroutine allocates nothing
@@ -53,10 +53,7 @@ const overflow = 4
 func (n *notifier) push(m message) {
 	n.mu.Lock()
 	for n.full(m.Size) {
-		if n.room == nil {
-			n.room = make(chan struct{})
-		}
-		room := n.room
+		room := n.room.wait()
 		n.mu.Unlock()
 		select {
 		case <-room:
@@ -97,7 +94,7 @@ func (n *notifier) full(size int) bool {
 func (n *notifier) callStarted() {
 	n.mu.Lock()
 	n.callers++
-	n.openRoom()
+	n.room.fire()
 	n.mu.Unlock()
 }
 
@@ -105,14 +102,6 @@ func (n *notifier) callEnded() {
 	n.mu.Lock()
 	n.callers--
 	n.mu.Unlock()
-}
-
-// openRoom wakes the reader if it waits for room; n.mu is held.
-func (n *notifier) openRoom() {
-	if n.room != nil {
-		close(n.room)
-		n.room = nil
-	}
 }
 
 // barrier is the count a response read now must wait for: every
@@ -133,10 +122,7 @@ func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) bool {
 			n.mu.Unlock()
 			return true
 		}
-		if n.changed == nil {
-			n.changed = make(chan struct{})
-		}
-		changed := n.changed
+		changed := n.changed.wait()
 		n.mu.Unlock()
 		select {
 		case <-changed:
@@ -167,10 +153,7 @@ func (n *notifier) run() {
 		n.handle(m)
 		n.mu.Lock()
 		n.handled++
-		if n.changed != nil {
-			close(n.changed)
-			n.changed = nil
-		}
+		n.changed.fire()
 		n.mu.Unlock()
 	}
 }
@@ -195,7 +178,7 @@ func (n *notifier) next() (message, bool) {
 	n.queue[0] = message{}
 	n.queue = n.queue[1:]
 	n.bytes -= m.Size
-	n.openRoom()
+	n.room.fire()
 	return m, true
 }
 

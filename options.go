@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"time"
+
+	"github.com/acpkit/acprpc/internal/defaults"
 )
 
 // DefaultCancelGrace is how long a cancelled request's handler may take to
@@ -190,12 +192,12 @@ func (o *Options) settled() Options {
 	if s.MaxMessageSize <= 0 {
 		s.MaxMessageSize = DefaultMaxMessageSize
 	}
-	s.MaxInFlight = orDefault(s.MaxInFlight, DefaultMaxInFlight)
-	s.MaxOutgoing = orDefault(s.MaxOutgoing, DefaultMaxOutgoing)
-	s.MaxQueuedNotifications = orDefault(s.MaxQueuedNotifications, DefaultMaxQueuedNotifications)
-	s.MaxQueuedWrite = orDefault(s.MaxQueuedWrite, DefaultMaxQueuedWrite)
-	s.MaxInFlightBytes = max(orDefault(s.MaxInFlightBytes, DefaultMaxInFlightBytes), s.MaxMessageSize)
-	s.MaxQueuedNotificationBytes = max(orDefault(s.MaxQueuedNotificationBytes, DefaultMaxQueuedNotificationBytes), s.MaxMessageSize)
+	s.MaxInFlight = defaults.Positive(s.MaxInFlight, DefaultMaxInFlight)
+	s.MaxOutgoing = defaults.Positive(s.MaxOutgoing, DefaultMaxOutgoing)
+	s.MaxQueuedNotifications = defaults.Positive(s.MaxQueuedNotifications, DefaultMaxQueuedNotifications)
+	s.MaxQueuedWrite = defaults.Positive(s.MaxQueuedWrite, DefaultMaxQueuedWrite)
+	s.MaxInFlightBytes = max(defaults.Positive(s.MaxInFlightBytes, DefaultMaxInFlightBytes), s.MaxMessageSize)
+	s.MaxQueuedNotificationBytes = max(defaults.Positive(s.MaxQueuedNotificationBytes, DefaultMaxQueuedNotificationBytes), s.MaxMessageSize)
 	if s.CancelMarkers == nil {
 		s.CancelMarkers = ACPCancelMarkers(ProtocolV1)
 	}
@@ -203,11 +205,4 @@ func (o *Options) settled() Options {
 		s.SessionCancelMethods = []string{MethodSessionCancel, MethodSessionClose}
 	}
 	return s
-}
-
-func orDefault(n, def int) int {
-	if n <= 0 {
-		return def
-	}
-	return n
 }

@@ -45,9 +45,9 @@ type callTable struct {
 	last     int64
 	m        map[int64]*pendingCall
 	closed   bool
-	draining bool          // Shutdown has begun: no call is registered any more
-	callers  int           // Calls that have registered and not returned
-	idle     chan struct{} // closed when callers drops to 0, if someone waits
+	draining bool   // Shutdown has begun: no call is registered any more
+	callers  int    // Calls that have registered and not returned
+	idle     signal // fired when callers drops to 0
 }
 
 // register adds a call, or says why it cannot: the connection closed, or
@@ -79,9 +79,8 @@ func (t *callTable) leave() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.callers--
-	if t.callers == 0 && t.idle != nil {
-		close(t.idle)
-		t.idle = nil
+	if t.callers == 0 {
+		t.idle.fire()
 	}
 }
 
@@ -95,10 +94,7 @@ func (t *callTable) drain() <-chan struct{} {
 	if t.callers == 0 {
 		return closedChan
 	}
-	if t.idle == nil {
-		t.idle = make(chan struct{})
-	}
-	return t.idle
+	return t.idle.wait()
 }
 
 // take removes and returns the call with the given ID, or nil.

@@ -3,7 +3,6 @@ package acprpc
 import (
 	"context"
 	"slices"
-	"time"
 )
 
 // isSessionCancel reports whether a notification ends its session's work.
@@ -18,7 +17,7 @@ func (c *Conn) onSessionCancel(sessionID string) int {
 	if sessionID == "" {
 		return 0
 	}
-	hit := c.incoming.matching(func(r *inRequest) bool { return r.req.SessionID == sessionID })
+	hit := c.incoming.inSession(sessionID)
 	for _, r := range hit {
 		r.cancelWith(ErrSessionCancelled)
 	}
@@ -49,7 +48,7 @@ func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 	if sessionID == "" || !c.protocol().clientPreempts {
 		return err // v2: every request is left to the agent's $/cancel_request
 	}
-	inSession := c.incoming.matching(func(r *inRequest) bool { return r.req.SessionID == sessionID })
+	inSession := c.incoming.inSession(sessionID)
 	var later []*inRequest
 	for _, r := range inSession {
 		if r.req.Method == MethodRequestPermission {
@@ -58,8 +57,8 @@ func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 			later = append(later, r)
 		}
 	}
-	if len(later) > 0 && c.opts.CancelGrace > 0 {
-		time.AfterFunc(c.opts.CancelGrace, func() {
+	if len(later) > 0 {
+		c.afterGrace(func() {
 			for _, r := range later {
 				r.cancelWith(ErrSessionCancelled) // a no-op for one the agent cancelled or that was answered
 			}

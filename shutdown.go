@@ -120,8 +120,8 @@ func (c *Conn) closedBeforeQuiet() error {
 type intake struct {
 	mu     sync.Mutex // protects the fields below
 	closed bool
-	active bool          // a message is being taken in
-	idle   chan struct{} // closed when active ends, if Shutdown waits
+	active bool   // a message is being taken in
+	idle   signal // fired when active ends
 }
 
 // enter reports whether the read loop may take a message in.
@@ -139,10 +139,7 @@ func (g *intake) leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.active = false
-	if g.idle != nil {
-		close(g.idle)
-		g.idle = nil
-	}
+	g.idle.fire()
 }
 
 // close takes no more messages in and returns a channel closed once the
@@ -154,8 +151,5 @@ func (g *intake) close() <-chan struct{} {
 	if !g.active {
 		return closedChan
 	}
-	if g.idle == nil {
-		g.idle = make(chan struct{})
-	}
-	return g.idle
+	return g.idle.wait()
 }

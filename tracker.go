@@ -44,7 +44,7 @@ func (c *Conn) newInRequest(m *message) *inRequest {
 	r := &inRequest{conn: c, rawID: m.ID, key: keyOf(m.ID), size: m.Size}
 	r.req = Request{ID: ID{raw: string(m.ID)}, Method: m.Method, Params: m.Params, SessionID: m.SessionID}
 	r.Context, r.cancel = context.WithCancelCause(c.base)
-	r.handlerCtx = c.handlerContext(r, &r.req, inRequestKey{})
+	r.handlerCtx = c.handlerContext(r, &r.req, inRequestKey)
 	return r
 }
 
@@ -54,7 +54,7 @@ func (r *inRequest) Value(key any) any {
 		return &r.req
 	case connKey:
 		return r.conn
-	case inRequestKey{}:
+	case inRequestKey:
 		return r
 	}
 	return r.Context.Value(key)
@@ -82,12 +82,21 @@ func (r *inRequest) cancelWith(cause error) bool {
 		return false
 	}
 	r.cause = cause
-	if grace := r.conn.opts.CancelGrace; grace > 0 && r.conn.Err() == nil {
-		r.grace = time.AfterFunc(grace, func() { r.conn.answerCancelled(r) })
-	}
+	r.grace = r.conn.afterGrace(func() { r.conn.answerCancelled(r) })
 	r.mu.Unlock()
 	r.cancel(cause)
 	return true
+}
+
+// afterGrace runs f once Options.CancelGrace has passed since a cancel, and
+// returns its timer: the grace period of a request or a work. It returns nil
+// when there is none (a negative CancelGrace waits for the application) or
+// the connection has closed, which ends everything at once.
+func (c *Conn) afterGrace(f func()) *time.Timer {
+	if c.opts.CancelGrace <= 0 || c.Err() != nil {
+		return nil
+	}
+	return time.AfterFunc(c.opts.CancelGrace, f)
 }
 
 // cancelledBy returns why the request was cancelled, or nil if it was not.
@@ -121,9 +130,9 @@ func (r *inRequest) stopTimers() {
 type incomingTable struct {
 	mu       sync.Mutex // protects the fields below
 	m        map[wire.Key]*inRequest
-	draining bool          // Shutdown has begun: no request is added any more
-	open     int           // requests added whose answer is not queued yet
-	empty    chan struct{} // closed when open drops to 0, if someone waits
+	draining bool   // Shutdown has begun: no request is added any more
+	open     int    // requests added whose answer is not queued yet
+	empty    signal // fired when open drops to 0
 
 	// held is the bytes of the messages that running handlers hold. Only
 	// the read goroutine adds to it, so its check and its add need no lock.
@@ -171,9 +180,8 @@ func (t *incomingTable) queued() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.open--
-	if t.open == 0 && t.empty != nil {
-		close(t.empty)
-		t.empty = nil
+	if t.open == 0 {
+		t.empty.fire()
 	}
 }
 
@@ -183,7 +191,7 @@ func (t *incomingTable) drain() []*inRequest {
 	t.mu.Lock()
 	t.draining = true
 	t.mu.Unlock()
-	return t.matching(func(*inRequest) bool { return true })
+	return t.all()
 }
 
 func (t *incomingTable) isDraining() bool {
@@ -200,18 +208,8 @@ func (t *incomingTable) emptied() <-chan struct{} {
 	if t.open == 0 {
 		return closedChan
 	}
-	if t.empty == nil {
-		t.empty = make(chan struct{})
-	}
-	return t.empty
+	return t.empty.wait()
 }
-
-// closedChan is a channel that is always ready.
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
 
 // matching returns the requests in flight for which keep is true. The
 // table's lock is released before the caller acts on them.
@@ -227,10 +225,20 @@ func (t *incomingTable) matching(keep func(*inRequest) bool) []*inRequest {
 	return out
 }
 
+// all returns every request in flight.
+func (t *incomingTable) all() []*inRequest {
+	return t.matching(func(*inRequest) bool { return true })
+}
+
+// inSession returns the requests in flight whose params name the session.
+func (t *incomingTable) inSession(sessionID string) []*inRequest {
+	return t.matching(func(r *inRequest) bool { return r.req.SessionID == sessionID })
+}
+
 // stopAllTimers disarms every request's timers: the connection is closing,
 // and its handlers' answers are dropped.
 func (t *incomingTable) stopAllTimers() {
-	for _, r := range t.matching(func(*inRequest) bool { return true }) {
+	for _, r := range t.all() {
 		r.stopTimers()
 	}
 }

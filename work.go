@@ -64,11 +64,9 @@ type workContext struct {
 	w *Work
 }
 
-type workKey struct{}
-
 func (wc *workContext) Value(key any) any {
 	switch key {
-	case workKey{}:
+	case workKey:
 		return wc.w
 	case connKey:
 		return wc.w.conn
@@ -194,9 +192,7 @@ func (w *Work) cancelWith(cause error) {
 	}
 	w.cause = cause
 	w.cancelled.Store(true)
-	if grace := w.conn.opts.CancelGrace; grace > 0 && w.conn.Err() == nil {
-		w.grace = time.AfterFunc(grace, w.endForApplication)
-	}
+	w.grace = w.conn.afterGrace(w.endForApplication)
 	w.mu.Unlock()
 	w.cancel(cause)
 }
@@ -268,18 +264,14 @@ func idleStopReason(msg []byte) (string, bool) {
 // prompt always finds it. A prompt that was held until earlier work ended
 // gets the session's next work. It reports false for any other context.
 func WorkFromContext(ctx context.Context) (*Work, bool) {
-	if w, ok := ctx.Value(workKey{}).(*Work); ok {
+	if w, ok := ctx.Value(workKey).(*Work); ok {
 		return w, true
 	}
-	if in, ok := ctx.Value(inRequestKey{}).(*inRequest); ok && in.req.Method == MethodSessionPrompt && in.conn.protocol().foreground {
+	if in, ok := ctx.Value(inRequestKey).(*inRequest); ok && in.req.Method == MethodSessionPrompt && in.conn.protocol().foreground {
 		return in.currentWork(), true
 	}
 	return nil, false
 }
-
-// inRequestKey finds a request's in-flight entry from its context or one
-// derived from it.
-type inRequestKey struct{}
 
 // BeginWork returns the session's foreground work in progress, or starts a
 // new one: for work the agent starts on its own, which ACP v2 allows. The
@@ -296,7 +288,7 @@ func (c *Conn) workOf(ctx context.Context, method string) *Work {
 	if method != MethodSessionUpdate || !c.protocol().foreground {
 		return nil
 	}
-	w, _ := ctx.Value(workKey{}).(*Work)
+	w, _ := ctx.Value(workKey).(*Work)
 	if w == nil || w.conn != c {
 		return nil
 	}

@@ -23,9 +23,9 @@ type writer struct {
 	sent      func(context.Context, *Message)          // Hooks.Sent, or nil
 	runQueue  func()                                   // w.run, made once: starting the goroutine allocates nothing
 
-	mu        sync.Mutex    // protects the fields below
-	queued    int           // bytes of answers queued and not yet written
-	room      chan struct{} // closed when queued drops, if the reader waits
+	mu        sync.Mutex // protects the fields below
+	queued    int        // bytes of answers queued and not yet written
+	room      signal     // fired when queued drops
 	queue     []*frame
 	spare     []*frame
 	busy      bool // a sender or the writer goroutine holds the write side
@@ -169,17 +169,9 @@ func (w *writer) write(batch []*frame) error {
 	w.mu.Lock()
 	w.spare = batch[:0]
 	w.queued -= written
-	w.openRoom()
+	w.room.fire()
 	w.mu.Unlock()
 	return err
-}
-
-// openRoom wakes a reader waiting for room; w.mu is held.
-func (w *writer) openRoom() {
-	if w.room != nil {
-		close(w.room)
-		w.room = nil
-	}
 }
 
 // waitRoom holds the reader while more than the limit of answers waits to
@@ -192,10 +184,7 @@ func (w *writer) openRoom() {
 func (w *writer) waitRoom() {
 	w.mu.Lock()
 	for w.limit > 0 && w.queued > w.limit && w.err == nil {
-		if w.room == nil {
-			w.room = make(chan struct{})
-		}
-		room := w.room
+		room := w.room.wait()
 		w.mu.Unlock()
 		<-room
 		w.mu.Lock()
@@ -228,7 +217,7 @@ func (w *writer) dropQueue() {
 	}
 	w.queue = w.queue[:0]
 	w.queued = 0
-	w.openRoom()
+	w.room.fire()
 }
 
 // finish stops the writer for good once no write is in progress; w.mu is

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/defaults"
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
@@ -84,7 +85,7 @@ func dialHTTP(u string, o DialOptions) (acprpc.Transport, error) {
 		sessions: make(map[string]*clientStream),
 		answerTo: make(map[wire.Key]string),
 		calls:    make(map[wire.Key]struct{}),
-		maxSess:  orDefault(o.MaxSessions, DefaultMaxSessions),
+		maxSess:  defaults.Positive(o.MaxSessions, DefaultMaxSessions),
 	}
 	max := o.MaxMessageSize
 	if max <= 0 {

@@ -198,9 +198,8 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Bad Request: missing "+HeaderConnectionID, http.StatusBadRequest)
 		return
 	}
-	h := s.lookup(id)
+	h := s.lookupOr404(w, id)
 	if h == nil {
-		http.Error(w, "Not Found: unknown "+HeaderConnectionID, http.StatusNotFound)
 		return
 	}
 	session := r.Header.Get(HeaderSessionID)
@@ -271,11 +270,20 @@ func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *h
 
 // serveDelete ends a connection at the client's request.
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
-	h := s.lookup(r.Header.Get(HeaderConnectionID))
+	h := s.lookupOr404(w, r.Header.Get(HeaderConnectionID))
 	if h == nil {
-		http.Error(w, "Not Found: unknown "+HeaderConnectionID, http.StatusNotFound)
 		return
 	}
 	h.Close()
 	w.WriteHeader(http.StatusAccepted)
+}
+
+// lookupOr404 returns the connection id names, or answers 404 and returns
+// nil when there is none.
+func (s *Server) lookupOr404(w http.ResponseWriter, id string) *httpConn {
+	h := s.lookup(id)
+	if h == nil {
+		http.Error(w, "Not Found: unknown "+HeaderConnectionID, http.StatusNotFound)
+	}
+	return h
 }

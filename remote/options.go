@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/defaults"
 )
 
 // Defaults of Options; each can be changed there.
@@ -142,25 +143,18 @@ func (o *Options) settled() Options {
 	if s.Path == "" {
 		s.Path = DefaultPath
 	}
-	s.MaxConnections = orDefault(s.MaxConnections, DefaultMaxConnections)
-	s.MaxMessageSize = orDefault(s.MaxMessageSize, acprpc.DefaultMaxMessageSize)
-	s.MaxQueuedBytes = orDefault(s.MaxQueuedBytes, DefaultMaxQueuedBytes)
-	s.MaxSessions = orDefault(s.MaxSessions, DefaultMaxSessions)
-	s.MaxPendingPosts = orDefault(s.MaxPendingPosts, DefaultMaxPendingPosts)
-	s.MaxPendingBytes = max(orDefault(s.MaxPendingBytes, DefaultMaxPendingBytes), s.MaxMessageSize)
+	s.MaxConnections = defaults.Positive(s.MaxConnections, DefaultMaxConnections)
+	s.MaxMessageSize = defaults.Positive(s.MaxMessageSize, acprpc.DefaultMaxMessageSize)
+	s.MaxQueuedBytes = defaults.Positive(s.MaxQueuedBytes, DefaultMaxQueuedBytes)
+	s.MaxSessions = defaults.Positive(s.MaxSessions, DefaultMaxSessions)
+	s.MaxPendingPosts = defaults.Positive(s.MaxPendingPosts, DefaultMaxPendingPosts)
+	s.MaxPendingBytes = max(defaults.Positive(s.MaxPendingBytes, DefaultMaxPendingBytes), s.MaxMessageSize)
 	s.BodyTimeout = durationOrDefault(s.BodyTimeout, DefaultBodyTimeout)
 	s.IdleTimeout = durationOrDefault(s.IdleTimeout, DefaultIdleTimeout)
 	s.WriteTimeout = durationOrDefault(s.WriteTimeout, DefaultWriteTimeout)
 	s.ReadHeaderTimeout = durationOrDefault(s.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	s.KeepAlive = durationOrDefault(s.KeepAlive, DefaultKeepAlive)
 	return s
-}
-
-func orDefault(n, def int) int {
-	if n <= 0 {
-		return def
-	}
-	return n
 }
 
 // durationOrDefault maps zero to def and a negative duration to 0, which
