@@ -18,12 +18,10 @@ import (
 // calls. Every incoming request is answered exactly once; see the package
 // documentation for the rules.
 //
-// Its tables each have their own lock, and no two of them are ever held
-// together: a function that needs two takes one, lets it go, then takes the
-// other. Two nestings remain: an incoming request's own mu, which may be
-// taken while no table lock is held, and never the other way round; and a
-// Work's mu, under which an ending work takes the work table's lock to
-// leave it, the table never taking a work's mu under its own.
+// Each of its tables has its own lock. The one nesting is a Work's mu over
+// the work table's and the writer's locks, which orders a work's ending
+// after its updates; no other lock is taken under another, and no
+// application code runs under any (docs/design.md, "Locks").
 type Conn struct {
 	opts      Options
 	log       *slog.Logger  // logs through logs, so SetLogger can change it
@@ -293,7 +291,7 @@ func (c *Conn) Close() error {
 		c.log.Debug("acprpc: a notification handler is still running; it ends on its own")
 		return nil
 	}
-	if s, ok := c.transport.(*Stream); ok && !s.interruptible() {
+	if t, ok := c.transport.(interruptor); ok && !t.interruptible() {
 		return nil // the read and write in progress end on their own; no one can cut them short
 	}
 	for _, done := range []chan struct{}{c.readDone, c.writer.done} {

@@ -68,7 +68,9 @@ func (t *callTable) register(method string) (int64, *pendingCall, error) {
 		t.m = make(map[int64]*pendingCall)
 	}
 	t.last++
-	pc := &pendingCall{done: make(chan struct{}), method: method}
+	// Every field the read goroutine reads is set before the call is in the
+	// table, where an answer can find it.
+	pc := &pendingCall{done: make(chan struct{}), method: method, learnsVersion: method == MethodInitialize}
 	t.m[t.last] = pc
 	t.callers++
 	return t.last, pc, nil
@@ -225,7 +227,6 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		return &CallError{Method: method, Err: err}
 	}
 	defer c.calls.leave()
-	pc.learnsVersion = method == MethodInitialize
 	var idBuf [20]byte
 	rawID := strconv.AppendInt(idBuf[:0], id, 10)
 	callErr := func(err error) error { return &CallError{Method: method, ID: ID{raw: string(rawID)}, Err: err} }

@@ -47,6 +47,11 @@ type trySender interface {
 	trySend(msg []byte) (unflushed bool, err error)
 }
 
+// interruptor is a transport that can tell whether its Close ends a Recv or
+// Send in progress. One that cannot (a Stream over a blocking file) is not
+// waited for when the Conn closes; a transport without the method is.
+type interruptor interface{ interruptible() bool }
+
 // threadHolder is a transport that can tell whether its next Recv would
 // wait in a system call holding its thread.
 type threadHolder interface{ recvHoldsThread() bool }

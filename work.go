@@ -48,13 +48,17 @@ type Work struct {
 	sessionID string
 	done      chan struct{} // closed when the work ends
 
-	mu      sync.Mutex // protects the fields below, and orders the work's updates
-	cause   error      // the first cancellation cause
+	// mu protects the fields below and orders the work's updates: each is
+	// queued (writer.send, which only queues and never runs the Sent hook)
+	// under it, and the ending too, after them. It is taken before the work
+	// table's lock and the writer's, never after.
+	mu      sync.Mutex
+	cause   error // the first cancellation cause
 	started bool
 	prompts int // prompts that joined the work and are not answered yet
 	grace   *time.Timer
 	// ended and cancelled are written under mu, and read without it by the
-	// table, whose lock is never held together with mu.
+	// table, which never takes mu.
 	ended, cancelled atomic.Bool
 }
 
@@ -157,15 +161,18 @@ func (w *Work) endLocked(f *frame) error {
 // without an idle state_update, because it had not started, gets it now.
 func (w *Work) start() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.started {
+		w.mu.Unlock()
 		return
 	}
 	w.started = true
+	var err error
 	if w.ended.Load() && w.cause != nil {
-		if f := w.idleFrame(StopReasonCancelled); w.conn.writer.send(f) != nil {
-			w.conn.log.Debug("acprpc: idle state_update not sent", "session", w.sessionID)
-		}
+		err = w.conn.writer.send(w.idleFrame(StopReasonCancelled))
+	}
+	w.mu.Unlock()
+	if err != nil { // logged without the lock: the handler is the application's
+		w.conn.log.Debug("acprpc: idle state_update not sent", "session", w.sessionID)
 	}
 }
 
@@ -201,17 +208,21 @@ func (w *Work) cancelWith(cause error) {
 // it within the grace period: with the idle state_update if it started.
 func (w *Work) endForApplication() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.ended.Load() || w.conn.Err() != nil {
+		w.mu.Unlock()
 		return
 	}
 	var f *frame
-	if w.started {
+	sendsIdle := w.started
+	if sendsIdle {
 		f = w.idleFrame(StopReasonCancelled)
+	}
+	_ = w.endLocked(f)
+	w.mu.Unlock()
+	if sendsIdle { // logged without the lock: the handler is the application's
 		w.conn.log.Warn("acprpc: the foreground work did not end within its grace period; its idle state_update is sent for it",
 			"session", w.sessionID)
 	}
-	_ = w.endLocked(f)
 }
 
 // wait returns once the work has ended or the connection has closed.
@@ -326,11 +337,8 @@ func (r *inRequest) currentWork() *Work {
 // workTable holds each session's foreground works that have not ended:
 // the one in progress, and the cancelled ones still winding down, oldest
 // first. A work leaves it as it ends, so what it holds is bounded by the
-// works running, never by the sessions a connection has seen.
-//
-// A work's mu may be held while the table's lock is taken (an ending work
-// removes itself); the table never takes a work's mu while it holds its
-// own lock.
+// works running, never by the sessions a connection has seen. Its lock
+// comes after a Work's mu (an ending work removes itself), never before.
 type workTable struct {
 	mu sync.Mutex // protects m
 	m  map[string][]*Work
