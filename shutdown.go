@@ -7,35 +7,19 @@ import (
 	"sync"
 )
 
-// Shutdown closes the connection gracefully, as ACP asks of an
-// implementation that cancels internally (the user closed the editor, the
-// agent was told to stop): every request is answered as if the peer had
-// cancelled it. In the spirit of http.Server.Shutdown, it
+// Shutdown closes the connection gracefully, as ACP asks of a side that
+// cancels internally (the user closed the editor, the agent was told to
+// stop): it stops taking requests (each one read from now on is answered
+// as cancelled), cancels every request in flight and every v2 work with
+// ErrShutdown, sends $/cancel_request for this side's own calls (a Call made
+// from now on fails with ErrShutdown), and once every request is answered,
+// every work has ended and every Call has returned, flushes and closes.
+// Notifications go on both ways until then.
 //
-//   - stops taking requests: each one read from now on is answered at once
-//     with its method's cancellation marker, or -32800, and never reaches
-//     the handler;
-//   - cancels every request in flight and, on an ACP v2 connection, every
-//     session's foreground work, with cause ErrShutdown. Each ends as any
-//     cancelled request does: with the handler's result, or its marker or
-//     -32800, and no later than Options.CancelGrace after the cancel;
-//   - cancels this side's own calls awaiting answers: each is sent its
-//     $/cancel_request (a handler's calls, by the end of its context) and
-//     returns an error matching ErrCancelled and ErrShutdown, or, with
-//     WaitAfterCancel, the peer's answer if it comes in time; a Call made
-//     from now on fails at once the same way, and sends nothing;
-//   - once every request is answered, every work has ended and every Call
-//     has returned, flushes what is queued, then closes the connection.
-//
-// Notifications go on both ways until the close, so a cancelled handler can
-// still send its last session/update before its answer, and the peer's
-// answers to the cancelled calls are still read.
-//
-// Shutdown returns nil once all of that is sent and the connection closed.
-// If ctx ends first, it closes the connection at once, as Close does, and
-// returns ctx's error; if the connection closes for another reason first,
-// it returns that reason. Close stays the immediate stop. Calling Shutdown
-// again, or after Close, is safe.
+// It returns nil once all is sent and the connection closed; if ctx ends
+// first, it closes at once, as Close does, and returns ctx's error; if the
+// connection closes for another reason first, that reason. Calling it again,
+// or after Close, is safe. docs/design.md ("Shutdown") has the order.
 func (c *Conn) Shutdown(ctx context.Context) error {
 	if c.Err() != nil {
 		_ = c.Close()

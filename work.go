@@ -21,26 +21,16 @@ var ErrWorkEnded = errors.New("acprpc: the session's foreground work has ended")
 // ends a request's context.
 var errWorkDone = errors.New("acprpc: foreground work ended")
 
-// Work is a session's foreground work on an ACP v2 connection: the turn
-// that a prompt starts and that runs on after session/prompt has been
-// answered with the prompt's messageId. It ends with exactly one idle
-// state_update, sent by End (or by the layer), after every update sent under
-// its context, and never followed by one.
-//
-// Its context is cancelled with ErrSessionCancelled by the peer's
-// session/cancel or session/close for the session, with ErrConnClosed when
-// the connection closes, and once the work has ended. Calls made under it
-// send $/cancel_request when it is cancelled, as calls under a request's
-// context do, and session/update notifications sent under it (or under a
-// context derived from it, context.WithoutCancel included) are that work's:
-// the layer drops them once the work has ended.
-//
-// A cancelled work that has been started (its prompt was answered with a
-// result, or End or BeginWork was called, or it sent an update) ends with
-// stop reason "cancelled", whatever reason End is given. If it has not ended
-// within Options.CancelGrace of the cancel, the layer sends the idle
-// state_update itself. A work cancelled before it started (its prompt was
-// answered -32800, never inserted) ends without one.
+// Work is a session's foreground work on an ACP v2 connection: the turn a
+// prompt starts, which runs on after session/prompt is answered. It ends
+// with exactly one idle state_update (End, or the layer once
+// Options.CancelGrace has passed after a cancel), after every update sent
+// under its context and never followed by one; a cancelled work ends
+// "cancelled" whatever End is told, and one cancelled before its prompt was
+// inserted ends without any. Its context ends with
+// ErrSessionCancelled (session/cancel, session/close), ErrShutdown,
+// ErrConnClosed, or once the work has ended; calls under it cancel as calls
+// under a request's context do. docs/versions.md has the rules.
 type Work struct {
 	ctx       *workContext // a pointer, so that Context hands it out without an allocation
 	cancel    context.CancelCauseFunc
