@@ -12,17 +12,16 @@ import (
 // library builds itself included: cancellation markers and -32800 answers,
 // -32601 for $/ methods, -32700 and -32600 for bad input, limit answers,
 // initialize's negotiation errors, v2's entity cancels and idle
-// state_updates, and the $/cancel_request notifications of cascading
-// cancels. They observe and
-// cannot change or drop a message, so no hook can break the exactly-once
-// rule; build logging, metrics and tracing on them.
+// state_updates, and the $/cancel_request notifications of cascading cancels.
+// They observe and cannot change or drop a message, so no hook can break the
+// exactly-once rule; build logging, metrics and tracing on them.
 //
 // Hooks run synchronously: Received on the read goroutine before the message
 // is acted on, Sent just before the message is handed to the transport, on
 // the goroutine that writes it (its sender's, or the writer goroutine's), so
-// each sees its direction in wire order. A slow
-// hook slows its direction down; it must not call the Conn's blocking
-// methods. The zero value has no hooks and costs nothing.
+// each sees its direction in wire order. A slow hook slows its direction
+// down; it must not call the Conn's blocking methods. The zero value has no
+// hooks and costs nothing.
 type Hooks struct {
 	// Received is called for every message taken from the transport. ctx is
 	// the connection's context (the one given to NewConn, without its

@@ -47,8 +47,7 @@ type Options struct {
 	MaxConcurrentRequests int
 
 	// MaxMessageSize is the longest message accepted, in bytes (a line's end
-	// not counted). Zero means
-	// DefaultMaxMessageSize.
+	// not counted). Zero means DefaultMaxMessageSize.
 	MaxMessageSize int
 
 	// MaxInFlight bounds the peer's requests in flight at once, waiting or
@@ -111,20 +110,18 @@ type Options struct {
 
 	// HandlerContext, if set, makes the context each handler gets, for
 	// per-request values such as a trace span or a logger that names the
-	// request. It is called with the context the Conn made for a request
-	// or notification, and the request (its method, ID and params), and
-	// returns the
-	// context the handler gets, which must derive from ctx: cancellation,
-	// RequestFromContext and ConnFromContext reach the handler through it.
-	// A nil return keeps ctx; a context that does not derive from ctx is
-	// ignored, with an error logged. The answer's Sent hook sees the
-	// returned context, so a span started here can end there. For a
-	// request it runs on the read goroutine as the request is read, before
-	// it is registered and before the next message is read, so no cancel
-	// can overtake it; for a notification, on the notification goroutine
-	// just before its handler. Keep it quick, and never call the Conn's
-	// blocking methods from it. Nil gives every handler the Conn's own
-	// context.
+	// request. It is called with the context the Conn made for a request or
+	// notification, and the request (its method, ID and params), and returns
+	// the context the handler gets, which must derive from ctx: cancellation,
+	// RequestFromContext and ConnFromContext reach the handler through it. A
+	// nil return keeps ctx; a context that does not derive from ctx is
+	// ignored, with an error logged. The answer's Sent hook sees the returned
+	// context, so a span started here can end there. For a request it runs on
+	// the read goroutine as the request is read, before it is registered and
+	// before the next message is read, so no cancel can overtake it; for a
+	// notification, on the notification goroutine just before its handler.
+	// Keep it quick, and never call the Conn's blocking methods from it. Nil
+	// gives every handler the Conn's own context.
 	HandlerContext func(ctx context.Context, req *Request) context.Context
 
 	// ReportCancelledTurns, for a client, turns an agent's stopReason

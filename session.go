@@ -39,8 +39,8 @@ func (c *Conn) onSessionCancel(sessionID string) int {
 //
 // The caller of the session's session/prompt then receives the agent's
 // stopReason "cancelled" (with Options.ReportCancelledTurns, also from an
-// agent that answers "end_turn"). session/cancel is queued before any local request
-// is cancelled, so the agent always reads it ahead of their cancelled
+// agent that answers "end_turn"). session/cancel is queued before any local
+// request is cancelled, so the agent always reads it ahead of their cancelled
 // answers.
 func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 	c.cancelTurns(sessionID)

@@ -45,9 +45,9 @@ func (e *MessageTooLargeError) Error() string {
 	return fmt.Sprintf("message of %d bytes exceeds the limit of %d", e.Size, e.Limit)
 }
 
-// Write scans the next part of the dropped message, adds its length to
-// Size, and keeps what it needs of the message's first bytes. It
-// keeps none of p itself, never fails, and costs one pass over p.
+// Write scans the next part of the dropped message, adds its length to Size,
+// and keeps what it needs of the message's first bytes. It keeps none of p
+// itself, never fails, and costs one pass over p.
 func (e *MessageTooLargeError) Write(p []byte) (int, error) {
 	if len(e.Prefix) < prefixSize {
 		e.Prefix = append(e.Prefix, p[:min(len(p), prefixSize-len(e.Prefix))]...)

@@ -22,15 +22,15 @@ var ErrWorkEnded = errors.New("acprpc: the session's foreground work has ended")
 var errWorkDone = errors.New("acprpc: foreground work ended")
 
 // Work is a session's foreground work on an ACP v2 connection: the turn a
-// prompt starts, which runs on after session/prompt is answered. It ends
-// with exactly one idle state_update (End, or the layer once
-// Options.CancelGrace has passed after a cancel), after every update sent
-// under its context and never followed by one; a cancelled work ends
-// "cancelled" whatever End is told, and one cancelled before its prompt was
-// inserted ends without any. Its context ends with
-// ErrSessionCancelled (session/cancel, session/close), ErrShutdown,
-// ErrConnClosed, or once the work has ended; calls under it cancel as calls
-// under a request's context do. docs/versions.md has the rules.
+// prompt starts, which runs on after session/prompt is answered. It ends with
+// exactly one idle state_update (End, or the layer once Options.CancelGrace
+// has passed after a cancel), after every update sent under its context and
+// never followed by one; a cancelled work ends "cancelled" whatever End is
+// told, and one cancelled before its prompt was inserted ends without any.
+// Its context ends with ErrSessionCancelled (session/cancel, session/close),
+// ErrShutdown, ErrConnClosed, or once the work has ended; calls under it
+// cancel as calls under a request's context do. docs/versions.md has the
+// rules.
 type Work struct {
 	ctx       *workContext // a pointer, so that Context hands it out without an allocation
 	cancel    context.CancelCauseFunc
@@ -198,21 +198,26 @@ func (w *Work) cancelWith(cause error) {
 // it within the grace period: with the idle state_update if it started.
 func (w *Work) endForApplication() {
 	w.mu.Lock()
-	if w.ended.Load() || w.conn.Err() != nil {
-		w.mu.Unlock()
+	overdue := !w.ended.Load() && w.conn.Err() == nil
+	started := w.started
+	w.mu.Unlock()
+	if !overdue {
 		return
 	}
-	var f *frame
-	sendsIdle := w.started
-	if sendsIdle {
-		f = w.idleFrame(StopReasonCancelled)
-	}
-	_ = w.endLocked(f)
-	w.mu.Unlock()
-	if sendsIdle { // logged without the lock: the handler is the application's
+	if started { // logged before the work ends, and without its lock: the handler is the application's
 		w.conn.log.Warn("acprpc: the foreground work did not end within its grace period; its idle state_update is sent for it",
 			"session", w.sessionID)
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended.Load() || w.conn.Err() != nil {
+		return // the application ended it meanwhile
+	}
+	var f *frame
+	if w.started {
+		f = w.idleFrame(StopReasonCancelled)
+	}
+	_ = w.endLocked(f)
 }
 
 // wait returns once the work has ended or the connection has closed.
