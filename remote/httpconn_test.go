@@ -79,3 +79,30 @@ func nextEvent(t *testing.T, events <-chan string) string {
 		}
 	}
 }
+
+// The client side of the same rule: a server's request whose ID the
+// client's Conn answers with "id": null leaves no route behind, while one
+// with an ID it carries keeps its route until its answer goes back.
+func TestHTTPClientRouteOfAnIDTheConnCannotCarry(t *testing.T) {
+	ts := startServer(t, nil)
+	client, server := openHTTPPair(t, ts, nil)
+	deliver(t, client, server, `{"jsonrpc":"2.0","method":"open","params":{"sessionId":"s"}}`) // opens the session's stream
+	for _, id := range []string{"1.5", "true", `{"a":1}`, `[1]`, "null"} {
+		msg := `{"jsonrpc":"2.0","id":` + id + `,"method":"x/any","params":{"sessionId":"s"}}`
+		send(t, server, msg)
+		require.Equal(t, msg, recvMsg(t, client))
+	}
+	routes := func() int {
+		h := client.(*httpClient)
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.answerTo)
+	}
+	assert.Zero(t, routes(), "routes kept for requests answered with a null ID")
+
+	send(t, server, `{"jsonrpc":"2.0","id":1e0,"method":"x/any","params":{"sessionId":"s"}}`)
+	recvMsg(t, client)
+	assert.Equal(t, 1, routes())
+	deliver(t, client, server, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	assert.Zero(t, routes(), "the answer, its ID spelled otherwise, takes its route")
+}
