@@ -166,7 +166,7 @@ func TestWebSocketSilentPeerIsDisconnected(t *testing.T) {
 }
 
 func TestWebSocketPeerAnsweringPingsStaysConnected(t *testing.T) {
-	ts := startServer(t, &Options{IdleTimeout: 100 * time.Millisecond})
+	ts := startServer(t, &Options{IdleTimeout: 300 * time.Millisecond})
 	pings := make(chan struct{}, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -193,7 +193,13 @@ func TestWebSocketPeerAnsweringPingsStaysConnected(t *testing.T) {
 	serverRecv := make(chan error, 1)
 	go func() { _, err := server.Recv(); serverRecv <- err }()
 	for range 12 { // three idle timeouts' worth of pings, each answered
-		<-pings
+		select {
+		case <-pings:
+		case err := <-serverRecv:
+			t.Fatalf("the server gave up on a peer that answers its pings: %v", err)
+		case <-ctx.Done():
+			t.Fatal("the server stopped pinging")
+		}
 	}
 	select {
 	case err := <-serverRecv:
