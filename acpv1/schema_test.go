@@ -3,12 +3,12 @@ package acpv1
 import (
 	"testing"
 
-	"github.com/acpkit/acprpc/internal/wiretest"
+	"github.com/acpkit/acprpc/internal/interoptest"
 )
 
 // TestSchemaRoundTrip checks every generated type against the TypeScript
 // SDK's validators: samples of each definition, stable and unstable, decode
 // into the Go type and encode back to what the SDK reads the same way.
 func TestSchemaRoundTrip(t *testing.T) {
-	wiretest.SchemaRoundTrip(t, 1, "../interop", schemaTypes)
+	interoptest.SchemaRoundTrip(t, 1, "../interop", schemaTypes)
 }

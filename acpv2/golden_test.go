@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/acpkit/acprpc/internal/wiretest"
+	"github.com/acpkit/acprpc/internal/interoptest"
 )
 
 // TestGoldenWire decodes every message of the golden wire logs (a
@@ -16,7 +16,7 @@ func TestGoldenWire(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "wire", "*.jsonl"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	n := wiretest.GoldenRoundTrip(t, 2, "../interop", files, func(method, member string) any {
+	n := interoptest.GoldenRoundTrip(t, 2, "../interop", files, func(method, member string) any {
 		types, ok := methodTypes[method]
 		if !ok {
 			return nil

@@ -10,18 +10,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acpkit/acprpc/internal/wiretest"
+	"github.com/acpkit/acprpc/internal/interoptest"
 )
 
 // sdkVersion is the TypeScript SDK the scripts are written against, as
 // package.json pins it.
-var sdkVersion = wiretest.NodePackages["@agentclientprotocol/sdk"]
+var sdkVersion = interoptest.NodePackages["@agentclientprotocol/sdk"]
 
 // requireNode returns the node binary once Node.js and the pinned packages
-// are installed here; see wiretest.RequireNode.
+// are installed here; see interoptest.RequireNode.
 func requireNode(t *testing.T) string {
 	t.Helper()
-	return wiretest.RequireNode(t, interopDir)
+	return interoptest.RequireNode(t, interopDir)
 }
 
 // nodeScript returns the arguments that run one of src/*.ts with tsx.
@@ -30,7 +30,7 @@ func nodeScript(script string, args ...string) []string {
 }
 
 // syncBuffer is a bytes.Buffer safe for a process's output and a test.
-type syncBuffer = wiretest.SyncBuffer
+type syncBuffer = interoptest.SyncBuffer
 
 // wireEntry is one message of a script's wire log.
 type wireEntry struct {

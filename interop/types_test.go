@@ -7,7 +7,7 @@ import (
 
 	"github.com/acpkit/acprpc/acpv1"
 	"github.com/acpkit/acprpc/acpv2"
-	"github.com/acpkit/acprpc/internal/wiretest"
+	"github.com/acpkit/acprpc/internal/interoptest"
 )
 
 // The generated types on every message of the scenarios: each TypeScript
@@ -62,12 +62,12 @@ func checkTypes(t *testing.T, v int, name string, wire wireLog) {
 	if len(wire) == 0 {
 		return
 	}
-	msgs := make([]wiretest.GoldenMessage, len(wire))
+	msgs := make([]interoptest.GoldenMessage, len(wire))
 	for i, e := range wire {
-		msgs[i] = wiretest.GoldenMessage{Dir: e.Dir, Msg: e.Msg}
+		msgs[i] = interoptest.GoldenMessage{Dir: e.Dir, Msg: e.Msg}
 	}
-	validator := wiretest.NewSchemaValidator(t, interopDir)
-	n := wiretest.TypesRoundTrip(t, validator, v, name, msgs, func(method, member string) any {
+	validator := interoptest.NewSchemaValidator(t, interopDir)
+	n := interoptest.TypesRoundTrip(t, validator, v, name, msgs, func(method, member string) any {
 		if f := typesOf[v][method+" "+member]; f != nil {
 			return f()
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/interoptest"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -29,7 +30,7 @@ import (
 // scripts are ../interop/src/remote-client.ts and remote-agent.ts, run with
 // Node.js after `npm ci` in ../interop, which `bash scripts/test.sh` runs
 // itself. A missing Node.js or SDK fails these tests (see
-// wiretest.RequireNode).
+// interoptest.RequireNode).
 
 // interopTimeout bounds one script's run.
 const interopTimeout = time.Minute
@@ -44,10 +45,10 @@ var (
 func interopDir() string { return filepath.Join("..", "interop") }
 
 // requireNode returns the node binary once Node.js and the pinned packages
-// are installed in ../interop; see wiretest.RequireNode.
+// are installed in ../interop; see interoptest.RequireNode.
 func requireNode(t *testing.T) string {
 	t.Helper()
-	return wiretest.RequireNode(t, interopDir())
+	return interoptest.RequireNode(t, interopDir())
 }
 
 // demoAgent builds examples/agent once for the tests that serve it.

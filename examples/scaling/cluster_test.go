@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc/examples/internal/demo"
-	"github.com/acpkit/acprpc/internal/wiretest"
+	"github.com/acpkit/acprpc/internal/interoptest"
 )
 
 // publicName is the name the balancer is published under. The replicas are
@@ -23,14 +23,14 @@ type replica struct {
 	name string // as haproxy.cfg names it
 	url  string // http://127.0.0.1:port/acp
 	proc *demo.AgentProcess
-	log  *wiretest.SyncBuffer // its stderr
+	log  *interoptest.SyncBuffer // its stderr
 	done chan struct{}
 	err  error // its exit, once done is closed
 }
 
 func startReplica(t *testing.T, name string) *replica {
 	t.Helper()
-	r := &replica{name: name, log: &wiretest.SyncBuffer{}, done: make(chan struct{})}
+	r := &replica{name: name, log: &interoptest.SyncBuffer{}, done: make(chan struct{})}
 	proc, u, err := demo.StartListeningAgent(agentBin, r.log, "-allow-host", publicName)
 	require.NoError(t, err)
 	r.proc, r.url = proc, u
@@ -57,7 +57,7 @@ func (r *replica) hostPort() string {
 // balancer is HAProxy running haproxy.cfg in front of the replicas.
 type balancer struct {
 	url  string // http://127.0.0.1:port/acp
-	log  *wiretest.SyncBuffer
+	log  *interoptest.SyncBuffer
 	done chan struct{}
 }
 
@@ -66,12 +66,12 @@ type balancer struct {
 // even started: they wait in the socket's backlog.
 func startBalancer(t *testing.T, replicas ...*replica) *balancer {
 	t.Helper()
-	bin := wiretest.RequireHAProxy(t)
+	bin := interoptest.RequireHAProxy(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	f, err := l.(*net.TCPListener).File()
 	require.NoError(t, err)
-	b := &balancer{url: "http://" + l.Addr().String() + "/acp", log: &wiretest.SyncBuffer{}, done: make(chan struct{})}
+	b := &balancer{url: "http://" + l.Addr().String() + "/acp", log: &interoptest.SyncBuffer{}, done: make(chan struct{})}
 	require.NoError(t, l.Close()) // f holds the socket open
 
 	cmd := exec.Command(bin, "-db", "-f", "haproxy.cfg")

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/interoptest"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -402,10 +403,10 @@ var packagesDir = func() string {
 }()
 
 // requireAgents returns the node binary once Node.js and the pinned agents
-// are installed here; see wiretest.RequireNodeModules.
+// are installed here; see interoptest.RequireNodeModules.
 func requireAgents(t *testing.T) string {
 	t.Helper()
-	return wiretest.RequireNodeModules(t, packagesDir, map[string]string{
+	return interoptest.RequireNodeModules(t, packagesDir, map[string]string{
 		"@zed-industries/codex-acp":           "0.16.0",
 		"@zed-industries/codex-acp-linux-x64": "0.16.0",
 		"@zed-industries/claude-agent-acp":    "0.23.1",

@@ -1,4 +1,4 @@
-package wiretest
+package interoptest
 
 import (
 	"encoding/json"

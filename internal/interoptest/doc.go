@@ -1,0 +1,11 @@
+// Package interoptest holds what the tests against other programs need:
+// Node.js and the pinned TypeScript SDK (RequireNode, RequireNodeModules,
+// NodePackages), HAProxy (RequireHAProxy), the SDK's own validators
+// (SchemaValidator) and the round trips that check the generated ACP types
+// against them (SchemaRoundTrip, GoldenRoundTrip, TypesRoundTrip), and a
+// buffer a subprocess's output and the test can share (SyncBuffer). A test
+// that lacks a program fails and says how to install it; it never skips in
+// silence.
+//
+// The conversations themselves are written with internal/wiretest.
+package interoptest
