@@ -220,8 +220,12 @@ func (u ToolCallContent) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.toolCallContentTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *ToolCallContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeToolCallContent(data)
 	if err != nil {
 		return err
@@ -278,8 +282,12 @@ func (u ContentBlock) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.contentBlockTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *ContentBlock) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeContentBlock(data)
 	if err != nil {
 		return err
@@ -436,8 +444,12 @@ func (u EmbeddedResourceResource) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.embeddedResourceResourceTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that the members present select.
+// UnmarshalJSON reads the variant that the members present select; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *EmbeddedResourceResource) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeEmbeddedResourceResource(data)
 	if err != nil {
 		return err
@@ -760,8 +772,12 @@ func (v CreateElicitationRequest) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the CreateElicitationRequest's own fields and its variant from the same object.
+// UnmarshalJSON reads the CreateElicitationRequest's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *CreateElicitationRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain CreateElicitationRequest
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -918,8 +934,12 @@ func (u ElicitationPropertySchema) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.elicitationPropertySchemaTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *ElicitationPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeElicitationPropertySchema(data)
 	if err != nil {
 		return err
@@ -1186,8 +1206,12 @@ func (u MultiSelectItems) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.multiSelectItemsTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *MultiSelectItems) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeMultiSelectItems(data)
 	if err != nil {
 		return err
@@ -1354,8 +1378,12 @@ func (v ElicitationFormMode) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the ElicitationFormMode's own fields and its variant from the same object.
+// UnmarshalJSON reads the ElicitationFormMode's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *ElicitationFormMode) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain ElicitationFormMode
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -1415,8 +1443,12 @@ func (v ElicitationURLMode) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the ElicitationURLMode's own fields and its variant from the same object.
+// UnmarshalJSON reads the ElicitationURLMode's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *ElicitationURLMode) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain ElicitationURLMode
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -1808,8 +1840,12 @@ func (u AuthMethod) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.authMethodTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *AuthMethod) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeAuthMethod(data)
 	if err != nil {
 		return err
@@ -2036,8 +2072,12 @@ func (v SessionConfigOption) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object.
+// UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *SessionConfigOption) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain SessionConfigOption
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -2116,8 +2156,12 @@ func (u SessionConfigSelectOptions) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.sessionConfigSelectOptionsTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that the members present select.
+// UnmarshalJSON reads the variant that the members present select; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *SessionConfigSelectOptions) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeSessionConfigSelectOptions(data)
 	if err != nil {
 		return err
@@ -2501,8 +2545,12 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.sessionUpdateTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "sessionUpdate" selects.
+// UnmarshalJSON reads the variant that "sessionUpdate" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *SessionUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeSessionUpdate(data)
 	if err != nil {
 		return err
@@ -2802,8 +2850,12 @@ func (u AvailableCommandInput) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.availableCommandInputTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that the members present select.
+// UnmarshalJSON reads the variant that the members present select; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *AvailableCommandInput) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeAvailableCommandInput(data)
 	if err != nil {
 		return err
@@ -3403,8 +3455,12 @@ func (u MCPServer) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.mcpServerTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *MCPServer) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeMCPServer(data)
 	if err != nil {
 		return err
@@ -3736,8 +3792,12 @@ func (v SetSessionConfigOptionRequest) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the SetSessionConfigOptionRequest's own fields and its variant from the same object.
+// UnmarshalJSON reads the SetSessionConfigOptionRequest's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *SetSessionConfigOptionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain SetSessionConfigOptionRequest
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -3879,8 +3939,12 @@ func (u RequestPermissionOutcome) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.requestPermissionOutcomeTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "outcome" selects.
+// UnmarshalJSON reads the variant that "outcome" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *RequestPermissionOutcome) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeRequestPermissionOutcome(data)
 	if err != nil {
 		return err
@@ -4048,8 +4112,12 @@ func (v CreateElicitationResponse) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the CreateElicitationResponse's own fields and its variant from the same object.
+// UnmarshalJSON reads the CreateElicitationResponse's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *CreateElicitationResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain CreateElicitationResponse
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err

@@ -72,3 +72,21 @@ func TestMalformedMeta(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"sessionId":"s","prompt":[],"_meta":{"trace":"abc"}}`, string(out))
 }
+
+// TestNullUnion: an optional union member sent as null is unset, as the
+// schema makes null and an omitted member the same (claude-agent-acp sends
+// each command's "input" null when it takes none), and it is left out when
+// written again.
+func TestNullUnion(t *testing.T) {
+	in := `{"name":"simplify","description":"Review changed code","input":null}`
+	var c AvailableCommand
+	require.NoError(t, json.Unmarshal([]byte(in), &c))
+	assert.Nil(t, c.Input.Value)
+	out, err := json.Marshal(c)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"name":"simplify","description":"Review changed code"}`, string(out))
+
+	var o SessionConfigOption
+	require.NoError(t, json.Unmarshal([]byte(`null`), &o), "an object that is a union reads null as nothing too")
+	assert.Nil(t, o.Type)
+}

@@ -662,8 +662,12 @@ func (u PlanUpdateContent) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.planUpdateContentTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *PlanUpdateContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodePlanUpdateContent(data)
 	if err != nil {
 		return err
@@ -886,8 +890,12 @@ func (u StateUpdate) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.stateUpdateTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "state" selects.
+// UnmarshalJSON reads the variant that "state" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *StateUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeStateUpdate(data)
 	if err != nil {
 		return err
@@ -1687,8 +1695,12 @@ func (u MessageMCPResponse) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.messageMCPResponseTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that the members present select.
+// UnmarshalJSON reads the variant that the members present select; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *MessageMCPResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeMessageMCPResponse(data)
 	if err != nil {
 		return err

@@ -95,8 +95,12 @@ func (u RequestPermissionSubject) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.requestPermissionSubjectTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *RequestPermissionSubject) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeRequestPermissionSubject(data)
 	if err != nil {
 		return err
@@ -321,8 +325,12 @@ func (u ToolCallContent) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.toolCallContentTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *ToolCallContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeToolCallContent(data)
 	if err != nil {
 		return err
@@ -415,8 +423,12 @@ func (u ContentBlock) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.contentBlockTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *ContentBlock) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeContentBlock(data)
 	if err != nil {
 		return err
@@ -696,8 +708,12 @@ func (u EmbeddedResourceResource) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.embeddedResourceResourceTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that the members present select.
+// UnmarshalJSON reads the variant that the members present select; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *EmbeddedResourceResource) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeEmbeddedResourceResource(data)
 	if err != nil {
 		return err
@@ -833,8 +849,12 @@ func (v DiffChange) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the DiffChange's own fields and its variant from the same object.
+// UnmarshalJSON reads the DiffChange's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *DiffChange) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain DiffChange
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -1265,8 +1285,12 @@ func (v CreateElicitationRequest) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the CreateElicitationRequest's own fields and its variant from the same object.
+// UnmarshalJSON reads the CreateElicitationRequest's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *CreateElicitationRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain CreateElicitationRequest
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -1430,8 +1454,12 @@ func (u ElicitationPropertySchema) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.elicitationPropertySchemaTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *ElicitationPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeElicitationPropertySchema(data)
 	if err != nil {
 		return err
@@ -1695,8 +1723,12 @@ func (u MultiSelectItems) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.multiSelectItemsTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *MultiSelectItems) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeMultiSelectItems(data)
 	if err != nil {
 		return err
@@ -1857,8 +1889,12 @@ func (v ElicitationFormMode) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the ElicitationFormMode's own fields and its variant from the same object.
+// UnmarshalJSON reads the ElicitationFormMode's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *ElicitationFormMode) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain ElicitationFormMode
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -1918,8 +1954,12 @@ func (v ElicitationURLMode) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the ElicitationURLMode's own fields and its variant from the same object.
+// UnmarshalJSON reads the ElicitationURLMode's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *ElicitationURLMode) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain ElicitationURLMode
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -2361,8 +2401,12 @@ func (u AuthMethod) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.authMethodTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *AuthMethod) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeAuthMethod(data)
 	if err != nil {
 		return err
@@ -2592,8 +2636,12 @@ func (v SessionConfigOption) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object.
+// UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *SessionConfigOption) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain SessionConfigOption
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -2711,8 +2759,12 @@ func (u SessionConfigSelectOptions) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.sessionConfigSelectOptionsTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that the members present select.
+// UnmarshalJSON reads the variant that the members present select; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *SessionConfigSelectOptions) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeSessionConfigSelectOptions(data)
 	if err != nil {
 		return err
@@ -2834,8 +2886,12 @@ func (u AvailableCommand) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.availableCommandTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *AvailableCommand) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeAvailableCommand(data)
 	if err != nil {
 		return err
@@ -2914,8 +2970,12 @@ func (u AvailableCommandInput) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.availableCommandInputTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *AvailableCommandInput) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeAvailableCommandInput(data)
 	if err != nil {
 		return err
@@ -3148,8 +3208,12 @@ func (u StateUpdate) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.stateUpdateTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "state" selects.
+// UnmarshalJSON reads the variant that "state" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *StateUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeStateUpdate(data)
 	if err != nil {
 		return err
@@ -3244,8 +3308,12 @@ func (u BackgroundWork) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.backgroundWorkTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *BackgroundWork) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeBackgroundWork(data)
 	if err != nil {
 		return err
@@ -3743,8 +3811,12 @@ func (u SessionUpdate) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.sessionUpdateTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "sessionUpdate" selects.
+// UnmarshalJSON reads the variant that "sessionUpdate" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *SessionUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeSessionUpdate(data)
 	if err != nil {
 		return err
@@ -4205,8 +4277,12 @@ func (u PlanUpdateContent) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.planUpdateContentTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *PlanUpdateContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodePlanUpdateContent(data)
 	if err != nil {
 		return err
@@ -4849,8 +4925,12 @@ func (u MCPServer) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.mcpServerTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *MCPServer) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeMCPServer(data)
 	if err != nil {
 		return err
@@ -5094,8 +5174,12 @@ func (u ReplayFrom) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.replayFromTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "type" selects.
+// UnmarshalJSON reads the variant that "type" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *ReplayFrom) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeReplayFrom(data)
 	if err != nil {
 		return err
@@ -5293,8 +5377,12 @@ func (v SetSessionConfigOptionRequest) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the SetSessionConfigOptionRequest's own fields and its variant from the same object.
+// UnmarshalJSON reads the SetSessionConfigOptionRequest's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *SetSessionConfigOptionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain SetSessionConfigOptionRequest
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err
@@ -5449,8 +5537,12 @@ func (u RequestPermissionOutcome) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.requestPermissionOutcomeTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that "outcome" selects.
+// UnmarshalJSON reads the variant that "outcome" selects; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *RequestPermissionOutcome) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeRequestPermissionOutcome(data)
 	if err != nil {
 		return err
@@ -5576,8 +5668,12 @@ func (v CreateElicitationResponse) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// UnmarshalJSON reads the CreateElicitationResponse's own fields and its variant from the same object.
+// UnmarshalJSON reads the CreateElicitationResponse's own fields and its variant from the same object;
+// null, which the schema makes the same as an omitted member, changes nothing.
 func (v *CreateElicitationResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	type plain CreateElicitationResponse
 	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
 		return err

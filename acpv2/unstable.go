@@ -1428,8 +1428,12 @@ func (u MessageMCPResponse) MarshalJSON() ([]byte, error) {
 	return acpjson.Tagged(u.Value.messageMCPResponseTag(), u.Value)
 }
 
-// UnmarshalJSON reads the variant that the members present select.
+// UnmarshalJSON reads the variant that the members present select; null, which the schema makes the same
+// as an omitted member, changes nothing.
 func (u *MessageMCPResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
 	v, err := decodeMessageMCPResponse(data)
 	if err != nil {
 		return err

@@ -100,6 +100,10 @@ func Tag(data []byte, key string) (string, bool, error) {
 	return wire.Unquote(raw), true, nil
 }
 
+// IsNull reports whether data is the JSON null, the value the schema
+// makes the same as an omitted member.
+func IsNull(data []byte) bool { return string(bytes.TrimSpace(data)) == "null" }
+
 // Has reports whether the object data has every one of the top-level
 // members keys.
 func Has(data []byte, keys ...string) bool {

@@ -172,7 +172,9 @@ type GoldenMessage struct {
 
 // GoldenTypes makes the Go value a method's message decodes into: its
 // request's params ("params"), its notification's params
-// ("notification") or its result ("result"); nil for none.
+// ("notification"), its result ("result") or the error object of an error
+// answer ("error"; method is "" when the answer matches no request); nil
+// for none.
 type GoldenTypes func(method, member string) any
 
 // GoldenRoundTrip decodes the params and result of every message of the
@@ -218,13 +220,15 @@ func TypesRoundTrip(t *testing.T, v *SchemaValidator, version int, where string,
 }
 
 // classify names what a message carries: the method and member of its
-// params or result, matching an answer to its request by direction and ID.
+// params, result or error, matching an answer to its request by direction
+// and ID.
 func classify(t *testing.T, m GoldenMessage, pending map[string]string) (method, member string, value json.RawMessage) {
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
 	}
 	require.NoError(t, json.Unmarshal(m.Msg, &msg))
 	switch {
@@ -235,7 +239,11 @@ func classify(t *testing.T, m GoldenMessage, pending map[string]string) (method,
 		return msg.Method, "notification", msg.Params
 	}
 	other := map[string]string{"in": "out", "out": "in"}[m.Dir]
-	return pending[other+":"+string(msg.ID)], "result", msg.Result
+	method = pending[other+":"+string(msg.ID)]
+	if msg.Error != nil {
+		return method, "error", msg.Error
+	}
+	return method, "result", msg.Result
 }
 
 func readGolden(t *testing.T, path string) []GoldenMessage {

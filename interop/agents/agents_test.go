@@ -4,10 +4,13 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/acpv1"
+	"github.com/acpkit/acprpc/internal/acpmethods"
 	"github.com/acpkit/acprpc/internal/interoptest"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
@@ -32,6 +37,9 @@ type agentSpec struct {
 	// emptyTurnAfterCancel: the prompt after a cancelled turn is answered
 	// with an empty end_turn before its model call (claude-agent-acp).
 	emptyTurnAfterCancel bool
+	// invalidUpdates are the session/update notifications the agent sends
+	// against the schema, by knownInvalid's names; the SDK refuses them.
+	invalidUpdates []string
 }
 
 // codexAgent is @zed-industries/codex-acp, its Linux x64 binary run
@@ -84,6 +92,7 @@ var claudeAgent = agentSpec{
 		return cmd
 	},
 	emptyTurnAfterCancel: true,
+	invalidUpdates:       []string{usageWithoutUsed},
 }
 
 // scratchEnv is an environment of the test's own: a scratch HOME and XDG
@@ -108,7 +117,7 @@ func TestClaudeAgent(t *testing.T) { runAgent(t, claudeAgent) }
 // and every answer the agent sends that carries no ID.
 type client struct {
 	mu     sync.Mutex
-	text   map[string]*strings.Builder // agent_message_chunk text, per session
+	text   map[acpv1.SessionID]*strings.Builder // agent_message_chunk text, per session
 	idless []*acprpc.Error
 	// answeredIdless counts the answers this side sent with no ID: none,
 	// even to the agent's ID-less answer.
@@ -117,40 +126,34 @@ type client struct {
 }
 
 func newClient() *client {
-	return &client{text: map[string]*strings.Builder{}, changed: make(chan struct{})}
+	return &client{text: map[acpv1.SessionID]*strings.Builder{}, changed: make(chan struct{})}
 }
 
-func (c *client) Handle(_ context.Context, req *acprpc.Request) (any, error) {
-	switch req.Method {
-	case "session/update":
-		var n struct {
-			SessionID string `json:"sessionId"`
-			Update    struct {
-				SessionUpdate string `json:"sessionUpdate"`
-				Content       struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
-				} `json:"content"`
-			} `json:"update"`
+// handler serves what the agents send, in acpv1's types: it keeps the text
+// of each agent_message_chunk, and refuses every permission request.
+func (c *client) handler() acprpc.Handler {
+	r := acprpc.NewRouter()
+	r.Register(acpv1.MethodSessionUpdate, acprpc.NotificationHandler(func(_ context.Context, n acpv1.SessionNotification) {
+		chunk, ok := n.Update.Value.(acpv1.AgentMessageChunk)
+		if !ok {
+			return
 		}
-		if err := req.DecodeParams(&n); err != nil {
-			return nil, err
-		}
-		if n.Update.SessionUpdate == "agent_message_chunk" && n.Update.Content.Type == "text" {
+		if text, ok := chunk.Content.Value.(acpv1.TextContent); ok {
 			c.update(func() {
 				if c.text[n.SessionID] == nil {
 					c.text[n.SessionID] = &strings.Builder{}
 				}
-				c.text[n.SessionID].WriteString(n.Update.Content.Text)
+				c.text[n.SessionID].WriteString(text.Text)
 			})
 		}
-		return nil, nil
-	case "session/request_permission":
-		// Neither agent asks with these settings; refusing keeps the model's
-		// turn from doing anything.
-		return map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}, nil
-	}
-	return nil, acprpc.MethodNotFound(req.Method)
+	}))
+	// Neither agent asks with these settings; refusing keeps the model's
+	// turn from doing anything.
+	r.Register(acpv1.MethodSessionRequestPermission, acprpc.RequestHandler(
+		func(context.Context, acpv1.RequestPermissionRequest) (acpv1.RequestPermissionResponse, error) {
+			return acpv1.RequestPermissionResponse{Outcome: acpv1.RequestPermissionOutcome{Value: acpv1.CancelledPermissionOutcome{}}}, nil
+		}))
+	return r
 }
 
 func (c *client) update(f func()) {
@@ -162,7 +165,7 @@ func (c *client) update(f func()) {
 }
 
 // takeText returns and forgets the text the agent sent in a session.
-func (c *client) takeText(session string) string {
+func (c *client) takeText(session acpv1.SessionID) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b := c.text[session]
@@ -213,12 +216,8 @@ func (c *client) awaitIdless(ctx context.Context, n int) error {
 	}
 }
 
-type promptResult struct {
-	StopReason string `json:"stopReason"`
-}
-
-func prompt(session, text string) map[string]any {
-	return map[string]any{"sessionId": session, "prompt": []any{map[string]any{"type": "text", "text": text}}}
+func prompt(session acpv1.SessionID, text string) acpv1.PromptRequest {
+	return acpv1.PromptRequest{SessionID: session, Prompt: []acpv1.ContentBlock{{Value: acpv1.TextContent{Text: text}}}}
 }
 
 // runAgent drives one real agent through a conversation: a turn to
@@ -232,11 +231,12 @@ func runAgent(t *testing.T, spec agentSpec) {
 	defer cancel()
 	model := newModelServer(t)
 	cl := newClient()
+	var wire interoptest.WireLog
 	log, records := wiretest.NewLog()
 	cmd := spec.command(t, model.URL())
 	cmd.Dir = t.TempDir()
-	agent, err := acprpc.StartAgent(ctx, cmd, cl, &acprpc.ProcessOptions{
-		Conn:      &acprpc.Options{Hooks: cl.hooks(), Logger: log},
+	agent, err := acprpc.StartAgent(ctx, cmd, cl.handler(), &acprpc.ProcessOptions{
+		Conn:      &acprpc.Options{Hooks: wire.Hooks(cl.hooks()), Logger: log},
 		StderrLog: log,
 	})
 	require.NoError(t, err)
@@ -252,39 +252,35 @@ func runAgent(t *testing.T, spec agentSpec) {
 		}
 	}()
 
-	var init struct {
-		ProtocolVersion int `json:"protocolVersion"`
-	}
-	require.NoError(t, agent.Call(ctx, "initialize", map[string]any{
-		"protocolVersion":    1,
-		"clientCapabilities": map[string]any{"fs": map[string]bool{"readTextFile": false, "writeTextFile": false}, "terminal": false},
-	}, &init))
-	require.Equal(t, 1, init.ProtocolVersion)
+	init, err := acprpc.CallFor[acpv1.InitializeResponse](ctx, agent.Conn, acpv1.MethodInitialize,
+		acpv1.InitializeRequest{ProtocolVersion: 1, ClientCapabilities: acpv1.ClientCapabilities{}})
+	require.NoError(t, err)
+	require.Equal(t, acpv1.ProtocolVersion(1), init.ProtocolVersion)
 	sid := newSession(t, ctx, agent, cmd.Dir)
 
 	// A turn to end_turn, the model's reply streamed as agent_message_chunks.
-	turn, err := acprpc.CallFor[promptResult](ctx, agent.Conn, "session/prompt", prompt(sid, "Say hello. "+quickMark))
+	turn, err := acprpc.CallFor[acpv1.PromptResponse](ctx, agent.Conn, acpv1.MethodSessionPrompt, prompt(sid, "Say hello. "+quickMark))
 	require.NoError(t, err)
-	assert.Equal(t, "end_turn", turn.StopReason)
+	assert.Equal(t, acpv1.StopReasonEndTurn, turn.StopReason)
 	assert.Contains(t, cl.takeText(sid), strings.TrimSpace(quickReply))
 
 	// session/cancel mid-turn: "cancelled", and the model request aborted.
 	res := slowTurn(ctx, agent, sid)
 	require.NoError(t, model.Await(ctx, slowRequests(1, false)))
 	cancelled := time.Now()
-	require.NoError(t, agent.CancelSession(ctx, sid))
+	require.NoError(t, agent.CancelSession(ctx, string(sid)))
 	r := wiretest.Recv(t, ctx, res)
 	require.NoError(t, r.err)
-	assert.Equal(t, "cancelled", r.StopReason, "session/cancel ends the turn with stopReason cancelled")
+	assert.Equal(t, acpv1.StopReasonCancelled, r.StopReason, "session/cancel ends the turn with stopReason cancelled")
 	t.Logf("%s: session/cancel to stopReason cancelled: %v", spec.name, time.Since(cancelled))
 	require.NoError(t, model.Await(ctx, slowRequests(1, true)), "the cancelled turn's model request was closed by the agent")
 	cl.takeText(sid)
 
 	// A second prompt on the same session.
 	before := len(model.Requests())
-	turn, err = acprpc.CallFor[promptResult](ctx, agent.Conn, "session/prompt", prompt(sid, "Say hello again. "+quickMark))
+	turn, err = acprpc.CallFor[acpv1.PromptResponse](ctx, agent.Conn, acpv1.MethodSessionPrompt, prompt(sid, "Say hello again. "+quickMark))
 	require.NoError(t, err)
-	assert.Equal(t, "end_turn", turn.StopReason)
+	assert.Equal(t, acpv1.StopReasonEndTurn, turn.StopReason)
 	answeredWith := len(model.Requests()) - before
 	if spec.emptyTurnAfterCancel {
 		// Claude's bug: the answer comes before this prompt's model call,
@@ -293,7 +289,7 @@ func runAgent(t *testing.T, spec agentSpec) {
 		assert.Empty(t, cl.takeText(sid), "the prompt after a cancel is answered empty")
 		assert.Zero(t, answeredWith, "answered before its model call")
 		require.NoError(t, model.Await(ctx, func(rs []modelRequest) bool { return len(rs) > before && rs[len(rs)-1].Done }))
-		turn, err = acprpc.CallFor[promptResult](ctx, agent.Conn, "session/prompt", prompt(sid, "Once more. "+quickMark))
+		turn, err = acprpc.CallFor[acpv1.PromptResponse](ctx, agent.Conn, acpv1.MethodSessionPrompt, prompt(sid, "Once more. "+quickMark))
 		require.NoError(t, err)
 		t.Logf("%s: the prompt after that: %s, %q", spec.name, turn.StopReason, cl.takeText(sid))
 	} else {
@@ -317,7 +313,7 @@ func runAgent(t *testing.T, spec agentSpec) {
 		assert.Equal(t, int64(acprpc.CodeMethodNotFound), idless[0].Code, "an ID-less -32601 for the notification: %+v", idless[0])
 	}
 	assert.Equal(t, 1, countSlow(model.Requests(), true), "the model request outlives $/cancel_request")
-	require.NoError(t, agent.CancelSession(ctx, sid2))
+	require.NoError(t, agent.CancelSession(ctx, string(sid2)))
 	require.NoError(t, model.Await(ctx, slowRequests(2, true)), "session/cancel ends what $/cancel_request did not")
 	if !spec.requestCancelAnswered {
 		assert.Empty(t, cl.idlessAnswers())
@@ -346,29 +342,112 @@ func runAgent(t *testing.T, spec agentSpec) {
 	}
 	require.NoError(t, awaitGone(ctx, tree))
 	assert.Empty(t, groupMembers(agent.Pid()), "nothing is left in the agent's process group")
+
+	checkWire(t, spec, wire.Messages())
+}
+
+// checkWire puts every message of the conversation, both ways, through
+// acpv1's types and the SDK's validators (interoptest.TypesRoundTrip): each
+// must be valid to the SDK as it was on the wire, decode, and encode to
+// what the SDK reads the same way. A message no type is listed for fails
+// the test; so does one the SDK refuses, but for the agent's known bugs
+// against the schema (knownInvalid), which the SDK must refuse, and which
+// docs/interop.md lists.
+func checkWire(t *testing.T, spec agentSpec, msgs []interoptest.GoldenMessage) {
+	t.Helper()
+	validator := interoptest.NewSchemaValidator(t, filepath.Join(packagesDir, ".."))
+	var valid []interoptest.GoldenMessage
+	invalid := map[string]int{}
+	for _, m := range msgs {
+		bug, params := knownInvalid(t, spec, m)
+		if bug == "" {
+			valid = append(valid, m)
+			continue
+		}
+		_, err := validator.Check(1, true, "SessionNotification", params)
+		assert.Error(t, err, "the SDK refuses the agent's %s: %s", bug, m.Msg)
+		invalid[bug]++
+	}
+	for _, bug := range spec.invalidUpdates {
+		assert.Positive(t, invalid[bug], "the agent's known bug: %s", bug)
+	}
+	var untyped []string
+	n := interoptest.TypesRoundTrip(t, validator, 1, spec.name, valid, func(method, member string) any {
+		v := acpmethods.New(1, method, member)
+		if v == nil {
+			untyped = append(untyped, method+" "+member)
+		}
+		return v
+	})
+	assert.Empty(t, untyped, "messages with no generated type")
+	assert.Equal(t, len(valid), n, "every message went through the generated types")
+	updates := updateKinds(t, msgs)
+	assert.Positive(t, updates["acpv1.AgentMessageChunk"], "the agent's replies were among them")
+	t.Logf("%s: %d messages through acpv1 and the SDK's validators, and %v refused as known; session/update by variant: %v",
+		spec.name, n, invalid, updates)
+}
+
+// usageWithoutUsed is claude-agent-acp's usage_update with "used": null,
+// where the schema requires a number.
+const usageWithoutUsed = "usage_update with used null"
+
+// knownInvalid names the agent's known bug that the message m is, with the
+// message's params, or returns "".
+func knownInvalid(t *testing.T, spec agentSpec, m interoptest.GoldenMessage) (string, json.RawMessage) {
+	var n struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	require.NoError(t, json.Unmarshal(m.Msg, &n))
+	if m.Dir != "in" || n.Method != acpv1.MethodSessionUpdate || !slices.Contains(spec.invalidUpdates, usageWithoutUsed) {
+		return "", nil
+	}
+	var p struct {
+		Update map[string]json.RawMessage `json:"update"`
+	}
+	require.NoError(t, json.Unmarshal(n.Params, &p))
+	if string(p.Update["sessionUpdate"]) == `"usage_update"` && string(p.Update["used"]) == "null" {
+		return usageWithoutUsed, n.Params
+	}
+	return "", nil
+}
+
+// updateKinds counts the session/update notifications of msgs by the Go
+// type of their variant.
+func updateKinds(t *testing.T, msgs []interoptest.GoldenMessage) map[string]int {
+	kinds := map[string]int{}
+	for _, m := range msgs {
+		var n struct {
+			Method string                    `json:"method"`
+			Params acpv1.SessionNotification `json:"params"`
+		}
+		if m.Dir == "in" && json.Unmarshal(m.Msg, &n) == nil && n.Method == acpv1.MethodSessionUpdate {
+			kinds[fmt.Sprintf("%T", n.Params.Update.Value)]++
+		}
+	}
+	return kinds
 }
 
 // newSession opens a session in cwd.
-func newSession(t *testing.T, ctx context.Context, agent *acprpc.AgentProcess, cwd string) string {
+func newSession(t *testing.T, ctx context.Context, agent *acprpc.AgentProcess, cwd string) acpv1.SessionID {
 	t.Helper()
-	var session struct {
-		SessionID string `json:"sessionId"`
-	}
-	require.NoError(t, agent.Call(ctx, "session/new", map[string]any{"cwd": cwd, "mcpServers": []any{}}, &session))
+	session, err := acprpc.CallFor[acpv1.NewSessionResponse](ctx, agent.Conn, acpv1.MethodSessionNew,
+		acpv1.NewSessionRequest{Cwd: cwd, MCPServers: []acpv1.MCPServer{}})
+	require.NoError(t, err)
 	require.NotEmpty(t, session.SessionID)
 	return session.SessionID
 }
 
 type turnResult struct {
-	promptResult
+	acpv1.PromptResponse
 	err error
 }
 
 // slowTurn prompts for a slow answer, and delivers the outcome.
-func slowTurn(ctx context.Context, agent *acprpc.AgentProcess, sid string) chan turnResult {
+func slowTurn(ctx context.Context, agent *acprpc.AgentProcess, sid acpv1.SessionID) chan turnResult {
 	res := make(chan turnResult, 1)
 	go func() {
-		r, err := acprpc.CallFor[promptResult](ctx, agent.Conn, "session/prompt", prompt(sid, "Talk for a long time. "+slowMark))
+		r, err := acprpc.CallFor[acpv1.PromptResponse](ctx, agent.Conn, acpv1.MethodSessionPrompt, prompt(sid, "Talk for a long time. "+slowMark))
 		res <- turnResult{r, err}
 	}()
 	return res
