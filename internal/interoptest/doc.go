@@ -2,7 +2,8 @@
 // Node.js and the pinned TypeScript SDK (RequireNode, RequireNodeModules,
 // NodePackages), HAProxy (RequireHAProxy), the SDK's own validators
 // (SchemaValidator) and the round trips that check the generated ACP types
-// against them (SchemaRoundTrip, GoldenRoundTrip, TypesRoundTrip), and a
+// against them (SchemaRoundTrip, GoldenRoundTrip, TypesRoundTrip, on a
+// wire that WireLog records from a Conn's hooks), and a
 // buffer a subprocess's output and the test can share (SyncBuffer). A test
 // that lacks a program fails and says how to install it; it never skips in
 // silence.
