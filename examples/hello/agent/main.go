@@ -5,36 +5,21 @@ package main
 
 import (
 	"context"
-	"os"
+	"log"
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/acpv1"
 )
 
 func main() {
-	conn := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(os.Stdin, os.Stdout), router(), nil)
-	<-conn.Done()
+	if err := acprpc.ServeStdio(context.Background(), agent.Router(), nil); err != nil {
+		log.Fatal(err)
+	}
 }
 
-func router() *acprpc.Router {
-	r := acprpc.NewRouter()
-	r.Register(acpv1.MethodInitialize, acprpc.RequestHandler(func(context.Context, acpv1.InitializeRequest) (acpv1.InitializeResponse, error) {
-		return acpv1.InitializeResponse{ProtocolVersion: 1}, nil
-	}))
-	r.Register(acpv1.MethodSessionNew, acprpc.RequestHandler(func(context.Context, acpv1.NewSessionRequest) (acpv1.NewSessionResponse, error) {
-		return acpv1.NewSessionResponse{SessionID: "sess_1"}, nil
-	}))
-	r.Register(acpv1.MethodSessionPrompt, acprpc.RequestHandler(func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
-		said := ""
-		for _, block := range p.Prompt {
-			if text, ok := block.Value.(acpv1.TextContent); ok {
-				said += text.Text
-			}
-		}
-		reply := acpv1.AgentMessageChunk{Content: acpv1.ContentBlock{Value: acpv1.TextContent{Text: "You said: " + said}}}
-		err := acprpc.ConnFromContext(ctx).Notify(ctx, acpv1.MethodSessionUpdate,
-			acpv1.SessionNotification{SessionID: p.SessionID, Update: acpv1.SessionUpdate{Value: reply}})
-		return acpv1.PromptResponse{StopReason: acpv1.StopReasonEndTurn}, err
-	}))
-	return r
-}
+// agent answers initialize and session/new with acpv1.Agent's defaults.
+var agent = acpv1.Agent{SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
+	reply := acpv1.AgentText(p.SessionID, "You said: "+acpv1.TextOf(p.Prompt))
+	err := acpv1.ToClient.SessionUpdate.Notify(ctx, acprpc.ConnFromContext(ctx), reply)
+	return acpv1.PromptResponse{StopReason: acpv1.StopReasonEndTurn}, err
+}}

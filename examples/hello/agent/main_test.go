@@ -17,7 +17,7 @@ import (
 // TestMain fails the tests if any goroutine outlives them.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestPrompt drives the agent's router over a Pipe: the prompt's answer
+// TestPrompt drives the agent over a Pipe: the prompt's answer
 // comes after its one message, which repeats the prompt.
 func TestPrompt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -28,8 +28,8 @@ func TestPrompt(t *testing.T) {
 		return nil, nil
 	})
 	a, c := acprpc.Pipe()
-	agent := acprpc.NewConn(ctx, a, router(), nil)
-	defer agent.Close()
+	agentConn := acprpc.NewConn(ctx, a, agent.Router(), nil)
+	defer agentConn.Close()
 	conn := acprpc.NewConn(ctx, c, client, nil)
 	defer conn.Close()
 

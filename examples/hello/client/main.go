@@ -16,36 +16,27 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout, os.Args[1:]); err != nil {
+	if err := run(context.Background(), os.Stdout, exec.Command(os.Args[1], os.Args[2:]...)); err != nil {
 		fmt.Fprintln(os.Stderr, "client:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, out io.Writer, agent []string) error {
-	r := acprpc.NewRouter()
-	r.Register(acpv1.MethodSessionUpdate, acprpc.NotificationHandler(func(_ context.Context, n acpv1.SessionNotification) {
-		if chunk, ok := n.Update.Value.(acpv1.AgentMessageChunk); ok {
-			if text, ok := chunk.Content.Value.(acpv1.TextContent); ok {
-				fmt.Fprintln(out, text.Text)
-			}
+func run(ctx context.Context, out io.Writer, agent *exec.Cmd) error {
+	client := acpv1.Client{SessionUpdate: func(_ context.Context, n acpv1.SessionNotification) {
+		if text, ok := acpv1.AgentTextOf(n.Update); ok {
+			fmt.Fprintln(out, text)
 		}
-	}))
-	proc, err := acprpc.StartAgent(ctx, exec.Command(agent[0], agent[1:]...), r, nil)
-	if err != nil {
+	}}
+	return acprpc.WithAgent(ctx, agent, client.Router(), nil, func(ctx context.Context, conn *acprpc.Conn) error {
+		if _, err := acpv1.ToAgent.Initialize.Call(ctx, conn, acpv1.InitializeRequest{ProtocolVersion: 1}); err != nil {
+			return err
+		}
+		session, err := acpv1.ToAgent.SessionNew.Call(ctx, conn, acpv1.NewSessionRequest{Cwd: "/"})
+		if err != nil {
+			return err
+		}
+		_, err = acpv1.ToAgent.SessionPrompt.Call(ctx, conn, acpv1.TextPrompt(session.SessionID, "hello"))
 		return err
-	}
-	defer proc.Close()
-	conn := proc.Conn
-	_, err = acprpc.CallFor[acpv1.InitializeResponse](ctx, conn, acpv1.MethodInitialize, acpv1.InitializeRequest{ProtocolVersion: 1})
-	if err != nil {
-		return err
-	}
-	session, err := acprpc.CallFor[acpv1.NewSessionResponse](ctx, conn, acpv1.MethodSessionNew, acpv1.NewSessionRequest{Cwd: "/"})
-	if err != nil {
-		return err
-	}
-	prompt := acpv1.PromptRequest{SessionID: session.SessionID, Prompt: []acpv1.ContentBlock{{Value: acpv1.TextContent{Text: "hello"}}}}
-	_, err = acprpc.CallFor[acpv1.PromptResponse](ctx, conn, acpv1.MethodSessionPrompt, prompt)
-	return err
+	})
 }

@@ -25,6 +25,6 @@ func TestHello(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	require.NoError(t, run(ctx, &out, []string{bin}))
+	require.NoError(t, run(ctx, &out, exec.Command(bin)))
 	assert.Equal(t, "You said: hello\n", out.String())
 }
