@@ -41,6 +41,7 @@ func helperAgent(mode string) *exec.Cmd {
 // run by helperAgent. Modes:
 //
 //	serve        serve echo and stderr requests; exit 0 when stdin ends
+//	stdio        serve as serve does, with ServeStdio; exit 0 when it returns nil, 6 otherwise
 //	chatty       write two stderr lines, serve, and write one without its newline at exit
 //	exit-early   write "no API key" to stderr and exit with status 3 at once
 //	ignore-eof   serve, and neither exit when stdin ends nor on SIGTERM
@@ -109,6 +110,13 @@ func runHelperAgent(mode string) int {
 			fmt.Fprintln(os.Stderr, string(req.Params))
 			return true, nil
 		},
+	}
+	if mode == "stdio" {
+		if err := acprpc.ServeStdio(context.Background(), h, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "ServeStdio:", err)
+			return 6
+		}
+		return 0
 	}
 	// The connection closes what it is given: the agent keeps its stdout
 	// open for what it writes after the connection has ended.

@@ -88,10 +88,13 @@ func callsFile(m *model, pkg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return execute(callsTemplate, map[string]any{"Pkg": pkg, "Version": m.version, "Sides": sides, "UnstableNote": unstableNote})
+}
+
+// execute is what t writes from data.
+func execute(t *template.Template, data any) (string, error) {
 	var b bytes.Buffer
-	err = callsTemplate.Execute(&b, map[string]any{
-		"Pkg": pkg, "Version": m.version, "Sides": sides, "UnstableNote": unstableNote,
-	})
+	err := t.Execute(&b, data)
 	return b.String(), err
 }
 
@@ -230,5 +233,155 @@ func (c Client) Router() *acprpc.Router {
 	r := acprpc.NewRouter()
 	c.Register(r)
 	return r
+}
+`))
+
+// callsTestFile is calls_test.go's source after its header: tests that
+// every typed method is the method of its name, with its types, and that
+// Agent and Client register every function they hold.
+func callsTestFile(_ *model, pkg string) (string, error) {
+	return execute(callsTestTemplate, map[string]any{"Pkg": pkg})
+}
+
+var callsTestTemplate = template.Must(template.New("calls_test").Parse(`package {{.Pkg}}
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+)
+
+// TestTypedMethodsMatchTheRegistry checks each value of ToAgent and
+// ToClient against the method table: its name is a method's, and its
+// params and result are that method's types.
+func TestTypedMethodsMatchTheRegistry(t *testing.T) {
+	for _, methods := range []any{ToAgent, ToClient} {
+		v := reflect.ValueOf(methods)
+		for i := range v.NumField() {
+			field, value := v.Type().Field(i).Name, v.Field(i)
+			name := value.FieldByName("Name").String()
+			mt, ok := methodTypes[name]
+			require.True(t, ok, "%s.%s is %q, which is no method", v.Type().Name(), field, name)
+			assert.Equal(t, "Method"+field, constName(t, name), "%s's field", name)
+			if call, ok := value.Type().MethodByName("Call"); ok {
+				require.NotNil(t, mt.Request, "%s is no request", name)
+				assert.Equal(t, reflect.TypeOf(mt.Request()).Elem(), call.Type.In(3), "%s's params", name)
+				assert.Equal(t, reflect.TypeOf(mt.Result()).Elem(), call.Type.Out(0), "%s's result", name)
+				continue
+			}
+			notify, _ := value.Type().MethodByName("Notify")
+			require.NotNil(t, mt.Notification, "%s is no notification", name)
+			assert.Equal(t, reflect.TypeOf(mt.Notification()).Elem(), notify.Type.In(3), "%s's params", name)
+		}
+	}
+}
+
+// constName is the name of the Method constant whose value is name, found
+// through the typed methods' own table.
+func constName(t *testing.T, name string) string {
+	t.Helper()
+	for _, methods := range []any{ToAgent, ToClient} {
+		v := reflect.ValueOf(methods)
+		for i := range v.NumField() {
+			if v.Field(i).FieldByName("Name").String() == name {
+				return "Method" + v.Type().Field(i).Name
+			}
+		}
+	}
+	return ""
+}
+
+// errReached is what every function of a filled handler set returns.
+var errReached = errors.New("reached")
+
+// fillHandlers sets every function field of the handler set at set (a
+// pointer to an Agent or a Client) to one that sends its field's name to
+// reached.
+func fillHandlers(set any, reached chan<- string) {
+	v := reflect.ValueOf(set).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		if f.Kind() != reflect.Func {
+			continue
+		}
+		f.Set(reflect.MakeFunc(f.Type(), func([]reflect.Value) []reflect.Value {
+			reached <- name
+			if f.Type().NumOut() == 0 {
+				return nil
+			}
+			return []reflect.Value{reflect.Zero(f.Type().Out(0)), reflect.ValueOf(&errReached).Elem()}
+		}))
+	}
+}
+
+// requireEveryMethodServed sends r each method of methods, a request or a
+// notification without params (the zero params, whatever their type
+// requires), and checks that it reaches the function of
+// the same name.
+func requireEveryMethodServed(t *testing.T, r *acprpc.Router, methods any, reached <-chan string) {
+	v := reflect.ValueOf(methods)
+	for i := range v.NumField() {
+		field, value := v.Type().Field(i).Name, v.Field(i)
+		req := &acprpc.Request{Method: value.FieldByName("Name").String()}
+		_, isRequest := value.Type().MethodByName("Call")
+		if isRequest {
+			req.ID = acprpc.Int64ID(int64(i + 1))
+		}
+		_, err := r.Handle(context.Background(), req)
+		var rpcErr *acprpc.Error
+		if errors.As(err, &rpcErr) && rpcErr.Code == acprpc.CodeInvalidParams {
+			// Params that hold a variant cannot come empty: the typed
+			// handler refusing them is the registration.
+			continue
+		}
+		if isRequest {
+			assert.ErrorIs(t, err, errReached, "%s", req.Method)
+		}
+		select {
+		case got := <-reached:
+			assert.Equal(t, field, got, "%s", req.Method)
+		default:
+			t.Errorf("%s reached no function", req.Method)
+		}
+	}
+}
+
+// Agent registers every function it holds for the method of its name.
+func TestAgentServesEveryMethod(t *testing.T) {
+	reached := make(chan string, 1)
+	var a Agent
+	fillHandlers(&a, reached)
+	requireEveryMethodServed(t, a.Router(), ToAgent, reached)
+}
+
+// Client registers every function it holds for the method of its name.
+func TestClientServesEveryMethod(t *testing.T) {
+	reached := make(chan string, 1)
+	var c Client
+	fillHandlers(&c, reached)
+	requireEveryMethodServed(t, c.Router(), ToClient, reached)
+}
+
+// An empty Client registers nothing, and an empty Agent only the defaults
+// of initialize and session/new.
+func TestEmptyHandlerSets(t *testing.T) {
+	ctx := context.Background()
+	for _, r := range []*acprpc.Router{Agent{}.Router(), Client{}.Router()} {
+		_, err := r.Handle(ctx, &acprpc.Request{ID: acprpc.Int64ID(1), Method: MethodSessionPrompt, Params: json.RawMessage("{}")})
+		var rpcErr *acprpc.Error
+		require.ErrorAs(t, err, &rpcErr)
+		assert.EqualValues(t, acprpc.CodeMethodNotFound, rpcErr.Code)
+	}
+	for _, method := range []string{MethodInitialize, MethodSessionNew} {
+		_, err := Agent{}.Router().Handle(ctx, &acprpc.Request{ID: acprpc.Int64ID(1), Method: method, Params: json.RawMessage("{}")})
+		assert.NoError(t, err, "%s", method)
+	}
 }
 `))

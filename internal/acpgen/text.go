@@ -1,9 +1,6 @@
 package main
 
-import (
-	"bytes"
-	"text/template"
-)
+import "text/template"
 
 // This file writes text.go: constructors and readers for text, the content
 // most messages carry, so that a prompt, a reply and their reading are one
@@ -12,14 +9,21 @@ import (
 // params.
 
 // textFile is text.go's source after its header.
-func textFile(m *model, pkg string) (string, error) {
+func textFile(m *model, pkg string) (string, error) { return execute(textTemplate, textData(m, pkg)) }
+
+// textTestFile is text_test.go's source after its header.
+func textTestFile(m *model, pkg string) (string, error) {
+	return execute(textTestTemplate, textData(m, pkg))
+}
+
+// textData is what the text templates read: the package, its version and
+// the name of session/update's params.
+func textData(m *model, pkg string) map[string]any {
 	notification := "SessionNotification"
 	if m.version >= 2 {
 		notification = "UpdateSessionNotification"
 	}
-	var b bytes.Buffer
-	err := textTemplate.Execute(&b, map[string]any{"Pkg": pkg, "Version": m.version, "Notification": notification})
-	return b.String(), err
+	return map[string]any{"Pkg": pkg, "Version": m.version, "Notification": notification}
 }
 
 var textTemplate = template.Must(template.New("text").Parse(`package {{.Pkg}}
@@ -65,5 +69,59 @@ func AgentTextOf(update SessionUpdate) (string, bool) {
 	}
 	t, ok := chunk.Content.Value.(TextContent)
 	return t.Text, ok
+}
+`))
+
+var textTestTemplate = template.Must(template.New("text_test").Parse(`package {{.Pkg}}
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Text, TextPrompt and AgentText write what the schema says, and read back
+// as what they were made of.
+func TestTextConstructors(t *testing.T) {
+	b, err := json.Marshal(Text("hi"))
+	require.NoError(t, err)
+	assert.JSONEq(t, ` + "`" + `{"type":"text","text":"hi"}` + "`" + `, string(b))
+
+	b, err = json.Marshal(TextPrompt("s1", "hello"))
+	require.NoError(t, err)
+	assert.JSONEq(t, ` + "`" + `{"sessionId":"s1","prompt":[{"type":"text","text":"hello"}]}` + "`" + `, string(b))
+
+	b, err = json.Marshal(AgentText("s1", {{if ge .Version 2}}"m1", {{end}}"You said: hello"))
+	require.NoError(t, err)
+	assert.JSONEq(t, ` + "`" + `{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk",{{if ge .Version 2}}"messageId":"m1",{{end}}"content":{"type":"text","text":"You said: hello"}}}` + "`" + `, string(b))
+	var n {{.Notification}}
+	require.NoError(t, json.Unmarshal(b, &n))
+	text, ok := AgentTextOf(n.Update)
+	assert.True(t, ok)
+	assert.Equal(t, "You said: hello", text)
+}
+
+// TextOf joins the text blocks and skips the others.
+func TestTextOf(t *testing.T) {
+	blocks := []ContentBlock{Text("one"), {Value: ImageContent{Data: "AA=="}}, Text(" two")}
+	assert.Equal(t, "one two", TextOf(blocks))
+	assert.Empty(t, TextOf(nil))
+}
+
+// AgentTextOf is false for an agent's chunk that is not text and for any
+// other update.
+func TestAgentTextOfOtherUpdates(t *testing.T) {
+	image := ContentBlock{Value: ImageContent{Data: "AA=="}}
+	for name, u := range map[string]SessionUpdate{
+		"image chunk": {Value: AgentMessageChunk{Content: image}},
+		"user's text": {Value: UserMessageChunk{Content: Text("hi")}},
+		"no update":   {},
+	} {
+		text, ok := AgentTextOf(u)
+		assert.False(t, ok, name)
+		assert.Empty(t, text, name)
+	}
 }
 `))

@@ -1,0 +1,104 @@
+package acpv1
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// Agent's defaults answer initialize with version 1 (and Info as agentInfo
+// once it has a name) and session/new with a new ID each time, counted per
+// Register.
+func TestAgentDefaults(t *testing.T) {
+	ctx := wiretest.Context(t)
+	conn := wiretest.PipeConns(t, Agent{}.Router(), nil)
+	init, err := ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 1})
+	require.NoError(t, err)
+	assert.Equal(t, ProtocolVersion(1), init.ProtocolVersion)
+	assert.Nil(t, init.AgentInfo)
+	for _, want := range []SessionID{"sess_1", "sess_2"} {
+		session, err := ToAgent.SessionNew.Call(ctx, conn, NewSessionRequest{Cwd: "/"})
+		require.NoError(t, err)
+		assert.Equal(t, want, session.SessionID)
+	}
+
+	named := Agent{Info: Implementation{Name: "hello", Version: "1.0"}}
+	conn = wiretest.PipeConns(t, named.Router(), nil)
+	init, err = ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 1})
+	require.NoError(t, err)
+	require.NotNil(t, init.AgentInfo)
+	assert.Equal(t, named.Info, *init.AgentInfo)
+	session, err := ToAgent.SessionNew.Call(ctx, conn, NewSessionRequest{Cwd: "/"})
+	require.NoError(t, err)
+	assert.Equal(t, SessionID("sess_1"), session.SessionID, "a new Router counts from 1")
+}
+
+// An Agent's own Initialize and SessionNew replace the defaults.
+func TestAgentOwnInitializeAndSessionNew(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := Agent{
+		Initialize: func(context.Context, InitializeRequest) (InitializeResponse, error) {
+			return InitializeResponse{ProtocolVersion: 1, AgentCapabilities: AgentCapabilities{LoadSession: true}}, nil
+		},
+		SessionNew: func(_ context.Context, p NewSessionRequest) (NewSessionResponse, error) {
+			return NewSessionResponse{SessionID: SessionID("in " + p.Cwd)}, nil
+		},
+	}
+	conn := wiretest.PipeConns(t, a.Router(), nil)
+	init, err := ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 1})
+	require.NoError(t, err)
+	assert.True(t, init.AgentCapabilities.LoadSession)
+	session, err := ToAgent.SessionNew.Call(ctx, conn, NewSessionRequest{Cwd: "/tmp"})
+	require.NoError(t, err)
+	assert.Equal(t, SessionID("in /tmp"), session.SessionID)
+}
+
+// A typed turn, Agent and Client both: the prompt's update reaches the
+// client's typed handler, and cancelling the client's prompt call
+// cancels the agent's turn and, through its context, the agent's own call
+// to the client, each with its $/cancel_request.
+func TestTypedTurnCancelPassesThrough(t *testing.T) {
+	ctx := wiretest.Context(t)
+	asked := make(chan struct{})
+	clientSaw := make(chan error, 1)
+	agentSaw := make(chan error, 1)
+	agent := Agent{SessionPrompt: func(ctx context.Context, p PromptRequest) (PromptResponse, error) {
+		conn := acprpc.ConnFromContext(ctx)
+		if err := ToClient.SessionUpdate.Notify(ctx, conn, AgentText(p.SessionID, "thinking")); err != nil {
+			return PromptResponse{}, err
+		}
+		_, err := ToClient.SessionRequestPermission.Call(ctx, conn, RequestPermissionRequest{SessionID: p.SessionID})
+		agentSaw <- context.Cause(ctx)
+		return PromptResponse{}, err
+	}}
+	updates := make(chan string, 1)
+	client := Client{
+		SessionUpdate: func(_ context.Context, n SessionNotification) {
+			text, _ := AgentTextOf(n.Update)
+			updates <- text
+		},
+		SessionRequestPermission: func(ctx context.Context, _ RequestPermissionRequest) (RequestPermissionResponse, error) {
+			close(asked)
+			<-ctx.Done()
+			clientSaw <- context.Cause(ctx)
+			return RequestPermissionResponse{}, ctx.Err()
+		},
+	}
+	conn := wiretest.PipeConns(t, agent.Router(), client.Router())
+	turn, cancel := context.WithCancel(ctx)
+	go func() {
+		wiretest.Recv(t, ctx, asked)
+		cancel()
+	}()
+	_, err := ToAgent.SessionPrompt.Call(turn, conn, TextPrompt("sess_1", "hello"))
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, agentSaw), acprpc.ErrPeerCancelled, "the agent's turn")
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, clientSaw), acprpc.ErrPeerCancelled, "the agent's call to the client")
+	assert.Equal(t, "thinking", wiretest.Recv(t, ctx, updates))
+}

@@ -1,0 +1,65 @@
+//go:build unix
+
+package acprpc_test
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// WithAgent runs f against the agent and ends it; an agent on ServeStdio
+// exits 0 once its stdin closes, so nothing fails.
+func TestWithAgentAndServeStdio(t *testing.T) {
+	ctx := wiretest.Context(t)
+	var echoed sessionRef
+	err := acprpc.WithAgent(ctx, helperAgent("stdio"), nil, nil, func(ctx context.Context, conn *acprpc.Conn) error {
+		var err error
+		echoed, err = acprpc.CallFor[sessionRef](ctx, conn, "echo", sessionRef{SessionID: "hi"})
+		return err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "hi", echoed.SessionID)
+}
+
+// WithAgent returns f's error joined with Close's: an agent that exited
+// under f says how.
+func TestWithAgentJoinsErrors(t *testing.T) {
+	ctx := wiretest.Context(t)
+	errF := errors.New("f failed")
+	err := acprpc.WithAgent(ctx, helperAgent("exit-early"), nil, nil, func(ctx context.Context, conn *acprpc.Conn) error {
+		<-conn.Done()
+		return errF
+	})
+	require.ErrorIs(t, err, errF)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 3, exit.ExitCode())
+}
+
+// WithAgent returns StartAgent's error without calling f.
+func TestWithAgentStartFails(t *testing.T) {
+	ctx := wiretest.Context(t)
+	cmd := helperAgent("stdio")
+	cmd.Stdin = new(errReader)
+	called := false
+	err := acprpc.WithAgent(ctx, cmd, nil, nil, func(context.Context, *acprpc.Conn) error {
+		called = true
+		return nil
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Stdin and Stdout must be nil")
+	assert.False(t, called)
+}
+
+// errReader is an io.Reader that StartAgent must refuse as the agent's stdin.
+type errReader struct{}
+
+func (*errReader) Read([]byte) (int, error) { return 0, errors.New("unread") }
