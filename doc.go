@@ -58,13 +58,17 @@
 //
 // A Router serves each method with a function of its own, its params
 // decoded once into the function's parameter type; CallFor is Call with the
-// result as a return value. The packages acpv1 and acpv2 are ACP's messages
-// as Go types, generated from the protocol's schema:
+// result as a return value. A Method (or Notification) is a method's name
+// with its types, so that its Call and Handle need neither. The packages
+// acpv1 and acpv2 are ACP's messages as Go types, generated from the
+// protocol's schema, with a Method for each of ACP's methods and the
+// handler sets Agent and Client; ServeStdio and WithAgent run an agent's and
+// a client's connection from start to end:
 //
-//	r := acprpc.NewRouter()
-//	r.Register(acpv1.MethodSessionPrompt, acprpc.RequestHandler(func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
+//	agent := acpv1.Agent{SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
 //		...
-//	}))
+//	}}
+//	err := acprpc.ServeStdio(ctx, agent.Router(), nil)
 //
 // # ACP versions
 //

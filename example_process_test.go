@@ -51,3 +51,27 @@ func ExampleStartAgent() {
 type exSessionNotification struct {
 	SessionID string `json:"sessionId"`
 }
+
+// WithAgent is a client's whole conversation with its agent: the agent
+// starts, f runs, and the agent is ended however f returns.
+func ExampleWithAgent() {
+	err := acprpc.WithAgent(context.Background(), exec.Command("my-agent"), nil, nil, func(ctx context.Context, conn *acprpc.Conn) error {
+		_, err := acprpc.CallFor[exInitializeResponse](ctx, conn, "initialize", exInitializeRequest{ProtocolVersion: 1})
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// ServeStdio is an agent's whole life: it serves the client over stdin and
+// stdout until the client closes them.
+func ExampleServeStdio() {
+	router := acprpc.NewRouter()
+	router.Register("session/prompt", acprpc.RequestHandler(func(ctx context.Context, p exPromptRequest) (exPromptResponse, error) {
+		return exPromptResponse{StopReason: "end_turn"}, nil
+	}))
+	if err := acprpc.ServeStdio(context.Background(), router, nil); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -9,10 +9,13 @@
 //
 // ACP v2 is a draft: the whole schema may still change, its stable part included.
 //
-// With acprpc's Router and CallFor:
+// An agent is an Agent, a set of typed functions; a client calls it
+// through ToAgent, whose methods know their names and types:
 //
-//	router.Register(acpv2.MethodSessionPrompt, acprpc.RequestHandler(
-//		func(ctx context.Context, p acpv2.PromptRequest) (acpv2.PromptResponse, error) { ... }))
+//	agent := acpv2.Agent{SessionPrompt: func(ctx context.Context, p acpv2.PromptRequest) (acpv2.PromptResponse, error) { ... }}
+//	acprpc.ServeStdio(ctx, agent.Router(), nil)
+//
+//	session, err := acpv2.ToAgent.SessionNew.Call(ctx, conn, acpv2.NewSessionRequest{Cwd: "/"})
 //
 // # Names
 //
@@ -20,6 +23,24 @@
 // is SessionID, McpServer is MCPServer), and so does a property (sessionId
 // is SessionID, _meta is Meta). Each method is a constant, MethodSessionPrompt
 // for "session/prompt", whose doc comment names its params and result types.
+//
+// # Methods and handlers
+//
+// calls.go has each method as a value that knows its name and its types:
+// ToAgent holds those the client sends the agent, ToClient those the agent
+// sends the client, each an acprpc.Method (Call returns the typed result,
+// Handle registers a typed function on an acprpc.Router) or an
+// acprpc.Notification (Notify, Handle). They are acprpc's CallFor, Notify
+// and Router with the names and types filled in: contexts, cancellation
+// and answers are acprpc's. Agent and Client are the two sides' handler
+// sets, a struct of optional functions, one a method, whose Register and
+// Router register the functions that are set; Agent answers initialize and
+// session/new itself when its functions for them are nil. $/cancel_request,
+// which the connection consumes, and the proxy methods have no value.
+//
+// text.go has the few helpers that text, the content most messages carry,
+// earns: Text (a text block), TextOf (the text of a prompt), TextPrompt,
+// AgentText (an agent_message_chunk of text) and AgentTextOf (its text).
 //
 // # Unions
 //
