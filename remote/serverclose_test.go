@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/assert"
@@ -217,4 +218,70 @@ func connectOnce(url string) {
 		_ = tr.Close()
 		<-got
 	}
+}
+
+// TestServerCloseWaitsForTheAcceptFunc closes the Server while its
+// AcceptFunc is still running for a new connection, over both transports.
+// An AcceptFunc that returns once Close has closed its transport has
+// returned before Close does, and its transport serves nothing after; one
+// that does not return holds Close for closeWait, no less, and then Close
+// returns anyway. A WebSocket's HTTP connection was hijacked, so only the
+// Server's own wait holds Close for it.
+func TestServerCloseWaitsForTheAcceptFunc(t *testing.T) {
+	for _, scheme := range []string{"ws", "http"} {
+		t.Run(scheme+", an AcceptFunc that returns once its transport is closed", func(t *testing.T) {
+			t.Parallel()
+			entered, returned := make(chan struct{}), make(chan struct{})
+			srv := NewServer(func(tr acprpc.Transport, _ *http.Request) {
+				defer close(returned)
+				close(entered)
+				for { // until Close closes it
+					if _, err := tr.Recv(); err != nil {
+						return
+					}
+				}
+			}, nil)
+			connected := connectInBackground(scheme + serveOnLoopback(t, srv))
+			<-entered
+			require.NoError(t, srv.Close())
+			select {
+			case <-returned:
+			default:
+				t.Fatal("Close returned while the AcceptFunc was still running")
+			}
+			assert.Zero(t, srv.Connections())
+			<-connected
+		})
+		t.Run(scheme+", an AcceptFunc that does not return", func(t *testing.T) {
+			t.Parallel()
+			entered, closed := make(chan acprpc.Transport, 1), make(chan struct{})
+			srv := NewServer(func(tr acprpc.Transport, _ *http.Request) {
+				entered <- tr
+				select { // the test's bound, far beyond closeWait
+				case <-closed:
+				case <-time.After(wait):
+				}
+			}, nil)
+			connected := connectInBackground(scheme + serveOnLoopback(t, srv))
+			tr := <-entered
+			start := time.Now()
+			require.NoError(t, srv.Close())
+			elapsed := time.Since(start)
+			close(closed)
+			assert.GreaterOrEqual(t, elapsed, closeWait, "Close waited for the connection being opened")
+			<-connected
+			assert.Error(t, tr.Send([]byte(initAnswer)), "a connection closed under its AcceptFunc serves nothing")
+		})
+	}
+}
+
+// connectInBackground opens one connection to url with connectOnce, and
+// returns a channel closed once that client has given up.
+func connectInBackground(url string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		connectOnce(url)
+	}()
+	return done
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -346,4 +348,93 @@ func TestHTTPStreamStuckAtTheCloseEndsWithinCloseWait(t *testing.T) {
 	full = ts.noPlace()
 	ts.mu.Unlock()
 	assert.Nil(t, full, "its place is free once the stream has ended")
+}
+
+// TestHTTPStreamWriteStuckAtTheCloseEndsAtCloseWait closes a connection
+// while its stream is in the middle of a write that a client reading
+// nothing, and never reading again, has stuck, under a WriteTimeout of a
+// minute: the close brings that write's deadline to closeWait, so the
+// stream ends and the server closes its TCP connection long before the
+// write timeout, without the client reading a byte more.
+func TestHTTPStreamWriteStuckAtTheCloseEndsAtCloseWait(t *testing.T) {
+	l := watchWrites(listenSmall(t), 512<<10)
+	ts := startServerOn(t, &Options{WriteTimeout: time.Minute}, l)
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	conn := openStreamRaw(t, ts, id)
+	msg := []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"pad":"` + strings.Repeat("a", 1<<20) + `"}}`)
+	require.NoError(t, server.Send(msg))
+	stream := l.conn(t, conn.LocalAddr())
+	select { // a write far beyond what the sockets hold has begun: it cannot end by itself
+	case <-stream.stuck:
+	case <-time.After(wait):
+		t.Fatal("the stream never wrote the message")
+	}
+	require.NoError(t, server.Close())
+	select {
+	case <-stream.closed:
+	case <-time.After(wait): // far below the WriteTimeout
+		t.Fatal("the write stuck at the close was not ended by the close's deadline")
+	}
+}
+
+// writeWatch is a listener whose connections report when the server has
+// begun writing more than stuckAt bytes on them, and when it closes them.
+type writeWatch struct {
+	net.Listener
+	stuckAt int
+	conns   chan *watchedConn
+}
+
+func watchWrites(l net.Listener, stuckAt int) *writeWatch {
+	return &writeWatch{Listener: l, stuckAt: stuckAt, conns: make(chan *watchedConn, 16)}
+}
+
+func (l *writeWatch) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	w := &watchedConn{Conn: c, stuckAt: l.stuckAt, stuck: make(chan struct{}), closed: make(chan struct{})}
+	l.conns <- w
+	return w, nil
+}
+
+// conn returns the server's side of the connection whose client is at
+// client.
+func (l *writeWatch) conn(t *testing.T, client net.Addr) *watchedConn {
+	t.Helper()
+	for {
+		select {
+		case c := <-l.conns:
+			if c.RemoteAddr().String() == client.String() {
+				return c
+			}
+		case <-time.After(wait):
+			t.Fatal("the server did not accept the connection")
+		}
+	}
+}
+
+// watchedConn is the server's side of one connection of a writeWatch.
+type watchedConn struct {
+	net.Conn
+	stuckAt   int
+	begun     atomic.Int64 // bytes of every Write begun
+	stuck     chan struct{}
+	stuckOnce sync.Once
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func (c *watchedConn) Write(p []byte) (int, error) {
+	if c.begun.Add(int64(len(p))) > int64(c.stuckAt) {
+		c.stuckOnce.Do(func() { close(c.stuck) })
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *watchedConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return c.Conn.Close()
 }
