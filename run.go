@@ -27,7 +27,8 @@ func Serve(ctx context.Context, t Transport, h Handler, opts *Options) error {
 }
 
 // ServeStdio is an agent's whole life over stdio: Serve over os.Stdin and
-// os.Stdout, until the client closes the agent's stdin.
+// os.Stdout, until the client closes the agent's stdin. Both are closed
+// when it returns, so what the agent writes after it belongs on stderr.
 //
 //	func main() { acprpc.ServeStdio(context.Background(), router, nil) }
 func ServeStdio(ctx context.Context, h Handler, opts *Options) error {

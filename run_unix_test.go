@@ -63,3 +63,20 @@ func TestWithAgentStartFails(t *testing.T) {
 type errReader struct{}
 
 func (*errReader) Read([]byte) (int, error) { return 0, errors.New("unread") }
+
+// A panic in f still ends the agent, and goes on up to WithAgent's caller.
+func TestWithAgentEndsTheAgentWhenFPanics(t *testing.T) {
+	ctx := wiretest.Context(t)
+	var conn *acprpc.Conn
+	recovered := func() (r any) {
+		defer func() { r = recover() }()
+		_ = acprpc.WithAgent(ctx, helperAgent("stdio"), nil, nil, func(_ context.Context, c *acprpc.Conn) error {
+			conn = c
+			panic("f failed")
+		})
+		return nil
+	}()
+	assert.Equal(t, "f failed", recovered)
+	require.NotNil(t, conn)
+	wiretest.Recv(t, ctx, conn.Done())
+}
