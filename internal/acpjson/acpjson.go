@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/acpkit/acprpc/internal/wire"
 )
@@ -122,13 +123,18 @@ func Decode[T any](data []byte) (T, error) {
 	return v, err
 }
 
-// As decodes data as a T, one of a union's variants, and returns it as
-// the union's interface I.
+// As decodes data, which encoding/json has validated, as a T, one of a
+// union's variants, and returns it as the union's interface I. It decodes
+// in one pass where it can (see decodeValid), and otherwise, or on any
+// error, with json.Unmarshal, whose result is the same.
 func As[T, I any](data []byte) (I, error) {
 	var v T
-	if err := json.Unmarshal(data, &v); err != nil {
-		var none I
-		return none, err
+	if decodeValid(data, reflect.ValueOf(&v).Elem()) != nil {
+		v = *new(T)
+		if err := json.Unmarshal(data, &v); err != nil {
+			var none I
+			return none, err
+		}
 	}
 	return any(v).(I), nil
 }
@@ -265,27 +271,28 @@ func (s *scanner) key() (string, error) {
 }
 
 // skipString moves past the string at s.i and reports whether it held an
-// escape.
+// escape. It looks for quotes alone, a fast byte search, and tells the
+// closing one by the even number of backslashes before it.
 func (s *scanner) skipString() (bool, error) {
 	if !s.byte('"') {
 		return false, errors.New("acpjson: expected a string")
 	}
-	escaped := false
-	for s.i < len(s.data) {
-		j := bytes.IndexAny(s.data[s.i:], `"\`)
+	start := s.i
+	for {
+		j := bytes.IndexByte(s.data[s.i:], '"')
 		if j < 0 {
-			break
+			return false, errors.New("acpjson: unterminated string")
 		}
-		s.i += j
-		if s.data[s.i] == '\\' {
-			escaped = true
-			s.i += 2
-			continue
+		end := s.i + j
+		s.i = end + 1
+		k := end
+		for k > start && s.data[k-1] == '\\' {
+			k--
 		}
-		s.i++
-		return escaped, nil
+		if (end-k)%2 == 0 {
+			return bytes.IndexByte(s.data[start:end], '\\') >= 0, nil
+		}
 	}
-	return false, errors.New("acpjson: unterminated string")
 }
 
 // skipValue moves past the value at s.i.

@@ -1,0 +1,352 @@
+package acpjson
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strconv"
+	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A union's UnmarshalJSON is given bytes that encoding/json has already
+// validated, and json.Unmarshal of its variant would validate them once
+// more before decoding them: for a 1 MiB text block, two more passes of
+// encoding/json's scanner than a hand-written struct costs. decodeValid
+// decodes such bytes in one pass of this package's scanner instead: it
+// walks an object's members, sets string fields itself, calls a member's
+// own UnmarshalJSON directly (the nested unions), and hands the rest, the
+// small values, to json.Unmarshal. It keeps json.Unmarshal's results
+// exactly by declining what it does not do the same way: any value it is
+// unsure of, a member met twice, a key that only matches a field without
+// regard to case, a type error. Declining returns errDecline, and As then
+// decodes the whole value with json.Unmarshal, as before.
+
+// errDecline says decodeValid leaves the value to json.Unmarshal.
+var errDecline = errors.New("acpjson: left to encoding/json")
+
+var (
+	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// decodeValid decodes the valid JSON data into rv, which is addressable
+// and holds its type's zero value, as json.Unmarshal would, or returns an
+// error (errDecline or another) and leaves rv partly set.
+func decodeValid(data []byte, rv reflect.Value) error {
+	t := rv.Type()
+	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
+		// encoding/json calls UnmarshalJSON with the value's bytes, null
+		// included, for a type that is not a pointer.
+		return rv.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(data)
+	}
+	if data[0] == 'n' {
+		switch t.Kind() {
+		case reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice:
+			rv.SetZero()
+		}
+		return nil
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return generic(data, rv)
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if data[0] != '"' {
+			return errDecline
+		}
+		rv.SetString(unquote(data))
+		return nil
+	case reflect.Struct:
+		if data[0] != '{' {
+			return errDecline
+		}
+		return decodeStruct(data, rv)
+	case reflect.Slice:
+		if data[0] != '[' || t.Elem().Kind() == reflect.Uint8 {
+			return generic(data, rv)
+		}
+		return decodeSlice(data, rv)
+	case reflect.Pointer:
+		rv.Set(reflect.New(t.Elem()))
+		return decodeValid(data, rv.Elem())
+	case reflect.Bool:
+		if data[0] != 't' && data[0] != 'f' {
+			return errDecline
+		}
+		rv.SetBool(data[0] == 't')
+		return nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(string(data), 10, 64)
+		if err != nil || rv.OverflowInt(n) {
+			return errDecline
+		}
+		rv.SetInt(n)
+		return nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, err := strconv.ParseUint(string(data), 10, 64)
+		if err != nil || rv.OverflowUint(n) {
+			return errDecline
+		}
+		rv.SetUint(n)
+		return nil
+	case reflect.Float32, reflect.Float64:
+		f, err := strconv.ParseFloat(string(data), t.Bits())
+		if err != nil || rv.OverflowFloat(f) {
+			return errDecline
+		}
+		rv.SetFloat(f)
+		return nil
+	}
+	return generic(data, rv)
+}
+
+// generic decodes data into rv with json.Unmarshal: values this package
+// gains nothing by decoding itself.
+func generic(data []byte, rv reflect.Value) error {
+	return json.Unmarshal(data, rv.Addr().Interface())
+}
+
+// decodeStruct decodes the object data into the struct rv.
+func decodeStruct(data []byte, rv reflect.Value) error {
+	info := fieldsOf(rv.Type())
+	if info == nil {
+		return generic(data, rv)
+	}
+	var seen []bool
+	var err error
+	walkErr := eachMember(data, func(name string, _, value []byte) bool {
+		i, ok := info.byName[name]
+		if !ok {
+			if info.foldMatch(name) {
+				err = errDecline
+			}
+			return err == nil
+		}
+		if seen == nil {
+			seen = make([]bool, len(info.index))
+		}
+		if seen[i] {
+			err = errDecline // decoding into what the first one set
+			return false
+		}
+		seen[i] = true
+		err = decodeValid(value, rv.Field(info.index[i]))
+		return err == nil
+	})
+	if walkErr != nil {
+		return walkErr
+	}
+	return err
+}
+
+// decodeSlice decodes the array data into the slice rv, as encoding/json
+// does into a nil slice: an empty array is an empty, non-nil slice.
+func decodeSlice(data []byte, rv reflect.Value) error {
+	out := reflect.MakeSlice(rv.Type(), 0, 0)
+	s := scanner{data: data}
+	s.byte('[')
+	for {
+		s.space()
+		if s.byte(']') {
+			rv.Set(out)
+			return nil
+		}
+		start := s.i
+		if err := s.skipValue(); err != nil {
+			return err
+		}
+		out = reflect.Append(out, reflect.Zero(rv.Type().Elem()))
+		if err := decodeValid(data[start:s.i], out.Index(out.Len()-1)); err != nil {
+			return err
+		}
+		s.space()
+		s.byte(',')
+	}
+}
+
+// structFields is how decodeStruct finds a struct's fields by their JSON
+// names.
+type structFields struct {
+	byName map[string]int // JSON name to position in index
+	index  []int          // the fields' indexes in the struct
+}
+
+// foldMatch reports whether a key that matches no field exactly would
+// match one to encoding/json, which also takes a key that differs from a
+// field's name only in case. The fields' names are ASCII; a key that is
+// not is declined, since Unicode case folding has more to it.
+func (f *structFields) foldMatch(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			return true
+		}
+	}
+	for name := range f.byName {
+		if len(name) == len(key) && bytes.EqualFold([]byte(name), []byte(key)) {
+			return true
+		}
+	}
+	return false
+}
+
+var fieldCache sync.Map // reflect.Type to *structFields, nil when declined
+
+// fieldsOf returns t's fields by JSON name, or nil for a struct whose tags
+// ask for more than a name, omitempty and omitzero (embedded structs, the
+// string option), which json.Unmarshal decodes instead.
+func fieldsOf(t reflect.Type) *structFields {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.(*structFields)
+	}
+	f := &structFields{byName: map[string]int{}}
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if sf.Anonymous {
+			f = nil
+			break
+		}
+		if !sf.IsExported() {
+			continue
+		}
+		name, opts, _ := cutComma(sf.Tag.Get("json"))
+		if name == "-" && opts == "" {
+			continue
+		}
+		if !knownOptions(opts) || !asciiName(name) {
+			f = nil
+			break
+		}
+		if name == "" {
+			name = sf.Name
+		}
+		if _, dup := f.byName[name]; dup {
+			f = nil
+			break
+		}
+		f.byName[name] = len(f.index)
+		f.index = append(f.index, i)
+	}
+	fieldCache.Store(t, f)
+	return f
+}
+
+func cutComma(tag string) (string, string, bool) {
+	if i := bytes.IndexByte([]byte(tag), ','); i >= 0 {
+		return tag[:i], tag[i+1:], true
+	}
+	return tag, "", false
+}
+
+// knownOptions reports whether a tag's options change nothing in decoding.
+func knownOptions(opts string) bool {
+	for opts != "" {
+		opt, rest, _ := cutComma(opts)
+		if opt != "omitempty" && opt != "omitzero" {
+			return false
+		}
+		opts = rest
+	}
+	return true
+}
+
+func asciiName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if name[i] >= utf8.RuneSelf || name[i] == '\\' || name[i] == '"' {
+			return false
+		}
+	}
+	return true
+}
+
+// unquote returns the string that the valid JSON string literal raw holds,
+// as encoding/json reads it: escapes decoded, and each byte that is not
+// part of valid UTF-8, and each \u escape of a lone surrogate, read as
+// U+FFFD.
+func unquote(raw []byte) string {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	out := make([]byte, 0, len(inner))
+	for len(inner) > 0 {
+		plain := bytes.IndexByte(inner, '\\')
+		if plain < 0 {
+			plain = len(inner)
+		}
+		out = appendValid(out, inner[:plain])
+		inner = inner[plain:]
+		if len(inner) == 0 {
+			break
+		}
+		var n int
+		out, n = appendEscape(out, inner)
+		inner = inner[n:]
+	}
+	return string(out)
+}
+
+// appendValid appends b, each byte of it that is not valid UTF-8 as
+// U+FFFD.
+func appendValid(out, b []byte) []byte {
+	if utf8.Valid(b) {
+		return append(out, b...)
+	}
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		out = utf8.AppendRune(out, r)
+		b = b[size:]
+	}
+	return out
+}
+
+// appendEscape appends what the escape at the start of esc stands for and
+// returns how many bytes it took: two, six for a \u escape, or twelve for a
+// surrogate pair.
+func appendEscape(out, esc []byte) ([]byte, int) {
+	switch c := esc[1]; c {
+	case 'b':
+		return append(out, '\b'), 2
+	case 'f':
+		return append(out, '\f'), 2
+	case 'n':
+		return append(out, '\n'), 2
+	case 'r':
+		return append(out, '\r'), 2
+	case 't':
+		return append(out, '\t'), 2
+	case 'u':
+		r := hex4(esc[2:6])
+		if !utf16.IsSurrogate(r) {
+			return utf8.AppendRune(out, r), 6
+		}
+		if len(esc) >= 12 && esc[6] == '\\' && esc[7] == 'u' {
+			if pair := utf16.DecodeRune(r, hex4(esc[8:12])); pair != utf8.RuneError {
+				return utf8.AppendRune(out, pair), 12
+			}
+		}
+		return utf8.AppendRune(out, utf8.RuneError), 6
+	default: // '"', '\\', '/'
+		return append(out, c), 2
+	}
+}
+
+// hex4 reads four hexadecimal digits, which valid JSON guarantees.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c <= 'F':
+			c -= 'A' - 10
+		default:
+			c -= 'a' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}

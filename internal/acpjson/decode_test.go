@@ -1,0 +1,152 @@
+package acpjson
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The shapes of the generated types, for the one-pass decoder's tests: a
+// variant with strings, numbers, booleans, lists, pointers, maps, values of
+// any shape and nested unions (a type with its own UnmarshalJSON).
+type (
+	fuzzName  string
+	fuzzInner struct {
+		S string `json:"s"`
+		N *int64 `json:"n,omitempty"`
+	}
+	// fuzzUnion keeps the bytes it is given, and refuses arrays, as a
+	// nested union refuses what it cannot read.
+	fuzzUnion struct{ Raw string }
+	fuzzValue struct {
+		Text   string         `json:"text"`
+		Name   fuzzName       `json:"name,omitempty"`
+		Flag   bool           `json:"flag,omitempty"`
+		Count  uint32         `json:"count,omitzero"`
+		Ratio  float64        `json:"ratio,omitempty"`
+		Small  int8           `json:"small,omitempty"`
+		Single float32        `json:"single,omitempty"`
+		List   []fuzzInner    `json:"list,omitzero"`
+		Ptr    *fuzzInner     `json:"ptr,omitempty"`
+		Union  fuzzUnion      `json:"union,omitzero"`
+		Unions []fuzzUnion    `json:"unions"`
+		Any    any            `json:"any,omitempty"`
+		Map    map[string]int `json:"map,omitempty"`
+		Bytes  []byte         `json:"bytes,omitempty"`
+		Skip   string         `json:"-"`
+		hidden string
+	}
+)
+
+func (u *fuzzUnion) UnmarshalJSON(b []byte) error {
+	if b[0] == '[' {
+		return errors.New("fuzzUnion: no arrays")
+	}
+	u.Raw = string(b)
+	return nil
+}
+
+var decodeSeeds = []string{
+	`{"text":"hello","name":"n","flag":true,"count":7,"ratio":-1.5e3,"small":-8,"single":0.1}`,
+	`{"type":"text","text":"a \"quoted\"\n\ttab \\ \/ \b\f\r \u00e9 \ud83d\ude00 \ud800 \ud800\u0041 \udc00"}`,
+	"{\"text\":\"invalid \xff\xfe utf-8 \xed\xa0\x80 and \xe2\x82\"}",
+	`{"list":[{"s":"a","n":1},{"s":"b"},{}],"ptr":{"s":"p","n":null},"unions":[{"a":1},null,"x"],"union":{"k":[1]}}`,
+	`{"list":[],"unions":[],"any":{"x":[1,"2",null]},"map":{"a":1},"bytes":"aGk="}`,
+	`{"text":null,"list":null,"ptr":null,"union":null,"any":null,"map":null,"flag":null,"count":null}`,
+	`{"text":"first","text":"second"}`,
+	`{"TEXT":"folded","Flag":true}`,
+	`{"te\u0078t":"escaped key","unknown":{"deep":[{"text":"no"}]},"-":"dash","Skip":"s","hidden":"h"}`,
+	`{"count":-1}`, `{"count":4294967296}`, `{"small":200}`, `{"small":1.0}`, `{"single":1e39}`,
+	`{"text":3}`, `{"flag":"yes"}`, `{"unions":[[1]]}`, `{"union":[1]}`, `{"list":{}}`, `{"ptr":[]}`,
+	"{\"k\xff\":1,\"text\":\"x\"}", `{"ſ":1}`, `{"teXt":"x","text":"y"}`,
+}
+
+// FuzzDecode checks As against json.Unmarshal on any valid JSON: the same
+// value, or an error from both; and where the one-pass decoder does not
+// decline, that it is right on its own.
+func FuzzDecode(f *testing.F) {
+	for _, seed := range decodeSeeds {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		data = trimSpace(data)
+		var want fuzzValue
+		wantErr := json.Unmarshal(data, &want)
+		got, err := As[fuzzValue, any](data)
+		if wantErr != nil {
+			require.Error(t, err, "%s", data)
+			assert.Equal(t, wantErr.Error(), err.Error())
+			return
+		}
+		require.NoError(t, err, "%s", data)
+		assert.Equal(t, want, got, "%s", data)
+
+		var fast fuzzValue
+		if decodeValid(data, reflect.ValueOf(&fast).Elem()) == nil {
+			assert.Equal(t, want, fast, "the one-pass decoder on its own: %s", data)
+		}
+	})
+}
+
+// trimSpace is what encoding/json gives an UnmarshalJSON: the value
+// without the space around it.
+func trimSpace(data []byte) []byte {
+	var raw json.RawMessage
+	_ = json.Unmarshal(data, &raw)
+	return raw
+}
+
+// TestDecodeDeclines: what the one-pass decoder does not do as
+// encoding/json does, it declines, and As's result is encoding/json's.
+func TestDecodeDeclines(t *testing.T) {
+	for _, in := range []string{
+		`{"text":"first","text":"second"}`, // the second would decode into the first
+		`{"TEXT":"folded"}`,                // encoding/json ignores case
+		`{"ſ":1}`,                          // a key that is not ASCII
+		`{"text":3}`,                       // a type error
+		`{"count":-1}`,
+		`{"small":1.0}`,
+	} {
+		var v fuzzValue
+		assert.ErrorIs(t, decodeValid([]byte(in), reflect.ValueOf(&v).Elem()), errDecline, in)
+	}
+	got, err := As[fuzzValue, any]([]byte(`{"TEXT":"folded","text":"x","text":"y"}`))
+	require.NoError(t, err)
+	assert.Equal(t, fuzzValue{Text: "y"}, got, "encoding/json's reading: the last of the members that match")
+}
+
+// TestDecodeOnePass: a variant's members are set in one walk, a nested
+// union gets exactly its own bytes, and an empty list is not nil.
+func TestDecodeOnePass(t *testing.T) {
+	var v fuzzValue
+	in := `{"type":"x","text":"a\nb","unions":[],"union": {"k":[1, 2]} ,"ptr":{"s":"p"},"count":3}`
+	require.NoError(t, decodeValid([]byte(in), reflect.ValueOf(&v).Elem()))
+	assert.Equal(t, fuzzValue{Text: "a\nb", Unions: []fuzzUnion{}, Union: fuzzUnion{Raw: `{"k":[1, 2]}`},
+		Ptr: &fuzzInner{S: "p"}, Count: 3}, v)
+}
+
+// FuzzUnquote checks unquote against encoding/json on every valid string
+// literal, escapes, invalid UTF-8 and lone surrogates included.
+func FuzzUnquote(f *testing.F) {
+	for _, seed := range []string{
+		`plain`, `a \"quoted\" \\ \/ \b\f\n\r\t`, `\u00e9\u0000\uFFFF`, `\ud83d\ude00`, `\ud800`, `\ud800\u0041`,
+		`\udc00\ud800`, `\ud800\ud800\udc00`, "\xff\xfe", "\xed\xa0\x80", "caf\xc3", "é\\n\xe2\x82\\t",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, inner []byte) {
+		raw := append(append([]byte{'"'}, inner...), '"')
+		var want string
+		if json.Unmarshal(raw, &want) != nil {
+			return
+		}
+		assert.Equal(t, want, unquote(raw), "%q", raw)
+	})
+}
