@@ -271,36 +271,31 @@ func unquote(raw []byte) string {
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner)
 	}
+	// One walk, copying runs of plain bytes: a search per escape would
+	// cost more than it saves on text with an escape every line.
 	out := make([]byte, 0, len(inner))
-	for len(inner) > 0 {
-		plain := bytes.IndexByte(inner, '\\')
-		if plain < 0 {
-			plain = len(inner)
+	start := 0
+	for i := 0; i < len(inner); {
+		switch c := inner[i]; {
+		case c == '\\':
+			out = append(out, inner[start:i]...)
+			var n int
+			out, n = appendEscape(out, inner[i:])
+			i += n
+			start = i
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(inner[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = append(out, inner[start:i]...)
+				out = utf8.AppendRune(out, utf8.RuneError)
+				start = i + 1
+			}
+			i += size
 		}
-		out = appendValid(out, inner[:plain])
-		inner = inner[plain:]
-		if len(inner) == 0 {
-			break
-		}
-		var n int
-		out, n = appendEscape(out, inner)
-		inner = inner[n:]
 	}
-	return string(out)
-}
-
-// appendValid appends b, each byte of it that is not valid UTF-8 as
-// U+FFFD.
-func appendValid(out, b []byte) []byte {
-	if utf8.Valid(b) {
-		return append(out, b...)
-	}
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		out = utf8.AppendRune(out, r)
-		b = b[size:]
-	}
-	return out
+	return string(append(out, inner[start:]...))
 }
 
 // appendEscape appends what the escape at the start of esc stands for and
