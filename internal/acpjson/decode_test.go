@@ -38,7 +38,6 @@ type (
 		Map    map[string]int `json:"map,omitempty"`
 		Bytes  []byte         `json:"bytes,omitempty"`
 		Skip   string         `json:"-"`
-		hidden string
 	}
 )
 
