@@ -37,7 +37,7 @@ type Conn struct {
 	incoming   incomingTable // the peer's requests in flight
 	calls      callTable     // our requests awaiting answers
 	notes      *notifier     // the peer's notifications, in order
-	pool       workerPool    // goroutines that run request handlers
+	pool       workerPool    // goroutines that run request handlers and the notification loop
 	intake     intake        // closed by Shutdown before its last flush
 	versions   versioning    // the ACP version and its rules
 	foreground workTable     // v2: each session's foreground work
@@ -75,14 +75,14 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c.logs = newLoggerSwitch(c.opts.Logger)
 	c.log = slog.New(c.logs)
 	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
-	c.pool.init(c.opts.MaxConcurrentRequests)
+	c.pool.init(c.opts.MaxConcurrentRequests, c.closed)
 	c.versions.init(opts, &c.opts, h)
 	if l, ok := t.(readLimiter); ok {
 		l.SetReadLimit(c.opts.MaxMessageSize)
 	}
 	c.writer = newWriter(t, c.opts.MaxQueuedWrite, c.writeFailed)
 	c.writer.sent = c.opts.Hooks.Sent
-	c.notes = newNotifier(c.handleNotification)
+	c.notes = newNotifier(c.handleNotification, &c.pool)
 	c.notes.limit = c.opts.MaxQueuedNotifications
 	c.notes.byteLimit = c.opts.MaxQueuedNotificationBytes
 	c.calls.limit = c.opts.MaxOutgoing

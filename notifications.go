@@ -8,17 +8,19 @@ import (
 
 // notifier runs notification handlers one at a time, in arrival order, on a
 // goroutine of its own, so a slow notification delays later notifications
-// but never the read loop, cancellations or requests. The goroutine runs
-// only while notifications are queued: an idle connection has none. It also
-// counts what it has handled, which lets a response wait for the
-// notifications read before it (see barrier).
+// but never the read loop, cancellations or requests. The loop runs only
+// while notifications are queued, on a worker of the connection's pool (one
+// whose stack has grown already, not a new goroutine for each burst): an
+// idle connection has none. It also counts what it has handled, which lets
+// a response wait for the notifications read before it (see barrier).
 type notifier struct {
 	limit     int // queued notifications before the reader waits; set before the connection starts
 	byteLimit int // queued bytes before the reader waits; likewise
 
 	mu      sync.Mutex // protects the fields below
 	room    signal     // fired when the queue shrinks, or may grow
-	queue   []message
+	queue   []message  // queue[head:] waits; the slice is reused, so a steady trickle allocates nothing
+	head    int
 	bytes   int // the sizes of the queued messages
 	callers int // Calls made by the notification handler, with its context, not yet returned
 	queued  uint64
@@ -28,20 +30,24 @@ type notifier struct {
 	ended   bool   // stopped and done closed
 
 	handle  func(message) // set before the connection starts
-	runFn   func()        // n.run, made once: starting the goroutine allocates nothing
+	pool    *workerPool   // runs the loop
 	stopped chan struct{} // closed by stop
 	done    chan struct{} // closed once stopped with no handler running
 }
 
-func newNotifier(handle func(message)) *notifier {
-	n := &notifier{
+func newNotifier(handle func(message), pool *workerPool) *notifier {
+	return &notifier{
 		handle:  handle,
+		pool:    pool,
 		stopped: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	n.runFn = n.run
-	return n
 }
+
+// keptQueue is the longest queue slice a notifier keeps once it is empty
+// (1,024 messages, 160 KiB): a flood's next burst reuses it, and a longer
+// one is let go.
+const keptQueue = 1024
 
 // overflow is how many times its bounds the queue may grow to while the
 // notification handler waits for an answer, which may be behind the
@@ -62,14 +68,29 @@ func (n *notifier) push(m message) {
 		}
 		n.mu.Lock()
 	}
-	n.queue = append(n.queue, m)
+	n.enqueue(m)
 	n.bytes += m.Size
 	n.queued++
 	if !n.running {
 		n.running = true
-		go n.runFn()
+		n.pool.start(n)
 	}
 	n.mu.Unlock()
+}
+
+// pending is the number of queued notifications; n.mu is held.
+func (n *notifier) pending() int { return len(n.queue) - n.head }
+
+// enqueue appends m to the queue; n.mu is held. A full slice whose front
+// half has been handled is compacted rather than grown, so the slice stays
+// within a few times what waits.
+func (n *notifier) enqueue(m message) {
+	if len(n.queue) == cap(n.queue) && n.head > 0 && n.head >= len(n.queue)/2 {
+		k := copy(n.queue, n.queue[n.head:])
+		clear(n.queue[k:])
+		n.queue, n.head = n.queue[:k], 0
+	}
+	n.queue = append(n.queue, m)
 }
 
 // full reports whether a message of size must wait for room; n.mu is held.
@@ -78,14 +99,14 @@ func (n *notifier) push(m message) {
 // are raised: its answer may be behind what fills the queue, and only the
 // reader, reading on, can reach it.
 func (n *notifier) full(size int) bool {
-	if len(n.queue) == 0 || n.limit <= 0 {
+	if n.pending() == 0 || n.limit <= 0 {
 		return false
 	}
 	limit, byteLimit := n.limit, n.byteLimit
 	if n.callers > 0 {
 		limit, byteLimit = limit*overflow, byteLimit*overflow
 	}
-	return len(n.queue) >= limit || byteLimit > 0 && n.bytes+size > byteLimit
+	return n.pending() >= limit || byteLimit > 0 && n.bytes+size > byteLimit
 }
 
 // callStarted and callEnded bracket a Call made by the notification
@@ -142,8 +163,8 @@ func (n *notifier) drain(d time.Duration) {
 	n.waitFor(n.barrier(), bound.Done())
 }
 
-// run is the notification goroutine: it handles the queue and ends once
-// the queue is empty or the notifier has stopped.
+// run is the notification loop: it handles the queue and returns once the
+// queue is empty or the notifier has stopped.
 func (n *notifier) run() {
 	for {
 		m, ok := n.next()
@@ -170,13 +191,19 @@ func (n *notifier) next() (message, bool) {
 		return message{}, false
 	default:
 	}
-	if len(n.queue) == 0 {
+	if n.pending() == 0 {
 		n.running = false
 		return message{}, false
 	}
-	m := n.queue[0]
-	n.queue[0] = message{}
-	n.queue = n.queue[1:]
+	m := n.queue[n.head]
+	n.queue[n.head] = message{} // the handled message's bytes are not kept
+	n.head++
+	if n.head == len(n.queue) {
+		n.queue, n.head = n.queue[:0], 0
+		if cap(n.queue) > keptQueue {
+			n.queue = nil // what a flood grew goes; an idle connection stays small
+		}
+	}
 	n.bytes -= m.Size
 	n.room.fire()
 	return m, true

@@ -1,10 +1,10 @@
 package acprpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,11 +32,12 @@ var errWorkDone = errors.New("acprpc: foreground work ended")
 // cancel as calls under a request's context do. docs/versions.md has the
 // rules.
 type Work struct {
-	ctx       *workContext // a pointer, so that Context hands it out without an allocation
+	ctx       workContext // held in the Work: Context hands out its address, and the two cost one allocation
 	cancel    context.CancelCauseFunc
 	conn      *Conn
 	sessionID string
 	done      chan struct{} // closed when the work ends
+	newer     *Work         // the session's next work in the work table; the table's lock protects it
 
 	// mu protects the fields below and orders the work's updates: each is
 	// queued (writer.send, which only queues and never runs the Sent hook)
@@ -71,13 +72,13 @@ func (wc *workContext) Value(key any) any {
 func newWork(c *Conn, sessionID string) *Work {
 	w := &Work{conn: c, sessionID: sessionID, done: make(chan struct{})}
 	ctx, cancel := context.WithCancelCause(c.base)
-	w.ctx, w.cancel = &workContext{Context: ctx, w: w}, cancel
+	w.ctx, w.cancel = workContext{Context: ctx, w: w}, cancel
 	return w
 }
 
 // Context returns the work's context. Pass it, or a context derived from
 // it, to the calls and updates of the work.
-func (w *Work) Context() context.Context { return w.ctx }
+func (w *Work) Context() context.Context { return &w.ctx }
 
 // SessionID names the work's session.
 func (w *Work) SessionID() string { return w.sessionID }
@@ -123,7 +124,7 @@ func (w *Work) idleFrame(stopReason string) *frame {
 		f.String(stopReason)
 	}
 	f.Buf.WriteString("}}}")
-	f.info.ctx, f.info.generated = w.ctx, true // the Sent hook sees it as the work's, and as the layer's
+	f.info.ctx, f.info.generated = &w.ctx, true // the Sent hook sees it as the work's, and as the layer's
 	return f
 }
 
@@ -254,6 +255,11 @@ func (w *Work) sendUpdate(f *frame) error {
 // idleStopReason reports whether msg is a session/update carrying an idle
 // state_update, and its stop reason.
 func idleStopReason(msg []byte) (string, bool) {
+	// The value is compared as written below, so a message without these
+	// bytes is no idle state_update; most updates are spared the parse.
+	if !bytes.Contains(msg, []byte(`"state_update"`)) {
+		return "", false
+	}
 	update := wire.Member(wire.Member(msg, "params"), "update")
 	if string(wire.Member(update, "sessionUpdate")) != `"state_update"` || string(wire.Member(update, "state")) != `"idle"` {
 		return "", false
@@ -331,12 +337,14 @@ func (r *inRequest) currentWork() *Work {
 
 // workTable holds each session's foreground works that have not ended:
 // the one in progress, and the cancelled ones still winding down, oldest
-// first. A work leaves it as it ends, so what it holds is bounded by the
-// works running, never by the sessions a connection has seen. Its lock
-// comes after a Work's mu (an ending work removes itself), never before.
+// first, as a list linked through Work.newer (a session rarely has more
+// than one, and a list costs no allocation of its own). A work leaves it as
+// it ends, so what it holds is bounded by the works running, never by the
+// sessions a connection has seen. Its lock comes after a Work's mu (an
+// ending work removes itself), never before.
 type workTable struct {
-	mu sync.Mutex // protects m
-	m  map[string][]*Work
+	mu sync.Mutex       // protects m and the works' newer
+	m  map[string]*Work // each session's oldest work
 }
 
 // forPrompt is the work a prompt just read joins: the session's work in
@@ -356,17 +364,22 @@ func (t *workTable) forPrompt(c *Conn, sessionID string) *Work {
 func (t *workTable) current(c *Conn, sessionID string) *Work {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	works := t.m[sessionID]
-	if n := len(works); n > 0 {
-		if w := works[n-1]; !w.ended.Load() && !w.cancelled.Load() {
-			return w
-		}
+	last := t.m[sessionID]
+	for last != nil && last.newer != nil {
+		last = last.newer
 	}
-	if t.m == nil {
-		t.m = make(map[string][]*Work)
+	if last != nil && !last.ended.Load() && !last.cancelled.Load() {
+		return last
 	}
 	w := newWork(c, sessionID)
-	t.m[sessionID] = append(works, w)
+	switch {
+	case last != nil:
+		last.newer = w
+	case t.m == nil:
+		t.m = map[string]*Work{sessionID: w}
+	default:
+		t.m[sessionID] = w
+	}
 	return w
 }
 
@@ -374,15 +387,22 @@ func (t *workTable) current(c *Conn, sessionID string) *Work {
 func (t *workTable) remove(w *Work) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	works := t.m[w.sessionID]
-	if i := slices.Index(works, w); i >= 0 {
-		works = slices.Delete(works, i, i+1)
-	}
-	if len(works) == 0 {
-		delete(t.m, w.sessionID)
+	oldest := t.m[w.sessionID]
+	if oldest == w {
+		if w.newer == nil {
+			delete(t.m, w.sessionID)
+		} else {
+			t.m[w.sessionID] = w.newer
+		}
+		w.newer = nil
 		return
 	}
-	t.m[w.sessionID] = works
+	for prev := oldest; prev != nil; prev = prev.newer {
+		if prev.newer == w {
+			prev.newer, w.newer = w.newer, nil
+			return
+		}
+	}
 }
 
 // unended returns the session's works that have not ended.
@@ -397,15 +417,16 @@ func (t *workTable) inProgress() []*Work {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []*Work
-	for _, works := range t.m {
-		out = notEnded(out, works)
+	for _, oldest := range t.m {
+		out = notEnded(out, oldest)
 	}
 	return out
 }
 
-// notEnded appends to out the works that have not ended.
-func notEnded(out, works []*Work) []*Work {
-	for _, w := range works {
+// notEnded appends to out the works from oldest on that have not ended;
+// the table's lock is held.
+func notEnded(out []*Work, oldest *Work) []*Work {
+	for w := oldest; w != nil; w = w.newer {
 		if !w.ended.Load() {
 			out = append(out, w)
 		}

@@ -87,7 +87,7 @@ func Member(obj []byte, name string) []byte {
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return nil
 	}
-	c := capture{key: `"` + name + `"`}
+	c := capture{name: name}
 	if s.object(0, nil, &c) != nil || !s.atEnd() {
 		return nil
 	}
@@ -102,13 +102,14 @@ func (s *scanner) topObject() (Message, *Problem) {
 	return m.classify()
 }
 
-// keyIs reports whether key, a member name as JSON text, names want (also
-// quoted), whether or not it is spelled with escapes.
+// keyIs reports whether key, a member name as JSON text (quotes included),
+// names want (without them), whether or not it is spelled with escapes. It
+// allocates only for an escaped key.
 func keyIs(key []byte, want string) bool {
-	if string(key) == want {
+	if len(key) == len(want)+2 && string(key[1:len(key)-1]) == want {
 		return true
 	}
-	return bytes.IndexByte(key, '\\') >= 0 && `"`+Unquote(key)+`"` == want
+	return bytes.IndexByte(key, '\\') >= 0 && Unquote(key) == want
 }
 
 // slot says where a top-level member's span goes, and, for params, which
@@ -120,7 +121,7 @@ func (m *members) slot(key []byte) (span *[]byte, inner *capture) {
 	case `"method"`:
 		return &m.method, nil
 	case `"params"`:
-		m.session = capture{key: `"sessionId"`} // a repeated params member starts afresh
+		m.session = capture{name: "sessionId"} // a repeated params member starts afresh
 		return &m.params, &m.session
 	case `"result"`:
 		return &m.result, nil

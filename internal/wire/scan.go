@@ -47,10 +47,10 @@ func (s *scanner) atEnd() bool {
 	return s.i == len(s.b)
 }
 
-// capture records the span of one named member of an object; key is the
-// member's name as JSON text, quotes included.
+// capture records the span of one named member of an object; name is the
+// member's name, unquoted.
 type capture struct {
-	key  string
+	name string
 	span []byte
 }
 
@@ -85,7 +85,7 @@ func (s *scanner) object(depth int, top *members, c *capture) error {
 		switch {
 		case top != nil:
 			into, inner = top.slot(key)
-		case c != nil && keyIs(key, c.key):
+		case c != nil && keyIs(key, c.name):
 			into = &c.span
 		}
 		if err := s.value(depth+1, inner); err != nil {

@@ -1,0 +1,68 @@
+package acprpc
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The notification queue hands messages out in the order they came,
+// through every compaction of its slice, keeps its slice within a few
+// times what waits, reuses it once emptied, and lets go of what a flood
+// grew.
+func TestNotifierQueue(t *testing.T) {
+	n := newNotifier(func(message) {}, nil)
+	n.running = true // no loop: the test takes the messages itself
+	pushed, taken := 0, 0
+	push := func(k int) {
+		for range k {
+			n.mu.Lock()
+			n.enqueue(message{Method: strconv.Itoa(pushed)})
+			n.mu.Unlock()
+			pushed++
+		}
+	}
+	take := func(k int) {
+		for range k {
+			m, ok := n.next()
+			require.True(t, ok)
+			require.Equal(t, strconv.Itoa(taken), m.Method, "out of order")
+			taken++
+		}
+	}
+
+	// A steady backlog: three in, two out, many times over.
+	for range 1000 {
+		push(3)
+		take(2)
+		waiting := pushed - taken
+		assert.LessOrEqual(t, cap(n.queue), 4*waiting+8, "the slice outgrew what waits")
+	}
+	take(pushed - taken)
+	_, ok := n.next()
+	assert.False(t, ok, "an empty queue ends the loop")
+
+	// A flood longer than what is kept is let go once handled.
+	n.running = true
+	push(2 * keptQueue)
+	take(2 * keptQueue)
+	assert.Nil(t, n.queue, "a slice grown by a flood is let go once empty")
+
+	// A trickle, one at a time, reuses one small slice.
+	n.running = true
+	push(1)
+	take(1)
+	require.NotNil(t, n.queue, "a small slice is kept")
+	allocs := testing.AllocsPerRun(100, func() {
+		n.running = true
+		n.mu.Lock()
+		n.enqueue(message{Method: "m"})
+		n.mu.Unlock()
+		if _, ok := n.next(); !ok {
+			t.Fatal("nothing queued")
+		}
+	})
+	assert.Zero(t, allocs)
+}
