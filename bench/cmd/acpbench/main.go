@@ -57,6 +57,7 @@ func main() {
 		var prof profiler
 		fs.StringVar(&prof.cpuDir, "cpuprofile", "", "write CPU profiles of both sides' sequential calls into this directory (skips the 8-caller phase)")
 		fs.StringVar(&prof.traceDir, "trace", "", "write execution traces of both sides' sequential calls into this directory (skips the 8-caller phase)")
+		fs.BoolVar(&prof.seqOnly, "seqonly", false, "run the sequential calls only (for counting system calls per call)")
 		fs.StringVar(&rows, "rows", defaultRows, "comma-separated client:server pairs")
 		parse(fs, args, &cfg, &rows)
 		check(runStdio(&cfg, *calls, *runs, prof))

@@ -14,8 +14,13 @@ import (
 // client's sequential phase, and of the server's whole life (the sequential
 // phase and its warm-up: a profiled run skips the 8-caller phase). Files are
 // DIR/ROW-client.cpu, DIR/ROW-server.cpu, DIR/ROW-client.trace and
-// DIR/ROW-server.trace.
-type profiler struct{ cpuDir, traceDir string }
+// DIR/ROW-server.trace. With -seqonly a run skips the 8-caller phase and
+// records nothing, so that counters kept outside the process (perf stat's
+// system calls) see the sequential calls alone, with no profiler's signals.
+type profiler struct {
+	cpuDir, traceDir string
+	seqOnly          bool
+}
 
 func (p profiler) on() bool { return p.cpuDir != "" || p.traceDir != "" }
 

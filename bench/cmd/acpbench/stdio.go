@@ -131,7 +131,7 @@ func stdioOnce(cfg *config, r row, calls int, prof profiler) (run stdioRun, err 
 	}
 	run.seq = float64(calls) / time.Since(t).Seconds()
 	run.seqClientCPU, run.seqServerCPU = cpu.perCall(calls)
-	if err := stopProfile(); err != nil || prof.on() {
+	if err := stopProfile(); err != nil || prof.on() || prof.seqOnly {
 		return run, err
 	}
 
