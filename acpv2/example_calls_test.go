@@ -42,22 +42,11 @@ func ExampleAgent() {
 
 	ctx := context.Background()
 	agentEnd, clientEnd := acprpc.Pipe()
-	agentConn := acprpc.NewConn(ctx, agentEnd, agent.Router(), nil)
-	defer agentConn.Close()
+	defer acprpc.NewConn(ctx, agentEnd, agent.Router(), nil).Close() // the agent, served until the end
 	conn := acprpc.NewConn(ctx, clientEnd, client.Router(), nil)
 	defer conn.Close()
 
-	info := acpv2.Implementation{Name: "client", Version: "1.0.0"}
-	if _, err := acpv2.ToAgent.Initialize.Call(ctx, conn, acpv2.InitializeRequest{ProtocolVersion: 2, Info: info}); err != nil {
-		fmt.Println(err)
-		return
-	}
-	session, err := acpv2.ToAgent.SessionNew.Call(ctx, conn, acpv2.NewSessionRequest{Cwd: "/"})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	res, err := acpv2.ToAgent.SessionPrompt.Call(ctx, conn, acpv2.TextPrompt(session.SessionID, "hello"))
+	res, err := prompt(ctx, conn, "hello")
 	fmt.Println("inserted as", res.MessageID, err)
 	fmt.Println(<-texts) // updates come in order: the reply, then the idle
 	fmt.Println("idle:", <-idle)
@@ -65,4 +54,18 @@ func ExampleAgent() {
 	// inserted as msg_1 <nil>
 	// You said: hello
 	// idle: end_turn
+}
+
+// prompt opens a session on conn and sends it text: initialize, session/new
+// and session/prompt, the client's three requests.
+func prompt(ctx context.Context, conn *acprpc.Conn, text string) (acpv2.PromptResponse, error) {
+	info := acpv2.Implementation{Name: "client", Version: "1.0.0"}
+	if _, err := acpv2.ToAgent.Initialize.Call(ctx, conn, acpv2.InitializeRequest{ProtocolVersion: 2, Info: info}); err != nil {
+		return acpv2.PromptResponse{}, err
+	}
+	session, err := acpv2.ToAgent.SessionNew.Call(ctx, conn, acpv2.NewSessionRequest{Cwd: "/"})
+	if err != nil {
+		return acpv2.PromptResponse{}, err
+	}
+	return acpv2.ToAgent.SessionPrompt.Call(ctx, conn, acpv2.TextPrompt(session.SessionID, text))
 }
