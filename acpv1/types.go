@@ -33,7 +33,63 @@ func (m *Meta) UnmarshalJSON(data []byte) error {
 // \[1\] The use of Null as a value for the id member in a Request object is discouraged, because this specification uses a value of Null for Responses with an unknown id. Also, because JSON-RPC 1.0 uses an id value of Null for Notifications this could cause confusion in handling.
 //
 // \[2\] Fractional parts may be problematic, since many decimal fractions cannot be represented exactly as binary fractions.
-type RequestID = json.RawMessage
+type RequestID struct {
+	// Value is the variant: RequestIDNull (null), RequestIDNumber (an integer) or RequestIDStr (a string).
+	Value RequestIDVariant
+}
+
+// MarshalJSON writes the variant.
+func (u RequestID) MarshalJSON() ([]byte, error) {
+	if u.Value == nil {
+		return nil, errors.New("acpv1: RequestID has no Value")
+	}
+	return acpjson.Tagged(u.Value.requestIDTag(), u.Value)
+}
+
+// UnmarshalJSON reads the variant that the value's JSON type selects, null as any other value.
+func (u *RequestID) UnmarshalJSON(data []byte) error {
+	v, err := decodeRequestID(data)
+	if err != nil {
+		return err
+	}
+	u.Value = v
+	return nil
+}
+
+// RequestIDVariant is one of the variants of RequestID: RequestIDNull (null), RequestIDNumber (an integer) or RequestIDStr (a string).
+type RequestIDVariant interface {
+	requestIDTag() string
+}
+
+func decodeRequestID(data []byte) (RequestIDVariant, error) {
+	switch acpjson.KindOf(data) {
+	case acpjson.KindNull:
+		return RequestIDNull{}, nil
+	case acpjson.KindInteger:
+		return acpjson.AsInteger[RequestIDNumber, RequestIDVariant](data)
+	case acpjson.KindString:
+		return acpjson.As[RequestIDStr, RequestIDVariant](data)
+	}
+	return nil, fmt.Errorf("acpv1: RequestID matches none of its variants: %.40s", data)
+}
+
+// The JSON-RPC `null` request id.
+type RequestIDNull struct{}
+
+// MarshalJSON writes null.
+func (RequestIDNull) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
+
+func (RequestIDNull) requestIDTag() string { return "" }
+
+// A numeric JSON-RPC request id.
+type RequestIDNumber int64
+
+func (RequestIDNumber) requestIDTag() string { return "" }
+
+// A string JSON-RPC request id.
+type RequestIDStr string
+
+func (RequestIDStr) requestIDTag() string { return "" }
 
 // Request to write content to a text file.
 //
@@ -4204,7 +4260,82 @@ func (v *UnknownCreateElicitationResponse) UnmarshalJSON(data []byte) error {
 func (UnknownCreateElicitationResponse) createElicitationResponseTag() string { return "" }
 
 // Allowed wire representations for `ElicitationContentValue`.
-type ElicitationContentValue = json.RawMessage
+type ElicitationContentValue struct {
+	// Value is the variant: ElicitationContentValueString (a string), ElicitationContentValueInteger (an integer), ElicitationContentValueNumber (a number), ElicitationContentValueBoolean (a boolean) or ElicitationContentValueStringArray (a list).
+	Value ElicitationContentValueVariant
+}
+
+// MarshalJSON writes the variant.
+func (u ElicitationContentValue) MarshalJSON() ([]byte, error) {
+	if u.Value == nil {
+		return nil, errors.New("acpv1: ElicitationContentValue has no Value")
+	}
+	return acpjson.Tagged(u.Value.elicitationContentValueTag(), u.Value)
+}
+
+// UnmarshalJSON reads the variant that the value's JSON type selects, null as any other value.
+func (u *ElicitationContentValue) UnmarshalJSON(data []byte) error {
+	v, err := decodeElicitationContentValue(data)
+	if err != nil {
+		return err
+	}
+	u.Value = v
+	return nil
+}
+
+// ElicitationContentValueVariant is one of the variants of ElicitationContentValue: ElicitationContentValueString (a string), ElicitationContentValueInteger (an integer), ElicitationContentValueNumber (a number), ElicitationContentValueBoolean (a boolean) or ElicitationContentValueStringArray (a list).
+type ElicitationContentValueVariant interface {
+	elicitationContentValueTag() string
+}
+
+func decodeElicitationContentValue(data []byte) (ElicitationContentValueVariant, error) {
+	switch acpjson.KindOf(data) {
+	case acpjson.KindString:
+		return acpjson.As[ElicitationContentValueString, ElicitationContentValueVariant](data)
+	case acpjson.KindInteger:
+		return acpjson.AsInteger[ElicitationContentValueInteger, ElicitationContentValueVariant](data)
+	case acpjson.KindNumber:
+		return acpjson.As[ElicitationContentValueNumber, ElicitationContentValueVariant](data)
+	case acpjson.KindBoolean:
+		return acpjson.As[ElicitationContentValueBoolean, ElicitationContentValueVariant](data)
+	case acpjson.KindArray:
+		return acpjson.As[ElicitationContentValueStringArray, ElicitationContentValueVariant](data)
+	}
+	return nil, fmt.Errorf("acpv1: ElicitationContentValue matches none of its variants: %.40s", data)
+}
+
+// String value accepted in elicitation response content.
+type ElicitationContentValueString string
+
+func (ElicitationContentValueString) elicitationContentValueTag() string { return "" }
+
+// Integer value accepted in elicitation response content.
+type ElicitationContentValueInteger int64
+
+func (ElicitationContentValueInteger) elicitationContentValueTag() string { return "" }
+
+// Number value accepted in elicitation response content.
+type ElicitationContentValueNumber float64
+
+func (ElicitationContentValueNumber) elicitationContentValueTag() string { return "" }
+
+// Boolean value accepted in elicitation response content.
+type ElicitationContentValueBoolean bool
+
+func (ElicitationContentValueBoolean) elicitationContentValueTag() string { return "" }
+
+// String array value accepted in elicitation response content.
+type ElicitationContentValueStringArray []string
+
+// MarshalJSON writes the list, nil as [].
+func (v ElicitationContentValueStringArray) MarshalJSON() ([]byte, error) {
+	if v == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal([]string(v))
+}
+
+func (ElicitationContentValueStringArray) elicitationContentValueTag() string { return "" }
 
 // The user accepted the elicitation and provided content.
 type ElicitationAcceptAction struct {

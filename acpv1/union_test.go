@@ -90,3 +90,48 @@ func TestNullUnion(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`null`), &o), "an object that is a union reads null as nothing too")
 	assert.Nil(t, o.Type)
 }
+
+// TestScalarUnion: a union of scalars is a type switch over named Go
+// types, built with a composite literal, read by the JSON type of the
+// value (an integer however it is spelled, null as RequestId's own
+// variant), and written as the schema has it.
+func TestScalarUnion(t *testing.T) {
+	for in, want := range map[string]RequestIDVariant{
+		`7`: RequestIDNumber(7), `2.0`: RequestIDNumber(2), `-3e2`: RequestIDNumber(-300),
+		`"abc"`: RequestIDStr("abc"), `null`: RequestIDNull{},
+	} {
+		var n CancelRequestNotification
+		require.NoError(t, json.Unmarshal([]byte(`{"requestId":`+in+`}`), &n), in)
+		assert.Equal(t, want, n.RequestID.Value, in)
+	}
+	for _, in := range []string{`1.5`, `true`, `{}`, `[1]`, `1e19`} {
+		var id RequestID
+		assert.ErrorContains(t, json.Unmarshal([]byte(in), &id), "RequestID matches none of its variants", in)
+	}
+	for v, want := range map[RequestIDVariant]string{RequestIDNumber(3): `3`, RequestIDStr("s"): `"s"`, RequestIDNull{}: `null`} {
+		out, err := json.Marshal(CancelRequestNotification{RequestID: RequestID{Value: v}})
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"requestId":`+want+`}`, string(out))
+	}
+	_, err := json.Marshal(CancelRequestNotification{})
+	assert.ErrorContains(t, err, "RequestID has no Value", "a required union must be set")
+
+	in := `{"a":"s","b":3,"c":2.5,"d":true,"e":["x","y"],"f":[]}`
+	var content map[string]ElicitationContentValue
+	require.NoError(t, json.Unmarshal([]byte(in), &content))
+	assert.Equal(t, map[string]ElicitationContentValue{
+		"a": {ElicitationContentValueString("s")}, "b": {ElicitationContentValueInteger(3)},
+		"c": {ElicitationContentValueNumber(2.5)}, "d": {ElicitationContentValueBoolean(true)},
+		"e": {ElicitationContentValueStringArray{"x", "y"}}, "f": {ElicitationContentValueStringArray{}},
+	}, content)
+	out, err := json.Marshal(content)
+	require.NoError(t, err)
+	assert.JSONEq(t, in, string(out))
+	out, err = json.Marshal(ElicitationContentValue{Value: ElicitationContentValueStringArray(nil)})
+	require.NoError(t, err)
+	assert.Equal(t, `[]`, string(out), "a nil list is sent as the list the schema requires")
+	for _, bad := range []string{`null`, `{}`, `[1]`} {
+		var v ElicitationContentValue
+		assert.Error(t, json.Unmarshal([]byte(bad), &v), "v1 has no variant for %s, as the SDK has none", bad)
+	}
+}

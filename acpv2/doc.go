@@ -65,6 +65,21 @@
 // a discriminator (an untagged union) is chosen by the members only it
 // requires.
 //
+// A union of scalars (RequestId, ElicitationContentValue) is chosen by the
+// JSON type of the value, and each variant is a named Go type of its own:
+//
+//	id := acpv2.RequestID{Value: acpv2.RequestIDNumber(7)} // sent as 7
+//	switch v := id.Value.(type) {
+//	case acpv2.RequestIDNumber: // an int64
+//	case acpv2.RequestIDStr: // a string
+//		fmt.Println(string(v))
+//	}
+//
+// An integer is read as one however it is spelled (2, 2.0, 2e0), as the
+// schema's integer is a value; null is a value like any other there, read
+// as a variant of its own where the schema has one and refused where it
+// has none, and a catch-all variant keeps any other value as received.
+//
 // # Optional, nullable and required
 //
 // A required property is a plain field, always sent: a nil required list or

@@ -5,6 +5,7 @@ package acpv2
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/acpkit/acprpc/internal/acpjson"
 )
 
@@ -28,7 +29,53 @@ func (m *Meta) UnmarshalJSON(data []byte) error {
 // The receiver MUST reply with the same value in the response. Each side chooses IDs for its own
 // requests, so the same ID can be in use in both directions. A sender MUST NOT reuse an ID while
 // a request with it is still awaiting a response.
-type RequestID = json.RawMessage
+type RequestID struct {
+	// Value is the variant: RequestIDNumber (an integer) or RequestIDStr (a string).
+	Value RequestIDVariant
+}
+
+// MarshalJSON writes the variant.
+func (u RequestID) MarshalJSON() ([]byte, error) {
+	if u.Value == nil {
+		return nil, errors.New("acpv2: RequestID has no Value")
+	}
+	return acpjson.Tagged(u.Value.requestIDTag(), u.Value)
+}
+
+// UnmarshalJSON reads the variant that the value's JSON type selects, null as any other value.
+func (u *RequestID) UnmarshalJSON(data []byte) error {
+	v, err := decodeRequestID(data)
+	if err != nil {
+		return err
+	}
+	u.Value = v
+	return nil
+}
+
+// RequestIDVariant is one of the variants of RequestID: RequestIDNumber (an integer) or RequestIDStr (a string).
+type RequestIDVariant interface {
+	requestIDTag() string
+}
+
+func decodeRequestID(data []byte) (RequestIDVariant, error) {
+	switch acpjson.KindOf(data) {
+	case acpjson.KindInteger:
+		return acpjson.AsInteger[RequestIDNumber, RequestIDVariant](data)
+	case acpjson.KindString:
+		return acpjson.As[RequestIDStr, RequestIDVariant](data)
+	}
+	return nil, fmt.Errorf("acpv2: RequestID matches none of its variants: %.40s", data)
+}
+
+// A numeric request ID.
+type RequestIDNumber int64
+
+func (RequestIDNumber) requestIDTag() string { return "" }
+
+// A string request ID.
+type RequestIDStr string
+
+func (RequestIDStr) requestIDTag() string { return "" }
 
 // Request for user permission to proceed with an operation.
 //
@@ -5760,7 +5807,108 @@ func (v *UnknownCreateElicitationResponse) UnmarshalJSON(data []byte) error {
 func (UnknownCreateElicitationResponse) createElicitationResponseTag() string { return "" }
 
 // Allowed wire representations for `ElicitationContentValue`.
-type ElicitationContentValue = json.RawMessage
+type ElicitationContentValue struct {
+	// Value is the variant: ElicitationContentValueString (a string), ElicitationContentValueInteger (an integer), ElicitationContentValueNumber (a number), ElicitationContentValueBoolean (a boolean), ElicitationContentValueStringArray (a list) or ElicitationContentValueOther for any other value.
+	Value ElicitationContentValueVariant
+}
+
+// MarshalJSON writes the variant.
+func (u ElicitationContentValue) MarshalJSON() ([]byte, error) {
+	if u.Value == nil {
+		return nil, errors.New("acpv2: ElicitationContentValue has no Value")
+	}
+	return acpjson.Tagged(u.Value.elicitationContentValueTag(), u.Value)
+}
+
+// UnmarshalJSON reads the variant that the value's JSON type selects, null as any other value.
+func (u *ElicitationContentValue) UnmarshalJSON(data []byte) error {
+	v, err := decodeElicitationContentValue(data)
+	if err != nil {
+		return err
+	}
+	u.Value = v
+	return nil
+}
+
+// ElicitationContentValueVariant is one of the variants of ElicitationContentValue: ElicitationContentValueString (a string), ElicitationContentValueInteger (an integer), ElicitationContentValueNumber (a number), ElicitationContentValueBoolean (a boolean), ElicitationContentValueStringArray (a list) or ElicitationContentValueOther for any other value.
+type ElicitationContentValueVariant interface {
+	elicitationContentValueTag() string
+}
+
+func decodeElicitationContentValue(data []byte) (ElicitationContentValueVariant, error) {
+	switch acpjson.KindOf(data) {
+	case acpjson.KindString:
+		if v, err := acpjson.As[ElicitationContentValueString, ElicitationContentValueVariant](data); err == nil {
+			return v, nil
+		}
+	case acpjson.KindInteger:
+		if v, err := acpjson.AsInteger[ElicitationContentValueInteger, ElicitationContentValueVariant](data); err == nil {
+			return v, nil
+		}
+	case acpjson.KindNumber:
+		if v, err := acpjson.As[ElicitationContentValueNumber, ElicitationContentValueVariant](data); err == nil {
+			return v, nil
+		}
+	case acpjson.KindBoolean:
+		if v, err := acpjson.As[ElicitationContentValueBoolean, ElicitationContentValueVariant](data); err == nil {
+			return v, nil
+		}
+	case acpjson.KindArray:
+		if v, err := acpjson.As[ElicitationContentValueStringArray, ElicitationContentValueVariant](data); err == nil {
+			return v, nil
+		}
+	}
+	return ElicitationContentValueOther(acpjson.Clone(data)), nil
+}
+
+// String value accepted in elicitation response content.
+type ElicitationContentValueString string
+
+func (ElicitationContentValueString) elicitationContentValueTag() string { return "" }
+
+// Integer value accepted in elicitation response content.
+type ElicitationContentValueInteger int64
+
+func (ElicitationContentValueInteger) elicitationContentValueTag() string { return "" }
+
+// Number value accepted in elicitation response content.
+type ElicitationContentValueNumber float64
+
+func (ElicitationContentValueNumber) elicitationContentValueTag() string { return "" }
+
+// Boolean value accepted in elicitation response content.
+type ElicitationContentValueBoolean bool
+
+func (ElicitationContentValueBoolean) elicitationContentValueTag() string { return "" }
+
+// String array value accepted in elicitation response content.
+type ElicitationContentValueStringArray []string
+
+// MarshalJSON writes the list, nil as [].
+func (v ElicitationContentValueStringArray) MarshalJSON() ([]byte, error) {
+	if v == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal([]string(v))
+}
+
+func (ElicitationContentValueStringArray) elicitationContentValueTag() string { return "" }
+
+// Any other JSON value, such as the value of a custom or future property type.
+//
+// Preserved as sent. Agents validate it against the requested schema like any
+// other value.
+type ElicitationContentValueOther json.RawMessage
+
+// MarshalJSON writes the value as received; an empty one is null.
+func (v ElicitationContentValueOther) MarshalJSON() ([]byte, error) {
+	if len(v) == 0 {
+		return []byte("null"), nil
+	}
+	return v, nil
+}
+
+func (ElicitationContentValueOther) elicitationContentValueTag() string { return "" }
 
 // The user accepted the elicitation and provided content.
 type ElicitationAcceptAction struct {

@@ -47,3 +47,26 @@ func TestObjectWithVariant(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, in, string(out))
 }
+
+// TestScalarUnion: v2's RequestId is an integer or a string, never null;
+// its ElicitationContentValue keeps any value no other variant takes (an
+// object, null, a list that is not of strings) as received.
+func TestScalarUnion(t *testing.T) {
+	var id RequestID
+	require.NoError(t, json.Unmarshal([]byte(`12`), &id))
+	assert.Equal(t, RequestIDNumber(12), id.Value)
+	require.NoError(t, json.Unmarshal([]byte(`"r"`), &id))
+	assert.Equal(t, RequestIDStr("r"), id.Value)
+	assert.ErrorContains(t, json.Unmarshal([]byte(`null`), &id), "RequestID matches none of its variants", "v2 IDs are never null")
+
+	in := `{"s":"x","o":{"k":[1,{"z":null}]},"n":null,"mixed":[1,"a"],"list":["a"]}`
+	var content map[string]ElicitationContentValue
+	require.NoError(t, json.Unmarshal([]byte(in), &content))
+	assert.Equal(t, ElicitationContentValueOther(`{"k":[1,{"z":null}]}`), content["o"].Value)
+	assert.Equal(t, ElicitationContentValueOther(`null`), content["n"].Value)
+	assert.Equal(t, ElicitationContentValueOther(`[1,"a"]`), content["mixed"].Value, "a list its variant refuses is the catch-all's")
+	assert.Equal(t, ElicitationContentValueStringArray{"a"}, content["list"].Value)
+	out, err := json.Marshal(content)
+	require.NoError(t, err)
+	assert.JSONEq(t, in, string(out))
+}

@@ -63,6 +63,8 @@ func (w *writer) decl(d *decl) {
 		w.wrapper(d)
 	case kindUnknown:
 		w.unknown(d)
+	case kindScalar:
+		w.scalarVariant(d)
 	}
 	w.markers(d)
 	if d.Union != nil {
@@ -169,10 +171,16 @@ func (w *writer) wrapper(d *decl) {
 	w.p("func (u %s) MarshalJSON() ([]byte, error) {", d.Name)
 	w.p("if u.Value == nil { return nil, %s }", w.errf(d.Name+" has no Value"))
 	w.p("return acpjson.Tagged(u.Value.%s(), u.Value)\n}\n", u.Method)
-	w.p("// UnmarshalJSON reads the variant%s; null, which the schema makes the same", readNote(u))
-	w.p("// as an omitted member, changes nothing.")
+	if takesNull(u) {
+		w.p("// UnmarshalJSON reads the variant%s, null as any other value.", readNote(u))
+	} else {
+		w.p("// UnmarshalJSON reads the variant%s; null, which the schema makes the same", readNote(u))
+		w.p("// as an omitted member, changes nothing.")
+	}
 	w.p("func (u *%s) UnmarshalJSON(data []byte) error {", d.Name)
-	w.p("if acpjson.IsNull(data) { return nil }")
+	if !takesNull(u) {
+		w.p("if acpjson.IsNull(data) { return nil }")
+	}
 	w.p("v, err := decode%s(data)", d.Name)
 	w.p("if err != nil { return err }")
 	w.p("u.Value = v\nreturn nil\n}\n")
@@ -186,6 +194,9 @@ func tagNote(u *union) string {
 }
 
 func readNote(u *union) string {
+	if u.Scalar {
+		return " that the value's JSON type selects"
+	}
 	if u.Disc == "" {
 		return " that the members present select"
 	}
@@ -197,6 +208,10 @@ func variantList(u *union) string {
 	var names []string
 	for _, v := range u.Variants {
 		switch {
+		case u.Scalar && v == u.Unknown:
+			names = append(names, fmt.Sprintf("%s for any other value", v.Type))
+		case u.Scalar:
+			names = append(names, fmt.Sprintf("%s (%s)", v.Type, jsonKindName(v.Tag)))
 		case v == u.Unknown:
 			names = append(names, fmt.Sprintf("%s for any other %s", v.Type, u.Disc))
 		case v == u.Default:
@@ -245,6 +260,8 @@ func (w *writer) unknown(d *decl) {
 func (w *writer) decoder(u *union) {
 	w.p("func decode%s(data []byte) (%s, error) {", u.Name, u.Iface)
 	switch {
+	case u.Scalar:
+		w.scalarDecoder(u)
 	case u.Disc != "":
 		w.taggedDecoder(u)
 	case u.List:

@@ -18,6 +18,7 @@ const (
 	kindRaw                 // any JSON value, kept as its text
 	kindSlice               // a named list (a variant of a list union)
 	kindUnknown             // the variant of a tag this package does not know
+	kindScalar              // a scalar union's variant: a named scalar, list, null or raw value
 )
 
 // decl is one Go type to write.
@@ -35,6 +36,7 @@ type decl struct {
 	Disc       string      // kindUnknown: the discriminator's JSON name
 	DiscField  string      // kindUnknown: its Go field
 	Of         *union      // kindUnknown: the union
+	JSONKind   string      // kindScalar: the JSON kind it takes (jsonString, ...)
 }
 
 type constant struct {
@@ -59,13 +61,14 @@ type union struct {
 	Disc     string // the discriminator's JSON name; "" for an untagged union
 	Embedded bool   // the variant's members sit beside the object's own
 	List     bool   // untagged union of lists, told apart by their first element
+	Scalar   bool   // told apart by the JSON kind of the value (see scalar.go)
 	Variants []*variant
 	Default  *variant // tagged: the variant for a missing tag
 	Unknown  *variant // tagged: the variant for a tag not listed
 }
 
 type variant struct {
-	Tag      string   // the discriminator's value
+	Tag      string   // the discriminator's value; a scalar union's: its JSON kind
 	Type     string   // Go type
 	Keys     []string // untagged: members only this variant requires
 	Unstable bool
@@ -157,7 +160,7 @@ func (m *model) classify(s *acpschema.Schema) kind {
 		return kindRaw
 	case isEnum(variants):
 		return kindEnum
-	case m.discriminator(s) != "" || objectVariants(m, variants):
+	case m.discriminator(s) != "" || objectVariants(m, variants) || isScalarUnion(variants):
 		return kindWrapper
 	}
 	return kindRaw
@@ -229,6 +232,9 @@ func (m *model) fill(d *decl, s, stable *acpschema.Schema) error {
 	case kindWrapper:
 		u := &union{Name: d.Name, Iface: d.Name + "Variant", Method: lowerFirst(d.Name) + "Tag", Field: "Value"}
 		d.Union = u
+		if isScalarUnion(s.Union()) {
+			return m.fillScalarUnion(u, s, stable, d.Schema)
+		}
 		return m.fillUnion(u, s, stable, d.Schema)
 	}
 	return nil

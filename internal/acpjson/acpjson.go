@@ -16,7 +16,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 
 	"github.com/acpkit/acprpc/internal/wire"
 )
@@ -137,6 +139,18 @@ func As[T, I any](data []byte) (I, error) {
 		}
 	}
 	return any(v).(I), nil
+}
+
+// AsInteger reads the JSON number data, an integer that an int64 holds
+// however it is spelled, as a T, a scalar union's integer variant, and
+// returns it as the union's interface I.
+func AsInteger[T ~int64, I any](data []byte) (I, error) {
+	n, err := Integer(data)
+	if err != nil {
+		var none I
+		return none, err
+	}
+	return any(T(n)).(I), nil
 }
 
 // Clone returns a copy of data, for a RawMessage that outlives the buffer
@@ -336,4 +350,56 @@ func (s *scanner) skipNested() error {
 		s.i++
 	}
 	return errors.New("acpjson: unterminated object or array")
+}
+
+// Kind is the JSON type of a value, as a scalar union tells its variants
+// apart.
+type Kind uint8
+
+// The kinds of JSON value. An integer is a number whose value is an
+// integer that an int64 holds, however it is spelled (2, 2.0, 2e0), as
+// the schema's "integer" is.
+const (
+	KindNull Kind = iota
+	KindBoolean
+	KindString
+	KindInteger
+	KindNumber
+	KindArray
+	KindObject
+)
+
+// KindOf returns the kind of the valid JSON value data.
+func KindOf(data []byte) Kind {
+	data = bytes.TrimSpace(data)
+	switch data[0] {
+	case 'n':
+		return KindNull
+	case 't', 'f':
+		return KindBoolean
+	case '"':
+		return KindString
+	case '[':
+		return KindArray
+	case '{':
+		return KindObject
+	}
+	if _, err := Integer(data); err == nil {
+		return KindInteger
+	}
+	return KindNumber
+}
+
+// Integer returns the value of the JSON number data, which must be an
+// integer that an int64 holds.
+func Integer(data []byte) (int64, error) {
+	data = bytes.TrimSpace(data)
+	if n, err := strconv.ParseInt(string(data), 10, 64); err == nil {
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(string(data), 64)
+	if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+		return 0, fmt.Errorf("acpjson: %.40s is not an integer of 64 bits", data)
+	}
+	return int64(f), nil
 }

@@ -102,3 +102,20 @@ func countKey(data []byte, key string) int {
 	})
 	return n
 }
+
+// TestKindOf: a scalar union's variant is chosen by the value's JSON type,
+// an integer being any number whose value is one that an int64 holds.
+func TestKindOf(t *testing.T) {
+	for in, want := range map[string]Kind{
+		`null`: KindNull, `true`: KindBoolean, `false`: KindBoolean, `"7"`: KindString, `[]`: KindArray, `{}`: KindObject,
+		`7`: KindInteger, `-7`: KindInteger, `2.0`: KindInteger, `3e2`: KindInteger, `-9223372036854775808`: KindInteger,
+		`1.5`: KindNumber, `9223372036854775808`: KindNumber, `1e19`: KindNumber, `1e-3`: KindNumber,
+	} {
+		assert.Equal(t, want, KindOf([]byte(in)), in)
+	}
+	n, err := Integer([]byte(`-3e2`))
+	require.NoError(t, err)
+	assert.Equal(t, int64(-300), n)
+	_, err = Integer([]byte(`0.5`))
+	assert.Error(t, err)
+}
