@@ -102,3 +102,29 @@ func TestTypedTurnCancelPassesThrough(t *testing.T) {
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, clientSaw), acprpc.ErrPeerCancelled, "the agent's call to the client")
 	assert.Equal(t, "thinking", wiretest.Recv(t, ctx, updates))
 }
+
+// The default session/new gives every call its own ID, also when the calls
+// come at once.
+func TestAgentDefaultSessionIDsUnderConcurrency(t *testing.T) {
+	ctx := wiretest.Context(t)
+	conn := wiretest.PipeConns(t, Agent{}.Router(), nil)
+	const calls = 64
+	ids := make(chan SessionID, calls)
+	errs := make(chan error, calls)
+	for range calls {
+		go func() {
+			session, err := ToAgent.SessionNew.Call(ctx, conn, NewSessionRequest{Cwd: "/"})
+			ids <- session.SessionID
+			errs <- err
+		}()
+	}
+	seen := map[SessionID]bool{}
+	for range calls {
+		require.NoError(t, wiretest.Recv(t, ctx, errs))
+		id := wiretest.Recv(t, ctx, ids)
+		assert.False(t, seen[id], "%s given twice", id)
+		seen[id] = true
+	}
+	assert.Len(t, seen, calls)
+	assert.True(t, seen["sess_1"] && seen[SessionID("sess_64")], "counted from 1")
+}
