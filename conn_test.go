@@ -176,8 +176,9 @@ func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
 	agent := &cascadeAgent{calls: map[string]error{}}
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, tr, agent.rec.Track(agent.turn),
-		&acprpc.Options{WaitAfterCancel: wiretest.Timeout, CancelGrace: -1})
+	c, p := wiretest.Connect(t, tr, agent.rec.Track(agent.turn),
+		&acprpc.Options{WaitAfterCancel: wiretest.Timeout, CancelGrace: -1}, wiretest.Tapped())
+	tap := p.Tap()
 	client := &cascade{ctx: ctx, p: p, wrote: tap.Ledger(), idOf: map[string]string{}, delivered: map[string]bool{}}
 	script := client.script()
 	if cut {
@@ -272,7 +273,8 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
 	var rec wiretest.Recorder
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, acprpc.HandlerFunc(rec.Block), nil)
+	c, p := wiretest.Connect(t, wiretest.OSPipe, acprpc.HandlerFunc(rec.Block), nil, wiretest.Tapped())
+	tap := p.Tap()
 
 	p.Request(`"long"`, "block", "")
 	rec.NextStart(t, ctx)
@@ -312,7 +314,8 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 func TestFaultsLastLineWithoutNewline(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, wiretest.Mux{"echo": wiretest.Ping}, nil)
+	c, p := wiretest.Connect(t, wiretest.OSPipe, wiretest.Mux{"echo": wiretest.Ping}, nil, wiretest.Tapped())
+	tap := p.Tap()
 	p.SendRaw(wiretest.RequestLine("3", "echo", ""))
 	p.CloseWrite()
 	rest := p.Rest(ctx)
@@ -339,7 +342,8 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 	ctx := wiretest.Context(t)
 	var rec wiretest.Recorder
 	h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedWrite: 64 << 10})
+	c, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedWrite: 64 << 10}, wiretest.Tapped())
+	tap := p.Tap()
 	p.Request(`"b"`, "block", "")
 	rec.NextStart(t, ctx)
 
@@ -398,7 +402,8 @@ func TestFaultsWriteFails(t *testing.T) {
 			var rec wiretest.Recorder
 			h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
 			failing := wiretest.OSPipeThrough(func(w io.WriteCloser) io.WriteCloser { return wiretest.FailAfter(w, n) })
-			c, p, tap := wiretest.ConnectTapped(context.Background(), t, failing, h, nil)
+			c, p := wiretest.Connect(t, failing, h, nil, wiretest.Tapped())
+			tap := p.Tap()
 			drained := p.Drain()
 
 			const calls = 20
@@ -448,7 +453,8 @@ func TestFaultsParentContextEnds(t *testing.T) {
 			sawValue.Store(ctx.Value(parentKey{}) == "v")
 			return wiretest.BlockUntilCancelled(ctx, req)
 		})
-		c, p, tap := wiretest.ConnectTapped(parent, t, tr, h, nil)
+		c, p := wiretest.Connect(t, tr, h, nil, wiretest.Parent(parent), wiretest.Tapped())
+		tap := p.Tap()
 		p.Request("1", "block", "")
 		rec.NextStart(t, ctx)
 		callErr := goCall(c, context.Background(), "slow", nil, nil)
@@ -480,7 +486,7 @@ func TestFaultsParentContextAlreadyDone(t *testing.T) {
 		for range 50 {
 			parent, cancel := context.WithCancel(context.Background())
 			cancel()
-			c, p := wiretest.ConnectContext(parent, t, tr, nil, nil)
+			c, p := wiretest.Connect(t, tr, nil, nil, wiretest.Parent(parent))
 			wiretest.Recv(t, ctx, c.Done()) // the Conn to close
 			require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 			require.ErrorIs(t, c.Err(), context.Canceled)
@@ -541,7 +547,7 @@ func closeRace(t *testing.T, seed uint64) {
 		}
 		return nil, cause
 	})
-	w := wiretest.NewWire(t, wiretest.Side{Handler: serve}, wiretest.Side{Handler: serve})
+	w := wiretest.NewWire(t, wiretest.Side{Handler: serve}, wiretest.Side{Handler: serve}, wiretest.Tapped())
 	a, b := w.A, w.B
 
 	var wg sync.WaitGroup
@@ -649,7 +655,8 @@ func TestFaultsPeerExitsAfterItsLastUpdates(t *testing.T) {
 			handled.Add(1)
 			return nil, nil
 		}
-		c, p, tap := wiretest.ConnectTapped(context.Background(), t, tr, wiretest.Mux{"session/update": update}, nil)
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"session/update": update}, nil, wiretest.Tapped())
+		tap := p.Tap()
 		tapped <- tap
 		var res struct{ StopReason string }
 		var handledAtReturn int32
@@ -713,9 +720,9 @@ func newShutdownRig(t *testing.T, tr wiretest.Transport) *shutdownRig {
 	parent, cancel := context.WithCancelCause(context.Background())
 	t.Cleanup(func() { cancel(nil) })
 	r.cancelCtx = cancel
-	r.conn, r.peer = wiretest.ConnectContext(parent, t, tr, wiretest.Mux{
+	r.conn, r.peer = wiretest.Connect(t, tr, wiretest.Mux{
 		"x/wait": wait, "x/note": wait, "session/prompt": wait,
-	}, nil)
+	}, nil, wiretest.Parent(parent))
 	r.peer.Request("1", "x/wait", "")
 	r.peer.Request("2", "session/prompt", `{"sessionId":"s"}`)
 	r.peer.Notify("x/note", "")

@@ -140,7 +140,7 @@ func TestConnClosedMatchesEveryWayOfClosing(t *testing.T) {
 			ctx := wiretest.Context(t)
 			parent, stop := context.WithCancel(context.Background())
 			defer stop()
-			c, p := wiretest.ConnectContext(parent, t, wiretest.Transports[0], nil, nil)
+			c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil, wiretest.Parent(parent))
 			_, done := pendingCall(t, ctx, c, p, "session/prompt")
 			tc.close(c, p, stop)
 			err := wiretest.Recv(t, ctx, done)
@@ -176,7 +176,7 @@ func TestConnClosedWinsOverTheHandlersContext(t *testing.T) {
 func TestNotifyAfterDone(t *testing.T) {
 	for range 50 {
 		parent, stop := context.WithCancel(context.Background())
-		c, _ := wiretest.ConnectContext(parent, t, wiretest.Transports[0], nil, nil)
+		c, _ := wiretest.Connect(t, wiretest.Transports[0], nil, nil, wiretest.Parent(parent))
 		stop()
 		<-c.Done()
 		assertClosedNotAnswered(t, c.Notify(context.Background(), "after", nil))

@@ -80,8 +80,8 @@ func TestLimitsOverLongLineIsNotHeld(t *testing.T) {
 	if testing.Short() {
 		size = 8 << 20
 	}
-	c, p, _ := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, wiretest.Mux{"echo": wiretest.Echo},
-		&acprpc.Options{MaxMessageSize: limit})
+	c, p := wiretest.Connect(t, wiretest.OSPipe, wiretest.Mux{"echo": wiretest.Echo},
+		&acprpc.Options{MaxMessageSize: limit}, wiretest.Tapped())
 	line := make([]byte, 0, size+64)
 	line = append(line, `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"pad":"`...)
 	line = append(line, strings.Repeat("x", size)...)
@@ -207,7 +207,8 @@ func TestLimitsMaxQueuedNotifications(t *testing.T) {
 	ctx := wiretest.Context(t)
 	const limit, n = 4, 300
 	h := newHeldNotes()
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit})
+	c, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
+	tap := p.Tap()
 	lines := append(updateFlood(n), wiretest.RequestLine("1", "probe", ""))
 	written := p.SendAsync([]byte(strings.Join(lines, "\n") + "\n"))
 	wiretest.Recv(t, ctx, h.first)                                  // the first notification
@@ -238,7 +239,8 @@ func TestLimitsCancelBehindFullNotificationQueue(t *testing.T) {
 	ctx := wiretest.Context(t)
 	const limit, n = 4, 300
 	h := newHeldNotes()
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit})
+	c, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
+	tap := p.Tap()
 	lines := append([]string{wiretest.RequestLine(`"b"`, "block", "")}, updateFlood(n)...)
 	lines = append(lines, wiretest.CancelLine(`"b"`))
 	written := p.SendAsync([]byte(strings.Join(lines, "\n") + "\n"))
@@ -276,7 +278,8 @@ func TestLimitsMaxQueuedWrite(t *testing.T) {
 		handled.Add(1)
 		return mux.Handle(ctx, req)
 	})
-	c, p, tap := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedWrite: limit})
+	c, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedWrite: limit}, wiretest.Tapped())
+	tap := p.Tap()
 	p.Request(`"b"`, "block", "")
 	require.Equal(t, `"b"`, rec.NextStart(t, ctx))
 
@@ -355,7 +358,7 @@ func TestLimitsOwnCallsDoNotHoldReader(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
 	side := wiretest.Side{Handler: acprpc.HandlerFunc(wiretest.Echo), Options: &acprpc.Options{MaxQueuedWrite: 64 << 10}}
-	w := wiretest.NewWire(t, side, side)
+	w := wiretest.NewWire(t, side, side, wiretest.Tapped())
 
 	const calls = 200
 	payload := strings.Repeat("p", 10_000) // 2 MB in flight against a 64 KiB limit
@@ -512,7 +515,7 @@ func TestBackpressureNotificationQueueStillBounded(t *testing.T) {
 		}()
 		return cctx, cancel
 	}
-	_, p, _ := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit})
+	_, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
 	written := p.SendAsync([]byte(bpUpdates(1, n, 0) + wiretest.RequestLine("1", "probe", "") + "\n"))
 	p.ExpectRequest(ctx, "x/lookup")
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood") // the pipe holds it
@@ -535,7 +538,7 @@ func TestBackpressureNotificationBytes(t *testing.T) {
 	const n, pad, limit = 10, 3000, 10_000 // three notifications fit, not four
 	ctx := wiretest.Context(t)
 	h := newHeldNotes()
-	_, p, _ := wiretest.ConnectTapped(context.Background(), t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotificationBytes: limit, MaxMessageSize: 5000})
+	_, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotificationBytes: limit, MaxMessageSize: 5000}, wiretest.Tapped())
 	written := p.SendAsync([]byte(bpUpdates(1, n, pad) + wiretest.RequestLine("1", "probe", "") + "\n"))
 	wiretest.Recv(t, ctx, h.first) // the first notification
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood")

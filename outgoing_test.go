@@ -98,7 +98,7 @@ func TestCallConcurrent(t *testing.T) {
 	const n = 64
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		l := wiretest.Pair(t, tr, wiretest.Side{}, wiretest.Side{Handler: wiretest.Mux{"echo": wiretest.Echo}})
+		l := wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: wiretest.Mux{"echo": wiretest.Echo}}, wiretest.Relay(tr))
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
 		for i := range n {
@@ -444,8 +444,8 @@ func TestCallCascadeThreeHops(t *testing.T) {
 				return nil, err
 			},
 		}
-		bc = wiretest.Pair(t, tr, wiretest.Side{}, wiretest.Side{Handler: hC})
-		ab := wiretest.Pair(t, tr, wiretest.Side{}, wiretest.Side{Handler: hB})
+		bc = wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: hC}, wiretest.Relay(tr))
+		ab := wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: hB}, wiretest.Relay(tr))
 
 		actx, cancel := context.WithCancel(ctx)
 		done := goCall(ab.A, actx, "b/work", nil, nil, acprpc.WaitAfterCancel(time.Minute))

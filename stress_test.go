@@ -110,7 +110,7 @@ type stressRig struct {
 func newStressRig(t *testing.T) *stressRig {
 	h := &stressRig{}
 	opts := &acprpc.Options{CancelGrace: 2 * time.Millisecond} // the grace timer races slow handlers
-	h.wire = wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: h.handlers.Track(h.serve), Options: opts})
+	h.wire = wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: h.handlers.Track(h.serve), Options: opts}, wiretest.Tapped())
 	h.client, h.server = h.wire.A, h.wire.B
 	return h
 }
@@ -556,7 +556,7 @@ func newSoak(t *testing.T) *soak {
 			Inject:  s.injector(seed),
 		}
 	}
-	s.wire = wiretest.NewWire(t, side(s.client, 1), side(s.agent, 2))
+	s.wire = wiretest.NewWire(t, side(s.client, 1), side(s.agent, 2), wiretest.Tapped())
 	s.a, s.b = s.wire.A, s.wire.B
 	t.Cleanup(s.cancel)
 	return s
@@ -804,7 +804,7 @@ func (s *soak) close(t *testing.T) {
 // injector returns what slips a bad line into one side's output about once
 // in soakBadEvery lines, accounting in the ledger for the answer each owes.
 // It runs on that side's writer only.
-func (s *soak) injector(seed uint64) wiretest.Injector {
+func (s *soak) injector(seed uint64) func(*wiretest.Ledger, wiretest.Direction) []byte {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	return func(l *wiretest.Ledger, d wiretest.Direction) []byte {
 		if rng.IntN(soakBadEvery) != 0 {

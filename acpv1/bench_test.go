@@ -122,7 +122,7 @@ func BenchmarkTypedTurn(b *testing.B) {
 				got = n.Update.Content.Text
 			}
 		}))
-		conn := wiretest.PipeConns(b, agent, client)
+		conn := wiretest.NewWire(b, wiretest.Side{Handler: agent}, wiretest.Side{Handler: client}).B
 		prompt := handPrompt{SessionID: "s1", Prompt: []handBlock{{Type: "text", Text: "hi"}}}
 		b.ReportAllocs()
 		for b.Loop() {
@@ -148,7 +148,7 @@ func BenchmarkTypedTurn(b *testing.B) {
 				got = text.Text
 			}
 		}))
-		conn := wiretest.PipeConns(b, agent, client)
+		conn := wiretest.NewWire(b, wiretest.Side{Handler: agent}, wiretest.Side{Handler: client}).B
 		prompt := acpv1.PromptRequest{SessionID: "s1", Prompt: []acpv1.ContentBlock{{Value: acpv1.TextContent{Text: "hi"}}}}
 		b.ReportAllocs()
 		for b.Loop() {

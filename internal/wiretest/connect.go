@@ -2,62 +2,64 @@ package wiretest
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/acpkit/acprpc"
 )
 
 // Connect starts a Conn serving h over tr, with a scripted Peer at the other
-// end. The test's cleanup closes the Conn, then the Peer.
-func Connect(t testing.TB, tr Transport, h acprpc.Handler, opts *acprpc.Options) (*acprpc.Conn, *Peer) {
+// end. The test's cleanup closes the Conn, then the Peer. Options: Parent
+// gives NewConn its context, Tapped records what the Conn sends (Peer.Tap).
+func Connect(t testing.TB, tr Transport, h acprpc.Handler, opts *acprpc.Options, with ...Option) (*acprpc.Conn, *Peer) {
 	t.Helper()
-	return ConnectContext(context.Background(), t, tr, h, opts)
-}
-
-// ConnectContext is Connect with the context given to NewConn.
-func ConnectContext(ctx context.Context, t testing.TB, tr Transport, h acprpc.Handler, opts *acprpc.Options) (*acprpc.Conn, *Peer) {
-	t.Helper()
-	s, end, err := tr.Open()
-	if err != nil {
-		t.Fatalf("wiretest: open %s: %v", tr.Name, err)
-	}
-	p := NewPeer(t, end) // its cleanup runs after the Conn's
-	c := acprpc.NewConn(ctx, s, h, opts)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, p
-}
-
-// ConnectTapped is ConnectContext with every message the Conn sends
-// recorded in the Tap's Ledger, as going AtoB: A is the Conn, B the Peer.
-func ConnectTapped(ctx context.Context, t testing.TB, tr Transport, h acprpc.Handler,
-	opts *acprpc.Options) (*acprpc.Conn, *Peer, *Tap) {
-	t.Helper()
+	s := setupOf(with)
 	conn, end, err := tr.Open()
 	if err != nil {
 		t.Fatalf("wiretest: open %s: %v", tr.Name, err)
 	}
-	tap := newTap(conn, &Ledger{}, AtoB)
 	p := NewPeer(t, end) // its cleanup runs after the Conn's
-	c := acprpc.NewConn(ctx, tap, h, opts)
+	if s.tapped {
+		p.tap = newTap(conn, &Ledger{}, AtoB)
+		conn = p.tap
+	}
+	c := acprpc.NewConn(s.parent, conn, h, opts)
 	t.Cleanup(func() { _ = c.Close() })
-	return c, p, tap
+	return c, p
 }
 
-// PipeConns connects a client Conn serving client to an agent Conn serving
-// agent over two os.Pipes, as between a client and its agent subprocess,
-// and closes both when the test ends. It returns the client.
-func PipeConns(t testing.TB, agent, client acprpc.Handler) *acprpc.Conn {
-	t.Helper()
-	in, out, end, err := osPipes()
-	if err != nil {
-		t.Fatal(err)
+// Option adjusts what Connect and NewWire make.
+type Option func(*setup)
+
+type setup struct {
+	parent context.Context
+	tapped bool
+	relay  *Transport
+}
+
+func setupOf(with []Option) setup {
+	s := setup{parent: context.Background()}
+	for _, o := range with {
+		o(&s)
 	}
-	a := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(end.R.(*os.File), end.W.(*os.File)), agent, nil)
-	c := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(in, out), client, nil)
-	t.Cleanup(func() {
-		c.Close()
-		a.Close()
-	})
-	return c
+	return s
+}
+
+// Parent gives NewConn ctx, so that the Conn closes when ctx ends.
+func Parent(ctx context.Context) Option { return func(s *setup) { s.parent = ctx } }
+
+// Tapped stands a Tap between each Conn and its transport, recording what
+// the Conn sends in a Ledger (as going AtoB for Connect's Conn and a Wire's
+// A, BtoA for a Wire's B) and counting its bytes: Peer.Tap, Wire.Ledger. A
+// Tap hides the transport's optional interfaces from the Conn (a Stream's
+// try-send and whether its Close interrupts), so a test of those connects
+// untapped.
+func Tapped() Option { return func(s *setup) { s.tapped = true } }
+
+// Relay joins a Wire's two Conns over tr, each through its own transport,
+// the two copied both ways by a relay that, as a dying proxy would, closes
+// both when either ends. It implies Tapped, and the Ledger keeps every line
+// (Ledger.Keep). Without Relay a Wire's Conns share two os.Pipes with
+// nothing between, so the timing is the pipes' own.
+func Relay(tr Transport) Option {
+	return func(s *setup) { s.relay, s.tapped = &tr, true }
 }

@@ -48,12 +48,13 @@
 // # Two Conns
 //
 // When both sides are Conns, they are a Wire: NewWire joins them over
-// os.Pipes with nothing between, Pair over any Transport through a relay.
-// Either way each Conn's output is recorded in the Wire's Ledger, which counts, per
-// direction and per ID, requests, answers and cancels, so "exactly one
-// answer for every request" is checked the same way everywhere
-// (Ledger.CheckExactlyOnce). A Tap is the recorder on one Conn's transport;
-// ConnectTapped is Connect with a Tap.
+// os.Pipes with nothing between, or over any Transport through a Relay.
+// Connect and NewWire take options: Parent gives NewConn its context, and
+// Tapped stands a Tap between each Conn and its transport, which records
+// what the Conn sends in a Ledger that counts, per direction and per ID,
+// requests, answers and cancels, so "exactly one answer for every request"
+// is checked the same way everywhere (Ledger.CheckExactlyOnce). Peer.Tap
+// is the Tap of a Conn connected Tapped.
 //
 // # Waiting
 //

@@ -116,6 +116,7 @@ type Peer struct {
 	t      testing.TB
 	end    *End
 	ledger Ledger
+	tap    *Tap // Connect's, when Tapped
 
 	start  sync.Once
 	lines  chan lineOrErr
@@ -146,6 +147,16 @@ func NewPeer(t testing.TB, end *End) *Peer {
 
 // End is the peer's end of the transport.
 func (p *Peer) End() *End { return p.end }
+
+// Tap is the Tap on the Conn's transport of a Conn connected Tapped; it
+// fails the test for one connected without.
+func (p *Peer) Tap() *Tap {
+	p.t.Helper()
+	if p.tap == nil {
+		p.t.Fatal("wiretest: Peer.Tap of a Conn connected without Tapped")
+	}
+	return p.tap
+}
 
 func (p *Peer) read() {
 	defer p.reader.Done()

@@ -16,8 +16,9 @@ type Tap struct {
 	// Inject, when set before the first Send, is called after each
 	// message recorded, with the Tap's ledger and direction; a message it
 	// returns is sent next, and is not recorded: the injector accounts
-	// for it, with Ledger.Owe if it owes an answer.
-	Inject Injector
+	// for it, with Ledger.Owe if it owes an answer. A message holds no
+	// newline.
+	Inject func(l *Ledger, d Direction) []byte
 
 	t acprpc.Transport
 	l *Ledger
@@ -30,10 +31,6 @@ type Tap struct {
 	inputEnded chan struct{} // closed once Recv has failed
 	endOnce    sync.Once
 }
-
-// Injector makes the messages a Tap slips in; see Tap.Inject. A message
-// holds no newline.
-type Injector func(l *Ledger, d Direction) []byte
 
 type bytesWaiter struct {
 	n  int64

@@ -62,7 +62,8 @@ func TestTapRecordsBeforeSending(t *testing.T) {
 func TestTapAnswerRecordedBeforePeerReadsIt(t *testing.T) {
 	Run(t, func(t *testing.T, tr Transport) {
 		ctx := Context(t)
-		_, p, tap := ConnectTapped(context.Background(), t, tr, Mux{"ping": Ping}, nil)
+		_, p := Connect(t, tr, Mux{"ping": Ping}, nil, Tapped())
+		tap := p.Tap()
 		for i := range 500 {
 			id := strings.Repeat("1", 1+i%7)
 			p.Request(id, "ping", "")
@@ -146,7 +147,8 @@ func TestFailAfter(t *testing.T) {
 func TestPeerDrainsAndSendsInBackground(t *testing.T) {
 	ctx := Context(t)
 	for _, read := range []bool{false, true} {
-		c, p, tap := ConnectTapped(context.Background(), t, OSPipe, Mux{"echo": Echo}, nil)
+		c, p := Connect(t, OSPipe, Mux{"echo": Echo}, nil, Tapped())
+		tap := p.Tap()
 		if read {
 			p.Request("0", "echo", "[0]")
 			p.ExpectAnswer(ctx, "0")
@@ -169,7 +171,7 @@ func TestPeerDrainsAndSendsInBackground(t *testing.T) {
 func TestWireSettles(t *testing.T) {
 	ctx := Context(t)
 	var g Gauge
-	w := NewWire(t, Side{}, Side{Handler: g.Track(Mux{"echo": Echo, "block": BlockUntilCancelled}.Handle)})
+	w := NewWire(t, Side{}, Side{Handler: g.Track(Mux{"echo": Echo, "block": BlockUntilCancelled}.Handle)}, Tapped())
 	for i := range 20 {
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
