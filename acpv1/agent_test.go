@@ -16,7 +16,7 @@ import (
 // Register.
 func TestAgentDefaults(t *testing.T) {
 	ctx := wiretest.Context(t)
-	conn := wiretest.PipeConns(t, Agent{}.Router(), nil)
+	conn := wiretest.NewWire(t, wiretest.Side{Handler: Agent{}.Router()}, wiretest.Side{}).B
 	init, err := ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 1})
 	require.NoError(t, err)
 	assert.Equal(t, ProtocolVersion(1), init.ProtocolVersion)
@@ -28,7 +28,7 @@ func TestAgentDefaults(t *testing.T) {
 	}
 
 	named := Agent{Info: Implementation{Name: "hello", Version: "1.0"}}
-	conn = wiretest.PipeConns(t, named.Router(), nil)
+	conn = wiretest.NewWire(t, wiretest.Side{Handler: named.Router()}, wiretest.Side{}).B
 	init, err = ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 1})
 	require.NoError(t, err)
 	require.NotNil(t, init.AgentInfo)
@@ -49,7 +49,7 @@ func TestAgentOwnInitializeAndSessionNew(t *testing.T) {
 			return NewSessionResponse{SessionID: SessionID("in " + p.Cwd)}, nil
 		},
 	}
-	conn := wiretest.PipeConns(t, a.Router(), nil)
+	conn := wiretest.NewWire(t, wiretest.Side{Handler: a.Router()}, wiretest.Side{}).B
 	init, err := ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 1})
 	require.NoError(t, err)
 	assert.True(t, init.AgentCapabilities.LoadSession)
@@ -89,7 +89,7 @@ func TestTypedTurnCancelPassesThrough(t *testing.T) {
 			return RequestPermissionResponse{}, ctx.Err()
 		},
 	}
-	conn := wiretest.PipeConns(t, agent.Router(), client.Router())
+	conn := wiretest.NewWire(t, wiretest.Side{Handler: agent.Router()}, wiretest.Side{Handler: client.Router()}).B
 	turn, cancel := context.WithCancel(ctx)
 	go func() {
 		wiretest.Recv(t, ctx, asked)

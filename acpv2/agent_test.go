@@ -14,7 +14,7 @@ import (
 func TestAgentDefaults(t *testing.T) {
 	ctx := wiretest.Context(t)
 	a := Agent{Info: Implementation{Name: "hello", Version: "1.0"}}
-	conn := wiretest.PipeConns(t, a.Router(), nil)
+	conn := wiretest.NewWire(t, wiretest.Side{Handler: a.Router()}, wiretest.Side{}).B
 	init, err := ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 2, Info: Implementation{Name: "client", Version: "1"}})
 	require.NoError(t, err)
 	assert.Equal(t, InitializeResponse{ProtocolVersion: 2, Info: a.Info}, init)
