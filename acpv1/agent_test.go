@@ -107,7 +107,7 @@ func TestTypedTurnCancelPassesThrough(t *testing.T) {
 // come at once.
 func TestAgentDefaultSessionIDsUnderConcurrency(t *testing.T) {
 	ctx := wiretest.Context(t)
-	conn := wiretest.PipeConns(t, Agent{}.Router(), nil)
+	conn := wiretest.NewWire(t, wiretest.Side{Handler: Agent{}.Router()}, wiretest.Side{}).B
 	const calls = 64
 	ids := make(chan SessionID, calls)
 	errs := make(chan error, calls)
