@@ -19,7 +19,8 @@ func TestAgentDefaults(t *testing.T) {
 	conn := wiretest.NewWire(t, wiretest.Side{Handler: Agent{}.Router()}, wiretest.Side{}).B
 	init, err := ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 1})
 	require.NoError(t, err)
-	assert.Equal(t, ProtocolVersion(1), init.ProtocolVersion)
+	assert.Equal(t, ProtocolVersion(1), Version)
+	assert.Equal(t, Version, init.ProtocolVersion)
 	assert.Nil(t, init.AgentInfo)
 	for _, want := range []SessionID{"sess_1", "sess_2"} {
 		session, err := ToAgent.SessionNew.Call(ctx, conn, NewSessionRequest{Cwd: "/"})

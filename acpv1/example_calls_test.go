@@ -33,7 +33,7 @@ func ExampleAgent() {
 	conn := acprpc.NewConn(ctx, clientEnd, client.Router(), nil)
 	defer conn.Close()
 
-	if _, err := acpv1.ToAgent.Initialize.Call(ctx, conn, acpv1.InitializeRequest{ProtocolVersion: 1}); err != nil {
+	if _, err := acpv1.ToAgent.Initialize.Call(ctx, conn, acpv1.InitializeRequest{ProtocolVersion: acpv1.Version}); err != nil {
 		fmt.Println(err)
 		return
 	}

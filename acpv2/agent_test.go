@@ -17,7 +17,8 @@ func TestAgentDefaults(t *testing.T) {
 	conn := wiretest.NewWire(t, wiretest.Side{Handler: a.Router()}, wiretest.Side{}).B
 	init, err := ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 2, Info: Implementation{Name: "client", Version: "1"}})
 	require.NoError(t, err)
-	assert.Equal(t, InitializeResponse{ProtocolVersion: 2, Info: a.Info}, init)
+	assert.Equal(t, ProtocolVersion(2), Version)
+	assert.Equal(t, InitializeResponse{ProtocolVersion: Version, Info: a.Info}, init)
 	session, err := ToAgent.SessionNew.Call(ctx, conn, NewSessionRequest{Cwd: "/"})
 	require.NoError(t, err)
 	assert.Equal(t, SessionID("sess_1"), session.SessionID)

@@ -147,13 +147,18 @@ type ClientMethods struct {
 	AuthStatusUpdate acprpc.Notification[AuthStatusUpdateNotification]
 }
 
+// Version is the protocol version of this package's types, for
+// initialize's protocolVersion: what Agent's default answers, and what a
+// client asks for.
+const Version ProtocolVersion = 2
+
 // Agent is an agent's handlers: one optional function a method the client
 // sends the agent, each called with its params decoded and its request's
 // context, as acprpc.RequestHandler and acprpc.NotificationHandler do. A
 // nil function leaves its method unregistered (a request for it is
 // answered -32601), except Initialize and SessionNew, which have defaults
 // so that the smallest agent writes only SessionPrompt: initialize is
-// answered with protocol version 2 and Info, and session/new with a new session ID, sess_1, sess_2 and so on,
+// answered with Version and Info, and session/new with a new session ID, sess_1, sess_2 and so on,
 // counted by each Register.
 type Agent struct {
 	// Info is the agent's name and version in the default answer to
@@ -318,7 +323,7 @@ func (a Agent) Router() *acprpc.Router {
 
 // initialize is the default answer to initialize.
 func (a Agent) initialize(context.Context, InitializeRequest) (InitializeResponse, error) {
-	return InitializeResponse{ProtocolVersion: 2, Info: a.Info}, nil
+	return InitializeResponse{ProtocolVersion: Version, Info: a.Info}, nil
 }
 
 // newSessionIDs is the default session/new: each call a new session ID.

@@ -60,7 +60,7 @@ func ExampleAgent() {
 // and session/prompt, the client's three requests.
 func prompt(ctx context.Context, conn *acprpc.Conn, text string) (acpv2.PromptResponse, error) {
 	info := acpv2.Implementation{Name: "client", Version: "1.0.0"}
-	if _, err := acpv2.ToAgent.Initialize.Call(ctx, conn, acpv2.InitializeRequest{ProtocolVersion: 2, Info: info}); err != nil {
+	if _, err := acpv2.ToAgent.Initialize.Call(ctx, conn, acpv2.InitializeRequest{ProtocolVersion: acpv2.Version, Info: info}); err != nil {
 		return acpv2.PromptResponse{}, err
 	}
 	session, err := acpv2.ToAgent.SessionNew.Call(ctx, conn, acpv2.NewSessionRequest{Cwd: "/"})

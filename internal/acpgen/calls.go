@@ -132,13 +132,18 @@ type {{.Type}} struct {
 {{- end}}
 }
 {{end}}
+// Version is the protocol version of this package's types, for
+// initialize's protocolVersion: what Agent's default answers, and what a
+// client asks for.
+const Version ProtocolVersion = {{.Version}}
+
 // Agent is an agent's handlers: one optional function a method the client
 // sends the agent, each called with its params decoded and its request's
 // context, as acprpc.RequestHandler and acprpc.NotificationHandler do. A
 // nil function leaves its method unregistered (a request for it is
 // answered -32601), except Initialize and SessionNew, which have defaults
 // so that the smallest agent writes only SessionPrompt: initialize is
-// answered with protocol version {{.Version}}{{if eq .Version 1}} (and Info as agentInfo, when it has a
+// answered with Version{{if eq .Version 1}} (and Info as agentInfo, when it has a
 // name){{else}} and Info{{end}}, and session/new with a new session ID, sess_1, sess_2 and so on,
 // counted by each Register.
 type Agent struct {
@@ -183,13 +188,13 @@ func (a Agent) Router() *acprpc.Router {
 // initialize is the default answer to initialize.
 func (a Agent) initialize(context.Context, InitializeRequest) (InitializeResponse, error) {
 {{- if eq .Version 1}}
-	res := InitializeResponse{ProtocolVersion: 1}
+	res := InitializeResponse{ProtocolVersion: Version}
 	if a.Info.Name != "" {
 		res.AgentInfo = &a.Info
 	}
 	return res, nil
 {{- else}}
-	return InitializeResponse{ProtocolVersion: {{.Version}}, Info: a.Info}, nil
+	return InitializeResponse{ProtocolVersion: Version, Info: a.Info}, nil
 {{- end}}
 }
 

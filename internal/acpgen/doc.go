@@ -47,8 +47,9 @@ const docTemplate = `// Package %[1]s is the Agent Client Protocol, version %[2]
 // and Router with the names and types filled in: contexts, cancellation
 // and answers are acprpc's. Agent and Client are the two sides' handler
 // sets, a struct of optional functions, one a method, whose Register and
-// Router register the functions that are set; Agent answers initialize and
-// session/new itself when its functions for them are nil. $/cancel_request,
+// Router register the functions that are set; Agent answers initialize
+// (with Version, the package's protocol version) and session/new itself
+// when its functions for them are nil. $/cancel_request,
 // which the connection consumes, and the proxy methods have no value.
 //
 // text.go has the few helpers that text, the content most messages carry,

@@ -29,7 +29,7 @@ func run(ctx context.Context, out io.Writer, agent *exec.Cmd) error {
 		}
 	}}
 	return acprpc.WithAgent(ctx, agent, client.Router(), nil, func(ctx context.Context, conn *acprpc.Conn) error {
-		if _, err := acpv1.ToAgent.Initialize.Call(ctx, conn, acpv1.InitializeRequest{ProtocolVersion: 1}); err != nil {
+		if _, err := acpv1.ToAgent.Initialize.Call(ctx, conn, acpv1.InitializeRequest{ProtocolVersion: acpv1.Version}); err != nil {
 			return err
 		}
 		session, err := acpv1.ToAgent.SessionNew.Call(ctx, conn, acpv1.NewSessionRequest{Cwd: "/"})
