@@ -302,7 +302,7 @@ func TestCancelHandlerReturnAfterCancel(t *testing.T) {
 // CancelMarkers replaces ACP's markers; an empty map means -32800 for all.
 func TestCancelMarkersOption(t *testing.T) {
 	ctx := wiretest.Context(t)
-	h := acprpc.HandlerFunc(wiretest.BlockUntilCancelled)
+	h := acprpc.HandlerFunc(wiretest.Hold(nil))
 	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{
 		CancelMarkers: map[string]json.RawMessage{"x/m": json.RawMessage(`{"cancelled":true}`)},
 	})
@@ -326,7 +326,8 @@ func TestCancelMarkersOption(t *testing.T) {
 func TestCancelMalformedParams(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		logger, log := wiretest.NewLog()
+		log := &wiretest.Recorder{}
+		logger := log.Logger()
 		var held wiretest.Recorder
 		release := make(chan struct{})
 		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/hold": held.Track(wiretest.Hold(release)), "ping": wiretest.Ping},
@@ -341,12 +342,12 @@ func TestCancelMalformedParams(t *testing.T) {
 		p.ExpectResult(ctx, "2", `"pong"`)
 		assert.NoError(t, heldCtx.Err())
 		n := 0
-		for _, r := range log.Records() {
+		for _, r := range log.Logged() {
 			if r.Level >= slog.LevelWarn && strings.Contains(r.Message, "malformed") {
 				n++
 			}
 		}
-		assert.Equal(t, 11, n, "%v", log.Records())
+		assert.Equal(t, 11, n, "%v", log.Logged())
 		assert.Zero(t, c.Stats().CancelsReceived)
 
 		p.Send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"_meta":{"x":1},"requestId":1}}`)

@@ -190,7 +190,7 @@ func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 
 	wiretest.Recv(t, ctx, c.Done()) // the Conn to close
 	require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
-	wiretest.Settle(t, ctx, c)
+	p.Settle(ctx)
 	agent.mu.Lock()
 	defer agent.mu.Unlock()
 
@@ -273,7 +273,7 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
 	var rec wiretest.Recorder
-	c, p := wiretest.Connect(t, wiretest.OSPipe, acprpc.HandlerFunc(rec.Block), nil, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], acprpc.HandlerFunc(rec.Block), nil, wiretest.Tapped())
 	tap := p.Tap()
 
 	p.Request(`"long"`, "block", "")
@@ -303,7 +303,7 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 	require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 	require.ErrorIs(t, c.Err(), io.EOF)
 	require.ErrorIs(t, wiretest.Recv(t, ctx, callErr), acprpc.ErrConnClosed)
-	wiretest.Settle(t, ctx, c)
+	p.Settle(ctx)
 	require.ErrorIs(t, context.Cause(rec.Context(`"long"`)), acprpc.ErrConnClosed)
 	tap.Ledger().CheckNoDuplicates(t)
 	require.NoError(t, c.Close())
@@ -314,7 +314,7 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 func TestFaultsLastLineWithoutNewline(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
-	c, p := wiretest.Connect(t, wiretest.OSPipe, wiretest.Mux{"echo": wiretest.Ping}, nil, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"echo": wiretest.Ping}, nil, wiretest.Tapped())
 	tap := p.Tap()
 	p.SendRaw(wiretest.RequestLine("3", "echo", ""))
 	p.CloseWrite()
@@ -342,7 +342,7 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 	ctx := wiretest.Context(t)
 	var rec wiretest.Recorder
 	h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
-	c, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedWrite: 64 << 10}, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedWrite: 64 << 10}, wiretest.Tapped())
 	tap := p.Tap()
 	p.Request(`"b"`, "block", "")
 	rec.NextStart(t, ctx)
@@ -387,7 +387,7 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 	wiretest.Recv(t, ctx, closed)  // Close to return
 	wiretest.Recv(t, ctx, flooder) // the flooding peer to be cut off
 	require.ErrorIs(t, wiretest.Recv(t, ctx, closedErr), acprpc.ErrConnClosed, "a pending call on Close")
-	wiretest.Settle(t, ctx, c)
+	p.Settle(ctx)
 	require.ErrorIs(t, context.Cause(rec.Context(`"b"`)), acprpc.ErrConnClosed)
 	tap.Ledger().CheckNoDuplicates(t)
 }
@@ -401,7 +401,7 @@ func TestFaultsWriteFails(t *testing.T) {
 			ctx := wiretest.Context(t)
 			var rec wiretest.Recorder
 			h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
-			failing := wiretest.OSPipeThrough(func(w io.WriteCloser) io.WriteCloser { return wiretest.FailAfter(w, n) })
+			failing := wiretest.BreakingAfter(n)
 			c, p := wiretest.Connect(t, failing, h, nil, wiretest.Tapped())
 			tap := p.Tap()
 			drained := p.Drain()
@@ -426,7 +426,7 @@ func TestFaultsWriteFails(t *testing.T) {
 			for range calls {
 				require.ErrorIs(t, wiretest.Recv(t, ctx, errs), acprpc.ErrConnClosed, "a pending call")
 			}
-			wiretest.Settle(t, ctx, c)
+			p.Settle(ctx)
 			rec.CheckCauses(t, acprpc.ErrConnClosed)
 			p.Close()
 			wiretest.Recv(t, ctx, drained) // the output to end
@@ -451,7 +451,7 @@ func TestFaultsParentContextEnds(t *testing.T) {
 		var sawValue atomic.Bool
 		h := rec.Track(func(ctx context.Context, req *acprpc.Request) (any, error) {
 			sawValue.Store(ctx.Value(parentKey{}) == "v")
-			return wiretest.BlockUntilCancelled(ctx, req)
+			return wiretest.Hold(nil)(ctx, req)
 		})
 		c, p := wiretest.Connect(t, tr, h, nil, wiretest.Parent(parent), wiretest.Tapped())
 		tap := p.Tap()
@@ -466,7 +466,7 @@ func TestFaultsParentContextEnds(t *testing.T) {
 		require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 		require.ErrorIs(t, c.Err(), gone)
 		require.ErrorIs(t, wiretest.Recv(t, ctx, callErr), acprpc.ErrConnClosed, "the pending call")
-		wiretest.Settle(t, ctx, c)
+		p.Settle(ctx)
 		require.True(t, sawValue.Load(), "handlers carry the parent's values")
 		require.ErrorIs(t, context.Cause(rec.Context("1")), acprpc.ErrConnClosed)
 		require.NoError(t, c.Close())
@@ -1183,7 +1183,8 @@ func TestIdleConnGoroutines(t *testing.T) {
 // The Logger hears about bad lines, ignored cancels and panics.
 func TestConnLogs(t *testing.T) {
 	ctx := wiretest.Context(t)
-	logger, log := wiretest.NewLog()
+	log := &wiretest.Recorder{}
+	logger := log.Logger()
 	_, p := wiretest.Connect(t, wiretest.Transports[1], wiretest.Mux{"ping": wiretest.Ping},
 		&acprpc.Options{Logger: logger})
 	p.Send(`{oops`)
@@ -1191,10 +1192,10 @@ func TestConnLogs(t *testing.T) {
 	p.Notify(acprpc.MethodCancelRequest, `{"id":3}`)
 	p.Request("1", "ping", "")
 	p.ExpectResult(ctx, "1", `"pong"`)
-	_, ok := log.Find(slog.LevelWarn, "bad message")
-	assert.True(t, ok, "bad line not logged: %v", log.Records())
-	_, ok = log.Find(slog.LevelWarn, "malformed")
-	assert.True(t, ok, "malformed cancel not logged: %v", log.Records())
+	_, ok := log.FindLogged(slog.LevelWarn, "bad message")
+	assert.True(t, ok, "bad line not logged: %v", log.Logged())
+	_, ok = log.FindLogged(slog.LevelWarn, "malformed")
+	assert.True(t, ok, "malformed cancel not logged: %v", log.Logged())
 }
 
 // Stats counts requests in flight each way and cancels each way.

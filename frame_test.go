@@ -93,7 +93,7 @@ func TestRawParams(t *testing.T) {
 func TestRawCancelMarkers(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		_, p := wiretest.Connect(t, tr, wiretest.Mux{"x/pretty": wiretest.BlockUntilCancelled, "x/broken": wiretest.BlockUntilCancelled},
+		_, p := wiretest.Connect(t, tr, wiretest.Mux{"x/pretty": wiretest.Hold(nil), "x/broken": wiretest.Hold(nil)},
 			&acprpc.Options{CancelMarkers: map[string]json.RawMessage{
 				"x/pretty": json.RawMessage("{\n \"stopReason\": \"cancelled\"\n}"),
 				"x/broken": json.RawMessage(`{"stopReason":`),

@@ -72,7 +72,7 @@ func TestHooksSeeEveryMessage(t *testing.T) {
 	for _, tr := range wiretest.Transports {
 		t.Run(tr.Name, func(t *testing.T) {
 			log := newHookLog()
-			mux := wiretest.Mux{"echo": wiretest.Echo, "block": wiretest.BlockUntilCancelled, "session/prompt": wiretest.BlockUntilCancelled}
+			mux := wiretest.Mux{"echo": wiretest.Echo, "block": wiretest.Hold(nil), "session/prompt": wiretest.Hold(nil)}
 			conn, p := wiretest.Connect(t, tr, mux, &acprpc.Options{Hooks: log.hooks(), MaxMessageSize: 128})
 			ctx := wiretest.Context(t)
 

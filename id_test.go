@@ -127,19 +127,20 @@ func TestIDsAnswerSpelledAsAnIntegerValuedNumber(t *testing.T) {
 // with it, not with an empty error.
 func TestIDsAnswerWithAnIDWeNeverSend(t *testing.T) {
 	ctx := wiretest.Context(t)
-	logger, log := wiretest.NewLog()
+	log := &wiretest.Recorder{}
+	logger := log.Logger()
 	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: logger})
 	p.Send(`{"jsonrpc":"2.0","id":1.5,"result":"stray"}`)
 	p.Send(`{"jsonrpc":"2.0","id":null,"result":"stray"}`)
 	p.Request("1", "ping", "")
 	p.ExpectResult(ctx, "1", `"pong"`)
 	var warned []wiretest.Record
-	for _, r := range log.Records() {
+	for _, r := range log.Logged() {
 		if r.Level == slog.LevelWarn {
 			warned = append(warned, r)
 		}
 	}
-	require.Len(t, warned, 2, "%v", log.Records())
+	require.Len(t, warned, 2, "%v", log.Logged())
 	for _, r := range warned {
 		assert.NotEmpty(t, r.Attrs["error"], "%v", r)
 	}

@@ -21,22 +21,23 @@ func TestSetLogger(t *testing.T) {
 		p.ExpectError(ctx, "null", acprpc.CodeParseError)
 	}
 	badLine()
-	logger, log := wiretest.NewLog()
+	log := &wiretest.Recorder{}
+	logger := log.Logger()
 	c.SetLogger(logger)
 	badLine()
-	_, found := log.Find(slog.LevelWarn, "bad message")
+	_, found := log.FindLogged(slog.LevelWarn, "bad message")
 	assert.True(t, found, "the logger set after construction receives the warning")
 	c.SetLogger(nil)
-	n := len(log.Records())
+	n := len(log.Logged())
 	badLine()
-	assert.Len(t, log.Records(), n, "a nil logger is silent")
+	assert.Len(t, log.Logged(), n, "a nil logger is silent")
 
 	// Loggers swapped while the connection logs: the race detector watches.
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for range 4 {
 		wg.Go(func() {
-			l, _ := wiretest.NewLog()
+			l := (&wiretest.Recorder{}).Logger()
 			for {
 				select {
 				case <-stop:

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,7 +81,7 @@ func TestLimitsOverLongLineIsNotHeld(t *testing.T) {
 	if testing.Short() {
 		size = 8 << 20
 	}
-	c, p := wiretest.Connect(t, wiretest.OSPipe, wiretest.Mux{"echo": wiretest.Echo},
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"echo": wiretest.Echo},
 		&acprpc.Options{MaxMessageSize: limit}, wiretest.Tapped())
 	line := make([]byte, 0, size+64)
 	line = append(line, `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"pad":"`...)
@@ -207,7 +208,7 @@ func TestLimitsMaxQueuedNotifications(t *testing.T) {
 	ctx := wiretest.Context(t)
 	const limit, n = 4, 300
 	h := newHeldNotes()
-	c, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
 	tap := p.Tap()
 	lines := append(updateFlood(n), wiretest.RequestLine("1", "probe", ""))
 	written := p.SendAsync([]byte(strings.Join(lines, "\n") + "\n"))
@@ -239,7 +240,7 @@ func TestLimitsCancelBehindFullNotificationQueue(t *testing.T) {
 	ctx := wiretest.Context(t)
 	const limit, n = 4, 300
 	h := newHeldNotes()
-	c, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
 	tap := p.Tap()
 	lines := append([]string{wiretest.RequestLine(`"b"`, "block", "")}, updateFlood(n)...)
 	lines = append(lines, wiretest.CancelLine(`"b"`))
@@ -278,7 +279,7 @@ func TestLimitsMaxQueuedWrite(t *testing.T) {
 		handled.Add(1)
 		return mux.Handle(ctx, req)
 	})
-	c, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedWrite: limit}, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedWrite: limit}, wiretest.Tapped())
 	tap := p.Tap()
 	p.Request(`"b"`, "block", "")
 	require.Equal(t, `"b"`, rec.NextStart(t, ctx))
@@ -315,7 +316,7 @@ func TestLimitsMaxQueuedWrite(t *testing.T) {
 	// Wait for the flood to stall: neither the handlers nor the flooder
 	// have made progress for a while. (This only picks the moment to look
 	// at the heap; nothing below depends on it being exact.)
-	stalledAt := wiretest.AwaitStall(t, ctx, func() int64 { return handled.Load() + chunks.Load() })
+	stalledAt := awaitStall(t, ctx, func() int64 { return handled.Load() + chunks.Load() })
 	held := handled.Load()
 	runtime.GC()
 	var stalled runtime.MemStats
@@ -515,7 +516,7 @@ func TestBackpressureNotificationQueueStillBounded(t *testing.T) {
 		}()
 		return cctx, cancel
 	}
-	_, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
 	written := p.SendAsync([]byte(bpUpdates(1, n, 0) + wiretest.RequestLine("1", "probe", "") + "\n"))
 	p.ExpectRequest(ctx, "x/lookup")
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood") // the pipe holds it
@@ -538,7 +539,7 @@ func TestBackpressureNotificationBytes(t *testing.T) {
 	const n, pad, limit = 10, 3000, 10_000 // three notifications fit, not four
 	ctx := wiretest.Context(t)
 	h := newHeldNotes()
-	_, p := wiretest.Connect(t, wiretest.OSPipe, h, &acprpc.Options{MaxQueuedNotificationBytes: limit, MaxMessageSize: 5000}, wiretest.Tapped())
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotificationBytes: limit, MaxMessageSize: 5000}, wiretest.Tapped())
 	written := p.SendAsync([]byte(bpUpdates(1, n, pad) + wiretest.RequestLine("1", "probe", "") + "\n"))
 	wiretest.Recv(t, ctx, h.first) // the first notification
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood")
@@ -642,4 +643,29 @@ func bpHeap() uint64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
+}
+
+// awaitStall waits until progress has not moved for ten looks in a row, 20
+// ms apart, and returns how long that took. It picks a moment to measure a
+// flood that has been held back; nothing may depend on the moment being
+// exact, since a busy machine can pause the flood too.
+func awaitStall(t testing.TB, ctx context.Context, progress func() int64) time.Duration {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	last, still := progress(), 0
+	for still < 10 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("progress never stalled: %v", ctx.Err())
+		}
+		if now := progress(); now != last {
+			last, still = now, 0
+			continue
+		}
+		still++
+	}
+	return time.Since(start)
 }

@@ -47,7 +47,8 @@ func assertCancelledCall(t *testing.T, err error, ctxErr error, method, id strin
 func TestCallIDsAndLateAnswer(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		logger, log := wiretest.NewLog()
+		log := &wiretest.Recorder{}
+		logger := log.Logger()
 		c, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: logger})
 
 		var r1 string
@@ -85,7 +86,7 @@ func TestCallIDsAndLateAnswer(t *testing.T) {
 		require.NoError(t, wiretest.Recv(t, ctx, done))
 		assert.Equal(t, "third", r3)
 
-		for _, r := range log.Records() {
+		for _, r := range log.Logged() {
 			assert.Less(t, r.Level, slog.LevelWarn, "a late answer is not worth a warning: %v", r)
 		}
 		require.NoError(t, c.Close())

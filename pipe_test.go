@@ -23,7 +23,7 @@ func TestPipeJoinsTwoConns(t *testing.T) {
 		"echo": wiretest.Echo,
 		"block": func(ctx context.Context, req *acprpc.Request) (any, error) {
 			close(started)
-			return wiretest.BlockUntilCancelled(ctx, req)
+			return wiretest.Hold(nil)(ctx, req)
 		},
 	}, nil)
 	client := acprpc.NewConn(ctx, b, nil, nil)

@@ -105,7 +105,7 @@ func runHelperAgent(mode string) int {
 	h := wiretest.Mux{
 		"child": func(context.Context, *acprpc.Request) (any, error) { return childPid, nil },
 		"echo":  wiretest.Echo,
-		"block": wiretest.BlockUntilCancelled,
+		"block": wiretest.Hold(nil),
 		"stderr": func(_ context.Context, req *acprpc.Request) (any, error) {
 			fmt.Fprintln(os.Stderr, string(req.Params))
 			return true, nil
@@ -210,7 +210,8 @@ func TestStartAgentCloseCancelsPendingCalls(t *testing.T) {
 // a time, a last line without its newline included.
 func TestStartAgentStderr(t *testing.T) {
 	ctx := wiretest.Context(t)
-	log, records := wiretest.NewLog()
+	records := &wiretest.Recorder{}
+	log := records.Logger()
 	var raw lockedBuffer
 	agent, err := acprpc.StartAgent(ctx, helperAgent("chatty"), nil, &acprpc.ProcessOptions{Stderr: &raw, StderrLog: log})
 	require.NoError(t, err)
@@ -218,7 +219,7 @@ func TestStartAgentStderr(t *testing.T) {
 	pid := agent.Pid()
 	require.NoError(t, agent.Close())
 	var lines []string
-	for _, r := range records.Records() {
+	for _, r := range records.Logged() {
 		if r.Message == "agent stderr" {
 			lines = append(lines, r.Attrs["line"])
 			assert.Equal(t, fmt.Sprint(pid), r.Attrs["pid"])
@@ -259,7 +260,8 @@ func TestStartAgentRefusesWhatItCannotOwn(t *testing.T) {
 // ErrConnClosed, and Wait and Close report its status.
 func TestStartAgentExitsEarly(t *testing.T) {
 	ctx := wiretest.Context(t)
-	log, records := wiretest.NewLog()
+	records := &wiretest.Recorder{}
+	log := records.Logger()
 	agent, err := acprpc.StartAgent(ctx, helperAgent("exit-early"), nil, &acprpc.ProcessOptions{StderrLog: log})
 	require.NoError(t, err)
 	err = agent.Call(ctx, "echo", nil, nil)
@@ -267,7 +269,7 @@ func TestStartAgentExitsEarly(t *testing.T) {
 	wiretest.Recv(t, ctx, agent.Done())
 	assert.Equal(t, 3, exitCode(agent.Wait()))
 	assert.Equal(t, 3, exitCode(agent.Close()))
-	r, ok := records.Find(slog.LevelInfo, "agent stderr")
+	r, ok := records.FindLogged(slog.LevelInfo, "agent stderr")
 	require.True(t, ok)
 	assert.Equal(t, "no API key", r.Attrs["line"])
 }
@@ -296,15 +298,16 @@ func TestStartAgentIgnoresEOF(t *testing.T) {
 // logged, and the connection serves on.
 func TestStartAgentJunkOnStdout(t *testing.T) {
 	ctx := wiretest.Context(t)
-	log, records := wiretest.NewLog()
+	records := &wiretest.Recorder{}
+	log := records.Logger()
 	agent, err := acprpc.StartAgent(ctx, helperAgent("junk"), nil, &acprpc.ProcessOptions{Conn: &acprpc.Options{Logger: log}})
 	require.NoError(t, err)
 	echo(t, ctx, agent.Conn)
 	echo(t, ctx, agent.Conn)
 	require.NoError(t, agent.Err())
 	require.NoError(t, agent.Close())
-	_, ok := records.Find(slog.LevelWarn, "bad message")
-	assert.True(t, ok, "the junk was logged: %v", records.Records())
+	_, ok := records.FindLogged(slog.LevelWarn, "bad message")
+	assert.True(t, ok, "the junk was logged: %v", records.Logged())
 }
 
 // An agent that writes a lot to its stdout once its stdin has ended is

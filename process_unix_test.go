@@ -177,7 +177,8 @@ func TestStartAgentExitsWhileAChildHoldsItsStdout(t *testing.T) {
 			// The sleep outlasts the test's every wait.
 			cmd := exec.Command("sh", "-c", `read line; sleep 60 & echo $! >&2; exit 3`)
 			cmd.SysProcAttr = tc.attr
-			log, records := wiretest.NewLog()
+			records := &wiretest.Recorder{}
+			log := records.Logger()
 			agent, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{StderrLog: log})
 			require.NoError(t, err)
 			err = agent.Call(ctx, "echo", nil, nil)
@@ -186,7 +187,7 @@ func TestStartAgentExitsWhileAChildHoldsItsStdout(t *testing.T) {
 			assert.Equal(t, 3, exitCode(err), "the call's error carries the exit status: %v", err)
 			require.ErrorIs(t, agent.Err(), acprpc.ErrAgentExited)
 			assert.Equal(t, 3, exitCode(agent.Wait()))
-			r, ok := records.Find(slog.LevelInfo, "agent stderr")
+			r, ok := records.FindLogged(slog.LevelInfo, "agent stderr")
 			require.True(t, ok, "the agent's last line was logged")
 			sleeper, err := strconv.Atoi(r.Attrs["line"])
 			require.NoError(t, err)

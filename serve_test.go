@@ -132,7 +132,8 @@ func TestConnUnencodableResult(t *testing.T) {
 func TestConnPanic(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		logger, log := wiretest.NewLog()
+		log := &wiretest.Recorder{}
+		logger := log.Logger()
 		_, p := wiretest.Connect(t, tr, wiretest.Mux{
 			"boom":      func(context.Context, *acprpc.Request) (any, error) { panic("kaboom") },
 			"note/boom": func(context.Context, *acprpc.Request) (any, error) { panic("note kaboom") },
@@ -141,7 +142,7 @@ func TestConnPanic(t *testing.T) {
 		p.Request(`"p"`, "boom", "")
 		m := p.ExpectError(ctx, `"p"`, acprpc.CodeInternalError)
 		assert.Contains(t, m.Error.Message, "kaboom")
-		rec, ok := log.Find(slog.LevelError, "panic")
+		rec, ok := log.FindLogged(slog.LevelError, "panic")
 		require.True(t, ok, "the panic is logged")
 		assert.Contains(t, rec.Attrs["stack"], "goroutine")
 
@@ -422,7 +423,8 @@ func TestHandlerContext(t *testing.T) {
 // nil one keeps the request's context.
 func TestHandlerContextMustDerive(t *testing.T) {
 	ctx := wiretest.Context(t)
-	logger, log := wiretest.NewLog()
+	log := &wiretest.Recorder{}
+	logger := log.Logger()
 	var stranger atomic.Bool
 	stranger.Store(true)
 	opts := &acprpc.Options{Logger: logger, HandlerContext: func(context.Context, *acprpc.Request) context.Context {
@@ -431,11 +433,11 @@ func TestHandlerContextMustDerive(t *testing.T) {
 		}
 		return nil
 	}}
-	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"block": wiretest.BlockUntilCancelled}, opts)
+	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"block": wiretest.Hold(nil)}, opts)
 	p.Request("1", "block", `{}`)
 	p.Cancel("1")
 	p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
-	_, found := log.Find(slog.LevelError, "does not derive")
+	_, found := log.FindLogged(slog.LevelError, "does not derive")
 	assert.True(t, found)
 	stranger.Store(false)
 	p.Request("2", "block", `{}`)

@@ -283,7 +283,7 @@ func TestCancelSessionLeavesOtherRequestsToTheCascade(t *testing.T) {
 		started := make(chan string, 2)
 		block := func(ctx context.Context, req *acprpc.Request) (any, error) {
 			started <- req.Method
-			return wiretest.BlockUntilCancelled(ctx, req)
+			return wiretest.Hold(nil)(ctx, req)
 		}
 		c, p := wiretest.Connect(t, tr, wiretest.Mux{"session/request_permission": block, "terminal/create": block},
 			&acprpc.Options{CancelGrace: -1})
@@ -310,7 +310,7 @@ func TestCancelSessionCancelsWhatTheAgentLeaves(t *testing.T) {
 	started := make(chan struct{})
 	block := func(ctx context.Context, req *acprpc.Request) (any, error) {
 		close(started)
-		return wiretest.BlockUntilCancelled(ctx, req)
+		return wiretest.Hold(nil)(ctx, req)
 	}
 	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"terminal/create": block},
 		&acprpc.Options{CancelGrace: 50 * time.Millisecond})

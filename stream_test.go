@@ -107,9 +107,9 @@ func TestStreamQuietLinesAndEscapedKeys(t *testing.T) {
 
 // CRLF line ends and blank lines are accepted, wherever they come.
 func TestStreamCRLFAndBlankLines(t *testing.T) {
-	wiretest.RunStreams(t, func(t *testing.T, tr wiretest.Transport) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		c, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping, "x/wait": wiretest.BlockUntilCancelled}, nil)
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping, "x/wait": wiretest.Hold(nil)}, nil)
 		p.SendRaw("\r\n\n" +
 			wiretest.RequestLine("1", "ping", "") + "\r\n" +
 			"\n\r\n\n" +
@@ -126,7 +126,7 @@ func TestStreamCRLFAndBlankLines(t *testing.T) {
 		p.ExpectResult(ctx, "4", `"pong"`)
 		require.NoError(t, c.Close())
 		assert.Empty(t, p.Rest(ctx), "a blank line was answered")
-	})
+	}, wiretest.Streams...)
 }
 
 // A line over MaxMessageSize is answered -32600, with its ID when the ID

@@ -102,13 +102,13 @@ func TestStressCancellation(t *testing.T) {
 type stressRig struct {
 	wire           *wiretest.Wire
 	client, server *acprpc.Conn
-	started        sync.Map       // request n -> chan struct{} closed when its handler starts
-	handlers       wiretest.Gauge // server handlers running
+	started        sync.Map          // request n -> chan struct{} closed when its handler starts
+	handlers       wiretest.Recorder // server handlers running
 	lateCancels    atomic.Int64
 }
 
 func newStressRig(t *testing.T) *stressRig {
-	h := &stressRig{}
+	h := &stressRig{handlers: wiretest.Recorder{OnlyCount: true}}
 	opts := &acprpc.Options{CancelGrace: 2 * time.Millisecond} // the grace timer races slow handlers
 	h.wire = wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: h.handlers.Track(h.serve), Options: opts}, wiretest.Tapped())
 	h.client, h.server = h.wire.A, h.wire.B
@@ -538,8 +538,8 @@ type soak struct {
 	cancel  context.CancelFunc
 
 	injected     atomic.Int64
-	nullExpected atomic.Int64   // injected lines owed a null-ID answer
-	active       wiretest.Gauge // handlers running
+	nullExpected atomic.Int64      // injected lines owed a null-ID answer
+	active       wiretest.Recorder // handlers running
 
 	wrong   atomic.Int64
 	wrongMu sync.Mutex
@@ -547,7 +547,7 @@ type soak struct {
 }
 
 func newSoak(t *testing.T) *soak {
-	s := &soak{t: t, workers: 24}
+	s := &soak{t: t, workers: 24, active: wiretest.Recorder{OnlyCount: true}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	side := func(h acprpc.HandlerFunc, seed uint64) wiretest.Side {
 		return wiretest.Side{

@@ -118,7 +118,7 @@ func TestTooLargeCRLFLineOfExactlyTheLimit(t *testing.T) {
 		return l
 	}
 	for _, limit := range []int{1000, 64<<10 - 1} { // 64 KiB - 1: the "\r" ends the Stream's first read
-		wiretest.RunStreams(t, func(t *testing.T, tr wiretest.Transport) {
+		wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 			ctx := wiretest.Context(t)
 			_, p := wiretest.Connect(t, tr, wiretest.Mux{"echo": wiretest.Echo}, &acprpc.Options{MaxMessageSize: limit})
 			p.SendRaw(line("1", limit) + "\r\n")
@@ -128,7 +128,7 @@ func TestTooLargeCRLFLineOfExactlyTheLimit(t *testing.T) {
 			p.ExpectError(ctx, "2", acprpc.CodeInvalidRequest)
 			p.SendRaw(line("3", limit) + "\r\r\n")
 			assert.Nil(t, p.ExpectAnswer(ctx, "3").Error)
-		})
+		}, wiretest.Streams...)
 	}
 }
 

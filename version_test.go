@@ -46,7 +46,7 @@ func TestPinnedVersionStays(t *testing.T) {
 			"initialize": func(context.Context, *acprpc.Request) (any, error) {
 				return json.RawMessage(`{"protocolVersion":2}`), nil
 			},
-			"session/prompt": wiretest.BlockUntilCancelled,
+			"session/prompt": wiretest.Hold(nil),
 		}
 		c, p := wiretest.Connect(t, wiretest.Transports[0], h, pinned)
 		p.Request("0", "initialize", `{"protocolVersion":2}`)
@@ -223,7 +223,7 @@ func TestVersionLearntFromInitialize(t *testing.T) {
 // SetProtocolVersion and Options.PinnedVersion set the rules directly.
 func TestSetProtocolVersion(t *testing.T) {
 	ctx := wiretest.Context(t)
-	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/prompt": wiretest.BlockUntilCancelled}, nil)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/prompt": wiretest.Hold(nil)}, nil)
 	assert.Zero(t, c.ProtocolVersion())
 	p.Request("1", "session/prompt", `{"sessionId":"s"}`)
 	p.Cancel("1")
@@ -252,7 +252,7 @@ func TestMarkersByVersion(t *testing.T) {
 		t.Run(fmt.Sprintf("v%d markers %v", tc.version, tc.markers != nil), func(t *testing.T) {
 			wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 				ctx := wiretest.Context(t)
-				h := wiretest.Mux{"session/prompt": wiretest.BlockUntilCancelled, "session/request_permission": wiretest.BlockUntilCancelled}
+				h := wiretest.Mux{"session/prompt": wiretest.Hold(nil), "session/request_permission": wiretest.Hold(nil)}
 				_, p := wiretest.Connect(t, tr, h, &acprpc.Options{PinnedVersion: tc.version, CancelMarkers: tc.markers})
 				p.Request("1", "session/prompt", `{"sessionId":"s"}`)
 				p.Request("2", "session/request_permission", `{"sessionId":"s"}`)

@@ -341,7 +341,8 @@ func TestV2WorkIgnoringItsContextIsEndedOnce(t *testing.T) {
 		ctx := wiretest.Context(t)
 		release := make(chan struct{})
 		late := make(chan error, 2)
-		log, records := wiretest.NewLog()
+		records := &wiretest.Recorder{}
+		log := records.Logger()
 		a := newV2Turns()
 		a.run = func(c *acprpc.Conn, w *acprpc.Work) {
 			_ = c.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
@@ -363,7 +364,7 @@ func TestV2WorkIgnoringItsContextIsEndedOnce(t *testing.T) {
 		assert.ErrorIs(t, wiretest.Recv(t, ctx, late), acprpc.ErrWorkEnded)
 		assert.ErrorIs(t, wiretest.Recv(t, ctx, late), acprpc.ErrWorkEnded)
 		expectQuiet(t, ctx, p, "2")
-		_, warned := records.Find(0, "did not end within its grace period")
+		_, warned := records.FindLogged(0, "did not end within its grace period")
 		assert.True(t, warned)
 		a.wg.Wait()
 	})

@@ -33,9 +33,8 @@ func connect(t *testing.T, agent, client sdkshape.MethodHandler, clientOpts *sdk
 
 // scripted is a Connection with a scripted raw peer at the other end.
 func scripted(t *testing.T, h sdkshape.MethodHandler, opts *sdkshape.Options) (*sdkshape.Connection, *wiretest.Peer) {
-	tr, end, err := wiretest.InProcess.Open()
-	require.NoError(t, err)
-	p := wiretest.NewPeer(t, end)
+	tr, peer := acprpc.Pipe()
+	p := wiretest.NewPeer(t, wiretest.EndOf(peer))
 	c := sdkshape.NewConnectionOver(h, tr, opts)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, p
@@ -233,16 +232,17 @@ func TestLoggerSetLater(t *testing.T) {
 		},
 	})
 	a, p := scripted(t, agent, nil)
-	logger, log := wiretest.NewLog()
+	log := &wiretest.Recorder{}
+	logger := log.Logger()
 	a.SetLogger(logger)
 	p.Request("7", "work", `{}`)
 	p.ExpectResult(ctx, "7", `"done"`)
-	r, found := log.Find(slog.LevelInfo, "working")
+	r, found := log.FindLogged(slog.LevelInfo, "working")
 	require.True(t, found)
 	assert.Equal(t, map[string]string{"method": "work", "id": "7"}, r.Attrs)
 	p.Send(`{"jsonrpc":`)
 	p.ExpectError(ctx, "null", acprpc.CodeParseError)
-	_, found = log.Find(slog.LevelWarn, "bad message")
+	_, found = log.FindLogged(slog.LevelWarn, "bad message")
 	assert.True(t, found, "the connection's own diagnostics go to the logger set later")
 }
 

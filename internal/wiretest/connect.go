@@ -23,6 +23,7 @@ func Connect(t testing.TB, tr Transport, h acprpc.Handler, opts *acprpc.Options,
 		conn = p.tap
 	}
 	c := acprpc.NewConn(s.parent, conn, h, opts)
+	p.conn = c
 	t.Cleanup(func() { _ = c.Close() })
 	return c, p
 }

@@ -1,14 +1,30 @@
 // Package wiretest is the test kit of acprpc: a test is a scripted
 // conversation between a Conn and a peer, written as the bytes that cross
-// the wire. This page is the whole of it; the names below are all a test
-// needs.
+// the wire. This page is the whole of it.
+//
+// # The language
+//
+//	set up    Run, Transports, Streams, Transport, Connect, NewWire, Side,
+//	          Option (Parent, Tapped, Relay), Context, Timeout, NoLeak
+//	speak     Peer (Request, Notify, Cancel, Respond, Send, SendRaw, ...),
+//	          RequestLine, NotificationLine, CancelLine, ResultLine, ErrorLine
+//	hear      Peer (Expect, ExpectResult, ExpectError, ExpectN, Rest, ...),
+//	          Msg, Parse, ByID, IsAnswerTo, IsCancelOf, IsRequestOf
+//	serve     Mux, Echo, Ping, Hold
+//	record    Recorder (Return, Record), Ledger (Tally, Calls), Tap,
+//	          Wire, Direction (AtoB, BtoA)
+//	wait      Recv, Peer.Settle, Wire.Settle, Ledger.Await, Recorder's Next*
+//	break     BreakingAfter, ErrBrokenOutput, Discard, PipeCapacity
+//	script    Script, Step
+//	others    End, EndOf, NewPeer, RawPipe (a peer of another engine),
+//	          Goroutines, MarkMethod
 //
 // # A conversation
 //
-// Every conversation runs over each Transport in turn, with Run. Connect
-// starts a Conn serving a handler and gives the test the Peer at the other
-// end; the Peer writes lines, and reads back, one at a time, what the Conn
-// wrote:
+// Every conversation runs over each Transport in turn, with Run (a test of
+// the line framing over Streams only). Connect starts a Conn serving a
+// handler and gives the test the Peer at the other end; the Peer writes
+// lines, and reads back, one at a time, what the Conn wrote:
 //
 //	func TestPing(t *testing.T) {
 //		wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
@@ -20,7 +36,7 @@
 //	}
 //
 // The test's cleanup closes the Conn, then the Peer; main_test.go's goleak
-// check then proves nothing was left running.
+// check then proves nothing was left running (NoLeak checks one test).
 //
 // # The peer
 //
@@ -40,10 +56,11 @@
 //
 // # Handlers
 //
-// Mux maps methods to functions; Echo, Ping, Hold and BlockUntilCancelled
-// are the handlers conversations use most. A Recorder wraps handlers and
-// tells the test which started, in what order they returned and with what
-// cause their contexts ended; a Gauge counts the running ones.
+// Mux maps methods to functions; Echo, Ping and Hold are the handlers
+// conversations use most (Hold(nil) holds until its context ends). A
+// Recorder wraps handlers and tells the test which started, in what order
+// they returned, with what cause their contexts ended and how many are
+// running; its Logger records what a Conn logs.
 //
 // # Two Conns
 //
@@ -60,7 +77,7 @@
 //
 // Nothing in a test sleeps. Recv waits for a channel, the Peer's Expect
 // for a line, Ledger.Await for a count, Wire.Settle for both sides to have
-// written everything and answered every request; Settle closes a Conn and
-// waits for its handlers. The waits that take t fail the test when ctx
-// ends first; Recv's failure shows every goroutine's stack.
+// written everything and answered every request; Peer.Settle closes the
+// Peer's Conn and waits for its handlers. The waits that take t fail the
+// test when ctx ends first; Recv's failure shows every goroutine's stack.
 package wiretest

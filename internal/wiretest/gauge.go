@@ -7,16 +7,16 @@ import (
 	"github.com/acpkit/acprpc"
 )
 
-// Gauge counts the handlers running, so a test can wait until none is. The
-// zero Gauge is ready to use.
-type Gauge struct {
+// gauge counts the handlers running, so a test can wait until none is. The
+// zero gauge is ready to use.
+type gauge struct {
 	mu   sync.Mutex
 	n    int
 	zero chan struct{} // closed when n next comes to zero
 }
 
-// Track returns h counted by the gauge while it runs.
-func (g *Gauge) Track(h acprpc.HandlerFunc) acprpc.HandlerFunc {
+// track returns h counted by the gauge while it runs.
+func (g *gauge) track(h acprpc.HandlerFunc) acprpc.HandlerFunc {
 	return func(ctx context.Context, req *acprpc.Request) (any, error) {
 		g.add(1)
 		defer g.add(-1)
@@ -24,7 +24,7 @@ func (g *Gauge) Track(h acprpc.HandlerFunc) acprpc.HandlerFunc {
 	}
 }
 
-func (g *Gauge) add(d int) {
+func (g *gauge) add(d int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.n += d
@@ -34,16 +34,13 @@ func (g *Gauge) add(d int) {
 	}
 }
 
-// Running returns how many tracked handlers are running.
-func (g *Gauge) Running() int {
+func (g *gauge) value() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.n
 }
 
-// AwaitIdle waits until no tracked handler is running, and returns ctx's
-// error if ctx ends first.
-func (g *Gauge) AwaitIdle(ctx context.Context) error {
+func (g *gauge) awaitZero(ctx context.Context) error {
 	g.mu.Lock()
 	if g.n == 0 {
 		g.mu.Unlock()

@@ -31,15 +31,10 @@ func Echo(_ context.Context, req *acprpc.Request) (any, error) {
 // read, every line sent before it has been read by the Conn.
 func Ping(context.Context, *acprpc.Request) (any, error) { return "pong", nil }
 
-// BlockUntilCancelled waits for its context to end and returns the cause.
-func BlockUntilCancelled(ctx context.Context, _ *acprpc.Request) (any, error) {
-	<-ctx.Done()
-	return nil, context.Cause(ctx)
-}
-
 // Hold returns a handler that holds its request open until release is
 // closed, then answers "held"; if its context ends first, it returns the
-// cause. Track it with a Recorder to get its context.
+// cause. Hold(nil) holds until its context ends. Track it with a Recorder
+// to get its context.
 func Hold(release <-chan struct{}) acprpc.HandlerFunc {
 	return func(ctx context.Context, _ *acprpc.Request) (any, error) {
 		select {

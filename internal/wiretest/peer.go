@@ -116,7 +116,8 @@ type Peer struct {
 	t      testing.TB
 	end    *End
 	ledger Ledger
-	tap    *Tap // Connect's, when Tapped
+	tap    *Tap         // Connect's, when Tapped
+	conn   *acprpc.Conn // Connect's
 
 	start  sync.Once
 	lines  chan lineOrErr
@@ -407,6 +408,29 @@ func (p *Peer) RespondError(id string, code int64, message string) {
 func (p *Peer) CloseWrite() {
 	if err := p.end.CloseWrite(); err != nil {
 		p.t.Errorf("wiretest: close write: %v", err)
+	}
+}
+
+// Settle closes the Conn Connect made and waits until every request it served has been
+// answered or its answer dropped, which is after its handler returned: once
+// Close has returned nothing new is served, and a request leaves the
+// in-flight table only when its handler's return has been dealt with. So
+// what the handlers recorded, and what the Conn wrote for them, is final.
+// The Conn offers nothing to wake on here, so the table is polled.
+func (p *Peer) Settle(ctx context.Context) {
+	t, c := p.t, p.conn
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Errorf("wiretest: close: %v", err)
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for c.Stats().IncomingInFlight > 0 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("wiretest: handlers did not return after Close: %d still in flight", c.Stats().IncomingInFlight)
+		}
 	}
 }
 

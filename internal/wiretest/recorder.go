@@ -11,10 +11,15 @@ import (
 
 // Recorder records what a Conn's handlers went through: each handler's
 // context, by the request's ID (as JSON text; a notification's by its
-// method), the order in which they started and returned, and, as a Gauge,
-// how many are running. The zero Recorder is ready to use.
+// method), the order in which they started and returned, and how many are
+// running; and, through Logger, what the Conn logs. The zero Recorder is
+// ready to use.
 type Recorder struct {
-	Gauge
+	// OnlyCount, set before the first Track, keeps only the count of
+	// running handlers, for a soak of millions of requests.
+	OnlyCount bool
+
+	running gauge
 
 	mu       sync.Mutex
 	ctxs     map[string]context.Context
@@ -22,6 +27,7 @@ type Recorder struct {
 	returns  []Return
 	changed  chan struct{} // closed and replaced at every start and return
 	nextSeen [2]int        // how far NextStart and NextReturn have read
+	logged   []Record
 }
 
 // Return is a handler's return: its key and its context's cause then (nil
@@ -42,7 +48,10 @@ func requestKey(req *acprpc.Request) string {
 
 // Track returns h recorded by the Recorder.
 func (r *Recorder) Track(h acprpc.HandlerFunc) acprpc.HandlerFunc {
-	return r.Gauge.Track(func(ctx context.Context, req *acprpc.Request) (any, error) {
+	if r.OnlyCount {
+		return r.running.track(h)
+	}
+	return r.running.track(func(ctx context.Context, req *acprpc.Request) (any, error) {
 		key := requestKey(req)
 		r.note(func() {
 			if r.ctxs == nil {
@@ -56,10 +65,17 @@ func (r *Recorder) Track(h acprpc.HandlerFunc) acprpc.HandlerFunc {
 	})
 }
 
+// Running returns how many tracked handlers are running.
+func (r *Recorder) Running() int { return r.running.value() }
+
+// AwaitIdle waits until no tracked handler is running, and returns ctx's
+// error if ctx ends first.
+func (r *Recorder) AwaitIdle(ctx context.Context) error { return r.running.awaitZero(ctx) }
+
 // Block is a recorded handler that waits for its context to end and
 // returns the cause.
 func (r *Recorder) Block(ctx context.Context, req *acprpc.Request) (any, error) {
-	return r.Track(BlockUntilCancelled)(ctx, req)
+	return r.Track(Hold(nil))(ctx, req)
 }
 
 func (r *Recorder) note(f func()) {

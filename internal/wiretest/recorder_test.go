@@ -2,6 +2,7 @@ package wiretest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,7 +23,7 @@ func TestRecorderFollowsHandlers(t *testing.T) {
 			return nil, nil
 		}),
 	}
-	c, p := Connect(t, Transports[0], h, &acprpc.Options{CancelGrace: -1})
+	_, p := Connect(t, Transports[0], h, &acprpc.Options{CancelGrace: -1})
 	p.Request(`"b"`, "block", "")
 	assert.Equal(t, `"b"`, rec.NextStart(t, ctx))
 	assert.Equal(t, 1, rec.Running())
@@ -49,7 +50,7 @@ func TestRecorderFollowsHandlers(t *testing.T) {
 	assert.False(t, ok)
 	assert.Equal(t, []string{`"b"`, "2", "note"}, rec.Starts())
 
-	Settle(t, ctx, c)
+	p.Settle(ctx)
 	require.NoError(t, rec.AwaitIdle(ctx))
 	assert.Len(t, rec.Returns(), 3)
 }
@@ -57,14 +58,14 @@ func TestRecorderFollowsHandlers(t *testing.T) {
 func TestRecorderChecksCauses(t *testing.T) {
 	ctx := Context(t)
 	var rec Recorder
-	c, p := Connect(t, Transports[0], Mux{"block": rec.Block}, &acprpc.Options{CancelGrace: -1})
+	_, p := Connect(t, Transports[0], Mux{"block": rec.Block}, &acprpc.Options{CancelGrace: -1})
 	p.Request("1", "block", "")
 	p.Request("2", "block", "")
 	rec.NextStart(t, ctx)
 	rec.NextStart(t, ctx)
 	p.Cancel("1")
 	p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
-	Settle(t, ctx, c)
+	p.Settle(ctx)
 	ft := &failures{TB: t}
 	rec.CheckCauses(ft, acprpc.ErrConnClosed)
 	assert.Len(t, ft.errors, 1, "1 was cancelled by the peer")
@@ -73,9 +74,15 @@ func TestRecorderChecksCauses(t *testing.T) {
 	assert.Len(t, ft.errors, 1, "2 was closed")
 }
 
-func TestGaugeAwaitsIdle(t *testing.T) {
+func TestRecorderAwaitsIdle(t *testing.T) {
+	for _, onlyCount := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OnlyCount=%v", onlyCount), func(t *testing.T) { testRecorderAwaitsIdle(t, onlyCount) })
+	}
+}
+
+func testRecorderAwaitsIdle(t *testing.T, onlyCount bool) {
 	ctx := Context(t)
-	var g Gauge
+	g := &Recorder{OnlyCount: onlyCount}
 	require.NoError(t, g.AwaitIdle(ctx))
 	release, started := make(chan struct{}), make(chan struct{})
 	h := g.Track(func(context.Context, *acprpc.Request) (any, error) {

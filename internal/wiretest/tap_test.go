@@ -131,7 +131,7 @@ func TestTapPassesLimitAndFlush(t *testing.T) {
 
 func TestFailAfter(t *testing.T) {
 	var out bytes.Buffer
-	w := FailAfter(writerFunc(out.Write), 5)
+	w := &failAfter{w: writerFunc(out.Write), left: 5}
 	n, err := w.Write([]byte("abc"))
 	assert.Equal(t, 3, n)
 	assert.NoError(t, err)
@@ -147,7 +147,7 @@ func TestFailAfter(t *testing.T) {
 func TestPeerDrainsAndSendsInBackground(t *testing.T) {
 	ctx := Context(t)
 	for _, read := range []bool{false, true} {
-		c, p := Connect(t, OSPipe, Mux{"echo": Echo}, nil, Tapped())
+		c, p := Connect(t, Transports[0], Mux{"echo": Echo}, nil, Tapped())
 		tap := p.Tap()
 		if read {
 			p.Request("0", "echo", "[0]")
@@ -170,8 +170,8 @@ func TestPeerDrainsAndSendsInBackground(t *testing.T) {
 
 func TestWireSettles(t *testing.T) {
 	ctx := Context(t)
-	var g Gauge
-	w := NewWire(t, Side{}, Side{Handler: g.Track(Mux{"echo": Echo, "block": BlockUntilCancelled}.Handle)}, Tapped())
+	var g Recorder
+	w := NewWire(t, Side{}, Side{Handler: g.Track(Mux{"echo": Echo, "block": Hold(nil)}.Handle)}, Tapped())
 	for i := range 20 {
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)

@@ -15,33 +15,38 @@ type Transport struct {
 	Name string
 	// Stream is set for a byte-stream framing (a line per message), where
 	// a peer can write half a line, blank lines or two lines at once; a
-	// test of the framing itself runs over these only (RunStreams).
+	// test of the framing itself runs over these only (Streams).
 	Stream bool
 	// Open returns the Conn's transport and the peer's end of it.
 	Open func() (acprpc.Transport, *End, error)
 }
 
-// The transports of Transports, by name.
-var (
-	OSPipe    = Transport{Name: "os.Pipe", Stream: true, Open: openOSPipe}   // kernel pipes with a buffer
-	NetPipe   = Transport{Name: "net.Pipe", Stream: true, Open: openNetPipe} // synchronous, one full-duplex connection
-	IOPipe    = Transport{Name: "io.Pipe", Stream: true, Open: openIOPipe}   // synchronous, in memory
-	InProcess = Transport{Name: "acprpc.Pipe", Open: openInProcess}          // messages, no framing
-)
+// Transports are the framings every conversation test runs over: os.Pipe
+// (kernel pipes with a buffer), net.Pipe (synchronous, one full-duplex
+// connection), io.Pipe (synchronous, in memory) and acprpc.Pipe (messages,
+// no framing). os.Pipe comes first: a test that needs only one runs over
+// Transports[0].
+var Transports = []Transport{
+	{Name: "os.Pipe", Stream: true, Open: openOSPipe},
+	{Name: "net.Pipe", Stream: true, Open: openNetPipe},
+	{Name: "io.Pipe", Stream: true, Open: openIOPipe},
+	{Name: "acprpc.Pipe", Open: openInProcess},
+}
 
-// Transports are the framings every conversation test runs over. OSPipe
-// comes first: a test that needs only one runs over Transports[0].
-var Transports = []Transport{OSPipe, NetPipe, IOPipe, InProcess}
+// Streams are the byte-stream Transports, for a test of the line framing
+// itself: Run(t, f, Streams...).
+var Streams = append([]Transport(nil), Transports[:3]...)
 
-// OSPipeThrough is OSPipe with the Conn's output going through wrap
-// (FailAfter, say) on its way to the pipe.
-func OSPipeThrough(wrap func(io.WriteCloser) io.WriteCloser) Transport {
+// BreakingAfter is os.Pipe with the Conn's output passing its first n
+// bytes and failing every write after them with ErrBrokenOutput, as a pipe
+// whose reader died mid-line does.
+func BreakingAfter(n int) Transport {
 	return Transport{Name: "os.Pipe", Stream: true, Open: func() (acprpc.Transport, *End, error) {
 		in, out, end, err := osPipes()
 		if err != nil {
 			return nil, nil, err
 		}
-		return acprpc.NewStreamPipes(in, wrap(out)), end, nil
+		return acprpc.NewStreamPipes(in, &failAfter{w: out, left: n}), end, nil
 	}}
 }
 
@@ -113,7 +118,7 @@ func openInProcess() (acprpc.Transport, *End, error) {
 	return conn, EndOf(peer), nil
 }
 
-// RawPipe is OSPipe for a peer that is not a Conn: another JSON-RPC engine
+// RawPipe is os.Pipe for a peer that is not a Conn: another JSON-RPC engine
 // reads and writes conn, which frames messages itself, and the scripted
 // Peer reads and writes end. Closing conn closes the engine's two pipe ends.
 func RawPipe() (conn io.ReadWriteCloser, end *End, err error) {

@@ -6,14 +6,11 @@ import (
 	"sync"
 )
 
-// ErrBrokenOutput is the error of a FailAfter output once it has failed.
+// ErrBrokenOutput is the error of a BreakingAfter output once it has failed.
 var ErrBrokenOutput = errors.New("wiretest: output broken")
 
-// FailAfter returns an output that passes the first n bytes on to w and
-// fails every write after them with ErrBrokenOutput, as a pipe whose reader
-// died mid-line does.
-func FailAfter(w io.WriteCloser, n int) io.WriteCloser { return &failAfter{w: w, left: n} }
-
+// failAfter passes the first left bytes on to w and fails every write after
+// them with ErrBrokenOutput.
 type failAfter struct {
 	w    io.WriteCloser
 	mu   sync.Mutex

@@ -232,7 +232,8 @@ func runAgent(t *testing.T, spec agentSpec) {
 	model := newModelServer(t)
 	cl := newClient()
 	var wire interoptest.WireLog
-	log, records := wiretest.NewLog()
+	records := &wiretest.Recorder{}
+	log := records.Logger()
 	cmd := spec.command(t, model.URL())
 	cmd.Dir = t.TempDir()
 	agent, err := acprpc.StartAgent(ctx, cmd, cl.handler(), &acprpc.ProcessOptions{
@@ -246,7 +247,7 @@ func runAgent(t *testing.T, spec agentSpec) {
 			_ = agent.Close()
 		}
 		if t.Failed() {
-			for _, r := range records.Records() {
+			for _, r := range records.Logged() {
 				t.Logf("%s stderr: %s", spec.name, r.Attrs["line"])
 			}
 		}
@@ -337,7 +338,7 @@ func runAgent(t *testing.T, spec agentSpec) {
 	if spec.requestCancelAnswered {
 		// The read loop logs the answer after the Received hook has seen it;
 		// once Close has returned, the read loop is done.
-		_, logged := records.Find(slog.LevelWarn, "acprpc: the peer answered a message it could not read")
+		_, logged := records.FindLogged(slog.LevelWarn, "acprpc: the peer answered a message it could not read")
 		assert.True(t, logged, "the ID-less answer is logged")
 	}
 	require.NoError(t, awaitGone(ctx, tree))
