@@ -37,7 +37,7 @@ func ServeStdio(ctx context.Context, h Handler, opts *Options) error {
 
 // WithAgent starts cmd as an agent served by h on this side, as StartAgent
 // does, calls f with ctx and the connection, and then ends the agent with
-// AgentProcess.Close. It returns StartAgent's error, or f's and Close's
+// AgentProcess.Close, also when f panics. It returns StartAgent's error, or f's and Close's
 // joined (errors.Join), so an agent that failed f by exiting says how it
 // exited.
 func WithAgent(ctx context.Context, cmd *exec.Cmd, h Handler, opts *ProcessOptions, f func(ctx context.Context, conn *Conn) error) (err error) {
