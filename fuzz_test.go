@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acpkit/acprpc/internal/wire/wirefuzz"
 )
 
 // FuzzStream drives a whole connection; the targets of the parser itself
@@ -130,14 +132,14 @@ func fuzzReadInput(input []byte, limit int) fuzzInput {
 	for _, line := range bytes.Split(input, []byte("\n")) {
 		line = bytes.TrimRight(line, "\r")
 		var obj map[string]json.RawMessage
-		if fuzzDepth(line) >= fuzzMaxDepth-1 || json.Unmarshal(line, &obj) != nil || obj == nil {
+		if wirefuzz.Depth(line) >= fuzzMaxDepth-1 || json.Unmarshal(line, &obj) != nil || obj == nil {
 			in.unreadable = in.unreadable || limit > 0 && len(line) > limit
 			continue
 		}
 		id, ok := obj["id"]
 		switch {
 		case !ok:
-		case fuzzIsAnswer(obj):
+		case wirefuzz.IsAnswer(obj):
 			in.answers[string(id)] = true
 		default:
 			in.requests[string(id)] = true
@@ -212,32 +214,3 @@ func (o *fuzzOutput) check(in fuzzInput) []string {
 // fuzzMaxDepth is the parser's bound on nesting; lines near it are left
 // out of the checks, where encoding/json and the parser may differ by one.
 const fuzzMaxDepth = 10000
-
-// fuzzDepth is the deepest nesting of arrays and objects in b.
-func fuzzDepth(b []byte) int {
-	depth, deepest, inString := 0, 0, false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case inString && c == '\\':
-			i++
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
-}
-
-// fuzzIsAnswer says whether obj is an answer: a result or an error member,
-// and no method or a null one.
-func fuzzIsAnswer(obj map[string]json.RawMessage) bool {
-	method, hasMethod := obj["method"]
-	_, r := obj["result"]
-	_, e := obj["error"]
-	return (!hasMethod || string(method) == "null") && (r || e)
-}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/acpkit/acprpc/internal/wire/wirefuzz"
 )
 
 // The fuzz targets check the reading of the wire against encoding/json, the
@@ -22,7 +24,7 @@ func FuzzParseLine(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		m, bad := Parse(line)
 		saysValid := bad == nil || bad.Code != CodeParseError
-		if fuzzDepth(line) < maxDepth-1 && saysValid != json.Valid(line) {
+		if wirefuzz.Depth(line) < maxDepth-1 && saysValid != json.Valid(line) {
 			t.Fatalf("Parse says valid=%v (%+v), json.Valid says %v", saysValid, bad, !saysValid)
 		}
 		if !saysValid {
@@ -39,26 +41,6 @@ func FuzzParseLine(f *testing.F) {
 			fuzzCheckMessage(t, m, obj)
 		}
 	})
-}
-
-// fuzzDepth is the deepest nesting of arrays and objects in b.
-func fuzzDepth(b []byte) int {
-	depth, deepest, inString := 0, 0, false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case inString && c == '\\':
-			i++
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '{' || c == '[':
-			depth++
-			deepest = max(deepest, depth)
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
 }
 
 // fuzzCheckRejected checks that a valid JSON line Parse refused is
@@ -82,7 +64,7 @@ func fuzzCheckRejected(t *testing.T, bad *Problem, obj map[string]json.RawMessag
 // fuzzUsable says, with encoding/json's reading, whether obj is a message
 // Parse must accept.
 func fuzzUsable(obj map[string]json.RawMessage) bool {
-	if fuzzIsAnswer(obj) {
+	if wirefuzz.IsAnswer(obj) {
 		return true // an answer is never refused: it is never answered
 	}
 	if v, ok := obj["jsonrpc"]; ok && !fuzzIsString(v, "2.0") {
@@ -97,15 +79,6 @@ func fuzzUsable(obj map[string]json.RawMessage) bool {
 	}
 	id, hasID := obj["id"]
 	return !hasID || fuzzIsID(id)
-}
-
-// fuzzIsAnswer says whether obj is an answer: a result or an error member,
-// and no method or a null one.
-func fuzzIsAnswer(obj map[string]json.RawMessage) bool {
-	method, hasMethod := obj["method"]
-	_, r := obj["result"]
-	_, e := obj["error"]
-	return (!hasMethod || string(method) == "null") && (r || e)
 }
 
 func fuzzIsString(raw json.RawMessage, want string) bool {
@@ -152,7 +125,7 @@ func fuzzInteger(raw []byte) (int64, bool) {
 // fuzzCheckMessage checks a message against the line's members as
 // encoding/json reads them.
 func fuzzCheckMessage(t *testing.T, m Message, obj map[string]json.RawMessage) {
-	if fuzzIsAnswer(obj) {
+	if wirefuzz.IsAnswer(obj) {
 		if m.Kind != Response {
 			t.Fatalf("an answer classified as kind %d: %v", m.Kind, obj)
 		}
@@ -262,7 +235,7 @@ func FuzzCancelParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, params []byte) {
 		raw := Member(params, "requestId")
 		_, ok := KeyOf(raw)
-		if fuzzDepth(params) >= maxDepth-1 {
+		if wirefuzz.Depth(params) >= maxDepth-1 {
 			return
 		}
 		var obj map[string]json.RawMessage
@@ -285,7 +258,7 @@ func FuzzCancelParams(f *testing.F) {
 // params are sent compact, or refused before anything is sent.
 func FuzzRawResult(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if fuzzDepth(raw) >= maxDepth-1 {
+		if wirefuzz.Depth(raw) >= maxDepth-1 {
 			return
 		}
 		valid := json.Valid(raw)
@@ -405,7 +378,7 @@ func FuzzTooLargeEnvelope(f *testing.F) {
 			e.Feed(msg[i:min(i+n, len(msg))])
 		}
 		id, isResponse := e.ID(), e.IsResponse()
-		if fuzzDepth(msg) >= maxDepth-1 || !json.Valid(msg) {
+		if wirefuzz.Depth(msg) >= maxDepth-1 || !json.Valid(msg) {
 			return
 		}
 		fuzzSameReading(t, msg, id, isResponse)
@@ -421,7 +394,7 @@ func FuzzTooLargeEnvelope(f *testing.F) {
 			want = nil
 		}
 		fuzzSame(t, "id", id, want)
-		if isResponse != fuzzIsAnswer(obj) {
+		if isResponse != wirefuzz.IsAnswer(obj) {
 			t.Fatalf("%q: the scan says response %v", msg, isResponse)
 		}
 	})
