@@ -57,16 +57,11 @@ type capture struct {
 // object scans an object at s.i. With top set it records the envelope's
 // members; with c set it records the member c names.
 func (s *scanner) object(depth int, top *members, c *capture) error {
-	if depth >= maxDepth {
-		return errTooDeep
+	empty, err := s.open(depth, '}')
+	if empty || err != nil {
+		return err
 	}
-	s.i++ // '{'
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
-		s.i++
-		return nil
-	}
-	for {
+	for more := true; more; {
 		s.ws()
 		keyStart := s.i
 		if err := s.str(); err != nil {
@@ -94,20 +89,11 @@ func (s *scanner) object(depth int, top *members, c *capture) error {
 		if into != nil {
 			*into = s.b[valStart:s.i]
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errSyntax
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return nil
-		default:
-			return errSyntax
+		if more, err = s.next('}'); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // value validates and skips one JSON value. With c set, an object's member
@@ -136,34 +122,54 @@ func (s *scanner) value(depth int, c *capture) error {
 }
 
 func (s *scanner) array(depth int) error {
-	if depth >= maxDepth {
-		return errTooDeep
+	empty, err := s.open(depth, ']')
+	if empty || err != nil {
+		return err
 	}
-	s.i++ // '['
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		return nil
-	}
-	for {
+	for more := true; more; {
 		s.ws()
 		if err := s.value(depth+1, nil); err != nil {
 			return err
 		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return errSyntax
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return nil
-		default:
-			return errSyntax
+		if more, err = s.next(']'); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// open enters the object or array at s.i, whose closing byte is end: it
+// checks the nesting bound, steps past the opening byte and reports whether
+// end follows at once. Objects and arrays share it, and next.
+func (s *scanner) open(depth int, end byte) (empty bool, err error) {
+	if depth >= maxDepth {
+		return false, errTooDeep
+	}
+	s.i++ // '{' or '['
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == end {
+		s.i++
+		return true, nil
+	}
+	return false, nil
+}
+
+// next steps past what follows a member or an element: a comma, when more
+// come, or end.
+func (s *scanner) next(end byte) (more bool, err error) {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false, errSyntax
+	}
+	switch s.b[s.i] {
+	case ',':
+		s.i++
+		return true, nil
+	case end:
+		s.i++
+		return false, nil
+	}
+	return false, errSyntax
 }
 
 // str skips a string, checking escapes and rejecting raw control
