@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/interoptest"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -212,7 +212,7 @@ func TestStartAgentStderr(t *testing.T) {
 	ctx := wiretest.Context(t)
 	records := &wiretest.Recorder{}
 	log := records.Logger()
-	var raw lockedBuffer
+	var raw interoptest.SyncBuffer
 	agent, err := acprpc.StartAgent(ctx, helperAgent("chatty"), nil, &acprpc.ProcessOptions{Stderr: &raw, StderrLog: log})
 	require.NoError(t, err)
 	require.NoError(t, agent.Call(ctx, "stderr", []string{"from a request"}, nil))
@@ -235,17 +235,17 @@ func TestStartAgentStderr(t *testing.T) {
 func TestStartAgentRefusesWhatItCannotOwn(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("serve")
-	cmd.Stderr = &lockedBuffer{}
-	_, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{Stderr: &lockedBuffer{}})
+	cmd.Stderr = &interoptest.SyncBuffer{}
+	_, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{Stderr: &interoptest.SyncBuffer{}})
 	require.ErrorContains(t, err, "stderr")
 	cmd = helperAgent("serve")
-	cmd.Stdout = &lockedBuffer{}
+	cmd.Stdout = &interoptest.SyncBuffer{}
 	_, err = acprpc.StartAgent(ctx, cmd, nil, nil)
 	require.ErrorContains(t, err, "Stdout")
 	_, err = acprpc.StartAgent(ctx, exec.Command("/nonexistent/agent"), nil, nil)
 	require.ErrorContains(t, err, "starting the agent")
 
-	var own lockedBuffer
+	var own interoptest.SyncBuffer
 	cmd = helperAgent("exit-early")
 	cmd.Stderr = &own
 	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil)
@@ -333,23 +333,4 @@ func TestStartAgentContextEnds(t *testing.T) {
 	wiretest.Recv(t, ctx, agent.Exited())
 	require.NoError(t, agent.Wait())
 	require.NoError(t, agent.Close())
-}
-
-// lockedBuffer is a bytes.Buffer safe for the command's stderr copier and
-// the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
