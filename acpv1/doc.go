@@ -92,10 +92,15 @@
 // member mean the same, and so null reads as unset. Members the schema does
 // not define are ignored when read, except where the schema keeps them:
 // _meta and the other open objects are maps, and an Unknown variant keeps
-// its object whole. Decoding checks what encoding/json checks and what the
-// unions need: a missing required member reads as its zero value, and a
-// malformed optional one fails the value, where the SDK would drop it,
-// except _meta, whose type Meta reads anything but an object as nil.
+// its object whole. Decoding refuses what the SDK's validators refuse: a
+// required member that is missing, or null where null is not one of its
+// values, and a value that a closed enum (one whose schema lists every
+// value, as v1's StopReason) does not list; open enums take any value. It
+// reads leniently what the schema makes lenient: a member marked
+// x-deserialize-default-on-error that does not decode reads as unset, and
+// a list marked x-deserialize-skip-invalid-items leaves out the elements
+// that do not decode; _meta's type, Meta, reads anything but an object as
+// nil. The schema's bounds (minItems, minimum) are not checked.
 //
 // # Unstable
 //

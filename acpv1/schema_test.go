@@ -1,7 +1,11 @@
 package acpv1
 
 import (
+	"encoding/json"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc/internal/interoptest"
 )
@@ -11,4 +15,55 @@ import (
 // into the Go type and encode back to what the SDK reads the same way.
 func TestSchemaRoundTrip(t *testing.T) {
 	interoptest.SchemaRoundTrip(t, 1, "../interop", schemaTypes)
+}
+
+// TestDecodeChecks: decoding refuses what the SDK's validators refuse (a
+// required member missing or null, a value a closed enum does not list)
+// and accepts what they accept (members it does not know, an enum value the
+// schema reads as unset, null where null is a value).
+func TestDecodeChecks(t *testing.T) {
+	interoptest.DecodeChecksAgree(t, 1, "../interop", schemaTypes, []interoptest.DecodeCase{
+		interoptest.Valid("PromptRequest", `{"sessionId":"s","prompt":[]}`),
+		interoptest.Valid("PromptRequest", `{"sessionId":"s","prompt":[],"futureMember":{"x":1}}`),
+		interoptest.Invalid("PromptRequest", `{"prompt":[]}`),
+		interoptest.Invalid("PromptRequest", `{"sessionId":null,"prompt":[]}`),
+		interoptest.Invalid("PromptRequest", `{"sessionId":"s"}`),
+		interoptest.Invalid("PromptRequest", `{"sessionId":"s","prompt":[{"type":"text"}]}`),
+		interoptest.Valid("PromptRequest", `{"sessionId":"s","prompt":[{"type":"text","text":""}]}`),
+		interoptest.Valid("PromptResponse", `{"stopReason":"end_turn"}`),
+		interoptest.Invalid("PromptResponse", `{"stopReason":"bored"}`),
+		interoptest.Invalid("PromptResponse", `{}`),
+		interoptest.Invalid("InitializeRequest", `{}`),
+		interoptest.Valid("InitializeRequest", `{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}}}`),
+		interoptest.Valid("SessionNotification", `{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"x","kind":"teleport","status":"pending"}}`),
+		interoptest.Invalid("SessionNotification", `{"sessionId":"s","update":{"sessionUpdate":"tool_call","title":"x"}}`),
+		interoptest.Valid("SessionNotification", `{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"c","priority":"urgent","status":"pending"}]}}`),
+		interoptest.Invalid("SessionNotification", `{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":null,"size":1}}`),
+		interoptest.Valid("SessionNotification", `{"sessionId":"s","update":{"sessionUpdate":"usage_update","used":0,"size":1}}`),
+		interoptest.Valid("RequestPermissionRequest", `{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[{"optionId":"o","name":"n","kind":"allow_once"}]}`),
+		interoptest.Invalid("RequestPermissionRequest", `{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[{"optionId":"o","name":"n","kind":"allow_forever"}]}`),
+		interoptest.Valid("CancelRequestNotification", `{"requestId":null}`),
+		interoptest.Invalid("CancelRequestNotification", `{}`),
+		interoptest.Valid("ContentBlock", `{"type":"text","text":"hi","annotations":{"audience":["user","robot"]}}`),
+		interoptest.Invalid("PlanEntry", `{"content":"c","priority":"urgent","status":"pending"}`),
+		interoptest.Valid("ContentBlock", `{"type":"text","text":"hi","_meta":"not an object"}`),
+	})
+}
+
+// TestLenientMembers: what the schema reads leniently is read as the SDK
+// reads it: a plan entry that does not decode is left out of the list, an
+// audience that is not a Role too, and a tool call's kind the schema does
+// not list reads as unset.
+func TestLenientMembers(t *testing.T) {
+	var n SessionNotification
+	require.NoError(t, json.Unmarshal([]byte(`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[`+
+		`{"content":"a","priority":"urgent","status":"pending"},{"content":"b","priority":"high","status":"pending"}]}}`), &n))
+	assert.Equal(t, []PlanEntry{{Content: "b", Priority: PlanEntryPriorityHigh, Status: PlanEntryStatusPending}}, n.Update.Value.(Plan).Entries)
+
+	var b ContentBlock
+	require.NoError(t, json.Unmarshal([]byte(`{"type":"text","text":"hi","annotations":{"audience":["user","robot",3]}}`), &b))
+	assert.Equal(t, []Role{RoleUser}, b.Value.(TextContent).Annotations.Audience)
+
+	require.NoError(t, json.Unmarshal([]byte(`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"x","kind":"teleport"}}`), &n))
+	assert.Empty(t, n.Update.Value.(ToolCall).Kind)
 }

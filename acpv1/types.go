@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/acpkit/acprpc/internal/acpjson"
+	"slices"
 )
 
 // Meta is the _meta of every object: metadata the schema reserves for
@@ -109,6 +110,23 @@ type WriteTextFileRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the WriteTextFileRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *WriteTextFileRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: WriteTextFileRequest", []string{"sessionId", "path", "content"}, nil); err != nil {
+		return err
+	}
+	type plain WriteTextFileRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // A unique identifier for a conversation session between a client and agent.
 //
 // Each session has its own context, conversation history, and state, so one
@@ -135,6 +153,23 @@ type ReadTextFileRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the ReadTextFileRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ReadTextFileRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ReadTextFileRequest", []string{"sessionId", "path"}, nil); err != nil {
+		return err
+	}
+	type plain ReadTextFileRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request for user permission to execute a tool call.
@@ -164,6 +199,23 @@ func (v RequestPermissionRequest) MarshalJSON() ([]byte, error) {
 		v.Options = []PermissionOption{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the RequestPermissionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *RequestPermissionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: RequestPermissionRequest", []string{"sessionId", "toolCall", "options"}, nil); err != nil {
+		return err
+	}
+	type plain RequestPermissionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // An update to an existing tool call.
@@ -202,6 +254,32 @@ type ToolCallUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientToolCallUpdate are the members of ToolCallUpdate the schema reads leniently.
+var lenientToolCallUpdate = &acpjson.Lenient{DefaultOnError: []string{"kind", "status", "title", "name", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
+
+// UnmarshalJSON reads the ToolCallUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ToolCallUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ToolCallUpdate", []string{"toolCallId"}, nil); err != nil {
+		return err
+	}
+	type plain ToolCallUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientToolCallUpdate); err != nil {
+		return err
+	}
+	if !v.Kind.known() {
+		v.Kind = ""
+	} // read as unset, as the schema says
+	if !v.Status.known() {
+		v.Status = ""
+	} // read as unset, as the schema says
+	return nil
+}
+
 func (ToolCallUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"tool_call_update\"" }
 
 // Unique identifier for a tool call within a session.
@@ -238,6 +316,15 @@ const (
 	ToolKindOther ToolKind = "other"
 )
 
+// known reports whether e is one of the values the schema lists.
+func (e ToolKind) known() bool {
+	switch e {
+	case ToolKindRead, ToolKindEdit, ToolKindDelete, ToolKindMove, ToolKindSearch, ToolKindExecute, ToolKindThink, ToolKindFetch, ToolKindSwitchMode, ToolKindOther:
+		return true
+	}
+	return false
+}
+
 // Execution status of a tool call.
 //
 // Tool calls progress through different statuses during their lifecycle.
@@ -256,6 +343,15 @@ const (
 	// The tool call failed with an error.
 	ToolCallStatusFailed ToolCallStatus = "failed"
 )
+
+// known reports whether e is one of the values the schema lists.
+func (e ToolCallStatus) known() bool {
+	switch e {
+	case ToolCallStatusPending, ToolCallStatusInProgress, ToolCallStatusCompleted, ToolCallStatusFailed:
+		return true
+	}
+	return false
+}
 
 // Content produced by a tool call.
 //
@@ -396,6 +492,24 @@ type Annotations struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAnnotations are the members of Annotations the schema reads leniently.
+var lenientAnnotations = &acpjson.Lenient{DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
+
+// UnmarshalJSON reads the Annotations, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Annotations) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain Annotations
+	if err := acpjson.Into(data, (*plain)(v), lenientAnnotations); err != nil {
+		return err
+	}
+	v.Audience = slices.DeleteFunc(v.Audience, func(e Role) bool { return !e.known() }) // left out, as the schema says
+	return nil
+}
+
 // The sender or recipient of messages and data in a conversation.
 type Role string
 
@@ -405,6 +519,15 @@ const (
 	// The user side of a conversation.
 	RoleUser Role = "user"
 )
+
+// known reports whether e is one of the values the schema lists.
+func (e Role) known() bool {
+	switch e {
+	case RoleAssistant, RoleUser:
+		return true
+	}
+	return false
+}
 
 // Text provided to or from an LLM.
 type TextContent struct {
@@ -418,6 +541,26 @@ type TextContent struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientTextContent are the members of TextContent the schema reads leniently.
+var lenientTextContent = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the TextContent, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TextContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: TextContent", []string{"text"}, nil); err != nil {
+		return err
+	}
+	type plain TextContent
+	if err := acpjson.Into(data, (*plain)(v), lenientTextContent); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (TextContent) contentBlockTag() string { return "\"type\":\"text\"" }
@@ -440,6 +583,26 @@ type ImageContent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientImageContent are the members of ImageContent the schema reads leniently.
+var lenientImageContent = &acpjson.Lenient{DefaultOnError: []string{"annotations", "uri"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ImageContent, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ImageContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ImageContent", []string{"data", "mimeType"}, nil); err != nil {
+		return err
+	}
+	type plain ImageContent
+	if err := acpjson.Into(data, (*plain)(v), lenientImageContent); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (ImageContent) contentBlockTag() string { return "\"type\":\"image\"" }
 
 // Audio provided to or from an LLM.
@@ -456,6 +619,26 @@ type AudioContent struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAudioContent are the members of AudioContent the schema reads leniently.
+var lenientAudioContent = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AudioContent, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AudioContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AudioContent", []string{"data", "mimeType"}, nil); err != nil {
+		return err
+	}
+	type plain AudioContent
+	if err := acpjson.Into(data, (*plain)(v), lenientAudioContent); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (AudioContent) contentBlockTag() string { return "\"type\":\"audio\"" }
@@ -482,6 +665,26 @@ type ResourceLink struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientResourceLink are the members of ResourceLink the schema reads leniently.
+var lenientResourceLink = &acpjson.Lenient{DefaultOnError: []string{"annotations", "description", "mimeType", "size", "title"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ResourceLink, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ResourceLink) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ResourceLink", []string{"name", "uri"}, nil); err != nil {
+		return err
+	}
+	type plain ResourceLink
+	if err := acpjson.Into(data, (*plain)(v), lenientResourceLink); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (ResourceLink) contentBlockTag() string { return "\"type\":\"resource_link\"" }
@@ -545,6 +748,26 @@ type TextResourceContents struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientTextResourceContents are the members of TextResourceContents the schema reads leniently.
+var lenientTextResourceContents = &acpjson.Lenient{DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the TextResourceContents, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TextResourceContents) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: TextResourceContents", []string{"text", "uri"}, nil); err != nil {
+		return err
+	}
+	type plain TextResourceContents
+	if err := acpjson.Into(data, (*plain)(v), lenientTextResourceContents); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (TextResourceContents) embeddedResourceResourceTag() string { return "" }
 
 // Binary resource contents.
@@ -563,6 +786,26 @@ type BlobResourceContents struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientBlobResourceContents are the members of BlobResourceContents the schema reads leniently.
+var lenientBlobResourceContents = &acpjson.Lenient{DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the BlobResourceContents, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *BlobResourceContents) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: BlobResourceContents", []string{"blob", "uri"}, nil); err != nil {
+		return err
+	}
+	type plain BlobResourceContents
+	if err := acpjson.Into(data, (*plain)(v), lenientBlobResourceContents); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (BlobResourceContents) embeddedResourceResourceTag() string { return "" }
 
 // The contents of a resource, embedded into a prompt or tool call result.
@@ -579,6 +822,26 @@ type EmbeddedResource struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientEmbeddedResource are the members of EmbeddedResource the schema reads leniently.
+var lenientEmbeddedResource = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the EmbeddedResource, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *EmbeddedResource) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: EmbeddedResource", []string{"resource"}, nil); err != nil {
+		return err
+	}
+	type plain EmbeddedResource
+	if err := acpjson.Into(data, (*plain)(v), lenientEmbeddedResource); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (EmbeddedResource) contentBlockTag() string { return "\"type\":\"resource\"" }
 
 // Standard content block (text, images, resources).
@@ -591,6 +854,23 @@ type Content struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the Content, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Content) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: Content", []string{"content"}, nil); err != nil {
+		return err
+	}
+	type plain Content
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (Content) toolCallContentTag() string { return "\"type\":\"content\"" }
@@ -615,6 +895,26 @@ type Diff struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientDiff are the members of Diff the schema reads leniently.
+var lenientDiff = &acpjson.Lenient{DefaultOnError: []string{"oldText"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Diff, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Diff) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: Diff", []string{"path", "newText"}, nil); err != nil {
+		return err
+	}
+	type plain Diff
+	if err := acpjson.Into(data, (*plain)(v), lenientDiff); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (Diff) toolCallContentTag() string { return "\"type\":\"diff\"" }
 
 // Typed identifier used for terminal values on the wire.
@@ -634,6 +934,23 @@ type Terminal struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the Terminal, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Terminal) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: Terminal", []string{"terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain Terminal
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (Terminal) toolCallContentTag() string { return "\"type\":\"terminal\"" }
@@ -657,6 +974,26 @@ type ToolCallLocation struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientToolCallLocation are the members of ToolCallLocation the schema reads leniently.
+var lenientToolCallLocation = &acpjson.Lenient{DefaultOnError: []string{"line"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ToolCallLocation, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ToolCallLocation) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ToolCallLocation", []string{"path"}, nil); err != nil {
+		return err
+	}
+	type plain ToolCallLocation
+	if err := acpjson.Into(data, (*plain)(v), lenientToolCallLocation); err != nil {
+		return err
+	}
+	return nil
+}
+
 // An option presented to the user when requesting permission.
 type PermissionOption struct {
 	// Unique identifier for this permission option.
@@ -671,6 +1008,26 @@ type PermissionOption struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the PermissionOption, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PermissionOption) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: PermissionOption", []string{"optionId", "name", "kind"}, nil); err != nil {
+		return err
+	}
+	type plain PermissionOption
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	if !v.Kind.known() {
+		return fmt.Errorf("acpv1: PermissionOption's kind %q is not one of its values", v.Kind)
+	}
+	return nil
 }
 
 // Unique identifier for a permission option.
@@ -691,6 +1048,15 @@ const (
 	// Reject this operation and remember the choice.
 	PermissionOptionKindRejectAlways PermissionOptionKind = "reject_always"
 )
+
+// known reports whether e is one of the values the schema lists.
+func (e PermissionOptionKind) known() bool {
+	switch e {
+	case PermissionOptionKindAllowOnce, PermissionOptionKindAllowAlways, PermissionOptionKindRejectOnce, PermissionOptionKindRejectAlways:
+		return true
+	}
+	return false
+}
 
 // Request to create a new terminal and execute a command.
 type CreateTerminalRequest struct {
@@ -721,6 +1087,23 @@ type CreateTerminalRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the CreateTerminalRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CreateTerminalRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: CreateTerminalRequest", []string{"sessionId", "command"}, nil); err != nil {
+		return err
+	}
+	type plain CreateTerminalRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // An environment variable to set when launching an MCP server.
 type EnvVariable struct {
 	// The name of the environment variable.
@@ -733,6 +1116,23 @@ type EnvVariable struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the EnvVariable, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *EnvVariable) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: EnvVariable", []string{"name", "value"}, nil); err != nil {
+		return err
+	}
+	type plain EnvVariable
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request to get the current output and status of a terminal.
@@ -749,6 +1149,23 @@ type TerminalOutputRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the TerminalOutputRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TerminalOutputRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: TerminalOutputRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain TerminalOutputRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Request to release a terminal and free its resources.
 type ReleaseTerminalRequest struct {
 	// The session ID for this request.
@@ -761,6 +1178,23 @@ type ReleaseTerminalRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the ReleaseTerminalRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ReleaseTerminalRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ReleaseTerminalRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain ReleaseTerminalRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request to wait for a terminal command to exit.
@@ -777,6 +1211,23 @@ type WaitForTerminalExitRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the WaitForTerminalExitRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *WaitForTerminalExitRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: WaitForTerminalExitRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain WaitForTerminalExitRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Request to kill a terminal without releasing it.
 type KillTerminalRequest struct {
 	// The session ID for this request.
@@ -789,6 +1240,23 @@ type KillTerminalRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the KillTerminalRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *KillTerminalRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: KillTerminalRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain KillTerminalRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request from the agent to elicit structured user input.
@@ -834,8 +1302,11 @@ func (v *CreateElicitationRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv1: CreateElicitationRequest", []string{"message"}, nil); err != nil {
+		return err
+	}
 	type plain CreateElicitationRequest
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeCreateElicitationRequest(data)
@@ -918,6 +1389,26 @@ type ElicitationSessionScope struct {
 	ToolCallID ToolCallID `json:"toolCallId,omitempty"`
 }
 
+// lenientElicitationSessionScope are the members of ElicitationSessionScope the schema reads leniently.
+var lenientElicitationSessionScope = &acpjson.Lenient{DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ElicitationSessionScope, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ElicitationSessionScope) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ElicitationSessionScope", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain ElicitationSessionScope
+	if err := acpjson.Into(data, (*plain)(v), lenientElicitationSessionScope); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (ElicitationSessionScope) elicitationFormModeTag() string { return "" }
 
 func (ElicitationSessionScope) elicitationURLModeTag() string { return "" }
@@ -927,6 +1418,23 @@ func (ElicitationSessionScope) elicitationURLModeTag() string { return "" }
 type ElicitationRequestScope struct {
 	// The request this elicitation is tied to.
 	RequestID RequestID `json:"requestId"`
+}
+
+// UnmarshalJSON reads the ElicitationRequestScope, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ElicitationRequestScope) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ElicitationRequestScope", nil, []string{"requestId"}); err != nil {
+		return err
+	}
+	type plain ElicitationRequestScope
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (ElicitationRequestScope) elicitationFormModeTag() string { return "" }
@@ -964,6 +1472,26 @@ type ElicitationSchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientElicitationSchema are the members of ElicitationSchema the schema reads leniently.
+var lenientElicitationSchema = &acpjson.Lenient{DefaultOnError: []string{"type", "title", "description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ElicitationSchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ElicitationSchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ElicitationSchema
+	if err := acpjson.Into(data, (*plain)(v), lenientElicitationSchema); err != nil {
+		return err
+	}
+	if !v.Type.known() {
+		v.Type = ""
+	} // read as unset, as the schema says
+	return nil
+}
+
 // Type discriminator for elicitation schemas.
 type ElicitationSchemaType string
 
@@ -971,6 +1499,15 @@ const (
 	// Object schema type.
 	ElicitationSchemaTypeObject ElicitationSchemaType = "object"
 )
+
+// known reports whether e is one of the values the schema lists.
+func (e ElicitationSchemaType) known() bool {
+	switch e {
+	case ElicitationSchemaTypeObject:
+		return true
+	}
+	return false
+}
 
 // Property schema for elicitation form fields.
 //
@@ -1081,6 +1618,15 @@ const (
 	StringFormatDateTime StringFormat = "date-time"
 )
 
+// known reports whether e is one of the values the schema lists.
+func (e StringFormat) known() bool {
+	switch e {
+	case StringFormatEmail, StringFormatURI, StringFormatDate, StringFormatDateTime:
+		return true
+	}
+	return false
+}
+
 // A titled enum option with a const value, human-readable title, and optional description.
 type EnumOption struct {
 	// The constant value for this option.
@@ -1099,6 +1645,26 @@ type EnumOption struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientEnumOption are the members of EnumOption the schema reads leniently.
+var lenientEnumOption = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the EnumOption, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *EnumOption) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: EnumOption", []string{"const", "title"}, nil); err != nil {
+		return err
+	}
+	type plain EnumOption
+	if err := acpjson.Into(data, (*plain)(v), lenientEnumOption); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Schema for string properties in an elicitation form.
@@ -1152,6 +1718,26 @@ type StringPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientStringPropertySchema are the members of StringPropertySchema the schema reads leniently.
+var lenientStringPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the StringPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *StringPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain StringPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientStringPropertySchema); err != nil {
+		return err
+	}
+	if v.Format != "" && !v.Format.known() {
+		return fmt.Errorf("acpv1: StringPropertySchema's format %q is not one of its values", v.Format)
+	}
+	return nil
+}
+
 func (StringPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"string\"" }
 
 // Schema for number (floating-point) properties in an elicitation form.
@@ -1184,6 +1770,23 @@ type NumberPropertySchema struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientNumberPropertySchema are the members of NumberPropertySchema the schema reads leniently.
+var lenientNumberPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the NumberPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *NumberPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain NumberPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientNumberPropertySchema); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (NumberPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"number\"" }
@@ -1220,6 +1823,23 @@ type IntegerPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientIntegerPropertySchema are the members of IntegerPropertySchema the schema reads leniently.
+var lenientIntegerPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the IntegerPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *IntegerPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain IntegerPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientIntegerPropertySchema); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (IntegerPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"integer\"" }
 
 // Schema for boolean properties in an elicitation form.
@@ -1244,6 +1864,23 @@ type BooleanPropertySchema struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientBooleanPropertySchema are the members of BooleanPropertySchema the schema reads leniently.
+var lenientBooleanPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the BooleanPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *BooleanPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain BooleanPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientBooleanPropertySchema); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (BooleanPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"boolean\"" }
@@ -1346,6 +1983,23 @@ func (v StringMultiSelectItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// UnmarshalJSON reads the StringMultiSelectItems, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *StringMultiSelectItems) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: StringMultiSelectItems", []string{"enum"}, nil); err != nil {
+		return err
+	}
+	type plain StringMultiSelectItems
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (StringMultiSelectItems) multiSelectItemsTag() string { return "\"type\":\"string\"" }
 
 // Items definition for titled multi-select enum properties.
@@ -1369,6 +2023,23 @@ func (v TitledMultiSelectItems) MarshalJSON() ([]byte, error) {
 		v.AnyOf = []EnumOption{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the TitledMultiSelectItems, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TitledMultiSelectItems) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: TitledMultiSelectItems", []string{"anyOf"}, nil); err != nil {
+		return err
+	}
+	type plain TitledMultiSelectItems
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (TitledMultiSelectItems) multiSelectItemsTag() string { return "" }
@@ -1407,6 +2078,26 @@ type MultiSelectPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientMultiSelectPropertySchema are the members of MultiSelectPropertySchema the schema reads leniently.
+var lenientMultiSelectPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
+
+// UnmarshalJSON reads the MultiSelectPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MultiSelectPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MultiSelectPropertySchema", []string{"items"}, nil); err != nil {
+		return err
+	}
+	type plain MultiSelectPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientMultiSelectPropertySchema); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (MultiSelectPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"array\"" }
 
 // Form-based elicitation mode where the client renders a form from the provided schema.
@@ -1440,8 +2131,11 @@ func (v *ElicitationFormMode) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv1: ElicitationFormMode", []string{"requestedSchema"}, nil); err != nil {
+		return err
+	}
 	type plain ElicitationFormMode
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeElicitationFormMode(data)
@@ -1505,8 +2199,11 @@ func (v *ElicitationURLMode) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv1: ElicitationURLMode", []string{"elicitationId", "url"}, nil); err != nil {
+		return err
+	}
 	type plain ElicitationURLMode
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeElicitationURLMode(data)
@@ -1577,6 +2274,26 @@ func (v InitializeResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientInitializeResponse are the members of InitializeResponse the schema reads leniently.
+var lenientInitializeResponse = &acpjson.Lenient{DefaultOnError: []string{"agentCapabilities", "agentInfo"}, SkipInvalid: []string{"authMethods"}}
+
+// UnmarshalJSON reads the InitializeResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *InitializeResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: InitializeResponse", []string{"protocolVersion"}, nil); err != nil {
+		return err
+	}
+	type plain InitializeResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientInitializeResponse); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Protocol version identifier.
 //
 // This version is only bumped for breaking changes.
@@ -1619,6 +2336,23 @@ type AgentCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAgentCapabilities are the members of AgentCapabilities the schema reads leniently.
+var lenientAgentCapabilities = &acpjson.Lenient{DefaultOnError: []string{"loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "providers"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AgentCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain AgentCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientAgentCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Prompt capabilities supported by the agent in `session/prompt` requests.
 //
 // Baseline agent functionality requires support for `text`
@@ -1649,6 +2383,23 @@ type PromptCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientPromptCapabilities are the members of PromptCapabilities the schema reads leniently.
+var lenientPromptCapabilities = &acpjson.Lenient{DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the PromptCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PromptCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain PromptCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientPromptCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // MCP capabilities supported by the agent
 type MCPCapabilities struct {
 	// Agent supports `http` MCP servers.
@@ -1669,6 +2420,23 @@ type MCPCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientMCPCapabilities are the members of MCPCapabilities the schema reads leniently.
+var lenientMCPCapabilities = &acpjson.Lenient{DefaultOnError: []string{"http", "sse", "acp"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the MCPCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain MCPCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientMCPCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Session capabilities supported by the agent.
@@ -1778,6 +2546,23 @@ type SessionCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionCapabilities are the members of SessionCapabilities the schema reads leniently.
+var lenientSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"list", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title", "resume", "close"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SessionCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Capabilities for the `session/list` method.
 //
 // Supplying `{}` means the agent supports listing sessions.
@@ -1865,6 +2650,23 @@ type AgentAuthCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAgentAuthCapabilities are the members of AgentAuthCapabilities the schema reads leniently.
+var lenientAgentAuthCapabilities = &acpjson.Lenient{DefaultOnError: []string{"status", "logout"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AgentAuthCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentAuthCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain AgentAuthCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientAgentAuthCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Logout capabilities supported by the agent.
@@ -1960,6 +2762,26 @@ type AuthMethodTerminal struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAuthMethodTerminal are the members of AuthMethodTerminal the schema reads leniently.
+var lenientAuthMethodTerminal = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AuthMethodTerminal, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthMethodTerminal) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AuthMethodTerminal", []string{"id", "name"}, nil); err != nil {
+		return err
+	}
+	type plain AuthMethodTerminal
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthMethodTerminal); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (AuthMethodTerminal) authMethodTag() string { return "\"type\":\"terminal\"" }
 
 // Agent handles authentication itself through `authenticate`.
@@ -1978,6 +2800,26 @@ type AuthMethodAgent struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAuthMethodAgent are the members of AuthMethodAgent the schema reads leniently.
+var lenientAuthMethodAgent = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AuthMethodAgent, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthMethodAgent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AuthMethodAgent", []string{"id", "name"}, nil); err != nil {
+		return err
+	}
+	type plain AuthMethodAgent
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthMethodAgent); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (AuthMethodAgent) authMethodTag() string { return "" }
@@ -2003,6 +2845,26 @@ type Implementation struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientImplementation are the members of Implementation the schema reads leniently.
+var lenientImplementation = &acpjson.Lenient{DefaultOnError: []string{"title"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Implementation, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Implementation) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: Implementation", []string{"name", "version"}, nil); err != nil {
+		return err
+	}
+	type plain Implementation
+	if err := acpjson.Into(data, (*plain)(v), lenientImplementation); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Response to the `authenticate` method.
@@ -2047,6 +2909,26 @@ type NewSessionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientNewSessionResponse are the members of NewSessionResponse the schema reads leniently.
+var lenientNewSessionResponse = &acpjson.Lenient{DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+
+// UnmarshalJSON reads the NewSessionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *NewSessionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: NewSessionResponse", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain NewSessionResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientNewSessionResponse); err != nil {
+		return err
+	}
+	return nil
+}
+
 // The set of modes and the one currently active.
 type SessionModeState struct {
 	// The current mode the Agent is in.
@@ -2070,6 +2952,26 @@ func (v SessionModeState) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientSessionModeState are the members of SessionModeState the schema reads leniently.
+var lenientSessionModeState = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"availableModes"}}
+
+// UnmarshalJSON reads the SessionModeState, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionModeState) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionModeState", []string{"currentModeId", "availableModes"}, nil); err != nil {
+		return err
+	}
+	type plain SessionModeState
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionModeState); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Unique identifier for a Session Mode.
 type SessionModeID string
 
@@ -2089,6 +2991,26 @@ type SessionMode struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientSessionMode are the members of SessionMode the schema reads leniently.
+var lenientSessionMode = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionMode, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionMode) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionMode", []string{"id", "name"}, nil); err != nil {
+		return err
+	}
+	type plain SessionMode
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionMode); err != nil {
+		return err
+	}
+	return nil
 }
 
 // A session configuration option selector and its current state.
@@ -2128,14 +3050,20 @@ func (v SessionConfigOption) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// lenientSessionConfigOption are the members of SessionConfigOption the schema reads leniently.
+var lenientSessionConfigOption = &acpjson.Lenient{DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *SessionConfigOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv1: SessionConfigOption", []string{"id", "name"}, nil); err != nil {
+		return err
+	}
 	type plain SessionConfigOption
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigOption); err != nil {
 		return err
 	}
 	variant, err := decodeSessionConfigOption(data)
@@ -2274,6 +3202,26 @@ type SessionConfigSelectOption struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionConfigSelectOption are the members of SessionConfigSelectOption the schema reads leniently.
+var lenientSessionConfigSelectOption = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionConfigSelectOption, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigSelectOption) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionConfigSelectOption", []string{"value", "name"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigSelectOption
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigSelectOption); err != nil {
+		return err
+	}
+	return nil
+}
+
 // A group of possible values for a session configuration option.
 type SessionConfigSelectGroup struct {
 	// Unique identifier for this group.
@@ -2299,6 +3247,26 @@ func (v SessionConfigSelectGroup) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientSessionConfigSelectGroup are the members of SessionConfigSelectGroup the schema reads leniently.
+var lenientSessionConfigSelectGroup = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"options"}}
+
+// UnmarshalJSON reads the SessionConfigSelectGroup, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigSelectGroup) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionConfigSelectGroup", []string{"group", "name", "options"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigSelectGroup
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigSelectGroup); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Unique identifier for a session configuration option value group.
 type SessionConfigGroupID string
 
@@ -2310,12 +3278,46 @@ type SessionConfigSelect struct {
 	Options SessionConfigSelectOptions `json:"options"`
 }
 
+// UnmarshalJSON reads the SessionConfigSelect, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigSelect) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionConfigSelect", []string{"currentValue", "options"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigSelect
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SessionConfigSelect) sessionConfigOptionTag() string { return "\"type\":\"select\"" }
 
 // A boolean on/off toggle session configuration option payload.
 type SessionConfigBoolean struct {
 	// The current value of the boolean option.
 	CurrentValue bool `json:"currentValue"`
+}
+
+// UnmarshalJSON reads the SessionConfigBoolean, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigBoolean) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionConfigBoolean", []string{"currentValue"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigBoolean
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (SessionConfigBoolean) sessionConfigOptionTag() string { return "\"type\":\"boolean\"" }
@@ -2334,6 +3336,23 @@ type LoadSessionResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientLoadSessionResponse are the members of LoadSessionResponse the schema reads leniently.
+var lenientLoadSessionResponse = &acpjson.Lenient{DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+
+// UnmarshalJSON reads the LoadSessionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *LoadSessionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain LoadSessionResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientLoadSessionResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Response from listing sessions.
@@ -2358,6 +3377,26 @@ func (v ListSessionsResponse) MarshalJSON() ([]byte, error) {
 		v.Sessions = []SessionInfo{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// lenientListSessionsResponse are the members of ListSessionsResponse the schema reads leniently.
+var lenientListSessionsResponse = &acpjson.Lenient{DefaultOnError: []string{"nextCursor"}, SkipInvalid: []string{"sessions"}}
+
+// UnmarshalJSON reads the ListSessionsResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ListSessionsResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ListSessionsResponse", []string{"sessions"}, nil); err != nil {
+		return err
+	}
+	type plain ListSessionsResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientListSessionsResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Information about a session returned by session/list
@@ -2395,6 +3434,26 @@ type SessionInfo struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionInfo are the members of SessionInfo the schema reads leniently.
+var lenientSessionInfo = &acpjson.Lenient{DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: []string{"additionalDirectories"}}
+
+// UnmarshalJSON reads the SessionInfo, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionInfo) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionInfo", []string{"sessionId", "cwd"}, nil); err != nil {
+		return err
+	}
+	type plain SessionInfo
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionInfo); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Response from deleting a session.
 type DeleteSessionResponse struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -2419,6 +3478,23 @@ type ResumeSessionResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientResumeSessionResponse are the members of ResumeSessionResponse the schema reads leniently.
+var lenientResumeSessionResponse = &acpjson.Lenient{DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+
+// UnmarshalJSON reads the ResumeSessionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ResumeSessionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ResumeSessionResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientResumeSessionResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Response from closing a session.
@@ -2462,6 +3538,26 @@ func (v SetSessionConfigOptionResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientSetSessionConfigOptionResponse are the members of SetSessionConfigOptionResponse the schema reads leniently.
+var lenientSetSessionConfigOptionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+
+// UnmarshalJSON reads the SetSessionConfigOptionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SetSessionConfigOptionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SetSessionConfigOptionResponse", []string{"configOptions"}, nil); err != nil {
+		return err
+	}
+	type plain SetSessionConfigOptionResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientSetSessionConfigOptionResponse); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Response from processing a user prompt.
 //
 // See protocol docs: [Check for Completion](https://agentclientprotocol.com/protocol/v1/prompt-turn#4-check-for-completion)
@@ -2482,6 +3578,29 @@ type PromptResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientPromptResponse are the members of PromptResponse the schema reads leniently.
+var lenientPromptResponse = &acpjson.Lenient{DefaultOnError: []string{"usage"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the PromptResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PromptResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: PromptResponse", []string{"stopReason"}, nil); err != nil {
+		return err
+	}
+	type plain PromptResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientPromptResponse); err != nil {
+		return err
+	}
+	if !v.StopReason.known() {
+		return fmt.Errorf("acpv1: PromptResponse's stopReason %q is not one of its values", v.StopReason)
+	}
+	return nil
 }
 
 // Reasons why an agent stops processing a prompt turn.
@@ -2510,6 +3629,15 @@ const (
 	StopReasonCancelled StopReason = "cancelled"
 )
 
+// known reports whether e is one of the values the schema lists.
+func (e StopReason) known() bool {
+	switch e {
+	case StopReasonEndTurn, StopReasonMaxTokens, StopReasonMaxTurnRequests, StopReasonRefusal, StopReasonCancelled:
+		return true
+	}
+	return false
+}
+
 // Allows for sending an arbitrary response to an extension request that is not part of the ACP spec.
 // Extension methods provide a way to add custom functionality while maintaining
 // protocol compatibility.
@@ -2533,6 +3661,26 @@ type Error struct {
 	// Optional primitive or structured value that contains additional information about the error.
 	// This may include debugging information or context-specific details.
 	Data any `json:"data,omitempty"`
+}
+
+// lenientError are the members of Error the schema reads leniently.
+var lenientError = &acpjson.Lenient{DefaultOnError: []string{"data"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Error, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Error) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: Error", []string{"code", "message"}, nil); err != nil {
+		return err
+	}
+	type plain Error
+	if err := acpjson.Into(data, (*plain)(v), lenientError); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Predefined error codes for common JSON-RPC and ACP-specific errors.
@@ -2581,6 +3729,23 @@ type SessionNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the SessionNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionNotification", []string{"sessionId", "update"}, nil); err != nil {
+		return err
+	}
+	type plain SessionNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Different types of updates that can be sent during session processing.
@@ -2688,6 +3853,26 @@ type UserMessageChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientUserMessageChunk are the members of UserMessageChunk the schema reads leniently.
+var lenientUserMessageChunk = &acpjson.Lenient{DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the UserMessageChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UserMessageChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: UserMessageChunk", []string{"content"}, nil); err != nil {
+		return err
+	}
+	type plain UserMessageChunk
+	if err := acpjson.Into(data, (*plain)(v), lenientUserMessageChunk); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (UserMessageChunk) sessionUpdateTag() string { return "\"sessionUpdate\":\"user_message_chunk\"" }
 
 // A chunk of the agent's response being streamed.
@@ -2705,6 +3890,26 @@ type AgentMessageChunk struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAgentMessageChunk are the members of AgentMessageChunk the schema reads leniently.
+var lenientAgentMessageChunk = &acpjson.Lenient{DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AgentMessageChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentMessageChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AgentMessageChunk", []string{"content"}, nil); err != nil {
+		return err
+	}
+	type plain AgentMessageChunk
+	if err := acpjson.Into(data, (*plain)(v), lenientAgentMessageChunk); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (AgentMessageChunk) sessionUpdateTag() string {
@@ -2726,6 +3931,26 @@ type AgentThoughtChunk struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAgentThoughtChunk are the members of AgentThoughtChunk the schema reads leniently.
+var lenientAgentThoughtChunk = &acpjson.Lenient{DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AgentThoughtChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentThoughtChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AgentThoughtChunk", []string{"content"}, nil); err != nil {
+		return err
+	}
+	type plain AgentThoughtChunk
+	if err := acpjson.Into(data, (*plain)(v), lenientAgentThoughtChunk); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (AgentThoughtChunk) sessionUpdateTag() string {
@@ -2750,6 +3975,26 @@ type ContentChunk struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientContentChunk are the members of ContentChunk the schema reads leniently.
+var lenientContentChunk = &acpjson.Lenient{DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ContentChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ContentChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ContentChunk", []string{"content"}, nil); err != nil {
+		return err
+	}
+	type plain ContentChunk
+	if err := acpjson.Into(data, (*plain)(v), lenientContentChunk); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Represents a tool call that the language model has requested.
@@ -2790,6 +4035,32 @@ type ToolCall struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientToolCall are the members of ToolCall the schema reads leniently.
+var lenientToolCall = &acpjson.Lenient{DefaultOnError: []string{"name", "kind", "status", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
+
+// UnmarshalJSON reads the ToolCall, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ToolCall) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ToolCall", []string{"toolCallId", "title"}, nil); err != nil {
+		return err
+	}
+	type plain ToolCall
+	if err := acpjson.Into(data, (*plain)(v), lenientToolCall); err != nil {
+		return err
+	}
+	if !v.Kind.known() {
+		v.Kind = ""
+	} // read as unset, as the schema says
+	if !v.Status.known() {
+		v.Status = ""
+	} // read as unset, as the schema says
+	return nil
+}
+
 func (ToolCall) sessionUpdateTag() string { return "\"sessionUpdate\":\"tool_call\"" }
 
 // A single entry in the execution plan.
@@ -2813,6 +4084,29 @@ type PlanEntry struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the PlanEntry, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanEntry) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: PlanEntry", []string{"content", "priority", "status"}, nil); err != nil {
+		return err
+	}
+	type plain PlanEntry
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	if !v.Priority.known() {
+		return fmt.Errorf("acpv1: PlanEntry's priority %q is not one of its values", v.Priority)
+	}
+	if !v.Status.known() {
+		return fmt.Errorf("acpv1: PlanEntry's status %q is not one of its values", v.Status)
+	}
+	return nil
+}
+
 // Priority levels for plan entries.
 //
 // Used to indicate the relative importance or urgency of different
@@ -2829,6 +4123,15 @@ const (
 	PlanEntryPriorityLow PlanEntryPriority = "low"
 )
 
+// known reports whether e is one of the values the schema lists.
+func (e PlanEntryPriority) known() bool {
+	switch e {
+	case PlanEntryPriorityHigh, PlanEntryPriorityMedium, PlanEntryPriorityLow:
+		return true
+	}
+	return false
+}
+
 // Status of a plan entry in the execution flow.
 //
 // Tracks the lifecycle of each task from planning through completion.
@@ -2843,6 +4146,15 @@ const (
 	// The task has been successfully completed.
 	PlanEntryStatusCompleted PlanEntryStatus = "completed"
 )
+
+// known reports whether e is one of the values the schema lists.
+func (e PlanEntryStatus) known() bool {
+	switch e {
+	case PlanEntryStatusPending, PlanEntryStatusInProgress, PlanEntryStatusCompleted:
+		return true
+	}
+	return false
+}
 
 // An execution plan for accomplishing complex tasks.
 //
@@ -2874,6 +4186,26 @@ func (v Plan) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientPlan are the members of Plan the schema reads leniently.
+var lenientPlan = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"entries"}}
+
+// UnmarshalJSON reads the Plan, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Plan) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: Plan", []string{"entries"}, nil); err != nil {
+		return err
+	}
+	type plain Plan
+	if err := acpjson.Into(data, (*plain)(v), lenientPlan); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (Plan) sessionUpdateTag() string { return "\"sessionUpdate\":\"plan\"" }
 
 // Information about a command.
@@ -2890,6 +4222,26 @@ type AvailableCommand struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAvailableCommand are the members of AvailableCommand the schema reads leniently.
+var lenientAvailableCommand = &acpjson.Lenient{DefaultOnError: []string{"input"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AvailableCommand, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AvailableCommand) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AvailableCommand", []string{"name", "description"}, nil); err != nil {
+		return err
+	}
+	type plain AvailableCommand
+	if err := acpjson.Into(data, (*plain)(v), lenientAvailableCommand); err != nil {
+		return err
+	}
+	return nil
 }
 
 // The input specification for a command.
@@ -2945,6 +4297,23 @@ type UnstructuredCommandInput struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the UnstructuredCommandInput, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UnstructuredCommandInput) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: UnstructuredCommandInput", []string{"hint"}, nil); err != nil {
+		return err
+	}
+	type plain UnstructuredCommandInput
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (UnstructuredCommandInput) availableCommandInputTag() string { return "" }
 
 // Available commands are ready or have changed
@@ -2968,6 +4337,26 @@ func (v AvailableCommandsUpdate) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientAvailableCommandsUpdate are the members of AvailableCommandsUpdate the schema reads leniently.
+var lenientAvailableCommandsUpdate = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
+
+// UnmarshalJSON reads the AvailableCommandsUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AvailableCommandsUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AvailableCommandsUpdate", []string{"availableCommands"}, nil); err != nil {
+		return err
+	}
+	type plain AvailableCommandsUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientAvailableCommandsUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (AvailableCommandsUpdate) sessionUpdateTag() string {
 	return "\"sessionUpdate\":\"available_commands_update\""
 }
@@ -2984,6 +4373,23 @@ type CurrentModeUpdate struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the CurrentModeUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CurrentModeUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: CurrentModeUpdate", []string{"currentModeId"}, nil); err != nil {
+		return err
+	}
+	type plain CurrentModeUpdate
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (CurrentModeUpdate) sessionUpdateTag() string {
@@ -3011,6 +4417,26 @@ func (v ConfigOptionUpdate) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientConfigOptionUpdate are the members of ConfigOptionUpdate the schema reads leniently.
+var lenientConfigOptionUpdate = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+
+// UnmarshalJSON reads the ConfigOptionUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ConfigOptionUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ConfigOptionUpdate", []string{"configOptions"}, nil); err != nil {
+		return err
+	}
+	type plain ConfigOptionUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientConfigOptionUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (ConfigOptionUpdate) sessionUpdateTag() string {
 	return "\"sessionUpdate\":\"config_option_update\""
 }
@@ -3032,6 +4458,23 @@ type SessionInfoUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionInfoUpdate are the members of SessionInfoUpdate the schema reads leniently.
+var lenientSessionInfoUpdate = &acpjson.Lenient{DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionInfoUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionInfoUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SessionInfoUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionInfoUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SessionInfoUpdate) sessionUpdateTag() string {
 	return "\"sessionUpdate\":\"session_info_update\""
 }
@@ -3051,6 +4494,23 @@ type Cost struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the Cost, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Cost) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: Cost", []string{"amount", "currency"}, nil); err != nil {
+		return err
+	}
+	type plain Cost
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Context window and cost update for a session.
 type UsageUpdate struct {
 	// Tokens currently in context.
@@ -3065,6 +4525,26 @@ type UsageUpdate struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientUsageUpdate are the members of UsageUpdate the schema reads leniently.
+var lenientUsageUpdate = &acpjson.Lenient{DefaultOnError: []string{"cost"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the UsageUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UsageUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: UsageUpdate", []string{"used", "size"}, nil); err != nil {
+		return err
+	}
+	type plain UsageUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientUsageUpdate); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (UsageUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"usage_update\"" }
@@ -3108,6 +4588,26 @@ type Notice struct {
 	//
 	// Omitted and `null` are equivalent and mean no metadata was supplied.
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientNotice are the members of Notice the schema reads leniently.
+var lenientNotice = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Notice, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Notice) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: Notice", []string{"severity", "title"}, nil); err != nil {
+		return err
+	}
+	type plain Notice
+	if err := acpjson.Into(data, (*plain)(v), lenientNotice); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (Notice) sessionUpdateTag() string { return "\"sessionUpdate\":\"notice\"" }
@@ -3155,6 +4655,26 @@ type CompactionUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientCompactionUpdate are the members of CompactionUpdate the schema reads leniently.
+var lenientCompactionUpdate = &acpjson.Lenient{DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
+
+// UnmarshalJSON reads the CompactionUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CompactionUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: CompactionUpdate", []string{"compactionId", "status"}, nil); err != nil {
+		return err
+	}
+	type plain CompactionUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientCompactionUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (CompactionUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"compaction_update\"" }
 
 // A content block appended to a compaction's summary. A first-seen ID creates
@@ -3168,6 +4688,23 @@ type CompactionSummaryChunk struct {
 	Content ContentBlock `json:"content"`
 	// Metadata scoped to this chunk. Omission and `null` both mean absent.
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the CompactionSummaryChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CompactionSummaryChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: CompactionSummaryChunk", []string{"compactionId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain CompactionSummaryChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (CompactionSummaryChunk) sessionUpdateTag() string {
@@ -3186,6 +4723,23 @@ type CompleteElicitationNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the CompleteElicitationNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CompleteElicitationNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: CompleteElicitationNotification", []string{"elicitationId"}, nil); err != nil {
+		return err
+	}
+	type plain CompleteElicitationNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Allows either side to send an arbitrary notification that is not part of the ACP spec.
@@ -3215,6 +4769,26 @@ type InitializeRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientInitializeRequest are the members of InitializeRequest the schema reads leniently.
+var lenientInitializeRequest = &acpjson.Lenient{DefaultOnError: []string{"clientCapabilities", "clientInfo"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the InitializeRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *InitializeRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: InitializeRequest", []string{"protocolVersion"}, nil); err != nil {
+		return err
+	}
+	type plain InitializeRequest
+	if err := acpjson.Into(data, (*plain)(v), lenientInitializeRequest); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Capabilities supported by the client.
@@ -3276,6 +4850,23 @@ type ClientCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientClientCapabilities are the members of ClientCapabilities the schema reads leniently.
+var lenientClientCapabilities = &acpjson.Lenient{DefaultOnError: []string{"fs", "terminal", "session", "subagents", "plan", "auth", "elicitation"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ClientCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ClientCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ClientCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientClientCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // File system capabilities that a client may support.
 //
 // See protocol docs: [FileSystem](https://agentclientprotocol.com/protocol/v1/initialization#filesystem)
@@ -3290,6 +4881,23 @@ type FileSystemCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientFileSystemCapabilities are the members of FileSystemCapabilities the schema reads leniently.
+var lenientFileSystemCapabilities = &acpjson.Lenient{DefaultOnError: []string{"readTextFile", "writeTextFile"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the FileSystemCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *FileSystemCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain FileSystemCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientFileSystemCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Session-related capabilities supported by the client.
@@ -3315,6 +4923,23 @@ type ClientSessionCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientClientSessionCapabilities are the members of ClientSessionCapabilities the schema reads leniently.
+var lenientClientSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"compaction", "configOptions", "notices"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ClientSessionCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ClientSessionCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ClientSessionCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientClientSessionCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Client support for ID-addressed context compaction updates.
 type CompactionCapabilities struct {
 }
@@ -3334,6 +4959,23 @@ type SessionConfigOptionsCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientSessionConfigOptionsCapabilities are the members of SessionConfigOptionsCapabilities the schema reads leniently.
+var lenientSessionConfigOptionsCapabilities = &acpjson.Lenient{DefaultOnError: []string{"boolean"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionConfigOptionsCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigOptionsCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SessionConfigOptionsCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigOptionsCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Capabilities for boolean session configuration options.
@@ -3372,6 +5014,23 @@ type AuthCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAuthCapabilities are the members of AuthCapabilities the schema reads leniently.
+var lenientAuthCapabilities = &acpjson.Lenient{DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AuthCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain AuthCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Elicitation capabilities supported by the client.
 type ElicitationCapabilities struct {
 	// Whether the client supports form-based elicitation.
@@ -3392,6 +5051,23 @@ type ElicitationCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientElicitationCapabilities are the members of ElicitationCapabilities the schema reads leniently.
+var lenientElicitationCapabilities = &acpjson.Lenient{DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ElicitationCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ElicitationCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ElicitationCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientElicitationCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Form-based elicitation capabilities.
@@ -3435,6 +5111,23 @@ type AuthenticateRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the AuthenticateRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthenticateRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AuthenticateRequest", []string{"methodId"}, nil); err != nil {
+		return err
+	}
+	type plain AuthenticateRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request parameters for the logout method.
@@ -3490,6 +5183,23 @@ func (v NewSessionRequest) MarshalJSON() ([]byte, error) {
 		v.MCPServers = []MCPServer{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the NewSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *NewSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: NewSessionRequest", []string{"cwd", "mcpServers"}, nil); err != nil {
+		return err
+	}
+	type plain NewSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Configuration for connecting to an MCP (Model Context Protocol) server.
@@ -3563,6 +5273,23 @@ type HTTPHeader struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the HTTPHeader, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *HTTPHeader) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: HTTPHeader", []string{"name", "value"}, nil); err != nil {
+		return err
+	}
+	type plain HTTPHeader
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // HTTP transport configuration for MCP.
 type MCPServerHTTP struct {
 	// Human-readable name identifying this MCP server.
@@ -3586,6 +5313,23 @@ func (v MCPServerHTTP) MarshalJSON() ([]byte, error) {
 		v.Headers = []HTTPHeader{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the MCPServerHTTP, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPServerHTTP) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MCPServerHTTP", []string{"name", "url", "headers"}, nil); err != nil {
+		return err
+	}
+	type plain MCPServerHTTP
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (MCPServerHTTP) mcpServerTag() string { return "\"type\":\"http\"" }
@@ -3613,6 +5357,23 @@ func (v MCPServerSSE) MarshalJSON() ([]byte, error) {
 		v.Headers = []HTTPHeader{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the MCPServerSSE, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPServerSSE) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MCPServerSSE", []string{"name", "url", "headers"}, nil); err != nil {
+		return err
+	}
+	type plain MCPServerSSE
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (MCPServerSSE) mcpServerTag() string { return "\"type\":\"sse\"" }
@@ -3645,6 +5406,23 @@ func (v MCPServerStdio) MarshalJSON() ([]byte, error) {
 		v.Env = []EnvVariable{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the MCPServerStdio, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPServerStdio) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MCPServerStdio", []string{"name", "command", "args", "env"}, nil); err != nil {
+		return err
+	}
+	type plain MCPServerStdio
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (MCPServerStdio) mcpServerTag() string { return "" }
@@ -3699,6 +5477,23 @@ func (v LoadSessionRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// UnmarshalJSON reads the LoadSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *LoadSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: LoadSessionRequest", []string{"mcpServers", "cwd", "sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain LoadSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Request parameters for listing existing sessions.
 //
 // Only available if the Agent supports the `sessionCapabilities.list` capability.
@@ -3739,6 +5534,23 @@ type DeleteSessionRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the DeleteSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DeleteSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: DeleteSessionRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain DeleteSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request parameters for resuming an existing session.
@@ -3783,6 +5595,23 @@ type ResumeSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ResumeSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ResumeSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ResumeSessionRequest", []string{"sessionId", "cwd"}, nil); err != nil {
+		return err
+	}
+	type plain ResumeSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Request parameters for closing an active session.
 //
 // If supported, the agent **must** cancel any ongoing work related to the session
@@ -3801,6 +5630,23 @@ type CloseSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the CloseSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CloseSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: CloseSessionRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain CloseSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Request parameters for setting a session mode.
 type SetSessionModeRequest struct {
 	// The ID of the session to set the mode for.
@@ -3813,6 +5659,23 @@ type SetSessionModeRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the SetSessionModeRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SetSessionModeRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SetSessionModeRequest", []string{"sessionId", "modeId"}, nil); err != nil {
+		return err
+	}
+	type plain SetSessionModeRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request parameters for setting a session configuration option.
@@ -3854,8 +5717,11 @@ func (v *SetSessionConfigOptionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv1: SetSessionConfigOptionRequest", []string{"sessionId", "configId"}, nil); err != nil {
+		return err
+	}
 	type plain SetSessionConfigOptionRequest
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeSetSessionConfigOptionRequest(data)
@@ -3892,6 +5758,23 @@ type SessionConfigBooleanValue struct {
 	Value bool `json:"value"`
 }
 
+// UnmarshalJSON reads the SessionConfigBooleanValue, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigBooleanValue) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionConfigBooleanValue", []string{"value"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigBooleanValue
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SessionConfigBooleanValue) setSessionConfigOptionRequestTag() string {
 	return "\"type\":\"boolean\""
 }
@@ -3904,6 +5787,23 @@ func (SessionConfigBooleanValue) setSessionConfigOptionRequestTag() string {
 type SessionConfigIDValue struct {
 	// The value ID.
 	Value SessionConfigValueID `json:"value"`
+}
+
+// UnmarshalJSON reads the SessionConfigIDValue, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigIDValue) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionConfigIDValue", []string{"value"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigIDValue
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (SessionConfigIDValue) setSessionConfigOptionRequestTag() string { return "" }
@@ -3947,6 +5847,23 @@ func (v PromptRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// UnmarshalJSON reads the PromptRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PromptRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: PromptRequest", []string{"sessionId", "prompt"}, nil); err != nil {
+		return err
+	}
+	type plain PromptRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Response to `fs/write_text_file`
 type WriteTextFileResponse struct {
 	// The _meta property is reserved by ACP to allow clients and agents to attach additional
@@ -3969,6 +5886,23 @@ type ReadTextFileResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ReadTextFileResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ReadTextFileResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ReadTextFileResponse", []string{"content"}, nil); err != nil {
+		return err
+	}
+	type plain ReadTextFileResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Response to a permission request.
 type RequestPermissionResponse struct {
 	// The user's decision on the permission request.
@@ -3979,6 +5913,23 @@ type RequestPermissionResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the RequestPermissionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *RequestPermissionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: RequestPermissionResponse", []string{"outcome"}, nil); err != nil {
+		return err
+	}
+	type plain RequestPermissionResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // The outcome of a permission request.
@@ -4057,6 +6008,23 @@ type SelectedPermissionOutcome struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the SelectedPermissionOutcome, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SelectedPermissionOutcome) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SelectedPermissionOutcome", []string{"optionId"}, nil); err != nil {
+		return err
+	}
+	type plain SelectedPermissionOutcome
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SelectedPermissionOutcome) requestPermissionOutcomeTag() string {
 	return "\"outcome\":\"selected\""
 }
@@ -4071,6 +6039,23 @@ type CreateTerminalResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the CreateTerminalResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CreateTerminalResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: CreateTerminalResponse", []string{"terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain CreateTerminalResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Response containing the terminal output and exit status.
@@ -4089,6 +6074,26 @@ type TerminalOutputResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientTerminalOutputResponse are the members of TerminalOutputResponse the schema reads leniently.
+var lenientTerminalOutputResponse = &acpjson.Lenient{DefaultOnError: []string{"exitStatus"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the TerminalOutputResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TerminalOutputResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: TerminalOutputResponse", []string{"output", "truncated"}, nil); err != nil {
+		return err
+	}
+	type plain TerminalOutputResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientTerminalOutputResponse); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Exit status of a terminal command.
 type TerminalExitStatus struct {
 	// The process exit code (may be null if terminated by signal).
@@ -4101,6 +6106,23 @@ type TerminalExitStatus struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientTerminalExitStatus are the members of TerminalExitStatus the schema reads leniently.
+var lenientTerminalExitStatus = &acpjson.Lenient{DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the TerminalExitStatus, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TerminalExitStatus) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain TerminalExitStatus
+	if err := acpjson.Into(data, (*plain)(v), lenientTerminalExitStatus); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Response to terminal/release method
@@ -4125,6 +6147,23 @@ type WaitForTerminalExitResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientWaitForTerminalExitResponse are the members of WaitForTerminalExitResponse the schema reads leniently.
+var lenientWaitForTerminalExitResponse = &acpjson.Lenient{DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the WaitForTerminalExitResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *WaitForTerminalExitResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain WaitForTerminalExitResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientWaitForTerminalExitResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Response to `terminal/kill` method
@@ -4175,7 +6214,7 @@ func (v *CreateElicitationResponse) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain CreateElicitationResponse
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeCreateElicitationResponse(data)
@@ -4359,6 +6398,23 @@ type CancelNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the CancelNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CancelNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: CancelNotification", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain CancelNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Notification to cancel an ongoing request.
 //
 // See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v1/cancellation)
@@ -4371,4 +6427,21 @@ type CancelRequestNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the CancelRequestNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CancelRequestNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: CancelRequestNotification", nil, []string{"requestId"}); err != nil {
+		return err
+	}
+	type plain CancelRequestNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }

@@ -35,6 +35,23 @@ type MessageMCPRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the MessageMCPRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MessageMCPRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MessageMCPRequest", []string{"serverId", "requestId", "method"}, nil); err != nil {
+		return err
+	}
+	type plain MessageMCPRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -82,6 +99,23 @@ type SessionSystemPromptCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionSystemPromptCapabilities are the members of SessionSystemPromptCapabilities the schema reads leniently.
+var lenientSessionSystemPromptCapabilities = &acpjson.Lenient{DefaultOnError: []string{"mode"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionSystemPromptCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionSystemPromptCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SessionSystemPromptCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionSystemPromptCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -105,6 +139,23 @@ type SessionSystemPromptModeCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientSessionSystemPromptModeCapabilities are the members of SessionSystemPromptModeCapabilities the schema reads leniently.
+var lenientSessionSystemPromptModeCapabilities = &acpjson.Lenient{DefaultOnError: []string{"override"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionSystemPromptModeCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionSystemPromptModeCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SessionSystemPromptModeCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionSystemPromptModeCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -263,6 +314,23 @@ func (v ListProvidersResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// UnmarshalJSON reads the ListProvidersResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ListProvidersResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ListProvidersResponse", []string{"providers"}, nil); err != nil {
+		return err
+	}
+	type plain ListProvidersResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -296,6 +364,26 @@ func (v ProviderInfo) MarshalJSON() ([]byte, error) {
 		v.Supported = []LLMProtocol{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// lenientProviderInfo are the members of ProviderInfo the schema reads leniently.
+var lenientProviderInfo = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"supported"}}
+
+// UnmarshalJSON reads the ProviderInfo, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ProviderInfo) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ProviderInfo", []string{"providerId", "supported", "required"}, nil); err != nil {
+		return err
+	}
+	type plain ProviderInfo
+	if err := acpjson.Into(data, (*plain)(v), lenientProviderInfo); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -356,6 +444,23 @@ type ProviderCurrentConfig struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ProviderCurrentConfig, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ProviderCurrentConfig) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ProviderCurrentConfig", []string{"apiType", "baseUrl"}, nil); err != nil {
+		return err
+	}
+	type plain ProviderCurrentConfig
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -413,6 +518,26 @@ type AuthStatusResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAuthStatusResponse are the members of AuthStatusResponse the schema reads leniently.
+var lenientAuthStatusResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+
+// UnmarshalJSON reads the AuthStatusResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthStatusResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AuthStatusResponse", []string{"state"}, nil); err != nil {
+		return err
+	}
+	type plain AuthStatusResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthStatusResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -484,6 +609,26 @@ type AuthAccount struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAuthAccount are the members of AuthAccount the schema reads leniently.
+var lenientAuthAccount = &acpjson.Lenient{DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AuthAccount, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthAccount) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AuthAccount", []string{"label"}, nil); err != nil {
+		return err
+	}
+	type plain AuthAccount
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthAccount); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -506,6 +651,26 @@ type ForkSessionResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientForkSessionResponse are the members of ForkSessionResponse the schema reads leniently.
+var lenientForkSessionResponse = &acpjson.Lenient{DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+
+// UnmarshalJSON reads the ForkSessionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ForkSessionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ForkSessionResponse", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain ForkSessionResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientForkSessionResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -563,6 +728,23 @@ type SessionStatusResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the SessionStatusResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionStatusResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionStatusResponse", []string{"status"}, nil); err != nil {
+		return err
+	}
+	type plain SessionStatusResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -614,6 +796,23 @@ type SetSessionTitleResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the SetSessionTitleResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SetSessionTitleResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SetSessionTitleResponse", []string{"title"}, nil); err != nil {
+		return err
+	}
+	type plain SetSessionTitleResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -640,6 +839,26 @@ type Usage struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientUsage are the members of Usage the schema reads leniently.
+var lenientUsage = &acpjson.Lenient{DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Usage, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Usage) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: Usage", []string{"totalTokens", "inputTokens", "outputTokens"}, nil); err != nil {
+		return err
+	}
+	type plain Usage
+	if err := acpjson.Into(data, (*plain)(v), lenientUsage); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -741,6 +960,26 @@ func (v PlanItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientPlanItems are the members of PlanItems the schema reads leniently.
+var lenientPlanItems = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"entries"}}
+
+// UnmarshalJSON reads the PlanItems, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanItems) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: PlanItems", []string{"planId", "entries"}, nil); err != nil {
+		return err
+	}
+	type plain PlanItems
+	if err := acpjson.Into(data, (*plain)(v), lenientPlanItems); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (PlanItems) planUpdateContentTag() string { return "\"type\":\"items\"" }
 
 // **UNSTABLE**
@@ -761,6 +1000,23 @@ type PlanFile struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the PlanFile, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanFile) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: PlanFile", []string{"planId", "uri"}, nil); err != nil {
+		return err
+	}
+	type plain PlanFile
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (PlanFile) planUpdateContentTag() string { return "\"type\":\"file\"" }
@@ -785,6 +1041,23 @@ type PlanMarkdown struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the PlanMarkdown, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanMarkdown) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: PlanMarkdown", []string{"planId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain PlanMarkdown
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (PlanMarkdown) planUpdateContentTag() string { return "\"type\":\"markdown\"" }
 
 // **UNSTABLE**
@@ -805,6 +1078,23 @@ type PlanUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the PlanUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: PlanUpdate", []string{"plan"}, nil); err != nil {
+		return err
+	}
+	type plain PlanUpdate
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (PlanUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"plan_update\"" }
 
 // **UNSTABLE**
@@ -823,6 +1113,23 @@ type PlanRemoved struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the PlanRemoved, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanRemoved) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: PlanRemoved", []string{"planId"}, nil); err != nil {
+		return err
+	}
+	type plain PlanRemoved
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (PlanRemoved) sessionUpdateTag() string { return "\"sessionUpdate\":\"plan_removed\"" }
@@ -846,6 +1153,23 @@ type SubagentSessionCapabilities struct {
 	// metadata to their interactions. Implementations MUST NOT make assumptions about values at
 	// these keys.
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientSubagentSessionCapabilities are the members of SubagentSessionCapabilities the schema reads leniently.
+var lenientSubagentSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SubagentSessionCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SubagentSessionCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SubagentSessionCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientSubagentSessionCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -989,6 +1313,23 @@ type ErrorStopReason struct {
 	Error *Error `json:"error,omitempty"`
 }
 
+// lenientErrorStopReason are the members of ErrorStopReason the schema reads leniently.
+var lenientErrorStopReason = &acpjson.Lenient{DefaultOnError: []string{"error"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ErrorStopReason, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ErrorStopReason) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ErrorStopReason
+	if err := acpjson.Into(data, (*plain)(v), lenientErrorStopReason); err != nil {
+		return err
+	}
+	return nil
+}
+
 // The child is ready to process another prompt.
 //
 // An omitted, `null`, or malformed `stopReason` means not reported.
@@ -1016,6 +1357,23 @@ type IdleStateUpdate struct {
 	//
 	// Set only when StopReason is "error".
 	Error *Error `json:"error,omitempty"`
+}
+
+// lenientIdleStateUpdate are the members of IdleStateUpdate the schema reads leniently.
+var lenientIdleStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"usage", "error"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the IdleStateUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *IdleStateUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain IdleStateUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientIdleStateUpdate); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (IdleStateUpdate) stateUpdateTag() string { return "\"state\":\"idle\"" }
@@ -1162,6 +1520,26 @@ type SubagentUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSubagentUpdate are the members of SubagentUpdate the schema reads leniently.
+var lenientSubagentUpdate = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SubagentUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SubagentUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SubagentUpdate", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain SubagentUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientSubagentUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SubagentUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"subagent_update\"" }
 
 // **UNSTABLE**
@@ -1203,6 +1581,26 @@ type SessionMessage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionMessage are the members of SessionMessage the schema reads leniently.
+var lenientSessionMessage = &acpjson.Lenient{DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
+
+// UnmarshalJSON reads the SessionMessage, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionMessage) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionMessage", []string{"messageId"}, nil); err != nil {
+		return err
+	}
+	type plain SessionMessage
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionMessage); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SessionMessage) sessionUpdateTag() string { return "\"sessionUpdate\":\"session_message\"" }
 
 // **UNSTABLE**
@@ -1224,6 +1622,23 @@ type SessionMessageChunk struct {
 	//
 	// Implementations MUST NOT make assumptions about values in `_meta`.
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the SessionMessageChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionMessageChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionMessageChunk", []string{"messageId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain SessionMessageChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (SessionMessageChunk) sessionUpdateTag() string {
@@ -1259,6 +1674,26 @@ type AuthStatusUpdateNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAuthStatusUpdateNotification are the members of AuthStatusUpdateNotification the schema reads leniently.
+var lenientAuthStatusUpdateNotification = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+
+// UnmarshalJSON reads the AuthStatusUpdateNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthStatusUpdateNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: AuthStatusUpdateNotification", []string{"state"}, nil); err != nil {
+		return err
+	}
+	type plain AuthStatusUpdateNotification
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthStatusUpdateNotification); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1339,6 +1774,23 @@ type SetProviderRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the SetProviderRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SetProviderRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SetProviderRequest", []string{"providerId", "apiType", "baseUrl"}, nil); err != nil {
+		return err
+	}
+	type plain SetProviderRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1355,6 +1807,23 @@ type DisableProviderRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the DisableProviderRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DisableProviderRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: DisableProviderRequest", []string{"providerId"}, nil); err != nil {
+		return err
+	}
+	type plain DisableProviderRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1404,6 +1873,23 @@ type MCPServerACP struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the MCPServerACP, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPServerACP) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MCPServerACP", []string{"name", "serverId"}, nil); err != nil {
+		return err
+	}
+	type plain MCPServerACP
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (MCPServerACP) mcpServerTag() string { return "\"type\":\"acp\"" }
 
 // **UNSTABLE**
@@ -1450,6 +1936,23 @@ func (v SystemPrompt) MarshalJSON() ([]byte, error) {
 		v.Content = []ContentBlock{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the SystemPrompt, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SystemPrompt) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SystemPrompt", []string{"mode", "content"}, nil); err != nil {
+		return err
+	}
+	type plain SystemPrompt
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1562,6 +2065,23 @@ type ForkSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ForkSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ForkSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ForkSessionRequest", []string{"sessionId", "cwd"}, nil); err != nil {
+		return err
+	}
+	type plain ForkSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1585,6 +2105,23 @@ type ArchiveSessionRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the ArchiveSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ArchiveSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ArchiveSessionRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain ArchiveSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1613,6 +2150,23 @@ type UnarchiveSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the UnarchiveSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UnarchiveSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: UnarchiveSessionRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain UnarchiveSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1635,6 +2189,23 @@ type SessionStatusRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the SessionStatusRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionStatusRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SessionStatusRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain SessionStatusRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1668,6 +2239,23 @@ type SetSessionTitleRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the SetSessionTitleRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SetSessionTitleRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: SetSessionTitleRequest", []string{"sessionId", "title"}, nil); err != nil {
+		return err
+	}
+	type plain SetSessionTitleRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1734,6 +2322,23 @@ type MessageMCPResult struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the MessageMCPResult, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MessageMCPResult) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MessageMCPResult", nil, []string{"result"}); err != nil {
+		return err
+	}
+	type plain MessageMCPResult
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (MessageMCPResult) messageMCPResponseTag() string { return "" }
 
 // A structured inner MCP error.
@@ -1744,6 +2349,23 @@ type MessageMCPError struct {
 	Error MCPError `json:"error"`
 	// Optional ACP carrier metadata.
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the MessageMCPError, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MessageMCPError) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MessageMCPError", []string{"error"}, nil); err != nil {
+		return err
+	}
+	type plain MessageMCPError
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (MessageMCPError) messageMCPResponseTag() string { return "" }
@@ -1763,6 +2385,23 @@ type MCPError struct {
 	Message string `json:"message"`
 	// Optional error data. Explicit null is retained.
 	Data any `json:"data,omitempty"`
+}
+
+// UnmarshalJSON reads the MCPError, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPError) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MCPError", []string{"code", "message"}, nil); err != nil {
+		return err
+	}
+	type plain MCPError
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1792,6 +2431,23 @@ type MessageMCPNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the MessageMCPNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MessageMCPNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: MessageMCPNotification", []string{"serverId", "requestId", "method"}, nil); err != nil {
+		return err
+	}
+	type plain MessageMCPNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1854,6 +2510,23 @@ type ProxySuccessorRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ProxySuccessorRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ProxySuccessorRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ProxySuccessorRequest", []string{"method"}, nil); err != nil {
+		return err
+	}
+	type plain ProxySuccessorRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1908,4 +2581,21 @@ type ProxySuccessorNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v1/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the ProxySuccessorNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ProxySuccessorNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv1: ProxySuccessorNotification", []string{"method"}, nil); err != nil {
+		return err
+	}
+	type plain ProxySuccessorNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }

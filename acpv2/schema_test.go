@@ -12,3 +12,18 @@ import (
 func TestSchemaRoundTrip(t *testing.T) {
 	interoptest.SchemaRoundTrip(t, 2, "../interop", schemaTypes)
 }
+
+// TestDecodeChecks: v2's enums are open, and its required members are
+// checked as v1's are, as the SDK's validators check them.
+func TestDecodeChecks(t *testing.T) {
+	interoptest.DecodeChecksAgree(t, 2, "../interop", schemaTypes, []interoptest.DecodeCase{
+		interoptest.Valid("PromptRequest", `{"sessionId":"s","prompt":[{"type":"text","text":"x"}]}`),
+		interoptest.Valid("PromptRequest", `{"sessionId":"s","prompt":[{"type":"text","text":"x"}],"futureMember":1}`),
+		interoptest.Invalid("PromptRequest", `{"prompt":[{"type":"text","text":"x"}]}`),
+		interoptest.Invalid("CancelRequestNotification", `{"requestId":null}`),
+		interoptest.Valid("CancelRequestNotification", `{"requestId":"r"}`),
+		interoptest.Valid("RequestPermissionRequest", `{"sessionId":"s","title":"t","options":[{"optionId":"o","name":"n","kind":"_vendor_kind"}]}`),
+		interoptest.Invalid("RequestPermissionRequest", `{"sessionId":"s","title":"t","options":[{"optionId":"o","name":"n"}]}`),
+		interoptest.Invalid("RequestPermissionRequest", `{"sessionId":"s","options":[]}`),
+	})
+}

@@ -120,6 +120,26 @@ func (v RequestPermissionRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientRequestPermissionRequest are the members of RequestPermissionRequest the schema reads leniently.
+var lenientRequestPermissionRequest = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the RequestPermissionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *RequestPermissionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: RequestPermissionRequest", []string{"sessionId", "title", "options"}, nil); err != nil {
+		return err
+	}
+	type plain RequestPermissionRequest
+	if err := acpjson.Into(data, (*plain)(v), lenientRequestPermissionRequest); err != nil {
+		return err
+	}
+	return nil
+}
+
 // A unique identifier for a conversation session between a client and agent.
 //
 // Each session has its own context, conversation history, and state, so one
@@ -277,6 +297,26 @@ type ToolCallUpdate struct {
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientToolCallUpdate are the members of ToolCallUpdate the schema reads leniently.
+var lenientToolCallUpdate = &acpjson.Lenient{DefaultOnError: []string{"name", "title", "kind", "status", "rawInput", "rawOutput", "capabilities"}, SkipInvalid: []string{"content", "locations"}}
+
+// UnmarshalJSON reads the ToolCallUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ToolCallUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ToolCallUpdate", []string{"toolCallId"}, nil); err != nil {
+		return err
+	}
+	type plain ToolCallUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientToolCallUpdate); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (ToolCallUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"tool_call_update\"" }
@@ -574,6 +614,23 @@ type Annotations struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAnnotations are the members of Annotations the schema reads leniently.
+var lenientAnnotations = &acpjson.Lenient{DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
+
+// UnmarshalJSON reads the Annotations, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Annotations) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain Annotations
+	if err := acpjson.Into(data, (*plain)(v), lenientAnnotations); err != nil {
+		return err
+	}
+	return nil
+}
+
 // The sender or recipient of messages and data in a conversation.
 //
 // Other values: Custom or future role.
@@ -606,6 +663,26 @@ type TextContent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientTextContent are the members of TextContent the schema reads leniently.
+var lenientTextContent = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the TextContent, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TextContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: TextContent", []string{"text"}, nil); err != nil {
+		return err
+	}
+	type plain TextContent
+	if err := acpjson.Into(data, (*plain)(v), lenientTextContent); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (TextContent) contentBlockTag() string { return "\"type\":\"text\"" }
 
 // An Internet media type identifying the format of protocol content.
@@ -633,6 +710,26 @@ type ImageContent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientImageContent are the members of ImageContent the schema reads leniently.
+var lenientImageContent = &acpjson.Lenient{DefaultOnError: []string{"uri", "annotations"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ImageContent, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ImageContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ImageContent", []string{"data", "mimeType"}, nil); err != nil {
+		return err
+	}
+	type plain ImageContent
+	if err := acpjson.Into(data, (*plain)(v), lenientImageContent); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (ImageContent) contentBlockTag() string { return "\"type\":\"image\"" }
 
 // Audio provided to or from an LLM.
@@ -651,6 +748,26 @@ type AudioContent struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAudioContent are the members of AudioContent the schema reads leniently.
+var lenientAudioContent = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AudioContent, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AudioContent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AudioContent", []string{"data", "mimeType"}, nil); err != nil {
+		return err
+	}
+	type plain AudioContent
+	if err := acpjson.Into(data, (*plain)(v), lenientAudioContent); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (AudioContent) contentBlockTag() string { return "\"type\":\"audio\"" }
@@ -683,6 +800,26 @@ type Icon struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientIcon are the members of Icon the schema reads leniently.
+var lenientIcon = &acpjson.Lenient{DefaultOnError: []string{"mimeType", "theme"}, SkipInvalid: []string{"sizes"}}
+
+// UnmarshalJSON reads the Icon, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Icon) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Icon", []string{"src"}, nil); err != nil {
+		return err
+	}
+	type plain Icon
+	if err := acpjson.Into(data, (*plain)(v), lenientIcon); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Theme an icon is designed for.
@@ -737,6 +874,26 @@ type ResourceLink struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientResourceLink are the members of ResourceLink the schema reads leniently.
+var lenientResourceLink = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "mimeType", "size", "annotations"}, SkipInvalid: []string{"icons"}}
+
+// UnmarshalJSON reads the ResourceLink, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ResourceLink) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ResourceLink", []string{"name", "uri"}, nil); err != nil {
+		return err
+	}
+	type plain ResourceLink
+	if err := acpjson.Into(data, (*plain)(v), lenientResourceLink); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (ResourceLink) contentBlockTag() string { return "\"type\":\"resource_link\"" }
@@ -802,6 +959,26 @@ type TextResourceContents struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientTextResourceContents are the members of TextResourceContents the schema reads leniently.
+var lenientTextResourceContents = &acpjson.Lenient{DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the TextResourceContents, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TextResourceContents) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: TextResourceContents", []string{"text", "uri"}, nil); err != nil {
+		return err
+	}
+	type plain TextResourceContents
+	if err := acpjson.Into(data, (*plain)(v), lenientTextResourceContents); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (TextResourceContents) embeddedResourceResourceTag() string { return "" }
 
 // Binary resource contents.
@@ -822,6 +999,26 @@ type BlobResourceContents struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientBlobResourceContents are the members of BlobResourceContents the schema reads leniently.
+var lenientBlobResourceContents = &acpjson.Lenient{DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the BlobResourceContents, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *BlobResourceContents) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: BlobResourceContents", []string{"blob", "uri"}, nil); err != nil {
+		return err
+	}
+	type plain BlobResourceContents
+	if err := acpjson.Into(data, (*plain)(v), lenientBlobResourceContents); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (BlobResourceContents) embeddedResourceResourceTag() string { return "" }
 
 // The contents of a resource, embedded into a prompt or tool call result.
@@ -840,6 +1037,26 @@ type EmbeddedResource struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientEmbeddedResource are the members of EmbeddedResource the schema reads leniently.
+var lenientEmbeddedResource = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the EmbeddedResource, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *EmbeddedResource) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: EmbeddedResource", []string{"resource"}, nil); err != nil {
+		return err
+	}
+	type plain EmbeddedResource
+	if err := acpjson.Into(data, (*plain)(v), lenientEmbeddedResource); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (EmbeddedResource) contentBlockTag() string { return "\"type\":\"resource\"" }
 
 // Standard content block (text, images, resources).
@@ -852,6 +1069,23 @@ type Content struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the Content, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Content) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Content", []string{"content"}, nil); err != nil {
+		return err
+	}
+	type plain Content
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (Content) toolCallContentTag() string { return "\"type\":\"content\"" }
@@ -896,6 +1130,9 @@ func (v DiffChange) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// lenientDiffChange are the members of DiffChange the schema reads leniently.
+var lenientDiffChange = &acpjson.Lenient{DefaultOnError: []string{"fileType", "mimeType"}, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DiffChange's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *DiffChange) UnmarshalJSON(data []byte) error {
@@ -903,7 +1140,7 @@ func (v *DiffChange) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain DiffChange
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), lenientDiffChange); err != nil {
 		return err
 	}
 	variant, err := decodeDiffChange(data)
@@ -948,6 +1185,23 @@ type DiffAdd struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// UnmarshalJSON reads the DiffAdd, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DiffAdd) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DiffAdd", []string{"path"}, nil); err != nil {
+		return err
+	}
+	type plain DiffAdd
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (DiffAdd) diffChangeTag() string { return "\"operation\":\"add\"" }
 
 // A file was deleted.
@@ -956,12 +1210,46 @@ type DiffDelete struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// UnmarshalJSON reads the DiffDelete, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DiffDelete) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DiffDelete", []string{"path"}, nil); err != nil {
+		return err
+	}
+	type plain DiffDelete
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (DiffDelete) diffChangeTag() string { return "\"operation\":\"delete\"" }
 
 // A file was modified in place.
 type DiffModify struct {
 	// Absolute path for the operation.
 	Path AbsolutePath `json:"path"`
+}
+
+// UnmarshalJSON reads the DiffModify, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DiffModify) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DiffModify", []string{"path"}, nil); err != nil {
+		return err
+	}
+	type plain DiffModify
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (DiffModify) diffChangeTag() string { return "\"operation\":\"modify\"" }
@@ -974,6 +1262,23 @@ type DiffMove struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// UnmarshalJSON reads the DiffMove, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DiffMove) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DiffMove", []string{"oldPath", "path"}, nil); err != nil {
+		return err
+	}
+	type plain DiffMove
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (DiffMove) diffChangeTag() string { return "\"operation\":\"move\"" }
 
 // A file was copied.
@@ -982,6 +1287,23 @@ type DiffCopy struct {
 	OldPath AbsolutePath `json:"oldPath"`
 	// Absolute path after the operation.
 	Path AbsolutePath `json:"path"`
+}
+
+// UnmarshalJSON reads the DiffCopy, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DiffCopy) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DiffCopy", []string{"oldPath", "path"}, nil); err != nil {
+		return err
+	}
+	type plain DiffCopy
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (DiffCopy) diffChangeTag() string { return "\"operation\":\"copy\"" }
@@ -1049,12 +1371,46 @@ type DiffPathChange struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// UnmarshalJSON reads the DiffPathChange, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DiffPathChange) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DiffPathChange", []string{"path"}, nil); err != nil {
+		return err
+	}
+	type plain DiffPathChange
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Operation metadata for move and copy changes.
 type DiffPathPairChange struct {
 	// Absolute path before the operation.
 	OldPath AbsolutePath `json:"oldPath"`
 	// Absolute path after the operation.
 	Path AbsolutePath `json:"path"`
+}
+
+// UnmarshalJSON reads the DiffPathPairChange, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DiffPathPairChange) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DiffPathPairChange", []string{"oldPath", "path"}, nil); err != nil {
+		return err
+	}
+	type plain DiffPathPairChange
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Renderable patch text and its format.
@@ -1069,6 +1425,23 @@ type DiffPatch struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the DiffPatch, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DiffPatch) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DiffPatch", []string{"format", "text"}, nil); err != nil {
+		return err
+	}
+	type plain DiffPatch
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Text patch format used by `DiffPatch`.
@@ -1130,6 +1503,26 @@ func (v Diff) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientDiff are the members of Diff the schema reads leniently.
+var lenientDiff = &acpjson.Lenient{DefaultOnError: []string{"patch"}, SkipInvalid: []string{"changes"}}
+
+// UnmarshalJSON reads the Diff, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Diff) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Diff", []string{"changes"}, nil); err != nil {
+		return err
+	}
+	type plain Diff
+	if err := acpjson.Into(data, (*plain)(v), lenientDiff); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (Diff) toolCallContentTag() string { return "\"type\":\"diff\"" }
 
 // Unique identifier for an agent-owned terminal within a session.
@@ -1148,6 +1541,23 @@ type Terminal struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the Terminal, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Terminal) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Terminal", []string{"terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain Terminal
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (Terminal) toolCallContentTag() string { return "\"type\":\"terminal\"" }
@@ -1172,6 +1582,26 @@ type ToolCallLocation struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientToolCallLocation are the members of ToolCallLocation the schema reads leniently.
+var lenientToolCallLocation = &acpjson.Lenient{DefaultOnError: []string{"line"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ToolCallLocation, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ToolCallLocation) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ToolCallLocation", []string{"path"}, nil); err != nil {
+		return err
+	}
+	type plain ToolCallLocation
+	if err := acpjson.Into(data, (*plain)(v), lenientToolCallLocation); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Client-initiated controls a tool call currently supports.
 //
 // A malformed value falls back to no controls, so the Client never sends a request the
@@ -1190,6 +1620,23 @@ type ToolCallCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientToolCallCapabilities are the members of ToolCallCapabilities the schema reads leniently.
+var lenientToolCallCapabilities = &acpjson.Lenient{DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ToolCallCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ToolCallCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ToolCallCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientToolCallCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Capability to cancel a tool call with `tool_call/cancel`.
@@ -1220,6 +1667,23 @@ type ToolCallPermissionSubject struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ToolCallPermissionSubject, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ToolCallPermissionSubject) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ToolCallPermissionSubject", []string{"toolCall"}, nil); err != nil {
+		return err
+	}
+	type plain ToolCallPermissionSubject
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (ToolCallPermissionSubject) requestPermissionSubjectTag() string {
 	return "\"type\":\"tool_call\""
 }
@@ -1242,6 +1706,26 @@ type CommandPermissionSubject struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientCommandPermissionSubject are the members of CommandPermissionSubject the schema reads leniently.
+var lenientCommandPermissionSubject = &acpjson.Lenient{DefaultOnError: []string{"toolCallId", "terminalId"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the CommandPermissionSubject, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CommandPermissionSubject) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: CommandPermissionSubject", []string{"command", "cwd"}, nil); err != nil {
+		return err
+	}
+	type plain CommandPermissionSubject
+	if err := acpjson.Into(data, (*plain)(v), lenientCommandPermissionSubject); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (CommandPermissionSubject) requestPermissionSubjectTag() string { return "\"type\":\"command\"" }
 
 // An option presented to the user when requesting permission.
@@ -1258,6 +1742,23 @@ type PermissionOption struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the PermissionOption, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PermissionOption) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: PermissionOption", []string{"optionId", "name", "kind"}, nil); err != nil {
+		return err
+	}
+	type plain PermissionOption
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Unique identifier for a permission option.
@@ -1338,8 +1839,11 @@ func (v *CreateElicitationRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv2: CreateElicitationRequest", []string{"message"}, nil); err != nil {
+		return err
+	}
 	type plain CreateElicitationRequest
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeCreateElicitationRequest(data)
@@ -1422,6 +1926,26 @@ type ElicitationSessionScope struct {
 	ToolCallID ToolCallID `json:"toolCallId,omitempty"`
 }
 
+// lenientElicitationSessionScope are the members of ElicitationSessionScope the schema reads leniently.
+var lenientElicitationSessionScope = &acpjson.Lenient{DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ElicitationSessionScope, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ElicitationSessionScope) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ElicitationSessionScope", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain ElicitationSessionScope
+	if err := acpjson.Into(data, (*plain)(v), lenientElicitationSessionScope); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (ElicitationSessionScope) elicitationFormModeTag() string { return "" }
 
 func (ElicitationSessionScope) elicitationURLModeTag() string { return "" }
@@ -1431,6 +1955,23 @@ func (ElicitationSessionScope) elicitationURLModeTag() string { return "" }
 type ElicitationRequestScope struct {
 	// The pending Client-to-Agent request this elicitation is tied to.
 	RequestID RequestID `json:"requestId"`
+}
+
+// UnmarshalJSON reads the ElicitationRequestScope, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ElicitationRequestScope) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ElicitationRequestScope", []string{"requestId"}, nil); err != nil {
+		return err
+	}
+	type plain ElicitationRequestScope
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (ElicitationRequestScope) elicitationFormModeTag() string { return "" }
@@ -1475,6 +2016,29 @@ func (v ElicitationSchema) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientElicitationSchema are the members of ElicitationSchema the schema reads leniently.
+var lenientElicitationSchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ElicitationSchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ElicitationSchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ElicitationSchema", []string{"type", "properties"}, nil); err != nil {
+		return err
+	}
+	type plain ElicitationSchema
+	if err := acpjson.Into(data, (*plain)(v), lenientElicitationSchema); err != nil {
+		return err
+	}
+	if !v.Type.known() {
+		return fmt.Errorf("acpv2: ElicitationSchema's type %q is not one of its values", v.Type)
+	}
+	return nil
+}
+
 // Type discriminator for elicitation schemas.
 type ElicitationSchemaType string
 
@@ -1482,6 +2046,15 @@ const (
 	// Object schema type.
 	ElicitationSchemaTypeObject ElicitationSchemaType = "object"
 )
+
+// known reports whether e is one of the values the schema lists.
+func (e ElicitationSchemaType) known() bool {
+	switch e {
+	case ElicitationSchemaTypeObject:
+		return true
+	}
+	return false
+}
 
 // Property schema for elicitation form fields.
 //
@@ -1615,6 +2188,26 @@ type EnumOption struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientEnumOption are the members of EnumOption the schema reads leniently.
+var lenientEnumOption = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the EnumOption, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *EnumOption) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: EnumOption", []string{"const", "title"}, nil); err != nil {
+		return err
+	}
+	type plain EnumOption
+	if err := acpjson.Into(data, (*plain)(v), lenientEnumOption); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Schema for string properties in an elicitation form.
 //
 // When `enum` or `oneOf` is set, this represents a single-select enum
@@ -1666,6 +2259,23 @@ type StringPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientStringPropertySchema are the members of StringPropertySchema the schema reads leniently.
+var lenientStringPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the StringPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *StringPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain StringPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientStringPropertySchema); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (StringPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"string\"" }
 
 // Schema for number (floating-point) properties in an elicitation form.
@@ -1696,6 +2306,23 @@ type NumberPropertySchema struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientNumberPropertySchema are the members of NumberPropertySchema the schema reads leniently.
+var lenientNumberPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the NumberPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *NumberPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain NumberPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientNumberPropertySchema); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (NumberPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"number\"" }
@@ -1730,6 +2357,23 @@ type IntegerPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientIntegerPropertySchema are the members of IntegerPropertySchema the schema reads leniently.
+var lenientIntegerPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the IntegerPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *IntegerPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain IntegerPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientIntegerPropertySchema); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (IntegerPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"integer\"" }
 
 // Schema for boolean properties in an elicitation form.
@@ -1752,6 +2396,23 @@ type BooleanPropertySchema struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientBooleanPropertySchema are the members of BooleanPropertySchema the schema reads leniently.
+var lenientBooleanPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the BooleanPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *BooleanPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain BooleanPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientBooleanPropertySchema); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (BooleanPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"boolean\"" }
@@ -1852,6 +2513,23 @@ func (v StringMultiSelectItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// UnmarshalJSON reads the StringMultiSelectItems, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *StringMultiSelectItems) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: StringMultiSelectItems", []string{"enum"}, nil); err != nil {
+		return err
+	}
+	type plain StringMultiSelectItems
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (StringMultiSelectItems) multiSelectItemsTag() string { return "\"type\":\"string\"" }
 
 // Items definition for titled multi-select enum properties.
@@ -1873,6 +2551,23 @@ func (v TitledMultiSelectItems) MarshalJSON() ([]byte, error) {
 		v.AnyOf = []EnumOption{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the TitledMultiSelectItems, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TitledMultiSelectItems) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: TitledMultiSelectItems", []string{"anyOf"}, nil); err != nil {
+		return err
+	}
+	type plain TitledMultiSelectItems
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (TitledMultiSelectItems) multiSelectItemsTag() string { return "" }
@@ -1909,6 +2604,26 @@ type MultiSelectPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientMultiSelectPropertySchema are the members of MultiSelectPropertySchema the schema reads leniently.
+var lenientMultiSelectPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
+
+// UnmarshalJSON reads the MultiSelectPropertySchema, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MultiSelectPropertySchema) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: MultiSelectPropertySchema", []string{"items"}, nil); err != nil {
+		return err
+	}
+	type plain MultiSelectPropertySchema
+	if err := acpjson.Into(data, (*plain)(v), lenientMultiSelectPropertySchema); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (MultiSelectPropertySchema) elicitationPropertySchemaTag() string { return "\"type\":\"array\"" }
 
 // Form-based elicitation mode where the client renders a form from the provided schema.
@@ -1942,8 +2657,11 @@ func (v *ElicitationFormMode) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv2: ElicitationFormMode", []string{"requestedSchema"}, nil); err != nil {
+		return err
+	}
 	type plain ElicitationFormMode
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeElicitationFormMode(data)
@@ -2007,8 +2725,11 @@ func (v *ElicitationURLMode) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv2: ElicitationURLMode", []string{"elicitationId", "url"}, nil); err != nil {
+		return err
+	}
 	type plain ElicitationURLMode
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeElicitationURLMode(data)
@@ -2074,6 +2795,26 @@ type InitializeResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientInitializeResponse are the members of InitializeResponse the schema reads leniently.
+var lenientInitializeResponse = &acpjson.Lenient{DefaultOnError: []string{"capabilities"}, SkipInvalid: []string{"authMethods"}}
+
+// UnmarshalJSON reads the InitializeResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *InitializeResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: InitializeResponse", []string{"protocolVersion", "info"}, nil); err != nil {
+		return err
+	}
+	type plain InitializeResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientInitializeResponse); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Protocol version identifier.
 //
 // This version is only bumped for breaking changes.
@@ -2103,6 +2844,26 @@ type Implementation struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientImplementation are the members of Implementation the schema reads leniently.
+var lenientImplementation = &acpjson.Lenient{DefaultOnError: []string{"title"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Implementation, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Implementation) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Implementation", []string{"name", "version"}, nil); err != nil {
+		return err
+	}
+	type plain Implementation
+	if err := acpjson.Into(data, (*plain)(v), lenientImplementation); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Capabilities supported by the agent.
@@ -2144,6 +2905,23 @@ type AgentCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAgentCapabilities are the members of AgentCapabilities the schema reads leniently.
+var lenientAgentCapabilities = &acpjson.Lenient{DefaultOnError: []string{"session", "auth", "providers"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AgentCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain AgentCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientAgentCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Session capabilities supported by the agent.
@@ -2250,6 +3028,23 @@ type SessionCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionCapabilities are the members of SessionCapabilities the schema reads leniently.
+var lenientSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"prompt", "mcp", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SessionCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Prompt capabilities supported by the agent in `session/prompt` requests.
 //
 // Baseline agent functionality requires support for `text`
@@ -2287,6 +3082,23 @@ type PromptCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientPromptCapabilities are the members of PromptCapabilities the schema reads leniently.
+var lenientPromptCapabilities = &acpjson.Lenient{DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the PromptCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PromptCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain PromptCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientPromptCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Capabilities for image content in prompt requests.
@@ -2354,6 +3166,23 @@ type MCPCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientMCPCapabilities are the members of MCPCapabilities the schema reads leniently.
+var lenientMCPCapabilities = &acpjson.Lenient{DefaultOnError: []string{"stdio", "http", "acp"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the MCPCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain MCPCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientMCPCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Capabilities for stdio MCP server transports.
@@ -2430,6 +3259,23 @@ type AgentAuthCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAgentAuthCapabilities are the members of AgentAuthCapabilities the schema reads leniently.
+var lenientAgentAuthCapabilities = &acpjson.Lenient{DefaultOnError: []string{"status"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AgentAuthCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentAuthCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain AgentAuthCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientAgentAuthCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Describes an available authentication method.
@@ -2536,6 +3382,23 @@ type EnvVariable struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the EnvVariable, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *EnvVariable) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: EnvVariable", []string{"name", "value"}, nil); err != nil {
+		return err
+	}
+	type plain EnvVariable
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Terminal-based authentication method.
 //
 // The client runs the configured agent program as a separate interactive
@@ -2566,6 +3429,26 @@ type AuthMethodTerminal struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAuthMethodTerminal are the members of AuthMethodTerminal the schema reads leniently.
+var lenientAuthMethodTerminal = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AuthMethodTerminal, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthMethodTerminal) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AuthMethodTerminal", []string{"methodId", "name"}, nil); err != nil {
+		return err
+	}
+	type plain AuthMethodTerminal
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthMethodTerminal); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (AuthMethodTerminal) authMethodTag() string { return "\"type\":\"terminal\"" }
 
 // Agent handles authentication itself through `auth/login`.
@@ -2586,6 +3469,26 @@ type AuthMethodAgent struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAuthMethodAgent are the members of AuthMethodAgent the schema reads leniently.
+var lenientAuthMethodAgent = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AuthMethodAgent, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthMethodAgent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AuthMethodAgent", []string{"methodId", "name"}, nil); err != nil {
+		return err
+	}
+	type plain AuthMethodAgent
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthMethodAgent); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (AuthMethodAgent) authMethodTag() string { return "\"type\":\"agent\"" }
@@ -2642,6 +3545,26 @@ type NewSessionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientNewSessionResponse are the members of NewSessionResponse the schema reads leniently.
+var lenientNewSessionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
+
+// UnmarshalJSON reads the NewSessionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *NewSessionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: NewSessionResponse", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain NewSessionResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientNewSessionResponse); err != nil {
+		return err
+	}
+	return nil
+}
+
 // A session configuration option selector and its current state.
 type SessionConfigOption struct {
 	// Unique identifier for the configuration option.
@@ -2683,14 +3606,20 @@ func (v SessionConfigOption) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// lenientSessionConfigOption are the members of SessionConfigOption the schema reads leniently.
+var lenientSessionConfigOption = &acpjson.Lenient{DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *SessionConfigOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv2: SessionConfigOption", []string{"configId", "name"}, nil); err != nil {
+		return err
+	}
 	type plain SessionConfigOption
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigOption); err != nil {
 		return err
 	}
 	variant, err := decodeSessionConfigOption(data)
@@ -2870,6 +3799,26 @@ type SessionConfigSelectOption struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionConfigSelectOption are the members of SessionConfigSelectOption the schema reads leniently.
+var lenientSessionConfigSelectOption = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionConfigSelectOption, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigSelectOption) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionConfigSelectOption", []string{"value", "name"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigSelectOption
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigSelectOption); err != nil {
+		return err
+	}
+	return nil
+}
+
 // A group of possible values for a session configuration option.
 type SessionConfigSelectGroup struct {
 	// Unique identifier for this group.
@@ -2895,6 +3844,26 @@ func (v SessionConfigSelectGroup) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientSessionConfigSelectGroup are the members of SessionConfigSelectGroup the schema reads leniently.
+var lenientSessionConfigSelectGroup = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"options"}}
+
+// UnmarshalJSON reads the SessionConfigSelectGroup, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigSelectGroup) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionConfigSelectGroup", []string{"groupId", "name", "options"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigSelectGroup
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigSelectGroup); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Unique identifier for a session configuration option value group.
 type SessionConfigGroupID string
 
@@ -2907,12 +3876,46 @@ type SessionConfigSelect struct {
 	Options SessionConfigSelectOptions `json:"options"`
 }
 
+// UnmarshalJSON reads the SessionConfigSelect, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigSelect) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionConfigSelect", []string{"currentValue", "options"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigSelect
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SessionConfigSelect) sessionConfigOptionTag() string { return "\"type\":\"select\"" }
 
 // A boolean on/off toggle session configuration option payload.
 type SessionConfigBoolean struct {
 	// The current value of the boolean option.
 	CurrentValue bool `json:"currentValue"`
+}
+
+// UnmarshalJSON reads the SessionConfigBoolean, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigBoolean) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionConfigBoolean", []string{"currentValue"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigBoolean
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (SessionConfigBoolean) sessionConfigOptionTag() string { return "\"type\":\"boolean\"" }
@@ -3099,6 +4102,23 @@ type TextCommandInput struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the TextCommandInput, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TextCommandInput) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: TextCommandInput", []string{"hint"}, nil); err != nil {
+		return err
+	}
+	type plain TextCommandInput
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (TextCommandInput) availableCommandInputTag() string { return "\"type\":\"text\"" }
 
 // A slash command the user can invoke by including it in a prompt.
@@ -3121,6 +4141,26 @@ type Command struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientCommand are the members of Command the schema reads leniently.
+var lenientCommand = &acpjson.Lenient{DefaultOnError: []string{"input"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Command, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Command) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Command", []string{"name", "description"}, nil); err != nil {
+		return err
+	}
+	type plain Command
+	if err := acpjson.Into(data, (*plain)(v), lenientCommand); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (Command) availableCommandTag() string { return "\"type\":\"command\"" }
@@ -3148,6 +4188,26 @@ func (v ListSessionsResponse) MarshalJSON() ([]byte, error) {
 		v.Sessions = []SessionInfo{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// lenientListSessionsResponse are the members of ListSessionsResponse the schema reads leniently.
+var lenientListSessionsResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"sessions"}}
+
+// UnmarshalJSON reads the ListSessionsResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ListSessionsResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ListSessionsResponse", []string{"sessions"}, nil); err != nil {
+		return err
+	}
+	type plain ListSessionsResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientListSessionsResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Information about a session returned by session/list
@@ -3187,6 +4247,26 @@ type SessionInfo struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientSessionInfo are the members of SessionInfo the schema reads leniently.
+var lenientSessionInfo = &acpjson.Lenient{DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionInfo, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionInfo) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionInfo", []string{"sessionId", "cwd"}, nil); err != nil {
+		return err
+	}
+	type plain SessionInfo
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionInfo); err != nil {
+		return err
+	}
+	return nil
 }
 
 // An opaque cursor used to paginate `session/list` results.
@@ -3439,6 +4519,23 @@ type BackgroundTerminal struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the BackgroundTerminal, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *BackgroundTerminal) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: BackgroundTerminal", []string{"terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain BackgroundTerminal
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (BackgroundTerminal) backgroundWorkTag() string { return "\"type\":\"terminal\"" }
 
 // A listed tool call whose work continues in the background.
@@ -3451,6 +4548,23 @@ type BackgroundToolCall struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the BackgroundToolCall, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *BackgroundToolCall) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: BackgroundToolCall", []string{"toolCallId"}, nil); err != nil {
+		return err
+	}
+	type plain BackgroundToolCall
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (BackgroundToolCall) backgroundWorkTag() string { return "\"type\":\"tool_call\"" }
@@ -3472,6 +4586,23 @@ type RunningStateUpdate struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientRunningStateUpdate are the members of RunningStateUpdate the schema reads leniently.
+var lenientRunningStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"background"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the RunningStateUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *RunningStateUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain RunningStateUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientRunningStateUpdate); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (RunningStateUpdate) stateUpdateTag() string { return "\"state\":\"running\"" }
@@ -3496,6 +4627,26 @@ type Error struct {
 	// define a shape: [`UnsupportedProtocolVersionErrorData`] for `-32022`, and
 	// [`SessionNotFoundErrorData`] for `-32002` when a session is not found.
 	Data ErrorData `json:"data,omitzero"`
+}
+
+// lenientError are the members of Error the schema reads leniently.
+var lenientError = &acpjson.Lenient{DefaultOnError: []string{"data"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Error, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Error) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Error", []string{"code", "message"}, nil); err != nil {
+		return err
+	}
+	type plain Error
+	if err := acpjson.Into(data, (*plain)(v), lenientError); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Predefined error codes for common JSON-RPC and ACP-specific errors.
@@ -3559,6 +4710,23 @@ func (v UnsupportedProtocolVersionErrorData) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// UnmarshalJSON reads the UnsupportedProtocolVersionErrorData, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UnsupportedProtocolVersionErrorData) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: UnsupportedProtocolVersionErrorData", []string{"requested", "supported"}, nil); err != nil {
+		return err
+	}
+	type plain UnsupportedProtocolVersionErrorData
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Data for the `-32002` (Resource not found) error when a session-scoped request names a
 // session that does not exist or is not active.
 //
@@ -3574,6 +4742,23 @@ type SessionNotFoundErrorData struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the SessionNotFoundErrorData, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionNotFoundErrorData) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionNotFoundErrorData", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain SessionNotFoundErrorData
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Details of a failure that ended active work.
 type ErrorStopReason struct {
 	// The failure, as a JSON-RPC error object.
@@ -3581,6 +4766,23 @@ type ErrorStopReason struct {
 	// Optional. Omitted and `null` are equivalent and mean the agent is not reporting failure details.
 	// Agents SHOULD include it.
 	Error *Error `json:"error,omitempty"`
+}
+
+// lenientErrorStopReason are the members of ErrorStopReason the schema reads leniently.
+var lenientErrorStopReason = &acpjson.Lenient{DefaultOnError: []string{"error"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ErrorStopReason, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ErrorStopReason) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ErrorStopReason
+	if err := acpjson.Into(data, (*plain)(v), lenientErrorStopReason); err != nil {
+		return err
+	}
+	return nil
 }
 
 // No foreground work is active. Background activity may continue.
@@ -3631,6 +4833,23 @@ type IdleStateUpdate struct {
 	//
 	// Set only when StopReason is "error".
 	Error *Error `json:"error,omitempty"`
+}
+
+// lenientIdleStateUpdate are the members of IdleStateUpdate the schema reads leniently.
+var lenientIdleStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"usage", "background", "error"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the IdleStateUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *IdleStateUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain IdleStateUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientIdleStateUpdate); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (IdleStateUpdate) stateUpdateTag() string { return "\"state\":\"idle\"" }
@@ -3700,6 +4919,23 @@ type RequiresActionStateUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientRequiresActionStateUpdate are the members of RequiresActionStateUpdate the schema reads leniently.
+var lenientRequiresActionStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"background"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the RequiresActionStateUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *RequiresActionStateUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain RequiresActionStateUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientRequiresActionStateUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (RequiresActionStateUpdate) stateUpdateTag() string { return "\"state\":\"requires_action\"" }
 
 // Response from resuming an existing session.
@@ -3728,6 +4964,23 @@ type ResumeSessionResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientResumeSessionResponse are the members of ResumeSessionResponse the schema reads leniently.
+var lenientResumeSessionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
+
+// UnmarshalJSON reads the ResumeSessionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ResumeSessionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ResumeSessionResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientResumeSessionResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Response from closing a session.
@@ -3781,6 +5034,26 @@ func (v SetSessionConfigOptionResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientSetSessionConfigOptionResponse are the members of SetSessionConfigOptionResponse the schema reads leniently.
+var lenientSetSessionConfigOptionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+
+// UnmarshalJSON reads the SetSessionConfigOptionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SetSessionConfigOptionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SetSessionConfigOptionResponse", []string{"configOptions"}, nil); err != nil {
+		return err
+	}
+	type plain SetSessionConfigOptionResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientSetSessionConfigOptionResponse); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Response acknowledging that a user prompt was inserted into the ACP conversation.
 //
 // This response does not indicate that the prompt was merely received or held, nor that the
@@ -3806,6 +5079,23 @@ type PromptResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the PromptResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PromptResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: PromptResponse", []string{"messageId"}, nil); err != nil {
+		return err
+	}
+	type plain PromptResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Identifier for a message, unique among messages of the same type within a session.
@@ -3838,6 +5128,23 @@ type UpdateSessionNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the UpdateSessionNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UpdateSessionNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: UpdateSessionNotification", []string{"sessionId", "update"}, nil); err != nil {
+		return err
+	}
+	type plain UpdateSessionNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Different types of updates that can be sent while a session exists.
@@ -3954,6 +5261,23 @@ type UserMessageChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the UserMessageChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UserMessageChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: UserMessageChunk", []string{"messageId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain UserMessageChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (UserMessageChunk) sessionUpdateTag() string { return "\"sessionUpdate\":\"user_message_chunk\"" }
 
 // A chunk of the agent's response being streamed.
@@ -3972,6 +5296,23 @@ type AgentMessageChunk struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the AgentMessageChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentMessageChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AgentMessageChunk", []string{"messageId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain AgentMessageChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (AgentMessageChunk) sessionUpdateTag() string {
@@ -3994,6 +5335,23 @@ type AgentThoughtChunk struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the AgentThoughtChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentThoughtChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AgentThoughtChunk", []string{"messageId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain AgentThoughtChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (AgentThoughtChunk) sessionUpdateTag() string {
@@ -4053,6 +5411,23 @@ type ContentChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ContentChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ContentChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ContentChunk", []string{"messageId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain ContentChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // A user message upsert.
 //
 // Only `messageId` is required. `content` has patch semantics:
@@ -4080,6 +5455,26 @@ type UserMessage struct {
 	//
 	// See protocol docs: [Metadata Patches](https://agentclientprotocol.com/protocol/v2/extensibility#metadata-patches)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientUserMessage are the members of UserMessage the schema reads leniently.
+var lenientUserMessage = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"content"}}
+
+// UnmarshalJSON reads the UserMessage, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UserMessage) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: UserMessage", []string{"messageId"}, nil); err != nil {
+		return err
+	}
+	type plain UserMessage
+	if err := acpjson.Into(data, (*plain)(v), lenientUserMessage); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (UserMessage) sessionUpdateTag() string { return "\"sessionUpdate\":\"user_message\"" }
@@ -4113,6 +5508,26 @@ type AgentMessage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAgentMessage are the members of AgentMessage the schema reads leniently.
+var lenientAgentMessage = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"content"}}
+
+// UnmarshalJSON reads the AgentMessage, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentMessage) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AgentMessage", []string{"messageId"}, nil); err != nil {
+		return err
+	}
+	type plain AgentMessage
+	if err := acpjson.Into(data, (*plain)(v), lenientAgentMessage); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (AgentMessage) sessionUpdateTag() string { return "\"sessionUpdate\":\"agent_message\"" }
 
 // An agent thought or reasoning message upsert.
@@ -4144,6 +5559,26 @@ type AgentThought struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAgentThought are the members of AgentThought the schema reads leniently.
+var lenientAgentThought = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"content"}}
+
+// UnmarshalJSON reads the AgentThought, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AgentThought) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AgentThought", []string{"messageId"}, nil); err != nil {
+		return err
+	}
+	type plain AgentThought
+	if err := acpjson.Into(data, (*plain)(v), lenientAgentThought); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (AgentThought) sessionUpdateTag() string { return "\"sessionUpdate\":\"agent_thought\"" }
 
 // A streamed item of tool-call content.
@@ -4166,6 +5601,23 @@ type ToolCallContentChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ToolCallContentChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ToolCallContentChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ToolCallContentChunk", []string{"toolCallId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain ToolCallContentChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (ToolCallContentChunk) sessionUpdateTag() string {
 	return "\"sessionUpdate\":\"tool_call_content_chunk\""
 }
@@ -4180,6 +5632,23 @@ type TerminalOutput struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the TerminalOutput, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TerminalOutput) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: TerminalOutput", []string{"data"}, nil); err != nil {
+		return err
+	}
+	type plain TerminalOutput
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Exit information for an agent-owned terminal.
@@ -4204,6 +5673,23 @@ type TerminalExitStatus struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientTerminalExitStatus are the members of TerminalExitStatus the schema reads leniently.
+var lenientTerminalExitStatus = &acpjson.Lenient{DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the TerminalExitStatus, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TerminalExitStatus) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain TerminalExitStatus
+	if err := acpjson.Into(data, (*plain)(v), lenientTerminalExitStatus); err != nil {
+		return err
+	}
+	return nil
+}
+
 // The size of an agent-owned terminal in character cells.
 type TerminalSize struct {
 	// Number of columns.
@@ -4216,6 +5702,23 @@ type TerminalSize struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the TerminalSize, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TerminalSize) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: TerminalSize", []string{"cols", "rows"}, nil); err != nil {
+		return err
+	}
+	type plain TerminalSize
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Client-initiated controls a terminal currently supports.
@@ -4236,6 +5739,23 @@ type TerminalCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientTerminalCapabilities are the members of TerminalCapabilities the schema reads leniently.
+var lenientTerminalCapabilities = &acpjson.Lenient{DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the TerminalCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TerminalCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain TerminalCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientTerminalCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Capability to cancel a terminal with `terminal/cancel`.
@@ -4289,6 +5809,26 @@ type TerminalUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientTerminalUpdate are the members of TerminalUpdate the schema reads leniently.
+var lenientTerminalUpdate = &acpjson.Lenient{DefaultOnError: []string{"command", "cwd", "output", "exitStatus", "size", "capabilities"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the TerminalUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TerminalUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: TerminalUpdate", []string{"terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain TerminalUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientTerminalUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (TerminalUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"terminal_update\"" }
 
 // A chunk of bytes appended to an agent-owned terminal's output.
@@ -4304,6 +5844,23 @@ type TerminalOutputChunk struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the TerminalOutputChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *TerminalOutputChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: TerminalOutputChunk", []string{"terminalId", "data"}, nil); err != nil {
+		return err
+	}
+	type plain TerminalOutputChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (TerminalOutputChunk) sessionUpdateTag() string {
@@ -4422,6 +5979,23 @@ type PlanEntry struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the PlanEntry, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanEntry) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: PlanEntry", []string{"content", "priority", "status"}, nil); err != nil {
+		return err
+	}
+	type plain PlanEntry
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Priority levels for plan entries.
 //
 // Used to indicate the relative importance or urgency of different
@@ -4493,6 +6067,26 @@ func (v PlanItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientPlanItems are the members of PlanItems the schema reads leniently.
+var lenientPlanItems = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"entries"}}
+
+// UnmarshalJSON reads the PlanItems, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanItems) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: PlanItems", []string{"planId", "entries"}, nil); err != nil {
+		return err
+	}
+	type plain PlanItems
+	if err := acpjson.Into(data, (*plain)(v), lenientPlanItems); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (PlanItems) planUpdateContentTag() string { return "\"type\":\"items\"" }
 
 // A content update for a plan identified by ID.
@@ -4505,6 +6099,23 @@ type PlanUpdate struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the PlanUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: PlanUpdate", []string{"plan"}, nil); err != nil {
+		return err
+	}
+	type plain PlanUpdate
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (PlanUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"plan_update\"" }
@@ -4530,6 +6141,26 @@ func (v AvailableCommandsUpdate) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// lenientAvailableCommandsUpdate are the members of AvailableCommandsUpdate the schema reads leniently.
+var lenientAvailableCommandsUpdate = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
+
+// UnmarshalJSON reads the AvailableCommandsUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AvailableCommandsUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AvailableCommandsUpdate", []string{"availableCommands"}, nil); err != nil {
+		return err
+	}
+	type plain AvailableCommandsUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientAvailableCommandsUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (AvailableCommandsUpdate) sessionUpdateTag() string {
 	return "\"sessionUpdate\":\"available_commands_update\""
 }
@@ -4553,6 +6184,26 @@ func (v ConfigOptionUpdate) MarshalJSON() ([]byte, error) {
 		v.ConfigOptions = []SessionConfigOption{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// lenientConfigOptionUpdate are the members of ConfigOptionUpdate the schema reads leniently.
+var lenientConfigOptionUpdate = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+
+// UnmarshalJSON reads the ConfigOptionUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ConfigOptionUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ConfigOptionUpdate", []string{"configOptions"}, nil); err != nil {
+		return err
+	}
+	type plain ConfigOptionUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientConfigOptionUpdate); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (ConfigOptionUpdate) sessionUpdateTag() string {
@@ -4583,6 +6234,23 @@ type SessionInfoUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionInfoUpdate are the members of SessionInfoUpdate the schema reads leniently.
+var lenientSessionInfoUpdate = &acpjson.Lenient{DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionInfoUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionInfoUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SessionInfoUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionInfoUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SessionInfoUpdate) sessionUpdateTag() string {
 	return "\"sessionUpdate\":\"session_info_update\""
 }
@@ -4602,6 +6270,23 @@ type Cost struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the Cost, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Cost) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Cost", []string{"amount", "currency"}, nil); err != nil {
+		return err
+	}
+	type plain Cost
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Context window and cost update for a session.
 type UsageUpdate struct {
 	// Tokens currently in context.
@@ -4618,6 +6303,26 @@ type UsageUpdate struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientUsageUpdate are the members of UsageUpdate the schema reads leniently.
+var lenientUsageUpdate = &acpjson.Lenient{DefaultOnError: []string{"cost"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the UsageUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UsageUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: UsageUpdate", []string{"used", "size"}, nil); err != nil {
+		return err
+	}
+	type plain UsageUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientUsageUpdate); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (UsageUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"usage_update\"" }
@@ -4661,6 +6366,26 @@ type Notice struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientNotice are the members of Notice the schema reads leniently.
+var lenientNotice = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Notice, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Notice) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Notice", []string{"severity", "title"}, nil); err != nil {
+		return err
+	}
+	type plain Notice
+	if err := acpjson.Into(data, (*plain)(v), lenientNotice); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (Notice) sessionUpdateTag() string { return "\"sessionUpdate\":\"notice\"" }
@@ -4714,6 +6439,26 @@ type CompactionUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientCompactionUpdate are the members of CompactionUpdate the schema reads leniently.
+var lenientCompactionUpdate = &acpjson.Lenient{DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
+
+// UnmarshalJSON reads the CompactionUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CompactionUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: CompactionUpdate", []string{"compactionId", "status"}, nil); err != nil {
+		return err
+	}
+	type plain CompactionUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientCompactionUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (CompactionUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"compaction_update\"" }
 
 // A content block appended to a compaction's summary. A first-seen ID creates
@@ -4732,6 +6477,23 @@ type CompactionSummaryChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the CompactionSummaryChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CompactionSummaryChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: CompactionSummaryChunk", []string{"compactionId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain CompactionSummaryChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (CompactionSummaryChunk) sessionUpdateTag() string {
 	return "\"sessionUpdate\":\"compaction_summary_chunk\""
 }
@@ -4748,6 +6510,23 @@ type CompleteElicitationNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the CompleteElicitationNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CompleteElicitationNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: CompleteElicitationNotification", []string{"elicitationId"}, nil); err != nil {
+		return err
+	}
+	type plain CompleteElicitationNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Allows either side to send an arbitrary notification that is not part of the ACP spec.
@@ -4775,6 +6554,26 @@ type InitializeRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientInitializeRequest are the members of InitializeRequest the schema reads leniently.
+var lenientInitializeRequest = &acpjson.Lenient{DefaultOnError: []string{"capabilities"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the InitializeRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *InitializeRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: InitializeRequest", []string{"protocolVersion", "info"}, nil); err != nil {
+		return err
+	}
+	type plain InitializeRequest
+	if err := acpjson.Into(data, (*plain)(v), lenientInitializeRequest); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Capabilities supported by the client.
@@ -4805,6 +6604,23 @@ type ClientCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientClientCapabilities are the members of ClientCapabilities the schema reads leniently.
+var lenientClientCapabilities = &acpjson.Lenient{DefaultOnError: []string{"auth", "elicitation"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ClientCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ClientCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ClientCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientClientCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Authentication capabilities supported by the client.
 //
 // Advertised during initialization to inform the agent which authentication
@@ -4824,6 +6640,23 @@ type ClientAuthCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientClientAuthCapabilities are the members of ClientAuthCapabilities the schema reads leniently.
+var lenientClientAuthCapabilities = &acpjson.Lenient{DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ClientAuthCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ClientAuthCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ClientAuthCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientClientAuthCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Capabilities for terminal authentication methods.
@@ -4858,6 +6691,23 @@ type ElicitationCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientElicitationCapabilities are the members of ElicitationCapabilities the schema reads leniently.
+var lenientElicitationCapabilities = &acpjson.Lenient{DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the ElicitationCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ElicitationCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain ElicitationCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientElicitationCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Form-based elicitation capabilities.
@@ -4901,6 +6751,23 @@ type LoginAuthRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the LoginAuthRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *LoginAuthRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: LoginAuthRequest", []string{"methodId"}, nil); err != nil {
+		return err
+	}
+	type plain LoginAuthRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request parameters for the `auth/logout` method.
@@ -4951,6 +6818,23 @@ type NewSessionRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the NewSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *NewSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: NewSessionRequest", []string{"cwd"}, nil); err != nil {
+		return err
+	}
+	type plain NewSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Configuration for connecting to an MCP (Model Context Protocol) server.
@@ -5060,6 +6944,23 @@ type HTTPHeader struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the HTTPHeader, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *HTTPHeader) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: HTTPHeader", []string{"name", "value"}, nil); err != nil {
+		return err
+	}
+	type plain HTTPHeader
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // HTTP transport configuration for MCP.
 type MCPServerHTTP struct {
 	// Human-readable name identifying this MCP server.
@@ -5075,6 +6976,23 @@ type MCPServerHTTP struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the MCPServerHTTP, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPServerHTTP) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: MCPServerHTTP", []string{"name", "url"}, nil); err != nil {
+		return err
+	}
+	type plain MCPServerHTTP
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (MCPServerHTTP) mcpServerTag() string { return "\"type\":\"http\"" }
@@ -5096,6 +7014,23 @@ type MCPServerStdio struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the MCPServerStdio, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPServerStdio) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: MCPServerStdio", []string{"name", "command"}, nil); err != nil {
+		return err
+	}
+	type plain MCPServerStdio
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (MCPServerStdio) mcpServerTag() string { return "\"type\":\"stdio\"" }
@@ -5145,6 +7080,23 @@ type DeleteSessionRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the DeleteSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DeleteSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DeleteSessionRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain DeleteSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request parameters for resuming an existing session.
@@ -5203,6 +7155,23 @@ type ResumeSessionRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the ResumeSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ResumeSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ResumeSessionRequest", []string{"sessionId", "cwd"}, nil); err != nil {
+		return err
+	}
+	type plain ResumeSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Inclusive cursor describing where replayed session history should begin.
@@ -5334,6 +7303,23 @@ type CloseSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the CloseSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CloseSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: CloseSessionRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain CloseSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Request parameters for cancelling one tool call.
 //
 // Clients MUST NOT send it unless the tool call currently advertises `capabilities.cancel`.
@@ -5357,6 +7343,23 @@ type CancelToolCallRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the CancelToolCallRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CancelToolCallRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: CancelToolCallRequest", []string{"sessionId", "toolCallId"}, nil); err != nil {
+		return err
+	}
+	type plain CancelToolCallRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request parameters for cancelling one terminal.
@@ -5383,6 +7386,23 @@ type CancelTerminalRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the CancelTerminalRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CancelTerminalRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: CancelTerminalRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
+		return err
+	}
+	type plain CancelTerminalRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Request parameters for setting a session configuration option.
@@ -5430,8 +7450,11 @@ func (v *SetSessionConfigOptionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
+	if err := acpjson.Require(data, "acpv2: SetSessionConfigOptionRequest", []string{"sessionId", "configId"}, nil); err != nil {
+		return err
+	}
 	type plain SetSessionConfigOptionRequest
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeSetSessionConfigOptionRequest(data)
@@ -5470,12 +7493,46 @@ type SessionConfigIDValue struct {
 	Value SessionConfigValueID `json:"value"`
 }
 
+// UnmarshalJSON reads the SessionConfigIDValue, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigIDValue) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionConfigIDValue", []string{"value"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigIDValue
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SessionConfigIDValue) setSessionConfigOptionRequestTag() string { return "\"type\":\"id\"" }
 
 // A boolean value (`type: "boolean"`).
 type SessionConfigBooleanValue struct {
 	// The boolean value.
 	Value bool `json:"value"`
+}
+
+// UnmarshalJSON reads the SessionConfigBooleanValue, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionConfigBooleanValue) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionConfigBooleanValue", []string{"value"}, nil); err != nil {
+		return err
+	}
+	type plain SessionConfigBooleanValue
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (SessionConfigBooleanValue) setSessionConfigOptionRequestTag() string {
@@ -5558,6 +7615,23 @@ func (v PromptRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// UnmarshalJSON reads the PromptRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PromptRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: PromptRequest", []string{"sessionId", "prompt"}, nil); err != nil {
+		return err
+	}
+	type plain PromptRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Response to a permission request.
 type RequestPermissionResponse struct {
 	// The user's decision on the permission request.
@@ -5568,6 +7642,23 @@ type RequestPermissionResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the RequestPermissionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *RequestPermissionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: RequestPermissionResponse", []string{"outcome"}, nil); err != nil {
+		return err
+	}
+	type plain RequestPermissionResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // The outcome of a permission request.
@@ -5682,6 +7773,23 @@ type SelectedPermissionOutcome struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the SelectedPermissionOutcome, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SelectedPermissionOutcome) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SelectedPermissionOutcome", []string{"optionId"}, nil); err != nil {
+		return err
+	}
+	type plain SelectedPermissionOutcome
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SelectedPermissionOutcome) requestPermissionOutcomeTag() string {
 	return "\"outcome\":\"selected\""
 }
@@ -5722,7 +7830,7 @@ func (v *CreateElicitationResponse) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain CreateElicitationResponse
-	if err := json.Unmarshal(data, (*plain)(v)); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
 		return err
 	}
 	variant, err := decodeCreateElicitationResponse(data)
@@ -5934,6 +8042,23 @@ type CancelSessionNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the CancelSessionNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CancelSessionNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: CancelSessionNotification", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain CancelSessionNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Notification to cancel an ongoing request.
 //
 // See protocol docs: [Cancellation](https://agentclientprotocol.com/protocol/v2/cancellation)
@@ -5947,4 +8072,21 @@ type CancelRequestNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the CancelRequestNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *CancelRequestNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: CancelRequestNotification", []string{"requestId"}, nil); err != nil {
+		return err
+	}
+	type plain CancelRequestNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }

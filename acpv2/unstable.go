@@ -31,6 +31,23 @@ type MessageMCPRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the MessageMCPRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MessageMCPRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: MessageMCPRequest", []string{"serverId", "requestId", "method"}, nil); err != nil {
+		return err
+	}
+	type plain MessageMCPRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -93,6 +110,23 @@ type SessionSystemPromptCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionSystemPromptCapabilities are the members of SessionSystemPromptCapabilities the schema reads leniently.
+var lenientSessionSystemPromptCapabilities = &acpjson.Lenient{DefaultOnError: []string{"mode"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionSystemPromptCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionSystemPromptCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SessionSystemPromptCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionSystemPromptCapabilities); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -116,6 +150,23 @@ type SessionSystemPromptModeCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientSessionSystemPromptModeCapabilities are the members of SessionSystemPromptModeCapabilities the schema reads leniently.
+var lenientSessionSystemPromptModeCapabilities = &acpjson.Lenient{DefaultOnError: []string{"override"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionSystemPromptModeCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionSystemPromptModeCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SessionSystemPromptModeCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionSystemPromptModeCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -274,6 +325,23 @@ func (v ListProvidersResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// UnmarshalJSON reads the ListProvidersResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ListProvidersResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ListProvidersResponse", []string{"providers"}, nil); err != nil {
+		return err
+	}
+	type plain ListProvidersResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -307,6 +375,26 @@ func (v ProviderInfo) MarshalJSON() ([]byte, error) {
 		v.Supported = []LLMProtocol{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// lenientProviderInfo are the members of ProviderInfo the schema reads leniently.
+var lenientProviderInfo = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"supported"}}
+
+// UnmarshalJSON reads the ProviderInfo, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ProviderInfo) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ProviderInfo", []string{"providerId", "supported", "required"}, nil); err != nil {
+		return err
+	}
+	type plain ProviderInfo
+	if err := acpjson.Into(data, (*plain)(v), lenientProviderInfo); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -371,6 +459,23 @@ type ProviderCurrentConfig struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ProviderCurrentConfig, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ProviderCurrentConfig) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ProviderCurrentConfig", []string{"apiType", "baseUrl"}, nil); err != nil {
+		return err
+	}
+	type plain ProviderCurrentConfig
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -428,6 +533,26 @@ type AuthStatusResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAuthStatusResponse are the members of AuthStatusResponse the schema reads leniently.
+var lenientAuthStatusResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+
+// UnmarshalJSON reads the AuthStatusResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthStatusResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AuthStatusResponse", []string{"state"}, nil); err != nil {
+		return err
+	}
+	type plain AuthStatusResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthStatusResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -499,6 +624,26 @@ type AuthAccount struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientAuthAccount are the members of AuthAccount the schema reads leniently.
+var lenientAuthAccount = &acpjson.Lenient{DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the AuthAccount, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthAccount) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AuthAccount", []string{"label"}, nil); err != nil {
+		return err
+	}
+	type plain AuthAccount
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthAccount); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -527,6 +672,26 @@ type ForkSessionResponse struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientForkSessionResponse are the members of ForkSessionResponse the schema reads leniently.
+var lenientForkSessionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
+
+// UnmarshalJSON reads the ForkSessionResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ForkSessionResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ForkSessionResponse", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain ForkSessionResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientForkSessionResponse); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -592,6 +757,26 @@ type SessionStatusResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionStatusResponse are the members of SessionStatusResponse the schema reads leniently.
+var lenientSessionStatusResponse = &acpjson.Lenient{DefaultOnError: []string{"state"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SessionStatusResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionStatusResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionStatusResponse", []string{"status"}, nil); err != nil {
+		return err
+	}
+	type plain SessionStatusResponse
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionStatusResponse); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -640,6 +825,23 @@ type BackgroundSubagent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the BackgroundSubagent, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *BackgroundSubagent) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: BackgroundSubagent", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain BackgroundSubagent
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (BackgroundSubagent) backgroundWorkTag() string { return "\"type\":\"subagent\"" }
 
 // **UNSTABLE**
@@ -676,6 +878,26 @@ type Usage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientUsage are the members of Usage the schema reads leniently.
+var lenientUsage = &acpjson.Lenient{DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the Usage, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *Usage) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: Usage", []string{"totalTokens", "inputTokens", "outputTokens"}, nil); err != nil {
+		return err
+	}
+	type plain Usage
+	if err := acpjson.Into(data, (*plain)(v), lenientUsage); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -709,6 +931,23 @@ type UnknownStateUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientUnknownStateUpdate are the members of UnknownStateUpdate the schema reads leniently.
+var lenientUnknownStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"background"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the UnknownStateUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UnknownStateUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain UnknownStateUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientUnknownStateUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (UnknownStateUpdate) stateUpdateTag() string { return "\"state\":\"unknown\"" }
 
 // **UNSTABLE**
@@ -732,6 +971,23 @@ type SetSessionTitleResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the SetSessionTitleResponse, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SetSessionTitleResponse) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SetSessionTitleResponse", []string{"title"}, nil); err != nil {
+		return err
+	}
+	type plain SetSessionTitleResponse
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -750,6 +1006,23 @@ type PlanFile struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the PlanFile, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanFile) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: PlanFile", []string{"planId", "uri"}, nil); err != nil {
+		return err
+	}
+	type plain PlanFile
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (PlanFile) planUpdateContentTag() string { return "\"type\":\"file\"" }
@@ -774,6 +1047,23 @@ type PlanMarkdown struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the PlanMarkdown, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanMarkdown) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: PlanMarkdown", []string{"planId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain PlanMarkdown
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (PlanMarkdown) planUpdateContentTag() string { return "\"type\":\"markdown\"" }
 
 // **UNSTABLE**
@@ -792,6 +1082,23 @@ type PlanRemoved struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the PlanRemoved, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *PlanRemoved) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: PlanRemoved", []string{"planId"}, nil); err != nil {
+		return err
+	}
+	type plain PlanRemoved
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (PlanRemoved) sessionUpdateTag() string { return "\"sessionUpdate\":\"plan_removed\"" }
@@ -817,6 +1124,23 @@ type SubagentSessionCapabilities struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientSubagentSessionCapabilities are the members of SubagentSessionCapabilities the schema reads leniently.
+var lenientSubagentSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SubagentSessionCapabilities, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SubagentSessionCapabilities) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	type plain SubagentSessionCapabilities
+	if err := acpjson.Into(data, (*plain)(v), lenientSubagentSessionCapabilities); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -923,6 +1247,26 @@ type SubagentUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSubagentUpdate are the members of SubagentUpdate the schema reads leniently.
+var lenientSubagentUpdate = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
+
+// UnmarshalJSON reads the SubagentUpdate, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SubagentUpdate) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SubagentUpdate", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain SubagentUpdate
+	if err := acpjson.Into(data, (*plain)(v), lenientSubagentUpdate); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SubagentUpdate) sessionUpdateTag() string { return "\"sessionUpdate\":\"subagent_update\"" }
 
 // **UNSTABLE**
@@ -969,6 +1313,26 @@ type SessionMessage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// lenientSessionMessage are the members of SessionMessage the schema reads leniently.
+var lenientSessionMessage = &acpjson.Lenient{DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
+
+// UnmarshalJSON reads the SessionMessage, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionMessage) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionMessage", []string{"messageId"}, nil); err != nil {
+		return err
+	}
+	type plain SessionMessage
+	if err := acpjson.Into(data, (*plain)(v), lenientSessionMessage); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (SessionMessage) sessionUpdateTag() string { return "\"sessionUpdate\":\"session_message\"" }
 
 // **UNSTABLE**
@@ -993,6 +1357,23 @@ type SessionMessageChunk struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the SessionMessageChunk, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionMessageChunk) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionMessageChunk", []string{"messageId", "content"}, nil); err != nil {
+		return err
+	}
+	type plain SessionMessageChunk
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (SessionMessageChunk) sessionUpdateTag() string {
@@ -1028,6 +1409,26 @@ type AuthStatusUpdateNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// lenientAuthStatusUpdateNotification are the members of AuthStatusUpdateNotification the schema reads leniently.
+var lenientAuthStatusUpdateNotification = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+
+// UnmarshalJSON reads the AuthStatusUpdateNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *AuthStatusUpdateNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: AuthStatusUpdateNotification", []string{"state"}, nil); err != nil {
+		return err
+	}
+	type plain AuthStatusUpdateNotification
+	if err := acpjson.Into(data, (*plain)(v), lenientAuthStatusUpdateNotification); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1073,6 +1474,23 @@ type SetProviderRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the SetProviderRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SetProviderRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SetProviderRequest", []string{"providerId", "apiType", "baseUrl"}, nil); err != nil {
+		return err
+	}
+	type plain SetProviderRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1089,6 +1507,23 @@ type DisableProviderRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the DisableProviderRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *DisableProviderRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: DisableProviderRequest", []string{"providerId"}, nil); err != nil {
+		return err
+	}
+	type plain DisableProviderRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1138,6 +1573,23 @@ type MCPServerACP struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the MCPServerACP, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPServerACP) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: MCPServerACP", []string{"name", "serverId"}, nil); err != nil {
+		return err
+	}
+	type plain MCPServerACP
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (MCPServerACP) mcpServerTag() string { return "\"type\":\"acp\"" }
 
 // **UNSTABLE**
@@ -1183,6 +1635,23 @@ func (v SystemPrompt) MarshalJSON() ([]byte, error) {
 		v.Content = []ContentBlock{}
 	}
 	return json.Marshal(plain(v))
+}
+
+// UnmarshalJSON reads the SystemPrompt, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SystemPrompt) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SystemPrompt", []string{"mode", "content"}, nil); err != nil {
+		return err
+	}
+	type plain SystemPrompt
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1295,6 +1764,23 @@ type ForkSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ForkSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ForkSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ForkSessionRequest", []string{"sessionId", "cwd"}, nil); err != nil {
+		return err
+	}
+	type plain ForkSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1318,6 +1804,23 @@ type ArchiveSessionRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the ArchiveSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ArchiveSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ArchiveSessionRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain ArchiveSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1346,6 +1849,23 @@ type UnarchiveSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the UnarchiveSessionRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *UnarchiveSessionRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: UnarchiveSessionRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain UnarchiveSessionRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1368,6 +1888,23 @@ type SessionStatusRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the SessionStatusRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SessionStatusRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SessionStatusRequest", []string{"sessionId"}, nil); err != nil {
+		return err
+	}
+	type plain SessionStatusRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1401,6 +1938,23 @@ type SetSessionTitleRequest struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the SetSessionTitleRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *SetSessionTitleRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: SetSessionTitleRequest", []string{"sessionId", "title"}, nil); err != nil {
+		return err
+	}
+	type plain SetSessionTitleRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1472,6 +2026,23 @@ type MessageMCPResult struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the MessageMCPResult, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MessageMCPResult) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: MessageMCPResult", nil, []string{"result"}); err != nil {
+		return err
+	}
+	type plain MessageMCPResult
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 func (MessageMCPResult) messageMCPResponseTag() string { return "" }
 
 // A structured inner MCP error.
@@ -1487,6 +2058,23 @@ type MessageMCPError struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the MessageMCPError, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MessageMCPError) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: MessageMCPError", []string{"error"}, nil); err != nil {
+		return err
+	}
+	type plain MessageMCPError
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (MessageMCPError) messageMCPResponseTag() string { return "" }
@@ -1506,6 +2094,23 @@ type MCPError struct {
 	Message string `json:"message"`
 	// Optional error data. Explicit null is retained.
 	Data any `json:"data,omitempty"`
+}
+
+// UnmarshalJSON reads the MCPError, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MCPError) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: MCPError", []string{"code", "message"}, nil); err != nil {
+		return err
+	}
+	type plain MCPError
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1530,6 +2135,23 @@ type MessageMCPNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the MessageMCPNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *MessageMCPNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: MessageMCPNotification", []string{"serverId", "requestId", "method"}, nil); err != nil {
+		return err
+	}
+	type plain MessageMCPNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }
 
 // **UNSTABLE**
@@ -1592,6 +2214,23 @@ type ProxySuccessorRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// UnmarshalJSON reads the ProxySuccessorRequest, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ProxySuccessorRequest) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ProxySuccessorRequest", []string{"method"}, nil); err != nil {
+		return err
+	}
+	type plain ProxySuccessorRequest
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
+}
+
 // **UNSTABLE**
 //
 // This capability is not part of the spec yet, and may be removed or changed at any point.
@@ -1646,4 +2285,21 @@ type ProxySuccessorNotification struct {
 	//
 	// See protocol docs: [Extensibility](https://agentclientprotocol.com/protocol/v2/draft/extensibility)
 	Meta Meta `json:"_meta,omitzero"`
+}
+
+// UnmarshalJSON reads the ProxySuccessorNotification, refusing it without its required members or with
+// a value its closed enums do not list, and reading the members the schema
+// makes lenient as it says; null changes nothing.
+func (v *ProxySuccessorNotification) UnmarshalJSON(data []byte) error {
+	if acpjson.IsNull(data) {
+		return nil
+	}
+	if err := acpjson.Require(data, "acpv2: ProxySuccessorNotification", []string{"method"}, nil); err != nil {
+		return err
+	}
+	type plain ProxySuccessorNotification
+	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+		return err
+	}
+	return nil
 }

@@ -384,8 +384,11 @@ func TestEmptyHandlerSets(t *testing.T) {
 		require.ErrorAs(t, err, &rpcErr)
 		assert.EqualValues(t, acprpc.CodeMethodNotFound, rpcErr.Code)
 	}
-	for _, method := range []string{MethodInitialize, MethodSessionNew} {
-		_, err := Agent{}.Router().Handle(ctx, &acprpc.Request{ID: acprpc.Int64ID(1), Method: method, Params: json.RawMessage("{}")})
+	// The params every member the schema requires, as the zero values write them.
+	for method, params := range map[string]any{MethodInitialize: InitializeRequest{}, MethodSessionNew: NewSessionRequest{}} {
+		raw, err := json.Marshal(params)
+		require.NoError(t, err)
+		_, err = Agent{}.Router().Handle(ctx, &acprpc.Request{ID: acprpc.Int64ID(1), Method: method, Params: raw})
 		assert.NoError(t, err, "%s", method)
 	}
 }

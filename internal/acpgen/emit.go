@@ -55,6 +55,7 @@ func (w *writer) decl(d *decl) {
 	case kindEnum:
 		w.p("type %s %s\n", d.Name, d.Base)
 		w.consts(d)
+		w.knownMethod(d)
 	case kindSlice:
 		w.p("type %s []%s\n", d.Name, d.Base)
 	case kindStruct:
@@ -101,6 +102,7 @@ func (w *writer) structType(d *decl) {
 	}
 	w.p("}\n")
 	w.structMethods(d)
+	w.checkedUnmarshal(d)
 }
 
 // nilFixes are the required lists and maps, sent as [] or {} when nil.
@@ -136,12 +138,15 @@ func (w *writer) structMethods(d *decl) {
 	w.p("if err != nil { return nil, err }")
 	w.p("return acpjson.Merge(common, variant)\n}\n")
 
+	l := w.lenientVar(d)
 	w.p("// UnmarshalJSON reads the %s's own fields and its variant from the same object;", d.Name)
 	w.p("// null, which the schema makes the same as an omitted member, changes nothing.")
 	w.p("func (v *%s) UnmarshalJSON(data []byte) error {", d.Name)
 	w.p("if acpjson.IsNull(data) { return nil }")
+	w.requireCheck(d)
 	w.p("type plain %s", d.Name)
-	w.p("if err := json.Unmarshal(data, (*plain)(v)); err != nil { return err }")
+	w.p("if err := acpjson.Into(data, (*plain)(v), %s); err != nil { return err }", l)
+	w.enumChecks(d)
 	w.p("variant, err := decode%s(data)", d.Name)
 	w.p("if err != nil { return err }")
 	w.p("v.%s = variant\nreturn nil\n}\n", u.Field)

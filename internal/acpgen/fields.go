@@ -53,6 +53,8 @@ func (m *model) field(s, stable *acpschema.Schema, p string) (*field, error) {
 	}
 	required := s.IsRequired(p) || (prop.HasDefault() && !nullable && sh == shapeList)
 	f.Type, f.Omit = typ, omission(sh, required, nullable)
+	f.Required, f.Nullable, f.DefaultOnError = s.IsRequired(p), nullable, prop.XDefaultOnError
+	f.SkipInvalid = prop.XSkipInvalidItems && sh == shapeList
 	switch {
 	case required && !nullable && (sh == shapeList || sh == shapeMap):
 		f.NilFix = typ + "{}"

@@ -129,7 +129,7 @@ func writeFiles(m *model, sdk, out string) error {
 func importsOf(body string) string {
 	var used []string
 	for _, imp := range []struct{ name, path string }{
-		{"json.", "encoding/json"}, {"errors.", "errors"}, {"fmt.", "fmt"},
+		{"json.", "encoding/json"}, {"errors.", "errors"}, {"fmt.", "fmt"}, {"slices.", "slices"},
 		{"acpjson.", "github.com/acpkit/acprpc/internal/acpjson"},
 	} {
 		if regexp.MustCompile(`\b` + regexp.QuoteMeta(imp.name)).MatchString(body) {

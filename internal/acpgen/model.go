@@ -37,6 +37,7 @@ type decl struct {
 	DiscField  string      // kindUnknown: its Go field
 	Of         *union      // kindUnknown: the union
 	JSONKind   string      // kindScalar: the JSON kind it takes (jsonString, ...)
+	Closed     bool        // kindEnum: the schema lists every value it takes
 }
 
 type constant struct {
@@ -50,6 +51,11 @@ type field struct {
 	Omit                  string // "", "omitempty" or "omitzero"
 	Unstable              bool
 	NilFix                string // required list or map: the empty value nil is sent as
+	Required, Nullable    bool   // the schema requires the member; null is one of its values
+	DefaultOnError        bool   // the schema reads a malformed value as absent
+	SkipInvalid           bool   // the schema leaves a list's malformed elements out
+	Enum                  string // the closed enum the field holds, or a list of
+	EnumList              bool
 }
 
 // union is a set of variants, each a Go type implementing Iface.
@@ -131,6 +137,7 @@ func (m *model) build() error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 	}
+	m.markChecks()
 	m.collectMethods()
 	return nil
 }
@@ -288,6 +295,7 @@ func (m *model) fillEnum(d *decl, s, stable *acpschema.Schema) {
 	if len(others) > 0 {
 		d.Doc += "\n\nOther values: " + strings.Join(others, " ")
 	}
+	d.Closed = len(others) == 0
 }
 
 func hasConst(s *acpschema.Schema, c any) bool { return constVariant(s, c) != nil }

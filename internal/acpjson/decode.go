@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"sync"
@@ -111,7 +112,11 @@ func generic(data []byte, rv reflect.Value) error {
 }
 
 // decodeStruct decodes the object data into the struct rv.
-func decodeStruct(data []byte, rv reflect.Value) error {
+func decodeStruct(data []byte, rv reflect.Value) error { return decodeStructWith(data, rv, nil) }
+
+// decodeStructWith is decodeStruct with the members l names read as the
+// schema reads them, leniently.
+func decodeStructWith(data []byte, rv reflect.Value, l *Lenient) error {
 	info := fieldsOf(rv.Type())
 	if info == nil {
 		return generic(data, rv)
@@ -134,6 +139,10 @@ func decodeStruct(data []byte, rv reflect.Value) error {
 			return false
 		}
 		seen[i] = true
+		if skip, ok := l.of(name); ok {
+			decodeLenient(value, rv.Field(info.index[i]), skip)
+			return true
+		}
 		err = decodeValid(value, rv.Field(info.index[i]))
 		return err == nil
 	})
@@ -344,4 +353,128 @@ func hex4(b []byte) rune {
 		r = r<<4 | rune(c)
 	}
 	return r
+}
+
+// Lenient names the members of a struct that the schema reads leniently,
+// as the SDK's validators do: a value of DefaultOnError that does not
+// decode reads as unset (x-deserialize-default-on-error), and the elements
+// of a list of SkipInvalid that do not decode are left out
+// (x-deserialize-skip-invalid-items).
+type Lenient struct {
+	DefaultOnError, SkipInvalid []string
+}
+
+// of reports whether the member name is read leniently, and whether its
+// invalid elements are skipped.
+func (l *Lenient) of(name string) (skip, ok bool) {
+	if l == nil {
+		return false, false
+	}
+	for _, k := range l.SkipInvalid {
+		if k == name {
+			return true, true
+		}
+	}
+	for _, k := range l.DefaultOnError {
+		if k == name {
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// decodeLenient decodes a lenient member into fv, leaving out what does
+// not decode.
+func decodeLenient(value []byte, fv reflect.Value, skip bool) {
+	if !skip || value[0] != '[' || fv.Kind() != reflect.Slice {
+		if decodeMember(value, fv) != nil {
+			fv.SetZero()
+		}
+		return
+	}
+	out := reflect.MakeSlice(fv.Type(), 0, 0)
+	s := scanner{data: value}
+	s.byte('[')
+	for {
+		s.space()
+		if s.byte(']') || s.i >= len(value) {
+			break
+		}
+		start := s.i
+		if s.skipValue() != nil {
+			break
+		}
+		e := reflect.New(fv.Type().Elem()).Elem()
+		if decodeMember(value[start:s.i], e) == nil {
+			out = reflect.Append(out, e)
+		}
+		s.space()
+		s.byte(',')
+	}
+	fv.Set(out)
+}
+
+// decodeMember decodes one value into the zero fv, in one pass or else
+// with json.Unmarshal.
+func decodeMember(value []byte, fv reflect.Value) error {
+	if decodeValid(value, fv) == nil {
+		return nil
+	}
+	fv.SetZero()
+	return json.Unmarshal(value, fv.Addr().Interface())
+}
+
+// Into decodes data, JSON that encoding/json has validated, into v, a
+// pointer to a struct, as json.Unmarshal does, with the members l names
+// read leniently (l may be nil): in one pass (decodeValid) when v holds
+// its zero value, and with json.Unmarshal, which merges into what v holds,
+// otherwise or when the pass declines or fails. That json.Unmarshal is not
+// lenient: a struct decoded into again, or one with a member twice or a
+// key that matches a field only without regard to case, fails on a
+// malformed lenient member.
+func Into(data []byte, v any, l *Lenient) error {
+	rv := reflect.ValueOf(v).Elem()
+	if rv.IsZero() {
+		if decodeStructWith(data, rv, l) == nil {
+			return nil
+		}
+		rv.SetZero()
+	}
+	return json.Unmarshal(data, v)
+}
+
+// Require checks, in one walk over the object data's top-level members,
+// that each of set is present and not null, and each of present is
+// present; what names the value in the error.
+func Require(data []byte, what string, set, present []string) error {
+	found := make([]bool, len(set)+len(present))
+	err := eachMember(data, func(name string, _, value []byte) bool {
+		for i, k := range set {
+			if k == name && value[0] != 'n' {
+				found[i] = true
+			}
+		}
+		for i, k := range present {
+			if k == name {
+				found[len(set)+i] = true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for i, ok := range found {
+		if ok {
+			continue
+		}
+		if i < len(set) {
+			if raw, _ := Member(data, set[i]); raw != nil {
+				return fmt.Errorf("%s: %q is null, which the schema does not allow", what, set[i])
+			}
+			return fmt.Errorf("%s without %q, which the schema requires", what, set[i])
+		}
+		return fmt.Errorf("%s without %q, which the schema requires", what, present[i-len(set)])
+	}
+	return nil
 }

@@ -44,6 +44,9 @@ type Schema struct {
 	XDocsIgnore bool   `json:"x-docs-ignore"`
 	// XDefaultOnError says that a malformed value reads as absent.
 	XDefaultOnError bool `json:"x-deserialize-default-on-error"`
+	// XSkipInvalidItems says that a list's elements that are malformed
+	// are left out.
+	XSkipInvalidItems bool `json:"x-deserialize-skip-invalid-items"`
 }
 
 // Members is a JSON object of schemas in the order the file gives them.

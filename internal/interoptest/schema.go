@@ -257,3 +257,36 @@ func readGolden(t *testing.T, path string) []GoldenMessage {
 	}
 	return out
 }
+
+// DecodeCase is a message crafted to test decoding's checks: a value of
+// the schema's definition Def, and whether the schema accepts it.
+type DecodeCase struct {
+	Def, JSON string
+	Valid     bool
+}
+
+// Valid is a case the schema accepts.
+func Valid(def, json string) DecodeCase { return DecodeCase{Def: def, JSON: json, Valid: true} }
+
+// Invalid is a case the schema refuses.
+func Invalid(def, json string) DecodeCase { return DecodeCase{Def: def, JSON: json} }
+
+// DecodeChecksAgree decodes each case into its Go type (types is the
+// generated package's registry) and has the SDK's validators read it: both
+// must accept the valid cases and refuse the others.
+func DecodeChecksAgree(t *testing.T, version int, interopDir string, types map[string]func() any, cases []DecodeCase) {
+	v := NewSchemaValidator(t, interopDir)
+	for _, c := range cases {
+		newValue := types[c.Def]
+		require.NotNil(t, newValue, c.Def)
+		_, sdkErr := v.Check(version, true, c.Def, json.RawMessage(c.JSON))
+		goErr := json.Unmarshal([]byte(c.JSON), newValue())
+		if c.Valid {
+			assert.NoError(t, sdkErr, "the SDK refuses %s %s", c.Def, c.JSON)
+			assert.NoError(t, goErr, "the Go type refuses %s %s", c.Def, c.JSON)
+		} else {
+			assert.Error(t, sdkErr, "the SDK accepts %s %s", c.Def, c.JSON)
+			assert.Error(t, goErr, "the Go type accepts %s %s", c.Def, c.JSON)
+		}
+	}
+}

@@ -367,6 +367,7 @@ func checkWire(t *testing.T, spec agentSpec, msgs []interoptest.GoldenMessage) {
 		}
 		_, err := validator.Check(1, true, "SessionNotification", params)
 		assert.Error(t, err, "the SDK refuses the agent's %s: %s", bug, m.Msg)
+		assert.Error(t, json.Unmarshal(params, new(acpv1.SessionNotification)), "acpv1 refuses it too: %s", m.Msg)
 		invalid[bug]++
 	}
 	for _, bug := range spec.invalidUpdates {
