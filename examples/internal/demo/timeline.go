@@ -190,12 +190,38 @@ func idleOf(m *Message) (string, bool) {
 	return string(idle.StopReason), ok
 }
 
+// permissionDetail describes a permission request's params, read with the
+// v2 types, or with v1's where v2's refuse them (v1's has no title).
+func permissionDetail(params json.RawMessage) string {
+	var opts []string
+	var toolCallID string
+	var p2 acpv2.RequestPermissionRequest
+	if json.Unmarshal(params, &p2) == nil {
+		for _, o := range p2.Options {
+			opts = append(opts, string(o.OptionID))
+		}
+		if subject, ok := p2.Subject.Value.(acpv2.ToolCallPermissionSubject); ok {
+			toolCallID = string(subject.ToolCall.ToolCallID)
+		}
+	} else {
+		var p1 acpv1.RequestPermissionRequest
+		_ = json.Unmarshal(params, &p1)
+		for _, o := range p1.Options {
+			opts = append(opts, string(o.OptionID))
+		}
+		toolCallID = string(p1.ToolCall.ToolCallID)
+	}
+	return "toolCall " + toolCallID + ", options " + strings.Join(opts, "/")
+}
+
 // updateDetail describes a session/update's params. It reads them with
-// the v2 types, whose unions keep what they do not know, so one reading
-// serves both versions: v1's chunks are v2's without a messageId.
+// the v2 types, whose unions keep what they do not know, or with v1's
+// where v2's refuse them (v1's chunks have no messageId).
 func updateDetail(params json.RawMessage) string {
 	var n acpv2.UpdateSessionNotification
-	_ = json.Unmarshal(params, &n)
+	if json.Unmarshal(params, &n) != nil {
+		return v1UpdateDetail(params)
+	}
 	var kind, detail string
 	switch u := n.Update.Value.(type) {
 	case acpv2.UserMessageChunk:
@@ -213,6 +239,23 @@ func updateDetail(params json.RawMessage) string {
 		kind = unquoted(member(member(params, "update"), "sessionUpdate"))
 	}
 	return strings.TrimSpace(kind + " " + detail)
+}
+
+// v1UpdateDetail describes a v1 session/update's params.
+func v1UpdateDetail(params json.RawMessage) string {
+	var n acpv1.SessionNotification
+	_ = json.Unmarshal(params, &n)
+	text := func(c acpv1.ContentBlock) string {
+		t, _ := c.Value.(acpv1.TextContent)
+		return strconv.Quote(clip(t.Text, 64))
+	}
+	switch u := n.Update.Value.(type) {
+	case acpv1.UserMessageChunk:
+		return "user_message_chunk " + text(u.Content)
+	case acpv1.AgentMessageChunk:
+		return "agent_message_chunk " + text(u.Content)
+	}
+	return unquoted(member(member(params, "update"), "sessionUpdate"))
 }
 
 func chunkDetail(messageID acpv2.MessageID, content acpv2.ContentBlock) string {
@@ -274,20 +317,7 @@ func paramsDetail(m *Message) string {
 	case acpv1.MethodSessionUpdate:
 		return updateDetail(m.Params)
 	case acpv1.MethodSessionRequestPermission:
-		var p struct {
-			acpv1.RequestPermissionRequest
-			Subject acpv2.RequestPermissionSubject `json:"subject"` // v2
-		}
-		_ = json.Unmarshal(m.Params, &p)
-		var opts []string
-		for _, o := range p.Options {
-			opts = append(opts, string(o.OptionID))
-		}
-		toolCallID := string(p.ToolCall.ToolCallID)
-		if subject, ok := p.Subject.Value.(acpv2.ToolCallPermissionSubject); ok {
-			toolCallID = string(subject.ToolCall.ToolCallID)
-		}
-		return "toolCall " + toolCallID + ", options " + strings.Join(opts, "/")
+		return permissionDetail(m.Params)
 	case acpv1.MethodTerminalCreate:
 		var p acpv1.CreateTerminalRequest
 		_ = json.Unmarshal(m.Params, &p)
