@@ -30,7 +30,8 @@ func (c *Conn) onSessionCancel(sessionID string) int {
 //
 //   - answers at once, with the cancelled outcome, every
 //     session/request_permission of that session the agent has in flight
-//     here, as ACP requires of clients;
+//     here, as ACP requires of clients; their contexts end with
+//     ErrSessionCancelled, even when the agent's cascade cancels one first;
 //   - leaves the session's other requests (terminal/create, fs/...) to the
 //     agent's cascade: the agent sends $/cancel_request for each, and each is
 //     answered as cancelled then. An agent that does not cancel one within
@@ -44,18 +45,22 @@ func (c *Conn) onSessionCancel(sessionID string) int {
 // answers.
 func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 	c.cancelTurns(sessionID)
-	err := c.Notify(ctx, MethodSessionCancel, sessionParams{SessionID: sessionID})
-	if sessionID == "" || !c.protocol().clientPreempts {
-		return err // v2: every request is left to the agent's $/cancel_request
-	}
-	inSession := c.incoming.inSession(sessionID)
-	var later []*inRequest
-	for _, r := range inSession {
-		if r.req.Method == MethodRequestPermission {
-			r.cancelWith(ErrSessionCancelled)
-		} else {
-			later = append(later, r)
+	preempts := sessionID != "" && c.protocol().clientPreempts // v2 leaves every request to the agent's $/cancel_request
+	if preempts {
+		// The agent may cascade a $/cancel_request for a permission request as
+		// soon as it reads session/cancel: the cause is ours either way.
+		perms, _ := c.sessionRequests(sessionID)
+		for _, r := range perms {
+			r.decide(ErrSessionCancelled)
 		}
+	}
+	err := c.Notify(ctx, MethodSessionCancel, sessionParams{SessionID: sessionID})
+	if !preempts {
+		return err
+	}
+	perms, later := c.sessionRequests(sessionID)
+	for _, r := range perms {
+		r.cancelWith(ErrSessionCancelled)
 	}
 	if len(later) > 0 {
 		c.afterGrace(func() {
@@ -65,6 +70,20 @@ func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 		})
 	}
 	return err
+}
+
+// sessionRequests splits the session's requests in flight here into its
+// session/request_permission requests, which a client answers itself when
+// it cancels the session, and the others, left to the agent's cascade.
+func (c *Conn) sessionRequests(sessionID string) (perms, others []*inRequest) {
+	for _, r := range c.incoming.inSession(sessionID) {
+		if r.req.Method == MethodRequestPermission {
+			perms = append(perms, r)
+		} else {
+			others = append(others, r)
+		}
+	}
+	return perms, others
 }
 
 type sessionParams struct {

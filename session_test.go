@@ -2,6 +2,7 @@ package acprpc_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -301,6 +302,45 @@ func TestCancelSessionLeavesOtherRequestsToTheCascade(t *testing.T) {
 		p.ExpectError(ctx, "8", acprpc.CodeRequestCancelled)
 		assert.Equal(t, 0, c.Stats().IncomingInFlight)
 	})
+}
+
+// An agent's $/cancel_request for a permission request can reach the
+// client while CancelSession is still between sending session/cancel and
+// cancelling the request itself (the agent read session/cancel and
+// cascaded at once). The permission's context still ends with
+// ErrSessionCancelled every time: CancelSession decides the cause before
+// it sends, so the cause does not depend on which cancel runs first. The
+// peer here cascades from the Sent hook, as the line goes out, so the race
+// is as close as it gets.
+func TestCancelSessionCauseWinsOverTheAgentsCascade(t *testing.T) {
+	ctx := wiretest.Context(t)
+	causes := make(chan error, 1)
+	asked := make(chan string, 1)
+	perm := func(ctx context.Context, req *acprpc.Request) (any, error) {
+		asked <- req.ID.String()
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return nil, ctx.Err()
+	}
+	var p *wiretest.Peer
+	pending := make(chan string, 1)
+	hooks := acprpc.Hooks{Sent: func(_ context.Context, m *acprpc.Message) {
+		if m.Method == acprpc.MethodSessionCancel {
+			p.Cancel(<-pending)
+		}
+	}}
+	c, peer := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/request_permission": perm},
+		&acprpc.Options{Hooks: hooks})
+	p = peer
+	for i := range 300 {
+		id := strconv.Itoa(i)
+		p.Request(id, "session/request_permission", `{"sessionId":"s1","toolCall":{"toolCallId":"t"},"options":[]}`)
+		pending <- wiretest.Recv(t, ctx, asked)
+		require.NoError(t, c.CancelSession(ctx, "s1"))
+		require.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled, "round %d", i)
+		p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
+		p.ExpectResult(ctx, id, `{"outcome":{"outcome":"cancelled"}}`)
+	}
 }
 
 // An agent that never cancels its terminal/create does not hold the client:

@@ -32,6 +32,7 @@ type inRequest struct {
 
 	mu       sync.Mutex  // protects the fields below
 	cause    error       // the first cancellation cause, recorded as it arrived
+	decided  error       // the cause a cancel under way gives, whichever cancel lands first
 	grace    *time.Timer // answers for a handler that outlives its grace period
 	deadline *time.Timer
 }
@@ -81,11 +82,22 @@ func (r *inRequest) cancelWith(cause error) bool {
 		r.mu.Unlock()
 		return false
 	}
+	if r.decided != nil {
+		cause = r.decided
+	}
 	r.cause = cause
 	r.grace = r.conn.afterGrace(func() { r.conn.answerCancelled(r) })
 	r.mu.Unlock()
 	r.cancel(cause)
 	return true
+}
+
+// decide fixes the cause of a cancel that is under way but not yet made, so
+// that another cancel landing in between gives the same cause.
+func (r *inRequest) decide(cause error) {
+	r.mu.Lock()
+	r.decided = cause
+	r.mu.Unlock()
 }
 
 // afterGrace runs f once Options.CancelGrace has passed since a cancel, and
