@@ -147,10 +147,10 @@ func TestCallCancelSendsOneCancel(t *testing.T) {
 		cm := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
 		assert.Equal(t, string(req.ID), string(cm.ParamMember("requestId")))
 
-		dctx, dcancel := context.WithTimeout(ctx, 10*time.Millisecond)
-		defer dcancel()
+		dctx := newDeadline(ctx)
 		done = goCall(c, dctx, "peer/deadline", nil, nil)
 		req2 := p.ExpectRequest(ctx, "peer/deadline")
+		dctx.expire()
 		assertCancelledCall(t, wiretest.Recv(t, ctx, done), context.DeadlineExceeded, "peer/deadline", string(req2.ID))
 		cm = p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
 		assert.Equal(t, string(req2.ID), string(cm.ParamMember("requestId")))
@@ -159,6 +159,29 @@ func TestCallCancelSendsOneCancel(t *testing.T) {
 		require.NoError(t, c.Close())
 		assert.Empty(t, p.Rest(ctx), "more than one cancel")
 	})
+}
+
+// deadline is a context whose deadline passes when the test says so, so that
+// a test of a call's deadline does not race the clock: the call is on the
+// wire before its deadline passes, however loaded the machine.
+type deadline struct {
+	context.Context
+	done chan struct{}
+}
+
+func newDeadline(parent context.Context) *deadline {
+	return &deadline{Context: parent, done: make(chan struct{})}
+}
+
+func (d *deadline) expire()               { close(d.done) }
+func (d *deadline) Done() <-chan struct{} { return d.done }
+func (d *deadline) Err() error {
+	select {
+	case <-d.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 // A Call whose context has already ended sends nothing at all.
