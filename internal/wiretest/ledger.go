@@ -13,8 +13,8 @@ import (
 // Ledger is the record of what went over a connection's wire, in each
 // direction: lines, requests, answers and notifications counted by kind,
 // and, for every ID, how many times it was requested, answered and named by
-// a $/cancel_request. Taps and Links feed it, always before the line is
-// passed on, so a line the far end has read is already in the ledger.
+// a $/cancel_request. Taps feed it, always before the line is passed on,
+// so a line the far end has read is already in the ledger.
 //
 // The zero Ledger counts; with Keep set it also keeps every line, for Lines
 // and AwaitLine. A Ledger is safe for concurrent use.
@@ -25,7 +25,7 @@ type Ledger struct {
 	tally   [2]Tally
 	ids     [2]idTable // by the direction the requests went
 	lines   [2][]Msg
-	changed chan struct{} // closed and replaced whenever a line is recorded
+	changed changes // woken whenever a line is recorded
 }
 
 // Tally counts the lines that went one way.
@@ -272,21 +272,13 @@ func (l *Ledger) tallyOf(d Direction) *Tally {
 	return t
 }
 
-func (l *Ledger) wake() {
-	if l.changed != nil {
-		close(l.changed)
-		l.changed = nil
-	}
-}
+func (l *Ledger) wake() { l.changed.wake() }
 
 // changedCh returns a channel closed at the next line recorded.
 func (l *Ledger) changedCh() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.changed == nil {
-		l.changed = make(chan struct{})
-	}
-	return l.changed
+	return l.changed.next()
 }
 
 // Tally returns a copy of the counts of the lines that went the way d.

@@ -274,19 +274,21 @@ func (p *Peer) ExpectError(ctx context.Context, id string, code int64) Msg {
 // ExpectNotification checks that the next line is a notification of method.
 func (p *Peer) ExpectNotification(ctx context.Context, method string) Msg {
 	p.t.Helper()
-	m := p.Expect(ctx)
-	if !m.IsNotification() || m.Method != method {
-		p.t.Fatalf("wiretest: expected notification %s, got %s", method, m.Raw)
-	}
-	return m
+	return p.expectMethod(ctx, "notification", Msg.IsNotification, method)
 }
 
 // ExpectRequest checks that the next line is a request of method.
 func (p *Peer) ExpectRequest(ctx context.Context, method string) Msg {
 	p.t.Helper()
+	return p.expectMethod(ctx, "request", Msg.IsRequest, method)
+}
+
+// expectMethod checks that the next line is a kind of message of method.
+func (p *Peer) expectMethod(ctx context.Context, kind string, is func(Msg) bool, method string) Msg {
+	p.t.Helper()
 	m := p.Expect(ctx)
-	if !m.IsRequest() || m.Method != method {
-		p.t.Fatalf("wiretest: expected request %s, got %s", method, m.Raw)
+	if !is(m) || m.Method != method {
+		p.t.Fatalf("wiretest: expected %s %s, got %s", kind, method, m.Raw)
 	}
 	return m
 }

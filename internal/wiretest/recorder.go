@@ -19,14 +19,13 @@ type Recorder struct {
 	// running handlers, for a soak of millions of requests.
 	OnlyCount bool
 
-	running gauge
-
 	mu       sync.Mutex
 	ctxs     map[string]context.Context
 	starts   []string
 	returns  []Return
-	changed  chan struct{} // closed and replaced at every start and return
-	nextSeen [2]int        // how far NextStart and NextReturn have read
+	running  int     // handlers tracked and not yet returned
+	changed  changes // woken at every start and return
+	nextSeen [2]int  // how far NextStart and NextReturn have read
 	logged   []Record
 }
 
@@ -48,29 +47,41 @@ func requestKey(req *acprpc.Request) string {
 
 // Track returns h recorded by the Recorder.
 func (r *Recorder) Track(h acprpc.HandlerFunc) acprpc.HandlerFunc {
-	if r.OnlyCount {
-		return r.running.track(h)
-	}
-	return r.running.track(func(ctx context.Context, req *acprpc.Request) (any, error) {
+	return func(ctx context.Context, req *acprpc.Request) (any, error) {
+		if r.OnlyCount {
+			r.note(func() { r.running++ })
+			defer r.note(func() { r.running-- })
+			return h(ctx, req)
+		}
 		key := requestKey(req)
 		r.note(func() {
+			r.running++
 			if r.ctxs == nil {
 				r.ctxs = map[string]context.Context{}
 			}
 			r.ctxs[key] = ctx
 			r.starts = append(r.starts, key)
 		})
-		defer func() { r.note(func() { r.returns = append(r.returns, Return{key, context.Cause(ctx)}) }) }()
+		defer r.note(func() {
+			r.returns = append(r.returns, Return{key, context.Cause(ctx)})
+			r.running--
+		})
 		return h(ctx, req)
-	})
+	}
 }
 
 // Running returns how many tracked handlers are running.
-func (r *Recorder) Running() int { return r.running.value() }
+func (r *Recorder) Running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running
+}
 
 // AwaitIdle waits until no tracked handler is running, and returns ctx's
 // error if ctx ends first.
-func (r *Recorder) AwaitIdle(ctx context.Context) error { return r.running.awaitZero(ctx) }
+func (r *Recorder) AwaitIdle(ctx context.Context) error {
+	return r.await(ctx, func() bool { return r.running == 0 })
+}
 
 // Block is a recorded handler that waits for its context to end and
 // returns the cause.
@@ -82,10 +93,7 @@ func (r *Recorder) note(f func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f()
-	if r.changed != nil {
-		close(r.changed)
-		r.changed = nil
-	}
+	r.changed.wake()
 }
 
 // await waits until cond, called under the lock, holds.
@@ -96,10 +104,7 @@ func (r *Recorder) await(ctx context.Context, cond func() bool) error {
 			r.mu.Unlock()
 			return nil
 		}
-		if r.changed == nil {
-			r.changed = make(chan struct{})
-		}
-		changed := r.changed
+		changed := r.changed.next()
 		r.mu.Unlock()
 		select {
 		case <-changed:
@@ -113,15 +118,8 @@ func (r *Recorder) await(ctx context.Context, cond func() bool) error {
 // started, and returns its key; it fails the test if ctx ends first.
 func (r *Recorder) NextStart(t testing.TB, ctx context.Context) string {
 	t.Helper()
-	var key string
-	if err := r.await(ctx, func() bool {
-		if r.nextSeen[0] < len(r.starts) {
-			key = r.starts[r.nextSeen[0]]
-			r.nextSeen[0]++
-			return true
-		}
-		return false
-	}); err != nil {
+	key, err := nextOf(r, ctx, &r.starts, &r.nextSeen[0])
+	if err != nil {
 		t.Fatalf("wiretest: waiting for a handler to start: %v (started: %v)", err, r.Starts())
 	}
 	return key
@@ -131,18 +129,26 @@ func (r *Recorder) NextStart(t testing.TB, ctx context.Context) string {
 // returned; it fails the test if ctx ends first.
 func (r *Recorder) NextReturn(t testing.TB, ctx context.Context) Return {
 	t.Helper()
-	var ret Return
-	if err := r.await(ctx, func() bool {
-		if r.nextSeen[1] < len(r.returns) {
-			ret = r.returns[r.nextSeen[1]]
-			r.nextSeen[1]++
-			return true
-		}
-		return false
-	}); err != nil {
+	ret, err := nextOf(r, ctx, &r.returns, &r.nextSeen[1])
+	if err != nil {
 		t.Fatalf("wiretest: waiting for a handler to return: %v", err)
 	}
 	return ret
+}
+
+// nextOf waits for the entry of list after the *seen already read, and
+// moves *seen past it.
+func nextOf[T any](r *Recorder, ctx context.Context, list *[]T, seen *int) (T, error) {
+	var next T
+	err := r.await(ctx, func() bool {
+		if *seen < len(*list) {
+			next = (*list)[*seen]
+			*seen++
+			return true
+		}
+		return false
+	})
+	return next, err
 }
 
 // Starts returns the keys of the handlers started so far, in order.
