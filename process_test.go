@@ -250,6 +250,7 @@ func TestStartAgentRefusesWhatItCannotOwn(t *testing.T) {
 	cmd.Stderr = &own
 	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil)
 	require.NoError(t, err)
+	wiretest.Recv(t, ctx, agent.Exited()) // it exits by itself, after its line: a Close before that could stop it first
 	_ = agent.Close()
 	assert.Equal(t, "no API key\n", own.String())
 	_, err = acprpc.StartAgent(ctx, cmd, nil, nil)
