@@ -233,7 +233,7 @@ func TestCancelGraceAnswersForStuckHandler(t *testing.T) {
 		p.Cancel("1")
 		p.Cancel("2")
 		p.Cancel("3")
-		got := wiretest.ByID(p.ExpectN(ctx, 3))
+		got := p.ExpectByID(ctx, 3)
 		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["1"].Code())
 		assert.Equal(t, "Request cancelled", got["1"].Error.Message)
 		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["2"].Result))
@@ -287,7 +287,7 @@ func TestCancelHandlerReturnAfterCancel(t *testing.T) {
 			wiretest.Recv(t, ctx, started)
 			p.Cancel(id)
 		}
-		got := wiretest.ByID(p.ExpectN(ctx, 4))
+		got := p.ExpectByID(ctx, 4)
 		assert.JSONEq(t, `{"partial":true,"items":[1,2]}`, string(got["1"].Result))
 		for _, id := range []string{"2", "3"} {
 			require.NotNil(t, got[id].Error, got[id].Raw)

@@ -225,7 +225,7 @@ func TestConnRequestsRunConcurrently(t *testing.T) {
 		for i := range n {
 			p.Request(strconv.Itoa(i), "x/barrier", "")
 		}
-		got := wiretest.ByID(p.ExpectN(ctx, n))
+		got := p.ExpectByID(ctx, n)
 		for i := range n {
 			id := strconv.Itoa(i)
 			require.Contains(t, got, id)
@@ -275,7 +275,7 @@ func TestConnMaxConcurrentRequests(t *testing.T) {
 		}
 
 		close(release)
-		got := wiretest.ByID(p.ExpectN(ctx, 2))
+		got := p.ExpectByID(ctx, 2)
 		assert.Contains(t, got, "1")
 		assert.Contains(t, got, "2")
 		p.Request("4", "x/quick", "")

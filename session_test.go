@@ -67,7 +67,7 @@ func TestSessionCancelFromPeer(t *testing.T) {
 		}
 
 		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"s1"}`)
-		got := wiretest.ByID(p.ExpectN(ctx, 2))
+		got := p.ExpectByID(ctx, 2)
 		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
 		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["3"].Code())
 		for range 2 {
@@ -97,7 +97,7 @@ func TestSessionCancelFromPeer(t *testing.T) {
 
 		p.Cancel("4")
 		p.Cancel(`"5"`)
-		got = wiretest.ByID(p.ExpectN(ctx, 2))
+		got = p.ExpectByID(ctx, 2)
 		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["4"].Code())
 		assert.EqualValues(t, acprpc.CodeRequestCancelled, got[`"5"`].Code())
 	})

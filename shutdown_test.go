@@ -76,7 +76,10 @@ func TestShutdownAnswersInFlightAsCancelled(t *testing.T) {
 			assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes), acprpc.ErrShutdown)
 		}
 		require.Len(t, rest, 3, "%v", rest)
-		byID := wiretest.ByID(rest)
+		byID := map[string]wiretest.Msg{}
+		for _, m := range rest {
+			byID[string(m.ID)] = m
+		}
 		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(byID["1"].Result))
 		assert.Equal(t, int64(acprpc.CodeRequestCancelled), byID[`"t"`].Code())
 		update, answer := -1, -1

@@ -118,7 +118,7 @@ func TestStreamCRLFAndBlankLines(t *testing.T) {
 			wiretest.RequestLine("3", "x/wait", "") + "\r\n" +
 			wiretest.CancelLine("3") + "\r\n" +
 			"\r\n")
-		got := wiretest.ByID(p.ExpectN(ctx, 3))
+		got := p.ExpectByID(ctx, 3)
 		assert.JSONEq(t, `"pong"`, string(got["1"].Result))
 		assert.JSONEq(t, `"pong"`, string(got["2"].Result))
 		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["3"].Code())

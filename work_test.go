@@ -313,7 +313,7 @@ func TestV2HeldPromptCancelledBeforeInsertion(t *testing.T) {
 		p.Request("3", "session/prompt", `{"sessionId":"s","prompt":[]}`)
 		assert.Equal(t, "3", wiretest.Recv(t, ctx, a.held))
 		p.Notify("session/cancel", `{"sessionId":"s"}`)
-		got := wiretest.ByID(p.ExpectN(ctx, 2)) // the held prompt's -32800 and the idle, in either order
+		got := p.ExpectByID(ctx, 2) // the held prompt's -32800 and the idle, in either order
 		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["3"].Code())
 		reason, idle := isIdle(got[""])
 		assert.True(t, idle)

@@ -73,7 +73,7 @@ func TestCancelRightBehindRequest(t *testing.T) {
 		wiretest.RequestLine(`"two"`, "slow", `{}`) + "\n" + wiretest.CancelLine(`"two"`) + "\n")
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrPeerCancelled)
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrPeerCancelled)
-	answers := wiretest.ByID(p.ExpectN(ctx, 2))
+	answers := p.ExpectByID(ctx, 2)
 	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(answers["1"].Result))
 	assert.Equal(t, int64(acprpc.CodeRequestCancelled), answers[`"two"`].Code())
 }
@@ -249,7 +249,7 @@ func TestAsyncHandler(t *testing.T) {
 		wiretest.NotificationLine("session/cancel", `{"sessionId":"s"}`) + "\n" +
 		wiretest.RequestLine("4", "alive", `{"sessionId":"s"}`) + "\n")
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled)
-	answers := wiretest.ByID(p.ExpectN(ctx, 2))
+	answers := p.ExpectByID(ctx, 2)
 	assert.Equal(t, int64(acprpc.CodeRequestCancelled), answers["3"].Code())
 	assert.JSONEq(t, `true`, string(answers["4"].Result), "the request after the session/cancel is not cancelled")
 	p.Request("2", "work", `{}`)

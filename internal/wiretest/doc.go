@@ -8,8 +8,8 @@
 //	          Option (Parent, Tapped, Relay), Context, Timeout, NoLeak
 //	speak     Peer (Request, Notify, Cancel, Respond, Send, SendRaw, ...),
 //	          RequestLine, NotificationLine, CancelLine, ResultLine, ErrorLine
-//	hear      Peer (Expect, ExpectResult, ExpectError, ExpectN, Rest, ...),
-//	          Msg, Parse, ByID, IsAnswerTo, IsCancelOf, IsRequestOf
+//	hear      Peer (Expect, ExpectResult, ExpectError, ExpectByID, Rest, ...),
+//	          Msg, Parse, IsAnswerTo, IsCancelOf, IsRequestOf
 //	serve     Mux, Echo, Ping, Hold
 //	record    Recorder (Return, Record), Ledger (Tally, Calls), Tap,
 //	          Wire, Direction (AtoB, BtoA)

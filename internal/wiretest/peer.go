@@ -303,6 +303,17 @@ func (p *Peer) ExpectN(ctx context.Context, n int) []Msg {
 	return out
 }
 
+// ExpectByID returns the next n lines by their ID's exact text, for
+// answers whose order is not defined.
+func (p *Peer) ExpectByID(ctx context.Context, n int) map[string]Msg {
+	p.t.Helper()
+	out := make(map[string]Msg, n)
+	for _, m := range p.ExpectN(ctx, n) {
+		out[string(m.ID)] = m
+	}
+	return out
+}
+
 // Rest reads until the Conn's output ends and returns what came; use it
 // after closing the Conn to check that nothing else was sent.
 func (p *Peer) Rest(ctx context.Context) []Msg {

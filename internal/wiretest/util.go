@@ -17,15 +17,6 @@ func Run(t *testing.T, f func(t *testing.T, tr Transport), over ...Transport) {
 	}
 }
 
-// ByID indexes answers by their ID's exact text.
-func ByID(msgs []Msg) map[string]Msg {
-	out := make(map[string]Msg, len(msgs))
-	for _, m := range msgs {
-		out[string(m.ID)] = m
-	}
-	return out
-}
-
 // Recv waits for a value from ch, or for ch to be closed, and returns it;
 // if ctx ends first it fails the test with every goroutine's stack.
 func Recv[T any](t testing.TB, ctx context.Context, ch <-chan T) T {
