@@ -110,6 +110,9 @@ type WriteTextFileRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersWriteTextFileRequest is what the schema says of the members of WriteTextFileRequest beyond their types.
+var membersWriteTextFileRequest = &acpjson.Members{What: "acpv1: WriteTextFileRequest", Set: []string{"sessionId", "path", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the WriteTextFileRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -117,11 +120,8 @@ func (v *WriteTextFileRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: WriteTextFileRequest", []string{"sessionId", "path", "content"}, nil); err != nil {
-		return err
-	}
 	type plain WriteTextFileRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersWriteTextFileRequest); err != nil {
 		return err
 	}
 	return nil
@@ -155,6 +155,9 @@ type ReadTextFileRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersReadTextFileRequest is what the schema says of the members of ReadTextFileRequest beyond their types.
+var membersReadTextFileRequest = &acpjson.Members{What: "acpv1: ReadTextFileRequest", Set: []string{"sessionId", "path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ReadTextFileRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -162,11 +165,8 @@ func (v *ReadTextFileRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ReadTextFileRequest", []string{"sessionId", "path"}, nil); err != nil {
-		return err
-	}
 	type plain ReadTextFileRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersReadTextFileRequest); err != nil {
 		return err
 	}
 	return nil
@@ -201,6 +201,9 @@ func (v RequestPermissionRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersRequestPermissionRequest is what the schema says of the members of RequestPermissionRequest beyond their types.
+var membersRequestPermissionRequest = &acpjson.Members{What: "acpv1: RequestPermissionRequest", Set: []string{"sessionId", "toolCall", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the RequestPermissionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -208,11 +211,8 @@ func (v *RequestPermissionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: RequestPermissionRequest", []string{"sessionId", "toolCall", "options"}, nil); err != nil {
-		return err
-	}
 	type plain RequestPermissionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersRequestPermissionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -254,8 +254,8 @@ type ToolCallUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientToolCallUpdate are the members of ToolCallUpdate the schema reads leniently.
-var lenientToolCallUpdate = &acpjson.Lenient{DefaultOnError: []string{"kind", "status", "title", "name", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
+// membersToolCallUpdate is what the schema says of the members of ToolCallUpdate beyond their types.
+var membersToolCallUpdate = &acpjson.Members{What: "acpv1: ToolCallUpdate", Set: []string{"toolCallId"}, Present: nil, DefaultOnError: []string{"kind", "status", "title", "name", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
 
 // UnmarshalJSON reads the ToolCallUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -264,11 +264,8 @@ func (v *ToolCallUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ToolCallUpdate", []string{"toolCallId"}, nil); err != nil {
-		return err
-	}
 	type plain ToolCallUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientToolCallUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersToolCallUpdate); err != nil {
 		return err
 	}
 	if !v.Kind.known() {
@@ -492,8 +489,8 @@ type Annotations struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAnnotations are the members of Annotations the schema reads leniently.
-var lenientAnnotations = &acpjson.Lenient{DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
+// membersAnnotations is what the schema says of the members of Annotations beyond their types.
+var membersAnnotations = &acpjson.Members{What: "acpv1: Annotations", Set: nil, Present: nil, DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
 
 // UnmarshalJSON reads the Annotations, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -503,7 +500,7 @@ func (v *Annotations) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain Annotations
-	if err := acpjson.Into(data, (*plain)(v), lenientAnnotations); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAnnotations); err != nil {
 		return err
 	}
 	v.Audience = slices.DeleteFunc(v.Audience, func(e Role) bool { return !e.known() }) // left out, as the schema says
@@ -543,8 +540,8 @@ type TextContent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientTextContent are the members of TextContent the schema reads leniently.
-var lenientTextContent = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+// membersTextContent is what the schema says of the members of TextContent beyond their types.
+var membersTextContent = &acpjson.Members{What: "acpv1: TextContent", Set: []string{"text"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TextContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -553,11 +550,8 @@ func (v *TextContent) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: TextContent", []string{"text"}, nil); err != nil {
-		return err
-	}
 	type plain TextContent
-	if err := acpjson.Into(data, (*plain)(v), lenientTextContent); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTextContent); err != nil {
 		return err
 	}
 	return nil
@@ -583,8 +577,8 @@ type ImageContent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientImageContent are the members of ImageContent the schema reads leniently.
-var lenientImageContent = &acpjson.Lenient{DefaultOnError: []string{"annotations", "uri"}, SkipInvalid: nil}
+// membersImageContent is what the schema says of the members of ImageContent beyond their types.
+var membersImageContent = &acpjson.Members{What: "acpv1: ImageContent", Set: []string{"data", "mimeType"}, Present: nil, DefaultOnError: []string{"annotations", "uri"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ImageContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -593,11 +587,8 @@ func (v *ImageContent) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ImageContent", []string{"data", "mimeType"}, nil); err != nil {
-		return err
-	}
 	type plain ImageContent
-	if err := acpjson.Into(data, (*plain)(v), lenientImageContent); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersImageContent); err != nil {
 		return err
 	}
 	return nil
@@ -621,8 +612,8 @@ type AudioContent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAudioContent are the members of AudioContent the schema reads leniently.
-var lenientAudioContent = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+// membersAudioContent is what the schema says of the members of AudioContent beyond their types.
+var membersAudioContent = &acpjson.Members{What: "acpv1: AudioContent", Set: []string{"data", "mimeType"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AudioContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -631,11 +622,8 @@ func (v *AudioContent) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AudioContent", []string{"data", "mimeType"}, nil); err != nil {
-		return err
-	}
 	type plain AudioContent
-	if err := acpjson.Into(data, (*plain)(v), lenientAudioContent); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAudioContent); err != nil {
 		return err
 	}
 	return nil
@@ -667,8 +655,8 @@ type ResourceLink struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientResourceLink are the members of ResourceLink the schema reads leniently.
-var lenientResourceLink = &acpjson.Lenient{DefaultOnError: []string{"annotations", "description", "mimeType", "size", "title"}, SkipInvalid: nil}
+// membersResourceLink is what the schema says of the members of ResourceLink beyond their types.
+var membersResourceLink = &acpjson.Members{What: "acpv1: ResourceLink", Set: []string{"name", "uri"}, Present: nil, DefaultOnError: []string{"annotations", "description", "mimeType", "size", "title"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ResourceLink, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -677,11 +665,8 @@ func (v *ResourceLink) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ResourceLink", []string{"name", "uri"}, nil); err != nil {
-		return err
-	}
 	type plain ResourceLink
-	if err := acpjson.Into(data, (*plain)(v), lenientResourceLink); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersResourceLink); err != nil {
 		return err
 	}
 	return nil
@@ -748,8 +733,8 @@ type TextResourceContents struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientTextResourceContents are the members of TextResourceContents the schema reads leniently.
-var lenientTextResourceContents = &acpjson.Lenient{DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+// membersTextResourceContents is what the schema says of the members of TextResourceContents beyond their types.
+var membersTextResourceContents = &acpjson.Members{What: "acpv1: TextResourceContents", Set: []string{"text", "uri"}, Present: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TextResourceContents, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -758,11 +743,8 @@ func (v *TextResourceContents) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: TextResourceContents", []string{"text", "uri"}, nil); err != nil {
-		return err
-	}
 	type plain TextResourceContents
-	if err := acpjson.Into(data, (*plain)(v), lenientTextResourceContents); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTextResourceContents); err != nil {
 		return err
 	}
 	return nil
@@ -786,8 +768,8 @@ type BlobResourceContents struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientBlobResourceContents are the members of BlobResourceContents the schema reads leniently.
-var lenientBlobResourceContents = &acpjson.Lenient{DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+// membersBlobResourceContents is what the schema says of the members of BlobResourceContents beyond their types.
+var membersBlobResourceContents = &acpjson.Members{What: "acpv1: BlobResourceContents", Set: []string{"blob", "uri"}, Present: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BlobResourceContents, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -796,11 +778,8 @@ func (v *BlobResourceContents) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: BlobResourceContents", []string{"blob", "uri"}, nil); err != nil {
-		return err
-	}
 	type plain BlobResourceContents
-	if err := acpjson.Into(data, (*plain)(v), lenientBlobResourceContents); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersBlobResourceContents); err != nil {
 		return err
 	}
 	return nil
@@ -822,8 +801,8 @@ type EmbeddedResource struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientEmbeddedResource are the members of EmbeddedResource the schema reads leniently.
-var lenientEmbeddedResource = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+// membersEmbeddedResource is what the schema says of the members of EmbeddedResource beyond their types.
+var membersEmbeddedResource = &acpjson.Members{What: "acpv1: EmbeddedResource", Set: []string{"resource"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EmbeddedResource, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -832,11 +811,8 @@ func (v *EmbeddedResource) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: EmbeddedResource", []string{"resource"}, nil); err != nil {
-		return err
-	}
 	type plain EmbeddedResource
-	if err := acpjson.Into(data, (*plain)(v), lenientEmbeddedResource); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersEmbeddedResource); err != nil {
 		return err
 	}
 	return nil
@@ -856,6 +832,9 @@ type Content struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersContent is what the schema says of the members of Content beyond their types.
+var membersContent = &acpjson.Members{What: "acpv1: Content", Set: []string{"content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the Content, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -863,11 +842,8 @@ func (v *Content) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: Content", []string{"content"}, nil); err != nil {
-		return err
-	}
 	type plain Content
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersContent); err != nil {
 		return err
 	}
 	return nil
@@ -895,8 +871,8 @@ type Diff struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientDiff are the members of Diff the schema reads leniently.
-var lenientDiff = &acpjson.Lenient{DefaultOnError: []string{"oldText"}, SkipInvalid: nil}
+// membersDiff is what the schema says of the members of Diff beyond their types.
+var membersDiff = &acpjson.Members{What: "acpv1: Diff", Set: []string{"path", "newText"}, Present: nil, DefaultOnError: []string{"oldText"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Diff, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -905,11 +881,8 @@ func (v *Diff) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: Diff", []string{"path", "newText"}, nil); err != nil {
-		return err
-	}
 	type plain Diff
-	if err := acpjson.Into(data, (*plain)(v), lenientDiff); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiff); err != nil {
 		return err
 	}
 	return nil
@@ -936,6 +909,9 @@ type Terminal struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersTerminal is what the schema says of the members of Terminal beyond their types.
+var membersTerminal = &acpjson.Members{What: "acpv1: Terminal", Set: []string{"terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the Terminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -943,11 +919,8 @@ func (v *Terminal) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: Terminal", []string{"terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain Terminal
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminal); err != nil {
 		return err
 	}
 	return nil
@@ -974,8 +947,8 @@ type ToolCallLocation struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientToolCallLocation are the members of ToolCallLocation the schema reads leniently.
-var lenientToolCallLocation = &acpjson.Lenient{DefaultOnError: []string{"line"}, SkipInvalid: nil}
+// membersToolCallLocation is what the schema says of the members of ToolCallLocation beyond their types.
+var membersToolCallLocation = &acpjson.Members{What: "acpv1: ToolCallLocation", Set: []string{"path"}, Present: nil, DefaultOnError: []string{"line"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ToolCallLocation, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -984,11 +957,8 @@ func (v *ToolCallLocation) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ToolCallLocation", []string{"path"}, nil); err != nil {
-		return err
-	}
 	type plain ToolCallLocation
-	if err := acpjson.Into(data, (*plain)(v), lenientToolCallLocation); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersToolCallLocation); err != nil {
 		return err
 	}
 	return nil
@@ -1010,6 +980,9 @@ type PermissionOption struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPermissionOption is what the schema says of the members of PermissionOption beyond their types.
+var membersPermissionOption = &acpjson.Members{What: "acpv1: PermissionOption", Set: []string{"optionId", "name", "kind"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PermissionOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1017,11 +990,8 @@ func (v *PermissionOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: PermissionOption", []string{"optionId", "name", "kind"}, nil); err != nil {
-		return err
-	}
 	type plain PermissionOption
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPermissionOption); err != nil {
 		return err
 	}
 	if !v.Kind.known() {
@@ -1087,6 +1057,9 @@ type CreateTerminalRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCreateTerminalRequest is what the schema says of the members of CreateTerminalRequest beyond their types.
+var membersCreateTerminalRequest = &acpjson.Members{What: "acpv1: CreateTerminalRequest", Set: []string{"sessionId", "command"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CreateTerminalRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1094,11 +1067,8 @@ func (v *CreateTerminalRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CreateTerminalRequest", []string{"sessionId", "command"}, nil); err != nil {
-		return err
-	}
 	type plain CreateTerminalRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCreateTerminalRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1118,6 +1088,9 @@ type EnvVariable struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersEnvVariable is what the schema says of the members of EnvVariable beyond their types.
+var membersEnvVariable = &acpjson.Members{What: "acpv1: EnvVariable", Set: []string{"name", "value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the EnvVariable, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1125,11 +1098,8 @@ func (v *EnvVariable) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: EnvVariable", []string{"name", "value"}, nil); err != nil {
-		return err
-	}
 	type plain EnvVariable
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersEnvVariable); err != nil {
 		return err
 	}
 	return nil
@@ -1149,6 +1119,9 @@ type TerminalOutputRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersTerminalOutputRequest is what the schema says of the members of TerminalOutputRequest beyond their types.
+var membersTerminalOutputRequest = &acpjson.Members{What: "acpv1: TerminalOutputRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the TerminalOutputRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1156,11 +1129,8 @@ func (v *TerminalOutputRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: TerminalOutputRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain TerminalOutputRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminalOutputRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1180,6 +1150,9 @@ type ReleaseTerminalRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersReleaseTerminalRequest is what the schema says of the members of ReleaseTerminalRequest beyond their types.
+var membersReleaseTerminalRequest = &acpjson.Members{What: "acpv1: ReleaseTerminalRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ReleaseTerminalRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1187,11 +1160,8 @@ func (v *ReleaseTerminalRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ReleaseTerminalRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain ReleaseTerminalRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersReleaseTerminalRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1211,6 +1181,9 @@ type WaitForTerminalExitRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersWaitForTerminalExitRequest is what the schema says of the members of WaitForTerminalExitRequest beyond their types.
+var membersWaitForTerminalExitRequest = &acpjson.Members{What: "acpv1: WaitForTerminalExitRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the WaitForTerminalExitRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1218,11 +1191,8 @@ func (v *WaitForTerminalExitRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: WaitForTerminalExitRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain WaitForTerminalExitRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersWaitForTerminalExitRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1242,6 +1212,9 @@ type KillTerminalRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersKillTerminalRequest is what the schema says of the members of KillTerminalRequest beyond their types.
+var membersKillTerminalRequest = &acpjson.Members{What: "acpv1: KillTerminalRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the KillTerminalRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1249,11 +1222,8 @@ func (v *KillTerminalRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: KillTerminalRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain KillTerminalRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersKillTerminalRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1296,17 +1266,17 @@ func (v CreateElicitationRequest) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// membersCreateElicitationRequest is what the schema says of the members of CreateElicitationRequest beyond their types.
+var membersCreateElicitationRequest = &acpjson.Members{What: "acpv1: CreateElicitationRequest", Set: []string{"message"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CreateElicitationRequest's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *CreateElicitationRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CreateElicitationRequest", []string{"message"}, nil); err != nil {
-		return err
-	}
 	type plain CreateElicitationRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCreateElicitationRequest); err != nil {
 		return err
 	}
 	variant, err := decodeCreateElicitationRequest(data)
@@ -1389,8 +1359,8 @@ type ElicitationSessionScope struct {
 	ToolCallID ToolCallID `json:"toolCallId,omitempty"`
 }
 
-// lenientElicitationSessionScope are the members of ElicitationSessionScope the schema reads leniently.
-var lenientElicitationSessionScope = &acpjson.Lenient{DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
+// membersElicitationSessionScope is what the schema says of the members of ElicitationSessionScope beyond their types.
+var membersElicitationSessionScope = &acpjson.Members{What: "acpv1: ElicitationSessionScope", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationSessionScope, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1399,11 +1369,8 @@ func (v *ElicitationSessionScope) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ElicitationSessionScope", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain ElicitationSessionScope
-	if err := acpjson.Into(data, (*plain)(v), lenientElicitationSessionScope); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationSessionScope); err != nil {
 		return err
 	}
 	return nil
@@ -1420,6 +1387,9 @@ type ElicitationRequestScope struct {
 	RequestID RequestID `json:"requestId"`
 }
 
+// membersElicitationRequestScope is what the schema says of the members of ElicitationRequestScope beyond their types.
+var membersElicitationRequestScope = &acpjson.Members{What: "acpv1: ElicitationRequestScope", Set: nil, Present: []string{"requestId"}, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ElicitationRequestScope, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1427,11 +1397,8 @@ func (v *ElicitationRequestScope) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ElicitationRequestScope", nil, []string{"requestId"}); err != nil {
-		return err
-	}
 	type plain ElicitationRequestScope
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationRequestScope); err != nil {
 		return err
 	}
 	return nil
@@ -1472,8 +1439,8 @@ type ElicitationSchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientElicitationSchema are the members of ElicitationSchema the schema reads leniently.
-var lenientElicitationSchema = &acpjson.Lenient{DefaultOnError: []string{"type", "title", "description"}, SkipInvalid: nil}
+// membersElicitationSchema is what the schema says of the members of ElicitationSchema beyond their types.
+var membersElicitationSchema = &acpjson.Members{What: "acpv1: ElicitationSchema", Set: nil, Present: nil, DefaultOnError: []string{"type", "title", "description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationSchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1483,7 +1450,7 @@ func (v *ElicitationSchema) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ElicitationSchema
-	if err := acpjson.Into(data, (*plain)(v), lenientElicitationSchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationSchema); err != nil {
 		return err
 	}
 	if !v.Type.known() {
@@ -1647,8 +1614,8 @@ type EnumOption struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientEnumOption are the members of EnumOption the schema reads leniently.
-var lenientEnumOption = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersEnumOption is what the schema says of the members of EnumOption beyond their types.
+var membersEnumOption = &acpjson.Members{What: "acpv1: EnumOption", Set: []string{"const", "title"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EnumOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1657,11 +1624,8 @@ func (v *EnumOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: EnumOption", []string{"const", "title"}, nil); err != nil {
-		return err
-	}
 	type plain EnumOption
-	if err := acpjson.Into(data, (*plain)(v), lenientEnumOption); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersEnumOption); err != nil {
 		return err
 	}
 	return nil
@@ -1718,8 +1682,8 @@ type StringPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientStringPropertySchema are the members of StringPropertySchema the schema reads leniently.
-var lenientStringPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+// membersStringPropertySchema is what the schema says of the members of StringPropertySchema beyond their types.
+var membersStringPropertySchema = &acpjson.Members{What: "acpv1: StringPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the StringPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1729,7 +1693,7 @@ func (v *StringPropertySchema) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain StringPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientStringPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersStringPropertySchema); err != nil {
 		return err
 	}
 	if v.Format != "" && !v.Format.known() {
@@ -1772,8 +1736,8 @@ type NumberPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientNumberPropertySchema are the members of NumberPropertySchema the schema reads leniently.
-var lenientNumberPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+// membersNumberPropertySchema is what the schema says of the members of NumberPropertySchema beyond their types.
+var membersNumberPropertySchema = &acpjson.Members{What: "acpv1: NumberPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the NumberPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1783,7 +1747,7 @@ func (v *NumberPropertySchema) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain NumberPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientNumberPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersNumberPropertySchema); err != nil {
 		return err
 	}
 	return nil
@@ -1823,8 +1787,8 @@ type IntegerPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientIntegerPropertySchema are the members of IntegerPropertySchema the schema reads leniently.
-var lenientIntegerPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+// membersIntegerPropertySchema is what the schema says of the members of IntegerPropertySchema beyond their types.
+var membersIntegerPropertySchema = &acpjson.Members{What: "acpv1: IntegerPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the IntegerPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1834,7 +1798,7 @@ func (v *IntegerPropertySchema) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain IntegerPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientIntegerPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersIntegerPropertySchema); err != nil {
 		return err
 	}
 	return nil
@@ -1866,8 +1830,8 @@ type BooleanPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientBooleanPropertySchema are the members of BooleanPropertySchema the schema reads leniently.
-var lenientBooleanPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+// membersBooleanPropertySchema is what the schema says of the members of BooleanPropertySchema beyond their types.
+var membersBooleanPropertySchema = &acpjson.Members{What: "acpv1: BooleanPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BooleanPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1877,7 +1841,7 @@ func (v *BooleanPropertySchema) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain BooleanPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientBooleanPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersBooleanPropertySchema); err != nil {
 		return err
 	}
 	return nil
@@ -1983,6 +1947,9 @@ func (v StringMultiSelectItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersStringMultiSelectItems is what the schema says of the members of StringMultiSelectItems beyond their types.
+var membersStringMultiSelectItems = &acpjson.Members{What: "acpv1: StringMultiSelectItems", Set: []string{"enum"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the StringMultiSelectItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1990,11 +1957,8 @@ func (v *StringMultiSelectItems) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: StringMultiSelectItems", []string{"enum"}, nil); err != nil {
-		return err
-	}
 	type plain StringMultiSelectItems
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersStringMultiSelectItems); err != nil {
 		return err
 	}
 	return nil
@@ -2025,6 +1989,9 @@ func (v TitledMultiSelectItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersTitledMultiSelectItems is what the schema says of the members of TitledMultiSelectItems beyond their types.
+var membersTitledMultiSelectItems = &acpjson.Members{What: "acpv1: TitledMultiSelectItems", Set: []string{"anyOf"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the TitledMultiSelectItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2032,11 +1999,8 @@ func (v *TitledMultiSelectItems) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: TitledMultiSelectItems", []string{"anyOf"}, nil); err != nil {
-		return err
-	}
 	type plain TitledMultiSelectItems
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTitledMultiSelectItems); err != nil {
 		return err
 	}
 	return nil
@@ -2078,8 +2042,8 @@ type MultiSelectPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientMultiSelectPropertySchema are the members of MultiSelectPropertySchema the schema reads leniently.
-var lenientMultiSelectPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
+// membersMultiSelectPropertySchema is what the schema says of the members of MultiSelectPropertySchema beyond their types.
+var membersMultiSelectPropertySchema = &acpjson.Members{What: "acpv1: MultiSelectPropertySchema", Set: []string{"items"}, Present: nil, DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
 
 // UnmarshalJSON reads the MultiSelectPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2088,11 +2052,8 @@ func (v *MultiSelectPropertySchema) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MultiSelectPropertySchema", []string{"items"}, nil); err != nil {
-		return err
-	}
 	type plain MultiSelectPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientMultiSelectPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMultiSelectPropertySchema); err != nil {
 		return err
 	}
 	return nil
@@ -2125,17 +2086,17 @@ func (v ElicitationFormMode) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// membersElicitationFormMode is what the schema says of the members of ElicitationFormMode beyond their types.
+var membersElicitationFormMode = &acpjson.Members{What: "acpv1: ElicitationFormMode", Set: []string{"requestedSchema"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ElicitationFormMode's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *ElicitationFormMode) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ElicitationFormMode", []string{"requestedSchema"}, nil); err != nil {
-		return err
-	}
 	type plain ElicitationFormMode
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationFormMode); err != nil {
 		return err
 	}
 	variant, err := decodeElicitationFormMode(data)
@@ -2193,17 +2154,17 @@ func (v ElicitationURLMode) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// membersElicitationURLMode is what the schema says of the members of ElicitationURLMode beyond their types.
+var membersElicitationURLMode = &acpjson.Members{What: "acpv1: ElicitationURLMode", Set: []string{"elicitationId", "url"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ElicitationURLMode's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *ElicitationURLMode) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ElicitationURLMode", []string{"elicitationId", "url"}, nil); err != nil {
-		return err
-	}
 	type plain ElicitationURLMode
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationURLMode); err != nil {
 		return err
 	}
 	variant, err := decodeElicitationURLMode(data)
@@ -2274,8 +2235,8 @@ func (v InitializeResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientInitializeResponse are the members of InitializeResponse the schema reads leniently.
-var lenientInitializeResponse = &acpjson.Lenient{DefaultOnError: []string{"agentCapabilities", "agentInfo"}, SkipInvalid: []string{"authMethods"}}
+// membersInitializeResponse is what the schema says of the members of InitializeResponse beyond their types.
+var membersInitializeResponse = &acpjson.Members{What: "acpv1: InitializeResponse", Set: []string{"protocolVersion"}, Present: nil, DefaultOnError: []string{"agentCapabilities", "agentInfo"}, SkipInvalid: []string{"authMethods"}}
 
 // UnmarshalJSON reads the InitializeResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2284,11 +2245,8 @@ func (v *InitializeResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: InitializeResponse", []string{"protocolVersion"}, nil); err != nil {
-		return err
-	}
 	type plain InitializeResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientInitializeResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersInitializeResponse); err != nil {
 		return err
 	}
 	return nil
@@ -2336,8 +2294,8 @@ type AgentCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAgentCapabilities are the members of AgentCapabilities the schema reads leniently.
-var lenientAgentCapabilities = &acpjson.Lenient{DefaultOnError: []string{"loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "providers"}, SkipInvalid: nil}
+// membersAgentCapabilities is what the schema says of the members of AgentCapabilities beyond their types.
+var membersAgentCapabilities = &acpjson.Members{What: "acpv1: AgentCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "providers"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2347,7 +2305,7 @@ func (v *AgentCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain AgentCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientAgentCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -2383,8 +2341,8 @@ type PromptCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientPromptCapabilities are the members of PromptCapabilities the schema reads leniently.
-var lenientPromptCapabilities = &acpjson.Lenient{DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
+// membersPromptCapabilities is what the schema says of the members of PromptCapabilities beyond their types.
+var membersPromptCapabilities = &acpjson.Members{What: "acpv1: PromptCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PromptCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2394,7 +2352,7 @@ func (v *PromptCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain PromptCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientPromptCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPromptCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -2422,8 +2380,8 @@ type MCPCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientMCPCapabilities are the members of MCPCapabilities the schema reads leniently.
-var lenientMCPCapabilities = &acpjson.Lenient{DefaultOnError: []string{"http", "sse", "acp"}, SkipInvalid: nil}
+// membersMCPCapabilities is what the schema says of the members of MCPCapabilities beyond their types.
+var membersMCPCapabilities = &acpjson.Members{What: "acpv1: MCPCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"http", "sse", "acp"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2433,7 +2391,7 @@ func (v *MCPCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain MCPCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientMCPCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -2546,8 +2504,8 @@ type SessionCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionCapabilities are the members of SessionCapabilities the schema reads leniently.
-var lenientSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"list", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title", "resume", "close"}, SkipInvalid: nil}
+// membersSessionCapabilities is what the schema says of the members of SessionCapabilities beyond their types.
+var membersSessionCapabilities = &acpjson.Members{What: "acpv1: SessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"list", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title", "resume", "close"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2557,7 +2515,7 @@ func (v *SessionCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SessionCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -2652,8 +2610,8 @@ type AgentAuthCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAgentAuthCapabilities are the members of AgentAuthCapabilities the schema reads leniently.
-var lenientAgentAuthCapabilities = &acpjson.Lenient{DefaultOnError: []string{"status", "logout"}, SkipInvalid: nil}
+// membersAgentAuthCapabilities is what the schema says of the members of AgentAuthCapabilities beyond their types.
+var membersAgentAuthCapabilities = &acpjson.Members{What: "acpv1: AgentAuthCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"status", "logout"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentAuthCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2663,7 +2621,7 @@ func (v *AgentAuthCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain AgentAuthCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientAgentAuthCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentAuthCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -2762,8 +2720,8 @@ type AuthMethodTerminal struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthMethodTerminal are the members of AuthMethodTerminal the schema reads leniently.
-var lenientAuthMethodTerminal = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersAuthMethodTerminal is what the schema says of the members of AuthMethodTerminal beyond their types.
+var membersAuthMethodTerminal = &acpjson.Members{What: "acpv1: AuthMethodTerminal", Set: []string{"id", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthMethodTerminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2772,11 +2730,8 @@ func (v *AuthMethodTerminal) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AuthMethodTerminal", []string{"id", "name"}, nil); err != nil {
-		return err
-	}
 	type plain AuthMethodTerminal
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthMethodTerminal); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthMethodTerminal); err != nil {
 		return err
 	}
 	return nil
@@ -2802,8 +2757,8 @@ type AuthMethodAgent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthMethodAgent are the members of AuthMethodAgent the schema reads leniently.
-var lenientAuthMethodAgent = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersAuthMethodAgent is what the schema says of the members of AuthMethodAgent beyond their types.
+var membersAuthMethodAgent = &acpjson.Members{What: "acpv1: AuthMethodAgent", Set: []string{"id", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthMethodAgent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2812,11 +2767,8 @@ func (v *AuthMethodAgent) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AuthMethodAgent", []string{"id", "name"}, nil); err != nil {
-		return err
-	}
 	type plain AuthMethodAgent
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthMethodAgent); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthMethodAgent); err != nil {
 		return err
 	}
 	return nil
@@ -2847,8 +2799,8 @@ type Implementation struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientImplementation are the members of Implementation the schema reads leniently.
-var lenientImplementation = &acpjson.Lenient{DefaultOnError: []string{"title"}, SkipInvalid: nil}
+// membersImplementation is what the schema says of the members of Implementation beyond their types.
+var membersImplementation = &acpjson.Members{What: "acpv1: Implementation", Set: []string{"name", "version"}, Present: nil, DefaultOnError: []string{"title"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Implementation, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2857,11 +2809,8 @@ func (v *Implementation) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: Implementation", []string{"name", "version"}, nil); err != nil {
-		return err
-	}
 	type plain Implementation
-	if err := acpjson.Into(data, (*plain)(v), lenientImplementation); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersImplementation); err != nil {
 		return err
 	}
 	return nil
@@ -2909,8 +2858,8 @@ type NewSessionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientNewSessionResponse are the members of NewSessionResponse the schema reads leniently.
-var lenientNewSessionResponse = &acpjson.Lenient{DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+// membersNewSessionResponse is what the schema says of the members of NewSessionResponse beyond their types.
+var membersNewSessionResponse = &acpjson.Members{What: "acpv1: NewSessionResponse", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the NewSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2919,11 +2868,8 @@ func (v *NewSessionResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: NewSessionResponse", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain NewSessionResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientNewSessionResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersNewSessionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -2952,8 +2898,8 @@ func (v SessionModeState) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientSessionModeState are the members of SessionModeState the schema reads leniently.
-var lenientSessionModeState = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"availableModes"}}
+// membersSessionModeState is what the schema says of the members of SessionModeState beyond their types.
+var membersSessionModeState = &acpjson.Members{What: "acpv1: SessionModeState", Set: []string{"currentModeId", "availableModes"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"availableModes"}}
 
 // UnmarshalJSON reads the SessionModeState, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2962,11 +2908,8 @@ func (v *SessionModeState) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionModeState", []string{"currentModeId", "availableModes"}, nil); err != nil {
-		return err
-	}
 	type plain SessionModeState
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionModeState); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionModeState); err != nil {
 		return err
 	}
 	return nil
@@ -2993,8 +2936,8 @@ type SessionMode struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionMode are the members of SessionMode the schema reads leniently.
-var lenientSessionMode = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersSessionMode is what the schema says of the members of SessionMode beyond their types.
+var membersSessionMode = &acpjson.Members{What: "acpv1: SessionMode", Set: []string{"id", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionMode, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3003,11 +2946,8 @@ func (v *SessionMode) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionMode", []string{"id", "name"}, nil); err != nil {
-		return err
-	}
 	type plain SessionMode
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionMode); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionMode); err != nil {
 		return err
 	}
 	return nil
@@ -3050,8 +2990,8 @@ func (v SessionConfigOption) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// lenientSessionConfigOption are the members of SessionConfigOption the schema reads leniently.
-var lenientSessionConfigOption = &acpjson.Lenient{DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
+// membersSessionConfigOption is what the schema says of the members of SessionConfigOption beyond their types.
+var membersSessionConfigOption = &acpjson.Members{What: "acpv1: SessionConfigOption", Set: []string{"id", "name"}, Present: nil, DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -3059,11 +2999,8 @@ func (v *SessionConfigOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionConfigOption", []string{"id", "name"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigOption
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigOption); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigOption); err != nil {
 		return err
 	}
 	variant, err := decodeSessionConfigOption(data)
@@ -3202,8 +3139,8 @@ type SessionConfigSelectOption struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionConfigSelectOption are the members of SessionConfigSelectOption the schema reads leniently.
-var lenientSessionConfigSelectOption = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersSessionConfigSelectOption is what the schema says of the members of SessionConfigSelectOption beyond their types.
+var membersSessionConfigSelectOption = &acpjson.Members{What: "acpv1: SessionConfigSelectOption", Set: []string{"value", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigSelectOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3212,11 +3149,8 @@ func (v *SessionConfigSelectOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionConfigSelectOption", []string{"value", "name"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigSelectOption
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigSelectOption); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigSelectOption); err != nil {
 		return err
 	}
 	return nil
@@ -3247,8 +3181,8 @@ func (v SessionConfigSelectGroup) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientSessionConfigSelectGroup are the members of SessionConfigSelectGroup the schema reads leniently.
-var lenientSessionConfigSelectGroup = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"options"}}
+// membersSessionConfigSelectGroup is what the schema says of the members of SessionConfigSelectGroup beyond their types.
+var membersSessionConfigSelectGroup = &acpjson.Members{What: "acpv1: SessionConfigSelectGroup", Set: []string{"group", "name", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"options"}}
 
 // UnmarshalJSON reads the SessionConfigSelectGroup, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3257,11 +3191,8 @@ func (v *SessionConfigSelectGroup) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionConfigSelectGroup", []string{"group", "name", "options"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigSelectGroup
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigSelectGroup); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigSelectGroup); err != nil {
 		return err
 	}
 	return nil
@@ -3278,6 +3209,9 @@ type SessionConfigSelect struct {
 	Options SessionConfigSelectOptions `json:"options"`
 }
 
+// membersSessionConfigSelect is what the schema says of the members of SessionConfigSelect beyond their types.
+var membersSessionConfigSelect = &acpjson.Members{What: "acpv1: SessionConfigSelect", Set: []string{"currentValue", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigSelect, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -3285,11 +3219,8 @@ func (v *SessionConfigSelect) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionConfigSelect", []string{"currentValue", "options"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigSelect
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigSelect); err != nil {
 		return err
 	}
 	return nil
@@ -3303,6 +3234,9 @@ type SessionConfigBoolean struct {
 	CurrentValue bool `json:"currentValue"`
 }
 
+// membersSessionConfigBoolean is what the schema says of the members of SessionConfigBoolean beyond their types.
+var membersSessionConfigBoolean = &acpjson.Members{What: "acpv1: SessionConfigBoolean", Set: []string{"currentValue"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigBoolean, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -3310,11 +3244,8 @@ func (v *SessionConfigBoolean) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionConfigBoolean", []string{"currentValue"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigBoolean
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigBoolean); err != nil {
 		return err
 	}
 	return nil
@@ -3338,8 +3269,8 @@ type LoadSessionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientLoadSessionResponse are the members of LoadSessionResponse the schema reads leniently.
-var lenientLoadSessionResponse = &acpjson.Lenient{DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+// membersLoadSessionResponse is what the schema says of the members of LoadSessionResponse beyond their types.
+var membersLoadSessionResponse = &acpjson.Members{What: "acpv1: LoadSessionResponse", Set: nil, Present: nil, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the LoadSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3349,7 +3280,7 @@ func (v *LoadSessionResponse) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain LoadSessionResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientLoadSessionResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersLoadSessionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -3379,8 +3310,8 @@ func (v ListSessionsResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientListSessionsResponse are the members of ListSessionsResponse the schema reads leniently.
-var lenientListSessionsResponse = &acpjson.Lenient{DefaultOnError: []string{"nextCursor"}, SkipInvalid: []string{"sessions"}}
+// membersListSessionsResponse is what the schema says of the members of ListSessionsResponse beyond their types.
+var membersListSessionsResponse = &acpjson.Members{What: "acpv1: ListSessionsResponse", Set: []string{"sessions"}, Present: nil, DefaultOnError: []string{"nextCursor"}, SkipInvalid: []string{"sessions"}}
 
 // UnmarshalJSON reads the ListSessionsResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3389,11 +3320,8 @@ func (v *ListSessionsResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ListSessionsResponse", []string{"sessions"}, nil); err != nil {
-		return err
-	}
 	type plain ListSessionsResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientListSessionsResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersListSessionsResponse); err != nil {
 		return err
 	}
 	return nil
@@ -3434,8 +3362,8 @@ type SessionInfo struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionInfo are the members of SessionInfo the schema reads leniently.
-var lenientSessionInfo = &acpjson.Lenient{DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: []string{"additionalDirectories"}}
+// membersSessionInfo is what the schema says of the members of SessionInfo beyond their types.
+var membersSessionInfo = &acpjson.Members{What: "acpv1: SessionInfo", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: []string{"additionalDirectories"}}
 
 // UnmarshalJSON reads the SessionInfo, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3444,11 +3372,8 @@ func (v *SessionInfo) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionInfo", []string{"sessionId", "cwd"}, nil); err != nil {
-		return err
-	}
 	type plain SessionInfo
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionInfo); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionInfo); err != nil {
 		return err
 	}
 	return nil
@@ -3480,8 +3405,8 @@ type ResumeSessionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientResumeSessionResponse are the members of ResumeSessionResponse the schema reads leniently.
-var lenientResumeSessionResponse = &acpjson.Lenient{DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+// membersResumeSessionResponse is what the schema says of the members of ResumeSessionResponse beyond their types.
+var membersResumeSessionResponse = &acpjson.Members{What: "acpv1: ResumeSessionResponse", Set: nil, Present: nil, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the ResumeSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3491,7 +3416,7 @@ func (v *ResumeSessionResponse) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ResumeSessionResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientResumeSessionResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersResumeSessionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -3538,8 +3463,8 @@ func (v SetSessionConfigOptionResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientSetSessionConfigOptionResponse are the members of SetSessionConfigOptionResponse the schema reads leniently.
-var lenientSetSessionConfigOptionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+// membersSetSessionConfigOptionResponse is what the schema says of the members of SetSessionConfigOptionResponse beyond their types.
+var membersSetSessionConfigOptionResponse = &acpjson.Members{What: "acpv1: SetSessionConfigOptionResponse", Set: []string{"configOptions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the SetSessionConfigOptionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3548,11 +3473,8 @@ func (v *SetSessionConfigOptionResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SetSessionConfigOptionResponse", []string{"configOptions"}, nil); err != nil {
-		return err
-	}
 	type plain SetSessionConfigOptionResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientSetSessionConfigOptionResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetSessionConfigOptionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -3580,8 +3502,8 @@ type PromptResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientPromptResponse are the members of PromptResponse the schema reads leniently.
-var lenientPromptResponse = &acpjson.Lenient{DefaultOnError: []string{"usage"}, SkipInvalid: nil}
+// membersPromptResponse is what the schema says of the members of PromptResponse beyond their types.
+var membersPromptResponse = &acpjson.Members{What: "acpv1: PromptResponse", Set: []string{"stopReason"}, Present: nil, DefaultOnError: []string{"usage"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PromptResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3590,11 +3512,8 @@ func (v *PromptResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: PromptResponse", []string{"stopReason"}, nil); err != nil {
-		return err
-	}
 	type plain PromptResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientPromptResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPromptResponse); err != nil {
 		return err
 	}
 	if !v.StopReason.known() {
@@ -3663,8 +3582,8 @@ type Error struct {
 	Data any `json:"data,omitempty"`
 }
 
-// lenientError are the members of Error the schema reads leniently.
-var lenientError = &acpjson.Lenient{DefaultOnError: []string{"data"}, SkipInvalid: nil}
+// membersError is what the schema says of the members of Error beyond their types.
+var membersError = &acpjson.Members{What: "acpv1: Error", Set: []string{"code", "message"}, Present: nil, DefaultOnError: []string{"data"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Error, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3673,11 +3592,8 @@ func (v *Error) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: Error", []string{"code", "message"}, nil); err != nil {
-		return err
-	}
 	type plain Error
-	if err := acpjson.Into(data, (*plain)(v), lenientError); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersError); err != nil {
 		return err
 	}
 	return nil
@@ -3731,6 +3647,9 @@ type SessionNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSessionNotification is what the schema says of the members of SessionNotification beyond their types.
+var membersSessionNotification = &acpjson.Members{What: "acpv1: SessionNotification", Set: []string{"sessionId", "update"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -3738,11 +3657,8 @@ func (v *SessionNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionNotification", []string{"sessionId", "update"}, nil); err != nil {
-		return err
-	}
 	type plain SessionNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionNotification); err != nil {
 		return err
 	}
 	return nil
@@ -3853,8 +3769,8 @@ type UserMessageChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientUserMessageChunk are the members of UserMessageChunk the schema reads leniently.
-var lenientUserMessageChunk = &acpjson.Lenient{DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+// membersUserMessageChunk is what the schema says of the members of UserMessageChunk beyond their types.
+var membersUserMessageChunk = &acpjson.Members{What: "acpv1: UserMessageChunk", Set: []string{"content"}, Present: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UserMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3863,11 +3779,8 @@ func (v *UserMessageChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: UserMessageChunk", []string{"content"}, nil); err != nil {
-		return err
-	}
 	type plain UserMessageChunk
-	if err := acpjson.Into(data, (*plain)(v), lenientUserMessageChunk); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUserMessageChunk); err != nil {
 		return err
 	}
 	return nil
@@ -3892,8 +3805,8 @@ type AgentMessageChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAgentMessageChunk are the members of AgentMessageChunk the schema reads leniently.
-var lenientAgentMessageChunk = &acpjson.Lenient{DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+// membersAgentMessageChunk is what the schema says of the members of AgentMessageChunk beyond their types.
+var membersAgentMessageChunk = &acpjson.Members{What: "acpv1: AgentMessageChunk", Set: []string{"content"}, Present: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3902,11 +3815,8 @@ func (v *AgentMessageChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AgentMessageChunk", []string{"content"}, nil); err != nil {
-		return err
-	}
 	type plain AgentMessageChunk
-	if err := acpjson.Into(data, (*plain)(v), lenientAgentMessageChunk); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentMessageChunk); err != nil {
 		return err
 	}
 	return nil
@@ -3933,8 +3843,8 @@ type AgentThoughtChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAgentThoughtChunk are the members of AgentThoughtChunk the schema reads leniently.
-var lenientAgentThoughtChunk = &acpjson.Lenient{DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+// membersAgentThoughtChunk is what the schema says of the members of AgentThoughtChunk beyond their types.
+var membersAgentThoughtChunk = &acpjson.Members{What: "acpv1: AgentThoughtChunk", Set: []string{"content"}, Present: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentThoughtChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3943,11 +3853,8 @@ func (v *AgentThoughtChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AgentThoughtChunk", []string{"content"}, nil); err != nil {
-		return err
-	}
 	type plain AgentThoughtChunk
-	if err := acpjson.Into(data, (*plain)(v), lenientAgentThoughtChunk); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentThoughtChunk); err != nil {
 		return err
 	}
 	return nil
@@ -3977,8 +3884,8 @@ type ContentChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientContentChunk are the members of ContentChunk the schema reads leniently.
-var lenientContentChunk = &acpjson.Lenient{DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+// membersContentChunk is what the schema says of the members of ContentChunk beyond their types.
+var membersContentChunk = &acpjson.Members{What: "acpv1: ContentChunk", Set: []string{"content"}, Present: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ContentChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3987,11 +3894,8 @@ func (v *ContentChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ContentChunk", []string{"content"}, nil); err != nil {
-		return err
-	}
 	type plain ContentChunk
-	if err := acpjson.Into(data, (*plain)(v), lenientContentChunk); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersContentChunk); err != nil {
 		return err
 	}
 	return nil
@@ -4035,8 +3939,8 @@ type ToolCall struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientToolCall are the members of ToolCall the schema reads leniently.
-var lenientToolCall = &acpjson.Lenient{DefaultOnError: []string{"name", "kind", "status", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
+// membersToolCall is what the schema says of the members of ToolCall beyond their types.
+var membersToolCall = &acpjson.Members{What: "acpv1: ToolCall", Set: []string{"toolCallId", "title"}, Present: nil, DefaultOnError: []string{"name", "kind", "status", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
 
 // UnmarshalJSON reads the ToolCall, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4045,11 +3949,8 @@ func (v *ToolCall) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ToolCall", []string{"toolCallId", "title"}, nil); err != nil {
-		return err
-	}
 	type plain ToolCall
-	if err := acpjson.Into(data, (*plain)(v), lenientToolCall); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersToolCall); err != nil {
 		return err
 	}
 	if !v.Kind.known() {
@@ -4084,6 +3985,9 @@ type PlanEntry struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanEntry is what the schema says of the members of PlanEntry beyond their types.
+var membersPlanEntry = &acpjson.Members{What: "acpv1: PlanEntry", Set: []string{"content", "priority", "status"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanEntry, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4091,11 +3995,8 @@ func (v *PlanEntry) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: PlanEntry", []string{"content", "priority", "status"}, nil); err != nil {
-		return err
-	}
 	type plain PlanEntry
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanEntry); err != nil {
 		return err
 	}
 	if !v.Priority.known() {
@@ -4186,8 +4087,8 @@ func (v Plan) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientPlan are the members of Plan the schema reads leniently.
-var lenientPlan = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"entries"}}
+// membersPlan is what the schema says of the members of Plan beyond their types.
+var membersPlan = &acpjson.Members{What: "acpv1: Plan", Set: []string{"entries"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"entries"}}
 
 // UnmarshalJSON reads the Plan, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4196,11 +4097,8 @@ func (v *Plan) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: Plan", []string{"entries"}, nil); err != nil {
-		return err
-	}
 	type plain Plan
-	if err := acpjson.Into(data, (*plain)(v), lenientPlan); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlan); err != nil {
 		return err
 	}
 	return nil
@@ -4224,8 +4122,8 @@ type AvailableCommand struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAvailableCommand are the members of AvailableCommand the schema reads leniently.
-var lenientAvailableCommand = &acpjson.Lenient{DefaultOnError: []string{"input"}, SkipInvalid: nil}
+// membersAvailableCommand is what the schema says of the members of AvailableCommand beyond their types.
+var membersAvailableCommand = &acpjson.Members{What: "acpv1: AvailableCommand", Set: []string{"name", "description"}, Present: nil, DefaultOnError: []string{"input"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AvailableCommand, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4234,11 +4132,8 @@ func (v *AvailableCommand) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AvailableCommand", []string{"name", "description"}, nil); err != nil {
-		return err
-	}
 	type plain AvailableCommand
-	if err := acpjson.Into(data, (*plain)(v), lenientAvailableCommand); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAvailableCommand); err != nil {
 		return err
 	}
 	return nil
@@ -4297,6 +4192,9 @@ type UnstructuredCommandInput struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersUnstructuredCommandInput is what the schema says of the members of UnstructuredCommandInput beyond their types.
+var membersUnstructuredCommandInput = &acpjson.Members{What: "acpv1: UnstructuredCommandInput", Set: []string{"hint"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the UnstructuredCommandInput, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4304,11 +4202,8 @@ func (v *UnstructuredCommandInput) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: UnstructuredCommandInput", []string{"hint"}, nil); err != nil {
-		return err
-	}
 	type plain UnstructuredCommandInput
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUnstructuredCommandInput); err != nil {
 		return err
 	}
 	return nil
@@ -4337,8 +4232,8 @@ func (v AvailableCommandsUpdate) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientAvailableCommandsUpdate are the members of AvailableCommandsUpdate the schema reads leniently.
-var lenientAvailableCommandsUpdate = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
+// membersAvailableCommandsUpdate is what the schema says of the members of AvailableCommandsUpdate beyond their types.
+var membersAvailableCommandsUpdate = &acpjson.Members{What: "acpv1: AvailableCommandsUpdate", Set: []string{"availableCommands"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
 
 // UnmarshalJSON reads the AvailableCommandsUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4347,11 +4242,8 @@ func (v *AvailableCommandsUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AvailableCommandsUpdate", []string{"availableCommands"}, nil); err != nil {
-		return err
-	}
 	type plain AvailableCommandsUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientAvailableCommandsUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAvailableCommandsUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -4375,6 +4267,9 @@ type CurrentModeUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCurrentModeUpdate is what the schema says of the members of CurrentModeUpdate beyond their types.
+var membersCurrentModeUpdate = &acpjson.Members{What: "acpv1: CurrentModeUpdate", Set: []string{"currentModeId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CurrentModeUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4382,11 +4277,8 @@ func (v *CurrentModeUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CurrentModeUpdate", []string{"currentModeId"}, nil); err != nil {
-		return err
-	}
 	type plain CurrentModeUpdate
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCurrentModeUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -4417,8 +4309,8 @@ func (v ConfigOptionUpdate) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientConfigOptionUpdate are the members of ConfigOptionUpdate the schema reads leniently.
-var lenientConfigOptionUpdate = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+// membersConfigOptionUpdate is what the schema says of the members of ConfigOptionUpdate beyond their types.
+var membersConfigOptionUpdate = &acpjson.Members{What: "acpv1: ConfigOptionUpdate", Set: []string{"configOptions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the ConfigOptionUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4427,11 +4319,8 @@ func (v *ConfigOptionUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ConfigOptionUpdate", []string{"configOptions"}, nil); err != nil {
-		return err
-	}
 	type plain ConfigOptionUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientConfigOptionUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersConfigOptionUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -4458,8 +4347,8 @@ type SessionInfoUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionInfoUpdate are the members of SessionInfoUpdate the schema reads leniently.
-var lenientSessionInfoUpdate = &acpjson.Lenient{DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
+// membersSessionInfoUpdate is what the schema says of the members of SessionInfoUpdate beyond their types.
+var membersSessionInfoUpdate = &acpjson.Members{What: "acpv1: SessionInfoUpdate", Set: nil, Present: nil, DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionInfoUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4469,7 +4358,7 @@ func (v *SessionInfoUpdate) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SessionInfoUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionInfoUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionInfoUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -4494,6 +4383,9 @@ type Cost struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCost is what the schema says of the members of Cost beyond their types.
+var membersCost = &acpjson.Members{What: "acpv1: Cost", Set: []string{"amount", "currency"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the Cost, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4501,11 +4393,8 @@ func (v *Cost) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: Cost", []string{"amount", "currency"}, nil); err != nil {
-		return err
-	}
 	type plain Cost
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCost); err != nil {
 		return err
 	}
 	return nil
@@ -4527,8 +4416,8 @@ type UsageUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientUsageUpdate are the members of UsageUpdate the schema reads leniently.
-var lenientUsageUpdate = &acpjson.Lenient{DefaultOnError: []string{"cost"}, SkipInvalid: nil}
+// membersUsageUpdate is what the schema says of the members of UsageUpdate beyond their types.
+var membersUsageUpdate = &acpjson.Members{What: "acpv1: UsageUpdate", Set: []string{"used", "size"}, Present: nil, DefaultOnError: []string{"cost"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UsageUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4537,11 +4426,8 @@ func (v *UsageUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: UsageUpdate", []string{"used", "size"}, nil); err != nil {
-		return err
-	}
 	type plain UsageUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientUsageUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUsageUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -4590,8 +4476,8 @@ type Notice struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientNotice are the members of Notice the schema reads leniently.
-var lenientNotice = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersNotice is what the schema says of the members of Notice beyond their types.
+var membersNotice = &acpjson.Members{What: "acpv1: Notice", Set: []string{"severity", "title"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Notice, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4600,11 +4486,8 @@ func (v *Notice) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: Notice", []string{"severity", "title"}, nil); err != nil {
-		return err
-	}
 	type plain Notice
-	if err := acpjson.Into(data, (*plain)(v), lenientNotice); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersNotice); err != nil {
 		return err
 	}
 	return nil
@@ -4655,8 +4538,8 @@ type CompactionUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientCompactionUpdate are the members of CompactionUpdate the schema reads leniently.
-var lenientCompactionUpdate = &acpjson.Lenient{DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
+// membersCompactionUpdate is what the schema says of the members of CompactionUpdate beyond their types.
+var membersCompactionUpdate = &acpjson.Members{What: "acpv1: CompactionUpdate", Set: []string{"compactionId", "status"}, Present: nil, DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
 
 // UnmarshalJSON reads the CompactionUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4665,11 +4548,8 @@ func (v *CompactionUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CompactionUpdate", []string{"compactionId", "status"}, nil); err != nil {
-		return err
-	}
 	type plain CompactionUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientCompactionUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCompactionUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -4690,6 +4570,9 @@ type CompactionSummaryChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCompactionSummaryChunk is what the schema says of the members of CompactionSummaryChunk beyond their types.
+var membersCompactionSummaryChunk = &acpjson.Members{What: "acpv1: CompactionSummaryChunk", Set: []string{"compactionId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CompactionSummaryChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4697,11 +4580,8 @@ func (v *CompactionSummaryChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CompactionSummaryChunk", []string{"compactionId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain CompactionSummaryChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCompactionSummaryChunk); err != nil {
 		return err
 	}
 	return nil
@@ -4725,6 +4605,9 @@ type CompleteElicitationNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCompleteElicitationNotification is what the schema says of the members of CompleteElicitationNotification beyond their types.
+var membersCompleteElicitationNotification = &acpjson.Members{What: "acpv1: CompleteElicitationNotification", Set: []string{"elicitationId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CompleteElicitationNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4732,11 +4615,8 @@ func (v *CompleteElicitationNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CompleteElicitationNotification", []string{"elicitationId"}, nil); err != nil {
-		return err
-	}
 	type plain CompleteElicitationNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCompleteElicitationNotification); err != nil {
 		return err
 	}
 	return nil
@@ -4771,8 +4651,8 @@ type InitializeRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientInitializeRequest are the members of InitializeRequest the schema reads leniently.
-var lenientInitializeRequest = &acpjson.Lenient{DefaultOnError: []string{"clientCapabilities", "clientInfo"}, SkipInvalid: nil}
+// membersInitializeRequest is what the schema says of the members of InitializeRequest beyond their types.
+var membersInitializeRequest = &acpjson.Members{What: "acpv1: InitializeRequest", Set: []string{"protocolVersion"}, Present: nil, DefaultOnError: []string{"clientCapabilities", "clientInfo"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the InitializeRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4781,11 +4661,8 @@ func (v *InitializeRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: InitializeRequest", []string{"protocolVersion"}, nil); err != nil {
-		return err
-	}
 	type plain InitializeRequest
-	if err := acpjson.Into(data, (*plain)(v), lenientInitializeRequest); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersInitializeRequest); err != nil {
 		return err
 	}
 	return nil
@@ -4850,8 +4727,8 @@ type ClientCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientClientCapabilities are the members of ClientCapabilities the schema reads leniently.
-var lenientClientCapabilities = &acpjson.Lenient{DefaultOnError: []string{"fs", "terminal", "session", "subagents", "plan", "auth", "elicitation"}, SkipInvalid: nil}
+// membersClientCapabilities is what the schema says of the members of ClientCapabilities beyond their types.
+var membersClientCapabilities = &acpjson.Members{What: "acpv1: ClientCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"fs", "terminal", "session", "subagents", "plan", "auth", "elicitation"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ClientCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4861,7 +4738,7 @@ func (v *ClientCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ClientCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientClientCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersClientCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -4883,8 +4760,8 @@ type FileSystemCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientFileSystemCapabilities are the members of FileSystemCapabilities the schema reads leniently.
-var lenientFileSystemCapabilities = &acpjson.Lenient{DefaultOnError: []string{"readTextFile", "writeTextFile"}, SkipInvalid: nil}
+// membersFileSystemCapabilities is what the schema says of the members of FileSystemCapabilities beyond their types.
+var membersFileSystemCapabilities = &acpjson.Members{What: "acpv1: FileSystemCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"readTextFile", "writeTextFile"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the FileSystemCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4894,7 +4771,7 @@ func (v *FileSystemCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain FileSystemCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientFileSystemCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersFileSystemCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -4923,8 +4800,8 @@ type ClientSessionCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientClientSessionCapabilities are the members of ClientSessionCapabilities the schema reads leniently.
-var lenientClientSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"compaction", "configOptions", "notices"}, SkipInvalid: nil}
+// membersClientSessionCapabilities is what the schema says of the members of ClientSessionCapabilities beyond their types.
+var membersClientSessionCapabilities = &acpjson.Members{What: "acpv1: ClientSessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"compaction", "configOptions", "notices"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ClientSessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4934,7 +4811,7 @@ func (v *ClientSessionCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ClientSessionCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientClientSessionCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersClientSessionCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -4961,8 +4838,8 @@ type SessionConfigOptionsCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionConfigOptionsCapabilities are the members of SessionConfigOptionsCapabilities the schema reads leniently.
-var lenientSessionConfigOptionsCapabilities = &acpjson.Lenient{DefaultOnError: []string{"boolean"}, SkipInvalid: nil}
+// membersSessionConfigOptionsCapabilities is what the schema says of the members of SessionConfigOptionsCapabilities beyond their types.
+var membersSessionConfigOptionsCapabilities = &acpjson.Members{What: "acpv1: SessionConfigOptionsCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"boolean"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigOptionsCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4972,7 +4849,7 @@ func (v *SessionConfigOptionsCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SessionConfigOptionsCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigOptionsCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigOptionsCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -5014,8 +4891,8 @@ type AuthCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthCapabilities are the members of AuthCapabilities the schema reads leniently.
-var lenientAuthCapabilities = &acpjson.Lenient{DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
+// membersAuthCapabilities is what the schema says of the members of AuthCapabilities beyond their types.
+var membersAuthCapabilities = &acpjson.Members{What: "acpv1: AuthCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5025,7 +4902,7 @@ func (v *AuthCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain AuthCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -5053,8 +4930,8 @@ type ElicitationCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientElicitationCapabilities are the members of ElicitationCapabilities the schema reads leniently.
-var lenientElicitationCapabilities = &acpjson.Lenient{DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
+// membersElicitationCapabilities is what the schema says of the members of ElicitationCapabilities beyond their types.
+var membersElicitationCapabilities = &acpjson.Members{What: "acpv1: ElicitationCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5064,7 +4941,7 @@ func (v *ElicitationCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ElicitationCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientElicitationCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -5113,6 +4990,9 @@ type AuthenticateRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersAuthenticateRequest is what the schema says of the members of AuthenticateRequest beyond their types.
+var membersAuthenticateRequest = &acpjson.Members{What: "acpv1: AuthenticateRequest", Set: []string{"methodId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the AuthenticateRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5120,11 +5000,8 @@ func (v *AuthenticateRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AuthenticateRequest", []string{"methodId"}, nil); err != nil {
-		return err
-	}
 	type plain AuthenticateRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthenticateRequest); err != nil {
 		return err
 	}
 	return nil
@@ -5185,6 +5062,9 @@ func (v NewSessionRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersNewSessionRequest is what the schema says of the members of NewSessionRequest beyond their types.
+var membersNewSessionRequest = &acpjson.Members{What: "acpv1: NewSessionRequest", Set: []string{"cwd", "mcpServers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the NewSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5192,11 +5072,8 @@ func (v *NewSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: NewSessionRequest", []string{"cwd", "mcpServers"}, nil); err != nil {
-		return err
-	}
 	type plain NewSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersNewSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -5273,6 +5150,9 @@ type HTTPHeader struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersHTTPHeader is what the schema says of the members of HTTPHeader beyond their types.
+var membersHTTPHeader = &acpjson.Members{What: "acpv1: HTTPHeader", Set: []string{"name", "value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the HTTPHeader, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5280,11 +5160,8 @@ func (v *HTTPHeader) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: HTTPHeader", []string{"name", "value"}, nil); err != nil {
-		return err
-	}
 	type plain HTTPHeader
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersHTTPHeader); err != nil {
 		return err
 	}
 	return nil
@@ -5315,6 +5192,9 @@ func (v MCPServerHTTP) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersMCPServerHTTP is what the schema says of the members of MCPServerHTTP beyond their types.
+var membersMCPServerHTTP = &acpjson.Members{What: "acpv1: MCPServerHTTP", Set: []string{"name", "url", "headers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MCPServerHTTP, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5322,11 +5202,8 @@ func (v *MCPServerHTTP) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MCPServerHTTP", []string{"name", "url", "headers"}, nil); err != nil {
-		return err
-	}
 	type plain MCPServerHTTP
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPServerHTTP); err != nil {
 		return err
 	}
 	return nil
@@ -5359,6 +5236,9 @@ func (v MCPServerSSE) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersMCPServerSSE is what the schema says of the members of MCPServerSSE beyond their types.
+var membersMCPServerSSE = &acpjson.Members{What: "acpv1: MCPServerSSE", Set: []string{"name", "url", "headers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MCPServerSSE, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5366,11 +5246,8 @@ func (v *MCPServerSSE) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MCPServerSSE", []string{"name", "url", "headers"}, nil); err != nil {
-		return err
-	}
 	type plain MCPServerSSE
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPServerSSE); err != nil {
 		return err
 	}
 	return nil
@@ -5408,6 +5285,9 @@ func (v MCPServerStdio) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersMCPServerStdio is what the schema says of the members of MCPServerStdio beyond their types.
+var membersMCPServerStdio = &acpjson.Members{What: "acpv1: MCPServerStdio", Set: []string{"name", "command", "args", "env"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MCPServerStdio, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5415,11 +5295,8 @@ func (v *MCPServerStdio) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MCPServerStdio", []string{"name", "command", "args", "env"}, nil); err != nil {
-		return err
-	}
 	type plain MCPServerStdio
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPServerStdio); err != nil {
 		return err
 	}
 	return nil
@@ -5477,6 +5354,9 @@ func (v LoadSessionRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersLoadSessionRequest is what the schema says of the members of LoadSessionRequest beyond their types.
+var membersLoadSessionRequest = &acpjson.Members{What: "acpv1: LoadSessionRequest", Set: []string{"mcpServers", "cwd", "sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the LoadSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5484,11 +5364,8 @@ func (v *LoadSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: LoadSessionRequest", []string{"mcpServers", "cwd", "sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain LoadSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersLoadSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -5536,6 +5413,9 @@ type DeleteSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersDeleteSessionRequest is what the schema says of the members of DeleteSessionRequest beyond their types.
+var membersDeleteSessionRequest = &acpjson.Members{What: "acpv1: DeleteSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DeleteSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5543,11 +5423,8 @@ func (v *DeleteSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: DeleteSessionRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain DeleteSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDeleteSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -5595,6 +5472,9 @@ type ResumeSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersResumeSessionRequest is what the schema says of the members of ResumeSessionRequest beyond their types.
+var membersResumeSessionRequest = &acpjson.Members{What: "acpv1: ResumeSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ResumeSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5602,11 +5482,8 @@ func (v *ResumeSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ResumeSessionRequest", []string{"sessionId", "cwd"}, nil); err != nil {
-		return err
-	}
 	type plain ResumeSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersResumeSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -5630,6 +5507,9 @@ type CloseSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCloseSessionRequest is what the schema says of the members of CloseSessionRequest beyond their types.
+var membersCloseSessionRequest = &acpjson.Members{What: "acpv1: CloseSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CloseSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5637,11 +5517,8 @@ func (v *CloseSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CloseSessionRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain CloseSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCloseSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -5661,6 +5538,9 @@ type SetSessionModeRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSetSessionModeRequest is what the schema says of the members of SetSessionModeRequest beyond their types.
+var membersSetSessionModeRequest = &acpjson.Members{What: "acpv1: SetSessionModeRequest", Set: []string{"sessionId", "modeId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SetSessionModeRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5668,11 +5548,8 @@ func (v *SetSessionModeRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SetSessionModeRequest", []string{"sessionId", "modeId"}, nil); err != nil {
-		return err
-	}
 	type plain SetSessionModeRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetSessionModeRequest); err != nil {
 		return err
 	}
 	return nil
@@ -5711,17 +5588,17 @@ func (v SetSessionConfigOptionRequest) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// membersSetSessionConfigOptionRequest is what the schema says of the members of SetSessionConfigOptionRequest beyond their types.
+var membersSetSessionConfigOptionRequest = &acpjson.Members{What: "acpv1: SetSessionConfigOptionRequest", Set: []string{"sessionId", "configId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SetSessionConfigOptionRequest's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *SetSessionConfigOptionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SetSessionConfigOptionRequest", []string{"sessionId", "configId"}, nil); err != nil {
-		return err
-	}
 	type plain SetSessionConfigOptionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetSessionConfigOptionRequest); err != nil {
 		return err
 	}
 	variant, err := decodeSetSessionConfigOptionRequest(data)
@@ -5758,6 +5635,9 @@ type SessionConfigBooleanValue struct {
 	Value bool `json:"value"`
 }
 
+// membersSessionConfigBooleanValue is what the schema says of the members of SessionConfigBooleanValue beyond their types.
+var membersSessionConfigBooleanValue = &acpjson.Members{What: "acpv1: SessionConfigBooleanValue", Set: []string{"value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigBooleanValue, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5765,11 +5645,8 @@ func (v *SessionConfigBooleanValue) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionConfigBooleanValue", []string{"value"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigBooleanValue
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigBooleanValue); err != nil {
 		return err
 	}
 	return nil
@@ -5789,6 +5666,9 @@ type SessionConfigIDValue struct {
 	Value SessionConfigValueID `json:"value"`
 }
 
+// membersSessionConfigIDValue is what the schema says of the members of SessionConfigIDValue beyond their types.
+var membersSessionConfigIDValue = &acpjson.Members{What: "acpv1: SessionConfigIDValue", Set: []string{"value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigIDValue, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5796,11 +5676,8 @@ func (v *SessionConfigIDValue) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionConfigIDValue", []string{"value"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigIDValue
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigIDValue); err != nil {
 		return err
 	}
 	return nil
@@ -5847,6 +5724,9 @@ func (v PromptRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersPromptRequest is what the schema says of the members of PromptRequest beyond their types.
+var membersPromptRequest = &acpjson.Members{What: "acpv1: PromptRequest", Set: []string{"sessionId", "prompt"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PromptRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5854,11 +5734,8 @@ func (v *PromptRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: PromptRequest", []string{"sessionId", "prompt"}, nil); err != nil {
-		return err
-	}
 	type plain PromptRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPromptRequest); err != nil {
 		return err
 	}
 	return nil
@@ -5886,6 +5763,9 @@ type ReadTextFileResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersReadTextFileResponse is what the schema says of the members of ReadTextFileResponse beyond their types.
+var membersReadTextFileResponse = &acpjson.Members{What: "acpv1: ReadTextFileResponse", Set: []string{"content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ReadTextFileResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5893,11 +5773,8 @@ func (v *ReadTextFileResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ReadTextFileResponse", []string{"content"}, nil); err != nil {
-		return err
-	}
 	type plain ReadTextFileResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersReadTextFileResponse); err != nil {
 		return err
 	}
 	return nil
@@ -5915,6 +5792,9 @@ type RequestPermissionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersRequestPermissionResponse is what the schema says of the members of RequestPermissionResponse beyond their types.
+var membersRequestPermissionResponse = &acpjson.Members{What: "acpv1: RequestPermissionResponse", Set: []string{"outcome"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the RequestPermissionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5922,11 +5802,8 @@ func (v *RequestPermissionResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: RequestPermissionResponse", []string{"outcome"}, nil); err != nil {
-		return err
-	}
 	type plain RequestPermissionResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersRequestPermissionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -6008,6 +5885,9 @@ type SelectedPermissionOutcome struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSelectedPermissionOutcome is what the schema says of the members of SelectedPermissionOutcome beyond their types.
+var membersSelectedPermissionOutcome = &acpjson.Members{What: "acpv1: SelectedPermissionOutcome", Set: []string{"optionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SelectedPermissionOutcome, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6015,11 +5895,8 @@ func (v *SelectedPermissionOutcome) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SelectedPermissionOutcome", []string{"optionId"}, nil); err != nil {
-		return err
-	}
 	type plain SelectedPermissionOutcome
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSelectedPermissionOutcome); err != nil {
 		return err
 	}
 	return nil
@@ -6041,6 +5918,9 @@ type CreateTerminalResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCreateTerminalResponse is what the schema says of the members of CreateTerminalResponse beyond their types.
+var membersCreateTerminalResponse = &acpjson.Members{What: "acpv1: CreateTerminalResponse", Set: []string{"terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CreateTerminalResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6048,11 +5928,8 @@ func (v *CreateTerminalResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CreateTerminalResponse", []string{"terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain CreateTerminalResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCreateTerminalResponse); err != nil {
 		return err
 	}
 	return nil
@@ -6074,8 +5951,8 @@ type TerminalOutputResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientTerminalOutputResponse are the members of TerminalOutputResponse the schema reads leniently.
-var lenientTerminalOutputResponse = &acpjson.Lenient{DefaultOnError: []string{"exitStatus"}, SkipInvalid: nil}
+// membersTerminalOutputResponse is what the schema says of the members of TerminalOutputResponse beyond their types.
+var membersTerminalOutputResponse = &acpjson.Members{What: "acpv1: TerminalOutputResponse", Set: []string{"output", "truncated"}, Present: nil, DefaultOnError: []string{"exitStatus"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalOutputResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6084,11 +5961,8 @@ func (v *TerminalOutputResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: TerminalOutputResponse", []string{"output", "truncated"}, nil); err != nil {
-		return err
-	}
 	type plain TerminalOutputResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientTerminalOutputResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminalOutputResponse); err != nil {
 		return err
 	}
 	return nil
@@ -6108,8 +5982,8 @@ type TerminalExitStatus struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientTerminalExitStatus are the members of TerminalExitStatus the schema reads leniently.
-var lenientTerminalExitStatus = &acpjson.Lenient{DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
+// membersTerminalExitStatus is what the schema says of the members of TerminalExitStatus beyond their types.
+var membersTerminalExitStatus = &acpjson.Members{What: "acpv1: TerminalExitStatus", Set: nil, Present: nil, DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalExitStatus, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6119,7 +5993,7 @@ func (v *TerminalExitStatus) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain TerminalExitStatus
-	if err := acpjson.Into(data, (*plain)(v), lenientTerminalExitStatus); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminalExitStatus); err != nil {
 		return err
 	}
 	return nil
@@ -6149,8 +6023,8 @@ type WaitForTerminalExitResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientWaitForTerminalExitResponse are the members of WaitForTerminalExitResponse the schema reads leniently.
-var lenientWaitForTerminalExitResponse = &acpjson.Lenient{DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
+// membersWaitForTerminalExitResponse is what the schema says of the members of WaitForTerminalExitResponse beyond their types.
+var membersWaitForTerminalExitResponse = &acpjson.Members{What: "acpv1: WaitForTerminalExitResponse", Set: nil, Present: nil, DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the WaitForTerminalExitResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6160,7 +6034,7 @@ func (v *WaitForTerminalExitResponse) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain WaitForTerminalExitResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientWaitForTerminalExitResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersWaitForTerminalExitResponse); err != nil {
 		return err
 	}
 	return nil
@@ -6398,6 +6272,9 @@ type CancelNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCancelNotification is what the schema says of the members of CancelNotification beyond their types.
+var membersCancelNotification = &acpjson.Members{What: "acpv1: CancelNotification", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CancelNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6405,11 +6282,8 @@ func (v *CancelNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CancelNotification", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain CancelNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCancelNotification); err != nil {
 		return err
 	}
 	return nil
@@ -6429,6 +6303,9 @@ type CancelRequestNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCancelRequestNotification is what the schema says of the members of CancelRequestNotification beyond their types.
+var membersCancelRequestNotification = &acpjson.Members{What: "acpv1: CancelRequestNotification", Set: nil, Present: []string{"requestId"}, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CancelRequestNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6436,11 +6313,8 @@ func (v *CancelRequestNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: CancelRequestNotification", nil, []string{"requestId"}); err != nil {
-		return err
-	}
 	type plain CancelRequestNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCancelRequestNotification); err != nil {
 		return err
 	}
 	return nil

@@ -35,6 +35,9 @@ type MessageMCPRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMessageMCPRequest is what the schema says of the members of MessageMCPRequest beyond their types.
+var membersMessageMCPRequest = &acpjson.Members{What: "acpv1: MessageMCPRequest", Set: []string{"serverId", "requestId", "method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MessageMCPRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -42,11 +45,8 @@ func (v *MessageMCPRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MessageMCPRequest", []string{"serverId", "requestId", "method"}, nil); err != nil {
-		return err
-	}
 	type plain MessageMCPRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMessageMCPRequest); err != nil {
 		return err
 	}
 	return nil
@@ -99,8 +99,8 @@ type SessionSystemPromptCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionSystemPromptCapabilities are the members of SessionSystemPromptCapabilities the schema reads leniently.
-var lenientSessionSystemPromptCapabilities = &acpjson.Lenient{DefaultOnError: []string{"mode"}, SkipInvalid: nil}
+// membersSessionSystemPromptCapabilities is what the schema says of the members of SessionSystemPromptCapabilities beyond their types.
+var membersSessionSystemPromptCapabilities = &acpjson.Members{What: "acpv1: SessionSystemPromptCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"mode"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionSystemPromptCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -110,7 +110,7 @@ func (v *SessionSystemPromptCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SessionSystemPromptCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionSystemPromptCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionSystemPromptCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -141,8 +141,8 @@ type SessionSystemPromptModeCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionSystemPromptModeCapabilities are the members of SessionSystemPromptModeCapabilities the schema reads leniently.
-var lenientSessionSystemPromptModeCapabilities = &acpjson.Lenient{DefaultOnError: []string{"override"}, SkipInvalid: nil}
+// membersSessionSystemPromptModeCapabilities is what the schema says of the members of SessionSystemPromptModeCapabilities beyond their types.
+var membersSessionSystemPromptModeCapabilities = &acpjson.Members{What: "acpv1: SessionSystemPromptModeCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"override"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionSystemPromptModeCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -152,7 +152,7 @@ func (v *SessionSystemPromptModeCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SessionSystemPromptModeCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionSystemPromptModeCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionSystemPromptModeCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -314,6 +314,9 @@ func (v ListProvidersResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersListProvidersResponse is what the schema says of the members of ListProvidersResponse beyond their types.
+var membersListProvidersResponse = &acpjson.Members{What: "acpv1: ListProvidersResponse", Set: []string{"providers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ListProvidersResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -321,11 +324,8 @@ func (v *ListProvidersResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ListProvidersResponse", []string{"providers"}, nil); err != nil {
-		return err
-	}
 	type plain ListProvidersResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersListProvidersResponse); err != nil {
 		return err
 	}
 	return nil
@@ -366,8 +366,8 @@ func (v ProviderInfo) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientProviderInfo are the members of ProviderInfo the schema reads leniently.
-var lenientProviderInfo = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"supported"}}
+// membersProviderInfo is what the schema says of the members of ProviderInfo beyond their types.
+var membersProviderInfo = &acpjson.Members{What: "acpv1: ProviderInfo", Set: []string{"providerId", "supported", "required"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"supported"}}
 
 // UnmarshalJSON reads the ProviderInfo, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -376,11 +376,8 @@ func (v *ProviderInfo) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ProviderInfo", []string{"providerId", "supported", "required"}, nil); err != nil {
-		return err
-	}
 	type plain ProviderInfo
-	if err := acpjson.Into(data, (*plain)(v), lenientProviderInfo); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersProviderInfo); err != nil {
 		return err
 	}
 	return nil
@@ -444,6 +441,9 @@ type ProviderCurrentConfig struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersProviderCurrentConfig is what the schema says of the members of ProviderCurrentConfig beyond their types.
+var membersProviderCurrentConfig = &acpjson.Members{What: "acpv1: ProviderCurrentConfig", Set: []string{"apiType", "baseUrl"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ProviderCurrentConfig, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -451,11 +451,8 @@ func (v *ProviderCurrentConfig) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ProviderCurrentConfig", []string{"apiType", "baseUrl"}, nil); err != nil {
-		return err
-	}
 	type plain ProviderCurrentConfig
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersProviderCurrentConfig); err != nil {
 		return err
 	}
 	return nil
@@ -520,8 +517,8 @@ type AuthStatusResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthStatusResponse are the members of AuthStatusResponse the schema reads leniently.
-var lenientAuthStatusResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+// membersAuthStatusResponse is what the schema says of the members of AuthStatusResponse beyond their types.
+var membersAuthStatusResponse = &acpjson.Members{What: "acpv1: AuthStatusResponse", Set: []string{"state"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
 
 // UnmarshalJSON reads the AuthStatusResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -530,11 +527,8 @@ func (v *AuthStatusResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AuthStatusResponse", []string{"state"}, nil); err != nil {
-		return err
-	}
 	type plain AuthStatusResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthStatusResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthStatusResponse); err != nil {
 		return err
 	}
 	return nil
@@ -609,8 +603,8 @@ type AuthAccount struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthAccount are the members of AuthAccount the schema reads leniently.
-var lenientAuthAccount = &acpjson.Lenient{DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
+// membersAuthAccount is what the schema says of the members of AuthAccount beyond their types.
+var membersAuthAccount = &acpjson.Members{What: "acpv1: AuthAccount", Set: []string{"label"}, Present: nil, DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthAccount, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -619,11 +613,8 @@ func (v *AuthAccount) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AuthAccount", []string{"label"}, nil); err != nil {
-		return err
-	}
 	type plain AuthAccount
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthAccount); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthAccount); err != nil {
 		return err
 	}
 	return nil
@@ -653,8 +644,8 @@ type ForkSessionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientForkSessionResponse are the members of ForkSessionResponse the schema reads leniently.
-var lenientForkSessionResponse = &acpjson.Lenient{DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+// membersForkSessionResponse is what the schema says of the members of ForkSessionResponse beyond their types.
+var membersForkSessionResponse = &acpjson.Members{What: "acpv1: ForkSessionResponse", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the ForkSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -663,11 +654,8 @@ func (v *ForkSessionResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ForkSessionResponse", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain ForkSessionResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientForkSessionResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersForkSessionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -728,6 +716,9 @@ type SessionStatusResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSessionStatusResponse is what the schema says of the members of SessionStatusResponse beyond their types.
+var membersSessionStatusResponse = &acpjson.Members{What: "acpv1: SessionStatusResponse", Set: []string{"status"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionStatusResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -735,11 +726,8 @@ func (v *SessionStatusResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionStatusResponse", []string{"status"}, nil); err != nil {
-		return err
-	}
 	type plain SessionStatusResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionStatusResponse); err != nil {
 		return err
 	}
 	return nil
@@ -796,6 +784,9 @@ type SetSessionTitleResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSetSessionTitleResponse is what the schema says of the members of SetSessionTitleResponse beyond their types.
+var membersSetSessionTitleResponse = &acpjson.Members{What: "acpv1: SetSessionTitleResponse", Set: []string{"title"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SetSessionTitleResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -803,11 +794,8 @@ func (v *SetSessionTitleResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SetSessionTitleResponse", []string{"title"}, nil); err != nil {
-		return err
-	}
 	type plain SetSessionTitleResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetSessionTitleResponse); err != nil {
 		return err
 	}
 	return nil
@@ -841,8 +829,8 @@ type Usage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientUsage are the members of Usage the schema reads leniently.
-var lenientUsage = &acpjson.Lenient{DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
+// membersUsage is what the schema says of the members of Usage beyond their types.
+var membersUsage = &acpjson.Members{What: "acpv1: Usage", Set: []string{"totalTokens", "inputTokens", "outputTokens"}, Present: nil, DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Usage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -851,11 +839,8 @@ func (v *Usage) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: Usage", []string{"totalTokens", "inputTokens", "outputTokens"}, nil); err != nil {
-		return err
-	}
 	type plain Usage
-	if err := acpjson.Into(data, (*plain)(v), lenientUsage); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUsage); err != nil {
 		return err
 	}
 	return nil
@@ -960,8 +945,8 @@ func (v PlanItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientPlanItems are the members of PlanItems the schema reads leniently.
-var lenientPlanItems = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"entries"}}
+// membersPlanItems is what the schema says of the members of PlanItems beyond their types.
+var membersPlanItems = &acpjson.Members{What: "acpv1: PlanItems", Set: []string{"planId", "entries"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"entries"}}
 
 // UnmarshalJSON reads the PlanItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -970,11 +955,8 @@ func (v *PlanItems) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: PlanItems", []string{"planId", "entries"}, nil); err != nil {
-		return err
-	}
 	type plain PlanItems
-	if err := acpjson.Into(data, (*plain)(v), lenientPlanItems); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanItems); err != nil {
 		return err
 	}
 	return nil
@@ -1002,6 +984,9 @@ type PlanFile struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanFile is what the schema says of the members of PlanFile beyond their types.
+var membersPlanFile = &acpjson.Members{What: "acpv1: PlanFile", Set: []string{"planId", "uri"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanFile, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1009,11 +994,8 @@ func (v *PlanFile) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: PlanFile", []string{"planId", "uri"}, nil); err != nil {
-		return err
-	}
 	type plain PlanFile
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanFile); err != nil {
 		return err
 	}
 	return nil
@@ -1041,6 +1023,9 @@ type PlanMarkdown struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanMarkdown is what the schema says of the members of PlanMarkdown beyond their types.
+var membersPlanMarkdown = &acpjson.Members{What: "acpv1: PlanMarkdown", Set: []string{"planId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanMarkdown, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1048,11 +1033,8 @@ func (v *PlanMarkdown) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: PlanMarkdown", []string{"planId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain PlanMarkdown
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanMarkdown); err != nil {
 		return err
 	}
 	return nil
@@ -1078,6 +1060,9 @@ type PlanUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanUpdate is what the schema says of the members of PlanUpdate beyond their types.
+var membersPlanUpdate = &acpjson.Members{What: "acpv1: PlanUpdate", Set: []string{"plan"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1085,11 +1070,8 @@ func (v *PlanUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: PlanUpdate", []string{"plan"}, nil); err != nil {
-		return err
-	}
 	type plain PlanUpdate
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -1115,6 +1097,9 @@ type PlanRemoved struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanRemoved is what the schema says of the members of PlanRemoved beyond their types.
+var membersPlanRemoved = &acpjson.Members{What: "acpv1: PlanRemoved", Set: []string{"planId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanRemoved, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1122,11 +1107,8 @@ func (v *PlanRemoved) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: PlanRemoved", []string{"planId"}, nil); err != nil {
-		return err
-	}
 	type plain PlanRemoved
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanRemoved); err != nil {
 		return err
 	}
 	return nil
@@ -1155,8 +1137,8 @@ type SubagentSessionCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSubagentSessionCapabilities are the members of SubagentSessionCapabilities the schema reads leniently.
-var lenientSubagentSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+// membersSubagentSessionCapabilities is what the schema says of the members of SubagentSessionCapabilities beyond their types.
+var membersSubagentSessionCapabilities = &acpjson.Members{What: "acpv1: SubagentSessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SubagentSessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1166,7 +1148,7 @@ func (v *SubagentSessionCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SubagentSessionCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientSubagentSessionCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSubagentSessionCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -1313,8 +1295,8 @@ type ErrorStopReason struct {
 	Error *Error `json:"error,omitempty"`
 }
 
-// lenientErrorStopReason are the members of ErrorStopReason the schema reads leniently.
-var lenientErrorStopReason = &acpjson.Lenient{DefaultOnError: []string{"error"}, SkipInvalid: nil}
+// membersErrorStopReason is what the schema says of the members of ErrorStopReason beyond their types.
+var membersErrorStopReason = &acpjson.Members{What: "acpv1: ErrorStopReason", Set: nil, Present: nil, DefaultOnError: []string{"error"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ErrorStopReason, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1324,7 +1306,7 @@ func (v *ErrorStopReason) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ErrorStopReason
-	if err := acpjson.Into(data, (*plain)(v), lenientErrorStopReason); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersErrorStopReason); err != nil {
 		return err
 	}
 	return nil
@@ -1359,8 +1341,8 @@ type IdleStateUpdate struct {
 	Error *Error `json:"error,omitempty"`
 }
 
-// lenientIdleStateUpdate are the members of IdleStateUpdate the schema reads leniently.
-var lenientIdleStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"usage", "error"}, SkipInvalid: nil}
+// membersIdleStateUpdate is what the schema says of the members of IdleStateUpdate beyond their types.
+var membersIdleStateUpdate = &acpjson.Members{What: "acpv1: IdleStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"usage", "error"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the IdleStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1370,7 +1352,7 @@ func (v *IdleStateUpdate) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain IdleStateUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientIdleStateUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersIdleStateUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -1520,8 +1502,8 @@ type SubagentUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSubagentUpdate are the members of SubagentUpdate the schema reads leniently.
-var lenientSubagentUpdate = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
+// membersSubagentUpdate is what the schema says of the members of SubagentUpdate beyond their types.
+var membersSubagentUpdate = &acpjson.Members{What: "acpv1: SubagentUpdate", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SubagentUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1530,11 +1512,8 @@ func (v *SubagentUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SubagentUpdate", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain SubagentUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientSubagentUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSubagentUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -1581,8 +1560,8 @@ type SessionMessage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionMessage are the members of SessionMessage the schema reads leniently.
-var lenientSessionMessage = &acpjson.Lenient{DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
+// membersSessionMessage is what the schema says of the members of SessionMessage beyond their types.
+var membersSessionMessage = &acpjson.Members{What: "acpv1: SessionMessage", Set: []string{"messageId"}, Present: nil, DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the SessionMessage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1591,11 +1570,8 @@ func (v *SessionMessage) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionMessage", []string{"messageId"}, nil); err != nil {
-		return err
-	}
 	type plain SessionMessage
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionMessage); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionMessage); err != nil {
 		return err
 	}
 	return nil
@@ -1624,6 +1600,9 @@ type SessionMessageChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSessionMessageChunk is what the schema says of the members of SessionMessageChunk beyond their types.
+var membersSessionMessageChunk = &acpjson.Members{What: "acpv1: SessionMessageChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1631,11 +1610,8 @@ func (v *SessionMessageChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionMessageChunk", []string{"messageId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain SessionMessageChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionMessageChunk); err != nil {
 		return err
 	}
 	return nil
@@ -1676,8 +1652,8 @@ type AuthStatusUpdateNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthStatusUpdateNotification are the members of AuthStatusUpdateNotification the schema reads leniently.
-var lenientAuthStatusUpdateNotification = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+// membersAuthStatusUpdateNotification is what the schema says of the members of AuthStatusUpdateNotification beyond their types.
+var membersAuthStatusUpdateNotification = &acpjson.Members{What: "acpv1: AuthStatusUpdateNotification", Set: []string{"state"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
 
 // UnmarshalJSON reads the AuthStatusUpdateNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1686,11 +1662,8 @@ func (v *AuthStatusUpdateNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: AuthStatusUpdateNotification", []string{"state"}, nil); err != nil {
-		return err
-	}
 	type plain AuthStatusUpdateNotification
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthStatusUpdateNotification); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthStatusUpdateNotification); err != nil {
 		return err
 	}
 	return nil
@@ -1774,6 +1747,9 @@ type SetProviderRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSetProviderRequest is what the schema says of the members of SetProviderRequest beyond their types.
+var membersSetProviderRequest = &acpjson.Members{What: "acpv1: SetProviderRequest", Set: []string{"providerId", "apiType", "baseUrl"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SetProviderRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1781,11 +1757,8 @@ func (v *SetProviderRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SetProviderRequest", []string{"providerId", "apiType", "baseUrl"}, nil); err != nil {
-		return err
-	}
 	type plain SetProviderRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetProviderRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1809,6 +1782,9 @@ type DisableProviderRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersDisableProviderRequest is what the schema says of the members of DisableProviderRequest beyond their types.
+var membersDisableProviderRequest = &acpjson.Members{What: "acpv1: DisableProviderRequest", Set: []string{"providerId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DisableProviderRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1816,11 +1792,8 @@ func (v *DisableProviderRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: DisableProviderRequest", []string{"providerId"}, nil); err != nil {
-		return err
-	}
 	type plain DisableProviderRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDisableProviderRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1873,6 +1846,9 @@ type MCPServerACP struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMCPServerACP is what the schema says of the members of MCPServerACP beyond their types.
+var membersMCPServerACP = &acpjson.Members{What: "acpv1: MCPServerACP", Set: []string{"name", "serverId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MCPServerACP, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1880,11 +1856,8 @@ func (v *MCPServerACP) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MCPServerACP", []string{"name", "serverId"}, nil); err != nil {
-		return err
-	}
 	type plain MCPServerACP
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPServerACP); err != nil {
 		return err
 	}
 	return nil
@@ -1938,6 +1911,9 @@ func (v SystemPrompt) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersSystemPrompt is what the schema says of the members of SystemPrompt beyond their types.
+var membersSystemPrompt = &acpjson.Members{What: "acpv1: SystemPrompt", Set: []string{"mode", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SystemPrompt, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1945,11 +1921,8 @@ func (v *SystemPrompt) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SystemPrompt", []string{"mode", "content"}, nil); err != nil {
-		return err
-	}
 	type plain SystemPrompt
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSystemPrompt); err != nil {
 		return err
 	}
 	return nil
@@ -2065,6 +2038,9 @@ type ForkSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersForkSessionRequest is what the schema says of the members of ForkSessionRequest beyond their types.
+var membersForkSessionRequest = &acpjson.Members{What: "acpv1: ForkSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ForkSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2072,11 +2048,8 @@ func (v *ForkSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ForkSessionRequest", []string{"sessionId", "cwd"}, nil); err != nil {
-		return err
-	}
 	type plain ForkSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersForkSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -2107,6 +2080,9 @@ type ArchiveSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersArchiveSessionRequest is what the schema says of the members of ArchiveSessionRequest beyond their types.
+var membersArchiveSessionRequest = &acpjson.Members{What: "acpv1: ArchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ArchiveSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2114,11 +2090,8 @@ func (v *ArchiveSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ArchiveSessionRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain ArchiveSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersArchiveSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -2150,6 +2123,9 @@ type UnarchiveSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersUnarchiveSessionRequest is what the schema says of the members of UnarchiveSessionRequest beyond their types.
+var membersUnarchiveSessionRequest = &acpjson.Members{What: "acpv1: UnarchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the UnarchiveSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2157,11 +2133,8 @@ func (v *UnarchiveSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: UnarchiveSessionRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain UnarchiveSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUnarchiveSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -2191,6 +2164,9 @@ type SessionStatusRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSessionStatusRequest is what the schema says of the members of SessionStatusRequest beyond their types.
+var membersSessionStatusRequest = &acpjson.Members{What: "acpv1: SessionStatusRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionStatusRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2198,11 +2174,8 @@ func (v *SessionStatusRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SessionStatusRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain SessionStatusRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionStatusRequest); err != nil {
 		return err
 	}
 	return nil
@@ -2241,6 +2214,9 @@ type SetSessionTitleRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSetSessionTitleRequest is what the schema says of the members of SetSessionTitleRequest beyond their types.
+var membersSetSessionTitleRequest = &acpjson.Members{What: "acpv1: SetSessionTitleRequest", Set: []string{"sessionId", "title"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SetSessionTitleRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2248,11 +2224,8 @@ func (v *SetSessionTitleRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: SetSessionTitleRequest", []string{"sessionId", "title"}, nil); err != nil {
-		return err
-	}
 	type plain SetSessionTitleRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetSessionTitleRequest); err != nil {
 		return err
 	}
 	return nil
@@ -2322,6 +2295,9 @@ type MessageMCPResult struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMessageMCPResult is what the schema says of the members of MessageMCPResult beyond their types.
+var membersMessageMCPResult = &acpjson.Members{What: "acpv1: MessageMCPResult", Set: nil, Present: []string{"result"}, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MessageMCPResult, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2329,11 +2305,8 @@ func (v *MessageMCPResult) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MessageMCPResult", nil, []string{"result"}); err != nil {
-		return err
-	}
 	type plain MessageMCPResult
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMessageMCPResult); err != nil {
 		return err
 	}
 	return nil
@@ -2351,6 +2324,9 @@ type MessageMCPError struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMessageMCPError is what the schema says of the members of MessageMCPError beyond their types.
+var membersMessageMCPError = &acpjson.Members{What: "acpv1: MessageMCPError", Set: []string{"error"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MessageMCPError, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2358,11 +2334,8 @@ func (v *MessageMCPError) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MessageMCPError", []string{"error"}, nil); err != nil {
-		return err
-	}
 	type plain MessageMCPError
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMessageMCPError); err != nil {
 		return err
 	}
 	return nil
@@ -2387,6 +2360,9 @@ type MCPError struct {
 	Data any `json:"data,omitempty"`
 }
 
+// membersMCPError is what the schema says of the members of MCPError beyond their types.
+var membersMCPError = &acpjson.Members{What: "acpv1: MCPError", Set: []string{"code", "message"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MCPError, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2394,11 +2370,8 @@ func (v *MCPError) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MCPError", []string{"code", "message"}, nil); err != nil {
-		return err
-	}
 	type plain MCPError
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPError); err != nil {
 		return err
 	}
 	return nil
@@ -2433,6 +2406,9 @@ type MessageMCPNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMessageMCPNotification is what the schema says of the members of MessageMCPNotification beyond their types.
+var membersMessageMCPNotification = &acpjson.Members{What: "acpv1: MessageMCPNotification", Set: []string{"serverId", "requestId", "method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MessageMCPNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2440,11 +2416,8 @@ func (v *MessageMCPNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: MessageMCPNotification", []string{"serverId", "requestId", "method"}, nil); err != nil {
-		return err
-	}
 	type plain MessageMCPNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMessageMCPNotification); err != nil {
 		return err
 	}
 	return nil
@@ -2510,6 +2483,9 @@ type ProxySuccessorRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersProxySuccessorRequest is what the schema says of the members of ProxySuccessorRequest beyond their types.
+var membersProxySuccessorRequest = &acpjson.Members{What: "acpv1: ProxySuccessorRequest", Set: []string{"method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ProxySuccessorRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2517,11 +2493,8 @@ func (v *ProxySuccessorRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ProxySuccessorRequest", []string{"method"}, nil); err != nil {
-		return err
-	}
 	type plain ProxySuccessorRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersProxySuccessorRequest); err != nil {
 		return err
 	}
 	return nil
@@ -2583,6 +2556,9 @@ type ProxySuccessorNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersProxySuccessorNotification is what the schema says of the members of ProxySuccessorNotification beyond their types.
+var membersProxySuccessorNotification = &acpjson.Members{What: "acpv1: ProxySuccessorNotification", Set: []string{"method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ProxySuccessorNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2590,11 +2566,8 @@ func (v *ProxySuccessorNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv1: ProxySuccessorNotification", []string{"method"}, nil); err != nil {
-		return err
-	}
 	type plain ProxySuccessorNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersProxySuccessorNotification); err != nil {
 		return err
 	}
 	return nil

@@ -120,8 +120,8 @@ func (v RequestPermissionRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientRequestPermissionRequest are the members of RequestPermissionRequest the schema reads leniently.
-var lenientRequestPermissionRequest = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersRequestPermissionRequest is what the schema says of the members of RequestPermissionRequest beyond their types.
+var membersRequestPermissionRequest = &acpjson.Members{What: "acpv2: RequestPermissionRequest", Set: []string{"sessionId", "title", "options"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the RequestPermissionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -130,11 +130,8 @@ func (v *RequestPermissionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: RequestPermissionRequest", []string{"sessionId", "title", "options"}, nil); err != nil {
-		return err
-	}
 	type plain RequestPermissionRequest
-	if err := acpjson.Into(data, (*plain)(v), lenientRequestPermissionRequest); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersRequestPermissionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -299,8 +296,8 @@ type ToolCallUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientToolCallUpdate are the members of ToolCallUpdate the schema reads leniently.
-var lenientToolCallUpdate = &acpjson.Lenient{DefaultOnError: []string{"name", "title", "kind", "status", "rawInput", "rawOutput", "capabilities"}, SkipInvalid: []string{"content", "locations"}}
+// membersToolCallUpdate is what the schema says of the members of ToolCallUpdate beyond their types.
+var membersToolCallUpdate = &acpjson.Members{What: "acpv2: ToolCallUpdate", Set: []string{"toolCallId"}, Present: nil, DefaultOnError: []string{"name", "title", "kind", "status", "rawInput", "rawOutput", "capabilities"}, SkipInvalid: []string{"content", "locations"}}
 
 // UnmarshalJSON reads the ToolCallUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -309,11 +306,8 @@ func (v *ToolCallUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ToolCallUpdate", []string{"toolCallId"}, nil); err != nil {
-		return err
-	}
 	type plain ToolCallUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientToolCallUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersToolCallUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -614,8 +608,8 @@ type Annotations struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAnnotations are the members of Annotations the schema reads leniently.
-var lenientAnnotations = &acpjson.Lenient{DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
+// membersAnnotations is what the schema says of the members of Annotations beyond their types.
+var membersAnnotations = &acpjson.Members{What: "acpv2: Annotations", Set: nil, Present: nil, DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
 
 // UnmarshalJSON reads the Annotations, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -625,7 +619,7 @@ func (v *Annotations) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain Annotations
-	if err := acpjson.Into(data, (*plain)(v), lenientAnnotations); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAnnotations); err != nil {
 		return err
 	}
 	return nil
@@ -663,8 +657,8 @@ type TextContent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientTextContent are the members of TextContent the schema reads leniently.
-var lenientTextContent = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+// membersTextContent is what the schema says of the members of TextContent beyond their types.
+var membersTextContent = &acpjson.Members{What: "acpv2: TextContent", Set: []string{"text"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TextContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -673,11 +667,8 @@ func (v *TextContent) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: TextContent", []string{"text"}, nil); err != nil {
-		return err
-	}
 	type plain TextContent
-	if err := acpjson.Into(data, (*plain)(v), lenientTextContent); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTextContent); err != nil {
 		return err
 	}
 	return nil
@@ -710,8 +701,8 @@ type ImageContent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientImageContent are the members of ImageContent the schema reads leniently.
-var lenientImageContent = &acpjson.Lenient{DefaultOnError: []string{"uri", "annotations"}, SkipInvalid: nil}
+// membersImageContent is what the schema says of the members of ImageContent beyond their types.
+var membersImageContent = &acpjson.Members{What: "acpv2: ImageContent", Set: []string{"data", "mimeType"}, Present: nil, DefaultOnError: []string{"uri", "annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ImageContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -720,11 +711,8 @@ func (v *ImageContent) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ImageContent", []string{"data", "mimeType"}, nil); err != nil {
-		return err
-	}
 	type plain ImageContent
-	if err := acpjson.Into(data, (*plain)(v), lenientImageContent); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersImageContent); err != nil {
 		return err
 	}
 	return nil
@@ -750,8 +738,8 @@ type AudioContent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAudioContent are the members of AudioContent the schema reads leniently.
-var lenientAudioContent = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+// membersAudioContent is what the schema says of the members of AudioContent beyond their types.
+var membersAudioContent = &acpjson.Members{What: "acpv2: AudioContent", Set: []string{"data", "mimeType"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AudioContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -760,11 +748,8 @@ func (v *AudioContent) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AudioContent", []string{"data", "mimeType"}, nil); err != nil {
-		return err
-	}
 	type plain AudioContent
-	if err := acpjson.Into(data, (*plain)(v), lenientAudioContent); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAudioContent); err != nil {
 		return err
 	}
 	return nil
@@ -802,8 +787,8 @@ type Icon struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientIcon are the members of Icon the schema reads leniently.
-var lenientIcon = &acpjson.Lenient{DefaultOnError: []string{"mimeType", "theme"}, SkipInvalid: []string{"sizes"}}
+// membersIcon is what the schema says of the members of Icon beyond their types.
+var membersIcon = &acpjson.Members{What: "acpv2: Icon", Set: []string{"src"}, Present: nil, DefaultOnError: []string{"mimeType", "theme"}, SkipInvalid: []string{"sizes"}}
 
 // UnmarshalJSON reads the Icon, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -812,11 +797,8 @@ func (v *Icon) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Icon", []string{"src"}, nil); err != nil {
-		return err
-	}
 	type plain Icon
-	if err := acpjson.Into(data, (*plain)(v), lenientIcon); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersIcon); err != nil {
 		return err
 	}
 	return nil
@@ -876,8 +858,8 @@ type ResourceLink struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientResourceLink are the members of ResourceLink the schema reads leniently.
-var lenientResourceLink = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "mimeType", "size", "annotations"}, SkipInvalid: []string{"icons"}}
+// membersResourceLink is what the schema says of the members of ResourceLink beyond their types.
+var membersResourceLink = &acpjson.Members{What: "acpv2: ResourceLink", Set: []string{"name", "uri"}, Present: nil, DefaultOnError: []string{"title", "description", "mimeType", "size", "annotations"}, SkipInvalid: []string{"icons"}}
 
 // UnmarshalJSON reads the ResourceLink, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -886,11 +868,8 @@ func (v *ResourceLink) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ResourceLink", []string{"name", "uri"}, nil); err != nil {
-		return err
-	}
 	type plain ResourceLink
-	if err := acpjson.Into(data, (*plain)(v), lenientResourceLink); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersResourceLink); err != nil {
 		return err
 	}
 	return nil
@@ -959,8 +938,8 @@ type TextResourceContents struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientTextResourceContents are the members of TextResourceContents the schema reads leniently.
-var lenientTextResourceContents = &acpjson.Lenient{DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+// membersTextResourceContents is what the schema says of the members of TextResourceContents beyond their types.
+var membersTextResourceContents = &acpjson.Members{What: "acpv2: TextResourceContents", Set: []string{"text", "uri"}, Present: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TextResourceContents, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -969,11 +948,8 @@ func (v *TextResourceContents) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: TextResourceContents", []string{"text", "uri"}, nil); err != nil {
-		return err
-	}
 	type plain TextResourceContents
-	if err := acpjson.Into(data, (*plain)(v), lenientTextResourceContents); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTextResourceContents); err != nil {
 		return err
 	}
 	return nil
@@ -999,8 +975,8 @@ type BlobResourceContents struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientBlobResourceContents are the members of BlobResourceContents the schema reads leniently.
-var lenientBlobResourceContents = &acpjson.Lenient{DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+// membersBlobResourceContents is what the schema says of the members of BlobResourceContents beyond their types.
+var membersBlobResourceContents = &acpjson.Members{What: "acpv2: BlobResourceContents", Set: []string{"blob", "uri"}, Present: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BlobResourceContents, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1009,11 +985,8 @@ func (v *BlobResourceContents) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: BlobResourceContents", []string{"blob", "uri"}, nil); err != nil {
-		return err
-	}
 	type plain BlobResourceContents
-	if err := acpjson.Into(data, (*plain)(v), lenientBlobResourceContents); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersBlobResourceContents); err != nil {
 		return err
 	}
 	return nil
@@ -1037,8 +1010,8 @@ type EmbeddedResource struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientEmbeddedResource are the members of EmbeddedResource the schema reads leniently.
-var lenientEmbeddedResource = &acpjson.Lenient{DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+// membersEmbeddedResource is what the schema says of the members of EmbeddedResource beyond their types.
+var membersEmbeddedResource = &acpjson.Members{What: "acpv2: EmbeddedResource", Set: []string{"resource"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EmbeddedResource, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1047,11 +1020,8 @@ func (v *EmbeddedResource) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: EmbeddedResource", []string{"resource"}, nil); err != nil {
-		return err
-	}
 	type plain EmbeddedResource
-	if err := acpjson.Into(data, (*plain)(v), lenientEmbeddedResource); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersEmbeddedResource); err != nil {
 		return err
 	}
 	return nil
@@ -1071,6 +1041,9 @@ type Content struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersContent is what the schema says of the members of Content beyond their types.
+var membersContent = &acpjson.Members{What: "acpv2: Content", Set: []string{"content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the Content, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1078,11 +1051,8 @@ func (v *Content) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Content", []string{"content"}, nil); err != nil {
-		return err
-	}
 	type plain Content
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersContent); err != nil {
 		return err
 	}
 	return nil
@@ -1130,8 +1100,8 @@ func (v DiffChange) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// lenientDiffChange are the members of DiffChange the schema reads leniently.
-var lenientDiffChange = &acpjson.Lenient{DefaultOnError: []string{"fileType", "mimeType"}, SkipInvalid: nil}
+// membersDiffChange is what the schema says of the members of DiffChange beyond their types.
+var membersDiffChange = &acpjson.Members{What: "acpv2: DiffChange", Set: nil, Present: nil, DefaultOnError: []string{"fileType", "mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffChange's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -1140,7 +1110,7 @@ func (v *DiffChange) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain DiffChange
-	if err := acpjson.Into(data, (*plain)(v), lenientDiffChange); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiffChange); err != nil {
 		return err
 	}
 	variant, err := decodeDiffChange(data)
@@ -1185,6 +1155,9 @@ type DiffAdd struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// membersDiffAdd is what the schema says of the members of DiffAdd beyond their types.
+var membersDiffAdd = &acpjson.Members{What: "acpv2: DiffAdd", Set: []string{"path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DiffAdd, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1192,11 +1165,8 @@ func (v *DiffAdd) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DiffAdd", []string{"path"}, nil); err != nil {
-		return err
-	}
 	type plain DiffAdd
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiffAdd); err != nil {
 		return err
 	}
 	return nil
@@ -1210,6 +1180,9 @@ type DiffDelete struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// membersDiffDelete is what the schema says of the members of DiffDelete beyond their types.
+var membersDiffDelete = &acpjson.Members{What: "acpv2: DiffDelete", Set: []string{"path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DiffDelete, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1217,11 +1190,8 @@ func (v *DiffDelete) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DiffDelete", []string{"path"}, nil); err != nil {
-		return err
-	}
 	type plain DiffDelete
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiffDelete); err != nil {
 		return err
 	}
 	return nil
@@ -1235,6 +1205,9 @@ type DiffModify struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// membersDiffModify is what the schema says of the members of DiffModify beyond their types.
+var membersDiffModify = &acpjson.Members{What: "acpv2: DiffModify", Set: []string{"path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DiffModify, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1242,11 +1215,8 @@ func (v *DiffModify) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DiffModify", []string{"path"}, nil); err != nil {
-		return err
-	}
 	type plain DiffModify
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiffModify); err != nil {
 		return err
 	}
 	return nil
@@ -1262,6 +1232,9 @@ type DiffMove struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// membersDiffMove is what the schema says of the members of DiffMove beyond their types.
+var membersDiffMove = &acpjson.Members{What: "acpv2: DiffMove", Set: []string{"oldPath", "path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DiffMove, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1269,11 +1242,8 @@ func (v *DiffMove) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DiffMove", []string{"oldPath", "path"}, nil); err != nil {
-		return err
-	}
 	type plain DiffMove
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiffMove); err != nil {
 		return err
 	}
 	return nil
@@ -1289,6 +1259,9 @@ type DiffCopy struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// membersDiffCopy is what the schema says of the members of DiffCopy beyond their types.
+var membersDiffCopy = &acpjson.Members{What: "acpv2: DiffCopy", Set: []string{"oldPath", "path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DiffCopy, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1296,11 +1269,8 @@ func (v *DiffCopy) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DiffCopy", []string{"oldPath", "path"}, nil); err != nil {
-		return err
-	}
 	type plain DiffCopy
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiffCopy); err != nil {
 		return err
 	}
 	return nil
@@ -1371,6 +1341,9 @@ type DiffPathChange struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// membersDiffPathChange is what the schema says of the members of DiffPathChange beyond their types.
+var membersDiffPathChange = &acpjson.Members{What: "acpv2: DiffPathChange", Set: []string{"path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DiffPathChange, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1378,11 +1351,8 @@ func (v *DiffPathChange) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DiffPathChange", []string{"path"}, nil); err != nil {
-		return err
-	}
 	type plain DiffPathChange
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiffPathChange); err != nil {
 		return err
 	}
 	return nil
@@ -1396,6 +1366,9 @@ type DiffPathPairChange struct {
 	Path AbsolutePath `json:"path"`
 }
 
+// membersDiffPathPairChange is what the schema says of the members of DiffPathPairChange beyond their types.
+var membersDiffPathPairChange = &acpjson.Members{What: "acpv2: DiffPathPairChange", Set: []string{"oldPath", "path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DiffPathPairChange, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1403,11 +1376,8 @@ func (v *DiffPathPairChange) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DiffPathPairChange", []string{"oldPath", "path"}, nil); err != nil {
-		return err
-	}
 	type plain DiffPathPairChange
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiffPathPairChange); err != nil {
 		return err
 	}
 	return nil
@@ -1427,6 +1397,9 @@ type DiffPatch struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersDiffPatch is what the schema says of the members of DiffPatch beyond their types.
+var membersDiffPatch = &acpjson.Members{What: "acpv2: DiffPatch", Set: []string{"format", "text"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DiffPatch, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1434,11 +1407,8 @@ func (v *DiffPatch) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DiffPatch", []string{"format", "text"}, nil); err != nil {
-		return err
-	}
 	type plain DiffPatch
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiffPatch); err != nil {
 		return err
 	}
 	return nil
@@ -1503,8 +1473,8 @@ func (v Diff) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientDiff are the members of Diff the schema reads leniently.
-var lenientDiff = &acpjson.Lenient{DefaultOnError: []string{"patch"}, SkipInvalid: []string{"changes"}}
+// membersDiff is what the schema says of the members of Diff beyond their types.
+var membersDiff = &acpjson.Members{What: "acpv2: Diff", Set: []string{"changes"}, Present: nil, DefaultOnError: []string{"patch"}, SkipInvalid: []string{"changes"}}
 
 // UnmarshalJSON reads the Diff, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1513,11 +1483,8 @@ func (v *Diff) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Diff", []string{"changes"}, nil); err != nil {
-		return err
-	}
 	type plain Diff
-	if err := acpjson.Into(data, (*plain)(v), lenientDiff); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDiff); err != nil {
 		return err
 	}
 	return nil
@@ -1543,6 +1510,9 @@ type Terminal struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersTerminal is what the schema says of the members of Terminal beyond their types.
+var membersTerminal = &acpjson.Members{What: "acpv2: Terminal", Set: []string{"terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the Terminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1550,11 +1520,8 @@ func (v *Terminal) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Terminal", []string{"terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain Terminal
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminal); err != nil {
 		return err
 	}
 	return nil
@@ -1582,8 +1549,8 @@ type ToolCallLocation struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientToolCallLocation are the members of ToolCallLocation the schema reads leniently.
-var lenientToolCallLocation = &acpjson.Lenient{DefaultOnError: []string{"line"}, SkipInvalid: nil}
+// membersToolCallLocation is what the schema says of the members of ToolCallLocation beyond their types.
+var membersToolCallLocation = &acpjson.Members{What: "acpv2: ToolCallLocation", Set: []string{"path"}, Present: nil, DefaultOnError: []string{"line"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ToolCallLocation, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1592,11 +1559,8 @@ func (v *ToolCallLocation) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ToolCallLocation", []string{"path"}, nil); err != nil {
-		return err
-	}
 	type plain ToolCallLocation
-	if err := acpjson.Into(data, (*plain)(v), lenientToolCallLocation); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersToolCallLocation); err != nil {
 		return err
 	}
 	return nil
@@ -1622,8 +1586,8 @@ type ToolCallCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientToolCallCapabilities are the members of ToolCallCapabilities the schema reads leniently.
-var lenientToolCallCapabilities = &acpjson.Lenient{DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+// membersToolCallCapabilities is what the schema says of the members of ToolCallCapabilities beyond their types.
+var membersToolCallCapabilities = &acpjson.Members{What: "acpv2: ToolCallCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ToolCallCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1633,7 +1597,7 @@ func (v *ToolCallCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ToolCallCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientToolCallCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersToolCallCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -1667,6 +1631,9 @@ type ToolCallPermissionSubject struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersToolCallPermissionSubject is what the schema says of the members of ToolCallPermissionSubject beyond their types.
+var membersToolCallPermissionSubject = &acpjson.Members{What: "acpv2: ToolCallPermissionSubject", Set: []string{"toolCall"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ToolCallPermissionSubject, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1674,11 +1641,8 @@ func (v *ToolCallPermissionSubject) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ToolCallPermissionSubject", []string{"toolCall"}, nil); err != nil {
-		return err
-	}
 	type plain ToolCallPermissionSubject
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersToolCallPermissionSubject); err != nil {
 		return err
 	}
 	return nil
@@ -1706,8 +1670,8 @@ type CommandPermissionSubject struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientCommandPermissionSubject are the members of CommandPermissionSubject the schema reads leniently.
-var lenientCommandPermissionSubject = &acpjson.Lenient{DefaultOnError: []string{"toolCallId", "terminalId"}, SkipInvalid: nil}
+// membersCommandPermissionSubject is what the schema says of the members of CommandPermissionSubject beyond their types.
+var membersCommandPermissionSubject = &acpjson.Members{What: "acpv2: CommandPermissionSubject", Set: []string{"command", "cwd"}, Present: nil, DefaultOnError: []string{"toolCallId", "terminalId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CommandPermissionSubject, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1716,11 +1680,8 @@ func (v *CommandPermissionSubject) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CommandPermissionSubject", []string{"command", "cwd"}, nil); err != nil {
-		return err
-	}
 	type plain CommandPermissionSubject
-	if err := acpjson.Into(data, (*plain)(v), lenientCommandPermissionSubject); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCommandPermissionSubject); err != nil {
 		return err
 	}
 	return nil
@@ -1744,6 +1705,9 @@ type PermissionOption struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPermissionOption is what the schema says of the members of PermissionOption beyond their types.
+var membersPermissionOption = &acpjson.Members{What: "acpv2: PermissionOption", Set: []string{"optionId", "name", "kind"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PermissionOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1751,11 +1715,8 @@ func (v *PermissionOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: PermissionOption", []string{"optionId", "name", "kind"}, nil); err != nil {
-		return err
-	}
 	type plain PermissionOption
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPermissionOption); err != nil {
 		return err
 	}
 	return nil
@@ -1833,17 +1794,17 @@ func (v CreateElicitationRequest) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// membersCreateElicitationRequest is what the schema says of the members of CreateElicitationRequest beyond their types.
+var membersCreateElicitationRequest = &acpjson.Members{What: "acpv2: CreateElicitationRequest", Set: []string{"message"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CreateElicitationRequest's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *CreateElicitationRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CreateElicitationRequest", []string{"message"}, nil); err != nil {
-		return err
-	}
 	type plain CreateElicitationRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCreateElicitationRequest); err != nil {
 		return err
 	}
 	variant, err := decodeCreateElicitationRequest(data)
@@ -1926,8 +1887,8 @@ type ElicitationSessionScope struct {
 	ToolCallID ToolCallID `json:"toolCallId,omitempty"`
 }
 
-// lenientElicitationSessionScope are the members of ElicitationSessionScope the schema reads leniently.
-var lenientElicitationSessionScope = &acpjson.Lenient{DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
+// membersElicitationSessionScope is what the schema says of the members of ElicitationSessionScope beyond their types.
+var membersElicitationSessionScope = &acpjson.Members{What: "acpv2: ElicitationSessionScope", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationSessionScope, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1936,11 +1897,8 @@ func (v *ElicitationSessionScope) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ElicitationSessionScope", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain ElicitationSessionScope
-	if err := acpjson.Into(data, (*plain)(v), lenientElicitationSessionScope); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationSessionScope); err != nil {
 		return err
 	}
 	return nil
@@ -1957,6 +1915,9 @@ type ElicitationRequestScope struct {
 	RequestID RequestID `json:"requestId"`
 }
 
+// membersElicitationRequestScope is what the schema says of the members of ElicitationRequestScope beyond their types.
+var membersElicitationRequestScope = &acpjson.Members{What: "acpv2: ElicitationRequestScope", Set: []string{"requestId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ElicitationRequestScope, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1964,11 +1925,8 @@ func (v *ElicitationRequestScope) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ElicitationRequestScope", []string{"requestId"}, nil); err != nil {
-		return err
-	}
 	type plain ElicitationRequestScope
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationRequestScope); err != nil {
 		return err
 	}
 	return nil
@@ -2016,8 +1974,8 @@ func (v ElicitationSchema) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientElicitationSchema are the members of ElicitationSchema the schema reads leniently.
-var lenientElicitationSchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description"}, SkipInvalid: nil}
+// membersElicitationSchema is what the schema says of the members of ElicitationSchema beyond their types.
+var membersElicitationSchema = &acpjson.Members{What: "acpv2: ElicitationSchema", Set: []string{"type", "properties"}, Present: nil, DefaultOnError: []string{"title", "description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationSchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2026,11 +1984,8 @@ func (v *ElicitationSchema) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ElicitationSchema", []string{"type", "properties"}, nil); err != nil {
-		return err
-	}
 	type plain ElicitationSchema
-	if err := acpjson.Into(data, (*plain)(v), lenientElicitationSchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationSchema); err != nil {
 		return err
 	}
 	if !v.Type.known() {
@@ -2188,8 +2143,8 @@ type EnumOption struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientEnumOption are the members of EnumOption the schema reads leniently.
-var lenientEnumOption = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersEnumOption is what the schema says of the members of EnumOption beyond their types.
+var membersEnumOption = &acpjson.Members{What: "acpv2: EnumOption", Set: []string{"const", "title"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EnumOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2198,11 +2153,8 @@ func (v *EnumOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: EnumOption", []string{"const", "title"}, nil); err != nil {
-		return err
-	}
 	type plain EnumOption
-	if err := acpjson.Into(data, (*plain)(v), lenientEnumOption); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersEnumOption); err != nil {
 		return err
 	}
 	return nil
@@ -2259,8 +2211,8 @@ type StringPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientStringPropertySchema are the members of StringPropertySchema the schema reads leniently.
-var lenientStringPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+// membersStringPropertySchema is what the schema says of the members of StringPropertySchema beyond their types.
+var membersStringPropertySchema = &acpjson.Members{What: "acpv2: StringPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the StringPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2270,7 +2222,7 @@ func (v *StringPropertySchema) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain StringPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientStringPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersStringPropertySchema); err != nil {
 		return err
 	}
 	return nil
@@ -2308,8 +2260,8 @@ type NumberPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientNumberPropertySchema are the members of NumberPropertySchema the schema reads leniently.
-var lenientNumberPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+// membersNumberPropertySchema is what the schema says of the members of NumberPropertySchema beyond their types.
+var membersNumberPropertySchema = &acpjson.Members{What: "acpv2: NumberPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the NumberPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2319,7 +2271,7 @@ func (v *NumberPropertySchema) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain NumberPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientNumberPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersNumberPropertySchema); err != nil {
 		return err
 	}
 	return nil
@@ -2357,8 +2309,8 @@ type IntegerPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientIntegerPropertySchema are the members of IntegerPropertySchema the schema reads leniently.
-var lenientIntegerPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+// membersIntegerPropertySchema is what the schema says of the members of IntegerPropertySchema beyond their types.
+var membersIntegerPropertySchema = &acpjson.Members{What: "acpv2: IntegerPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the IntegerPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2368,7 +2320,7 @@ func (v *IntegerPropertySchema) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain IntegerPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientIntegerPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersIntegerPropertySchema); err != nil {
 		return err
 	}
 	return nil
@@ -2398,8 +2350,8 @@ type BooleanPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientBooleanPropertySchema are the members of BooleanPropertySchema the schema reads leniently.
-var lenientBooleanPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+// membersBooleanPropertySchema is what the schema says of the members of BooleanPropertySchema beyond their types.
+var membersBooleanPropertySchema = &acpjson.Members{What: "acpv2: BooleanPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BooleanPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2409,7 +2361,7 @@ func (v *BooleanPropertySchema) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain BooleanPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientBooleanPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersBooleanPropertySchema); err != nil {
 		return err
 	}
 	return nil
@@ -2513,6 +2465,9 @@ func (v StringMultiSelectItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersStringMultiSelectItems is what the schema says of the members of StringMultiSelectItems beyond their types.
+var membersStringMultiSelectItems = &acpjson.Members{What: "acpv2: StringMultiSelectItems", Set: []string{"enum"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the StringMultiSelectItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2520,11 +2475,8 @@ func (v *StringMultiSelectItems) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: StringMultiSelectItems", []string{"enum"}, nil); err != nil {
-		return err
-	}
 	type plain StringMultiSelectItems
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersStringMultiSelectItems); err != nil {
 		return err
 	}
 	return nil
@@ -2553,6 +2505,9 @@ func (v TitledMultiSelectItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersTitledMultiSelectItems is what the schema says of the members of TitledMultiSelectItems beyond their types.
+var membersTitledMultiSelectItems = &acpjson.Members{What: "acpv2: TitledMultiSelectItems", Set: []string{"anyOf"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the TitledMultiSelectItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2560,11 +2515,8 @@ func (v *TitledMultiSelectItems) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: TitledMultiSelectItems", []string{"anyOf"}, nil); err != nil {
-		return err
-	}
 	type plain TitledMultiSelectItems
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTitledMultiSelectItems); err != nil {
 		return err
 	}
 	return nil
@@ -2604,8 +2556,8 @@ type MultiSelectPropertySchema struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientMultiSelectPropertySchema are the members of MultiSelectPropertySchema the schema reads leniently.
-var lenientMultiSelectPropertySchema = &acpjson.Lenient{DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
+// membersMultiSelectPropertySchema is what the schema says of the members of MultiSelectPropertySchema beyond their types.
+var membersMultiSelectPropertySchema = &acpjson.Members{What: "acpv2: MultiSelectPropertySchema", Set: []string{"items"}, Present: nil, DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
 
 // UnmarshalJSON reads the MultiSelectPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2614,11 +2566,8 @@ func (v *MultiSelectPropertySchema) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: MultiSelectPropertySchema", []string{"items"}, nil); err != nil {
-		return err
-	}
 	type plain MultiSelectPropertySchema
-	if err := acpjson.Into(data, (*plain)(v), lenientMultiSelectPropertySchema); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMultiSelectPropertySchema); err != nil {
 		return err
 	}
 	return nil
@@ -2651,17 +2600,17 @@ func (v ElicitationFormMode) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// membersElicitationFormMode is what the schema says of the members of ElicitationFormMode beyond their types.
+var membersElicitationFormMode = &acpjson.Members{What: "acpv2: ElicitationFormMode", Set: []string{"requestedSchema"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ElicitationFormMode's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *ElicitationFormMode) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ElicitationFormMode", []string{"requestedSchema"}, nil); err != nil {
-		return err
-	}
 	type plain ElicitationFormMode
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationFormMode); err != nil {
 		return err
 	}
 	variant, err := decodeElicitationFormMode(data)
@@ -2719,17 +2668,17 @@ func (v ElicitationURLMode) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// membersElicitationURLMode is what the schema says of the members of ElicitationURLMode beyond their types.
+var membersElicitationURLMode = &acpjson.Members{What: "acpv2: ElicitationURLMode", Set: []string{"elicitationId", "url"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ElicitationURLMode's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *ElicitationURLMode) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ElicitationURLMode", []string{"elicitationId", "url"}, nil); err != nil {
-		return err
-	}
 	type plain ElicitationURLMode
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationURLMode); err != nil {
 		return err
 	}
 	variant, err := decodeElicitationURLMode(data)
@@ -2795,8 +2744,8 @@ type InitializeResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientInitializeResponse are the members of InitializeResponse the schema reads leniently.
-var lenientInitializeResponse = &acpjson.Lenient{DefaultOnError: []string{"capabilities"}, SkipInvalid: []string{"authMethods"}}
+// membersInitializeResponse is what the schema says of the members of InitializeResponse beyond their types.
+var membersInitializeResponse = &acpjson.Members{What: "acpv2: InitializeResponse", Set: []string{"protocolVersion", "info"}, Present: nil, DefaultOnError: []string{"capabilities"}, SkipInvalid: []string{"authMethods"}}
 
 // UnmarshalJSON reads the InitializeResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2805,11 +2754,8 @@ func (v *InitializeResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: InitializeResponse", []string{"protocolVersion", "info"}, nil); err != nil {
-		return err
-	}
 	type plain InitializeResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientInitializeResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersInitializeResponse); err != nil {
 		return err
 	}
 	return nil
@@ -2846,8 +2792,8 @@ type Implementation struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientImplementation are the members of Implementation the schema reads leniently.
-var lenientImplementation = &acpjson.Lenient{DefaultOnError: []string{"title"}, SkipInvalid: nil}
+// membersImplementation is what the schema says of the members of Implementation beyond their types.
+var membersImplementation = &acpjson.Members{What: "acpv2: Implementation", Set: []string{"name", "version"}, Present: nil, DefaultOnError: []string{"title"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Implementation, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2856,11 +2802,8 @@ func (v *Implementation) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Implementation", []string{"name", "version"}, nil); err != nil {
-		return err
-	}
 	type plain Implementation
-	if err := acpjson.Into(data, (*plain)(v), lenientImplementation); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersImplementation); err != nil {
 		return err
 	}
 	return nil
@@ -2907,8 +2850,8 @@ type AgentCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAgentCapabilities are the members of AgentCapabilities the schema reads leniently.
-var lenientAgentCapabilities = &acpjson.Lenient{DefaultOnError: []string{"session", "auth", "providers"}, SkipInvalid: nil}
+// membersAgentCapabilities is what the schema says of the members of AgentCapabilities beyond their types.
+var membersAgentCapabilities = &acpjson.Members{What: "acpv2: AgentCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"session", "auth", "providers"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2918,7 +2861,7 @@ func (v *AgentCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain AgentCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientAgentCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -3028,8 +2971,8 @@ type SessionCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionCapabilities are the members of SessionCapabilities the schema reads leniently.
-var lenientSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"prompt", "mcp", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title"}, SkipInvalid: nil}
+// membersSessionCapabilities is what the schema says of the members of SessionCapabilities beyond their types.
+var membersSessionCapabilities = &acpjson.Members{What: "acpv2: SessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"prompt", "mcp", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3039,7 +2982,7 @@ func (v *SessionCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SessionCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -3084,8 +3027,8 @@ type PromptCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientPromptCapabilities are the members of PromptCapabilities the schema reads leniently.
-var lenientPromptCapabilities = &acpjson.Lenient{DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
+// membersPromptCapabilities is what the schema says of the members of PromptCapabilities beyond their types.
+var membersPromptCapabilities = &acpjson.Members{What: "acpv2: PromptCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PromptCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3095,7 +3038,7 @@ func (v *PromptCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain PromptCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientPromptCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPromptCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -3168,8 +3111,8 @@ type MCPCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientMCPCapabilities are the members of MCPCapabilities the schema reads leniently.
-var lenientMCPCapabilities = &acpjson.Lenient{DefaultOnError: []string{"stdio", "http", "acp"}, SkipInvalid: nil}
+// membersMCPCapabilities is what the schema says of the members of MCPCapabilities beyond their types.
+var membersMCPCapabilities = &acpjson.Members{What: "acpv2: MCPCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"stdio", "http", "acp"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3179,7 +3122,7 @@ func (v *MCPCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain MCPCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientMCPCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -3261,8 +3204,8 @@ type AgentAuthCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAgentAuthCapabilities are the members of AgentAuthCapabilities the schema reads leniently.
-var lenientAgentAuthCapabilities = &acpjson.Lenient{DefaultOnError: []string{"status"}, SkipInvalid: nil}
+// membersAgentAuthCapabilities is what the schema says of the members of AgentAuthCapabilities beyond their types.
+var membersAgentAuthCapabilities = &acpjson.Members{What: "acpv2: AgentAuthCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"status"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentAuthCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3272,7 +3215,7 @@ func (v *AgentAuthCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain AgentAuthCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientAgentAuthCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentAuthCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -3382,6 +3325,9 @@ type EnvVariable struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersEnvVariable is what the schema says of the members of EnvVariable beyond their types.
+var membersEnvVariable = &acpjson.Members{What: "acpv2: EnvVariable", Set: []string{"name", "value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the EnvVariable, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -3389,11 +3335,8 @@ func (v *EnvVariable) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: EnvVariable", []string{"name", "value"}, nil); err != nil {
-		return err
-	}
 	type plain EnvVariable
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersEnvVariable); err != nil {
 		return err
 	}
 	return nil
@@ -3429,8 +3372,8 @@ type AuthMethodTerminal struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthMethodTerminal are the members of AuthMethodTerminal the schema reads leniently.
-var lenientAuthMethodTerminal = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersAuthMethodTerminal is what the schema says of the members of AuthMethodTerminal beyond their types.
+var membersAuthMethodTerminal = &acpjson.Members{What: "acpv2: AuthMethodTerminal", Set: []string{"methodId", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthMethodTerminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3439,11 +3382,8 @@ func (v *AuthMethodTerminal) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AuthMethodTerminal", []string{"methodId", "name"}, nil); err != nil {
-		return err
-	}
 	type plain AuthMethodTerminal
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthMethodTerminal); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthMethodTerminal); err != nil {
 		return err
 	}
 	return nil
@@ -3471,8 +3411,8 @@ type AuthMethodAgent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthMethodAgent are the members of AuthMethodAgent the schema reads leniently.
-var lenientAuthMethodAgent = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersAuthMethodAgent is what the schema says of the members of AuthMethodAgent beyond their types.
+var membersAuthMethodAgent = &acpjson.Members{What: "acpv2: AuthMethodAgent", Set: []string{"methodId", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthMethodAgent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3481,11 +3421,8 @@ func (v *AuthMethodAgent) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AuthMethodAgent", []string{"methodId", "name"}, nil); err != nil {
-		return err
-	}
 	type plain AuthMethodAgent
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthMethodAgent); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthMethodAgent); err != nil {
 		return err
 	}
 	return nil
@@ -3545,8 +3482,8 @@ type NewSessionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientNewSessionResponse are the members of NewSessionResponse the schema reads leniently.
-var lenientNewSessionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
+// membersNewSessionResponse is what the schema says of the members of NewSessionResponse beyond their types.
+var membersNewSessionResponse = &acpjson.Members{What: "acpv2: NewSessionResponse", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
 
 // UnmarshalJSON reads the NewSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3555,11 +3492,8 @@ func (v *NewSessionResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: NewSessionResponse", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain NewSessionResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientNewSessionResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersNewSessionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -3606,8 +3540,8 @@ func (v SessionConfigOption) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
-// lenientSessionConfigOption are the members of SessionConfigOption the schema reads leniently.
-var lenientSessionConfigOption = &acpjson.Lenient{DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
+// membersSessionConfigOption is what the schema says of the members of SessionConfigOption beyond their types.
+var membersSessionConfigOption = &acpjson.Members{What: "acpv2: SessionConfigOption", Set: []string{"configId", "name"}, Present: nil, DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -3615,11 +3549,8 @@ func (v *SessionConfigOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionConfigOption", []string{"configId", "name"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigOption
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigOption); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigOption); err != nil {
 		return err
 	}
 	variant, err := decodeSessionConfigOption(data)
@@ -3799,8 +3730,8 @@ type SessionConfigSelectOption struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionConfigSelectOption are the members of SessionConfigSelectOption the schema reads leniently.
-var lenientSessionConfigSelectOption = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersSessionConfigSelectOption is what the schema says of the members of SessionConfigSelectOption beyond their types.
+var membersSessionConfigSelectOption = &acpjson.Members{What: "acpv2: SessionConfigSelectOption", Set: []string{"value", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigSelectOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3809,11 +3740,8 @@ func (v *SessionConfigSelectOption) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionConfigSelectOption", []string{"value", "name"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigSelectOption
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigSelectOption); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigSelectOption); err != nil {
 		return err
 	}
 	return nil
@@ -3844,8 +3772,8 @@ func (v SessionConfigSelectGroup) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientSessionConfigSelectGroup are the members of SessionConfigSelectGroup the schema reads leniently.
-var lenientSessionConfigSelectGroup = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"options"}}
+// membersSessionConfigSelectGroup is what the schema says of the members of SessionConfigSelectGroup beyond their types.
+var membersSessionConfigSelectGroup = &acpjson.Members{What: "acpv2: SessionConfigSelectGroup", Set: []string{"groupId", "name", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"options"}}
 
 // UnmarshalJSON reads the SessionConfigSelectGroup, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3854,11 +3782,8 @@ func (v *SessionConfigSelectGroup) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionConfigSelectGroup", []string{"groupId", "name", "options"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigSelectGroup
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionConfigSelectGroup); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigSelectGroup); err != nil {
 		return err
 	}
 	return nil
@@ -3876,6 +3801,9 @@ type SessionConfigSelect struct {
 	Options SessionConfigSelectOptions `json:"options"`
 }
 
+// membersSessionConfigSelect is what the schema says of the members of SessionConfigSelect beyond their types.
+var membersSessionConfigSelect = &acpjson.Members{What: "acpv2: SessionConfigSelect", Set: []string{"currentValue", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigSelect, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -3883,11 +3811,8 @@ func (v *SessionConfigSelect) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionConfigSelect", []string{"currentValue", "options"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigSelect
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigSelect); err != nil {
 		return err
 	}
 	return nil
@@ -3901,6 +3826,9 @@ type SessionConfigBoolean struct {
 	CurrentValue bool `json:"currentValue"`
 }
 
+// membersSessionConfigBoolean is what the schema says of the members of SessionConfigBoolean beyond their types.
+var membersSessionConfigBoolean = &acpjson.Members{What: "acpv2: SessionConfigBoolean", Set: []string{"currentValue"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigBoolean, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -3908,11 +3836,8 @@ func (v *SessionConfigBoolean) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionConfigBoolean", []string{"currentValue"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigBoolean
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigBoolean); err != nil {
 		return err
 	}
 	return nil
@@ -4102,6 +4027,9 @@ type TextCommandInput struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersTextCommandInput is what the schema says of the members of TextCommandInput beyond their types.
+var membersTextCommandInput = &acpjson.Members{What: "acpv2: TextCommandInput", Set: []string{"hint"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the TextCommandInput, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4109,11 +4037,8 @@ func (v *TextCommandInput) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: TextCommandInput", []string{"hint"}, nil); err != nil {
-		return err
-	}
 	type plain TextCommandInput
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTextCommandInput); err != nil {
 		return err
 	}
 	return nil
@@ -4143,8 +4068,8 @@ type Command struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientCommand are the members of Command the schema reads leniently.
-var lenientCommand = &acpjson.Lenient{DefaultOnError: []string{"input"}, SkipInvalid: nil}
+// membersCommand is what the schema says of the members of Command beyond their types.
+var membersCommand = &acpjson.Members{What: "acpv2: Command", Set: []string{"name", "description"}, Present: nil, DefaultOnError: []string{"input"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Command, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4153,11 +4078,8 @@ func (v *Command) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Command", []string{"name", "description"}, nil); err != nil {
-		return err
-	}
 	type plain Command
-	if err := acpjson.Into(data, (*plain)(v), lenientCommand); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCommand); err != nil {
 		return err
 	}
 	return nil
@@ -4190,8 +4112,8 @@ func (v ListSessionsResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientListSessionsResponse are the members of ListSessionsResponse the schema reads leniently.
-var lenientListSessionsResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"sessions"}}
+// membersListSessionsResponse is what the schema says of the members of ListSessionsResponse beyond their types.
+var membersListSessionsResponse = &acpjson.Members{What: "acpv2: ListSessionsResponse", Set: []string{"sessions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"sessions"}}
 
 // UnmarshalJSON reads the ListSessionsResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4200,11 +4122,8 @@ func (v *ListSessionsResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ListSessionsResponse", []string{"sessions"}, nil); err != nil {
-		return err
-	}
 	type plain ListSessionsResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientListSessionsResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersListSessionsResponse); err != nil {
 		return err
 	}
 	return nil
@@ -4249,8 +4168,8 @@ type SessionInfo struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionInfo are the members of SessionInfo the schema reads leniently.
-var lenientSessionInfo = &acpjson.Lenient{DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: nil}
+// membersSessionInfo is what the schema says of the members of SessionInfo beyond their types.
+var membersSessionInfo = &acpjson.Members{What: "acpv2: SessionInfo", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionInfo, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4259,11 +4178,8 @@ func (v *SessionInfo) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionInfo", []string{"sessionId", "cwd"}, nil); err != nil {
-		return err
-	}
 	type plain SessionInfo
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionInfo); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionInfo); err != nil {
 		return err
 	}
 	return nil
@@ -4519,6 +4435,9 @@ type BackgroundTerminal struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersBackgroundTerminal is what the schema says of the members of BackgroundTerminal beyond their types.
+var membersBackgroundTerminal = &acpjson.Members{What: "acpv2: BackgroundTerminal", Set: []string{"terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the BackgroundTerminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4526,11 +4445,8 @@ func (v *BackgroundTerminal) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: BackgroundTerminal", []string{"terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain BackgroundTerminal
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersBackgroundTerminal); err != nil {
 		return err
 	}
 	return nil
@@ -4550,6 +4466,9 @@ type BackgroundToolCall struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersBackgroundToolCall is what the schema says of the members of BackgroundToolCall beyond their types.
+var membersBackgroundToolCall = &acpjson.Members{What: "acpv2: BackgroundToolCall", Set: []string{"toolCallId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the BackgroundToolCall, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4557,11 +4476,8 @@ func (v *BackgroundToolCall) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: BackgroundToolCall", []string{"toolCallId"}, nil); err != nil {
-		return err
-	}
 	type plain BackgroundToolCall
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersBackgroundToolCall); err != nil {
 		return err
 	}
 	return nil
@@ -4588,8 +4504,8 @@ type RunningStateUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientRunningStateUpdate are the members of RunningStateUpdate the schema reads leniently.
-var lenientRunningStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"background"}, SkipInvalid: nil}
+// membersRunningStateUpdate is what the schema says of the members of RunningStateUpdate beyond their types.
+var membersRunningStateUpdate = &acpjson.Members{What: "acpv2: RunningStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"background"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the RunningStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4599,7 +4515,7 @@ func (v *RunningStateUpdate) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain RunningStateUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientRunningStateUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersRunningStateUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -4629,8 +4545,8 @@ type Error struct {
 	Data ErrorData `json:"data,omitzero"`
 }
 
-// lenientError are the members of Error the schema reads leniently.
-var lenientError = &acpjson.Lenient{DefaultOnError: []string{"data"}, SkipInvalid: nil}
+// membersError is what the schema says of the members of Error beyond their types.
+var membersError = &acpjson.Members{What: "acpv2: Error", Set: []string{"code", "message"}, Present: nil, DefaultOnError: []string{"data"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Error, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4639,11 +4555,8 @@ func (v *Error) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Error", []string{"code", "message"}, nil); err != nil {
-		return err
-	}
 	type plain Error
-	if err := acpjson.Into(data, (*plain)(v), lenientError); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersError); err != nil {
 		return err
 	}
 	return nil
@@ -4710,6 +4623,9 @@ func (v UnsupportedProtocolVersionErrorData) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersUnsupportedProtocolVersionErrorData is what the schema says of the members of UnsupportedProtocolVersionErrorData beyond their types.
+var membersUnsupportedProtocolVersionErrorData = &acpjson.Members{What: "acpv2: UnsupportedProtocolVersionErrorData", Set: []string{"requested", "supported"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the UnsupportedProtocolVersionErrorData, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4717,11 +4633,8 @@ func (v *UnsupportedProtocolVersionErrorData) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: UnsupportedProtocolVersionErrorData", []string{"requested", "supported"}, nil); err != nil {
-		return err
-	}
 	type plain UnsupportedProtocolVersionErrorData
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUnsupportedProtocolVersionErrorData); err != nil {
 		return err
 	}
 	return nil
@@ -4742,6 +4655,9 @@ type SessionNotFoundErrorData struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSessionNotFoundErrorData is what the schema says of the members of SessionNotFoundErrorData beyond their types.
+var membersSessionNotFoundErrorData = &acpjson.Members{What: "acpv2: SessionNotFoundErrorData", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionNotFoundErrorData, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -4749,11 +4665,8 @@ func (v *SessionNotFoundErrorData) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionNotFoundErrorData", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain SessionNotFoundErrorData
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionNotFoundErrorData); err != nil {
 		return err
 	}
 	return nil
@@ -4768,8 +4681,8 @@ type ErrorStopReason struct {
 	Error *Error `json:"error,omitempty"`
 }
 
-// lenientErrorStopReason are the members of ErrorStopReason the schema reads leniently.
-var lenientErrorStopReason = &acpjson.Lenient{DefaultOnError: []string{"error"}, SkipInvalid: nil}
+// membersErrorStopReason is what the schema says of the members of ErrorStopReason beyond their types.
+var membersErrorStopReason = &acpjson.Members{What: "acpv2: ErrorStopReason", Set: nil, Present: nil, DefaultOnError: []string{"error"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ErrorStopReason, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4779,7 +4692,7 @@ func (v *ErrorStopReason) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ErrorStopReason
-	if err := acpjson.Into(data, (*plain)(v), lenientErrorStopReason); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersErrorStopReason); err != nil {
 		return err
 	}
 	return nil
@@ -4835,8 +4748,8 @@ type IdleStateUpdate struct {
 	Error *Error `json:"error,omitempty"`
 }
 
-// lenientIdleStateUpdate are the members of IdleStateUpdate the schema reads leniently.
-var lenientIdleStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"usage", "background", "error"}, SkipInvalid: nil}
+// membersIdleStateUpdate is what the schema says of the members of IdleStateUpdate beyond their types.
+var membersIdleStateUpdate = &acpjson.Members{What: "acpv2: IdleStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"usage", "background", "error"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the IdleStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4846,7 +4759,7 @@ func (v *IdleStateUpdate) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain IdleStateUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientIdleStateUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersIdleStateUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -4919,8 +4832,8 @@ type RequiresActionStateUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientRequiresActionStateUpdate are the members of RequiresActionStateUpdate the schema reads leniently.
-var lenientRequiresActionStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"background"}, SkipInvalid: nil}
+// membersRequiresActionStateUpdate is what the schema says of the members of RequiresActionStateUpdate beyond their types.
+var membersRequiresActionStateUpdate = &acpjson.Members{What: "acpv2: RequiresActionStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"background"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the RequiresActionStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4930,7 +4843,7 @@ func (v *RequiresActionStateUpdate) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain RequiresActionStateUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientRequiresActionStateUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersRequiresActionStateUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -4966,8 +4879,8 @@ type ResumeSessionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientResumeSessionResponse are the members of ResumeSessionResponse the schema reads leniently.
-var lenientResumeSessionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
+// membersResumeSessionResponse is what the schema says of the members of ResumeSessionResponse beyond their types.
+var membersResumeSessionResponse = &acpjson.Members{What: "acpv2: ResumeSessionResponse", Set: nil, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
 
 // UnmarshalJSON reads the ResumeSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4977,7 +4890,7 @@ func (v *ResumeSessionResponse) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ResumeSessionResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientResumeSessionResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersResumeSessionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -5034,8 +4947,8 @@ func (v SetSessionConfigOptionResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientSetSessionConfigOptionResponse are the members of SetSessionConfigOptionResponse the schema reads leniently.
-var lenientSetSessionConfigOptionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+// membersSetSessionConfigOptionResponse is what the schema says of the members of SetSessionConfigOptionResponse beyond their types.
+var membersSetSessionConfigOptionResponse = &acpjson.Members{What: "acpv2: SetSessionConfigOptionResponse", Set: []string{"configOptions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the SetSessionConfigOptionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5044,11 +4957,8 @@ func (v *SetSessionConfigOptionResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SetSessionConfigOptionResponse", []string{"configOptions"}, nil); err != nil {
-		return err
-	}
 	type plain SetSessionConfigOptionResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientSetSessionConfigOptionResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetSessionConfigOptionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -5081,6 +4991,9 @@ type PromptResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPromptResponse is what the schema says of the members of PromptResponse beyond their types.
+var membersPromptResponse = &acpjson.Members{What: "acpv2: PromptResponse", Set: []string{"messageId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PromptResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5088,11 +5001,8 @@ func (v *PromptResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: PromptResponse", []string{"messageId"}, nil); err != nil {
-		return err
-	}
 	type plain PromptResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPromptResponse); err != nil {
 		return err
 	}
 	return nil
@@ -5130,6 +5040,9 @@ type UpdateSessionNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersUpdateSessionNotification is what the schema says of the members of UpdateSessionNotification beyond their types.
+var membersUpdateSessionNotification = &acpjson.Members{What: "acpv2: UpdateSessionNotification", Set: []string{"sessionId", "update"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the UpdateSessionNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5137,11 +5050,8 @@ func (v *UpdateSessionNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: UpdateSessionNotification", []string{"sessionId", "update"}, nil); err != nil {
-		return err
-	}
 	type plain UpdateSessionNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUpdateSessionNotification); err != nil {
 		return err
 	}
 	return nil
@@ -5261,6 +5171,9 @@ type UserMessageChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersUserMessageChunk is what the schema says of the members of UserMessageChunk beyond their types.
+var membersUserMessageChunk = &acpjson.Members{What: "acpv2: UserMessageChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the UserMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5268,11 +5181,8 @@ func (v *UserMessageChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: UserMessageChunk", []string{"messageId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain UserMessageChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUserMessageChunk); err != nil {
 		return err
 	}
 	return nil
@@ -5298,6 +5208,9 @@ type AgentMessageChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersAgentMessageChunk is what the schema says of the members of AgentMessageChunk beyond their types.
+var membersAgentMessageChunk = &acpjson.Members{What: "acpv2: AgentMessageChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the AgentMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5305,11 +5218,8 @@ func (v *AgentMessageChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AgentMessageChunk", []string{"messageId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain AgentMessageChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentMessageChunk); err != nil {
 		return err
 	}
 	return nil
@@ -5337,6 +5247,9 @@ type AgentThoughtChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersAgentThoughtChunk is what the schema says of the members of AgentThoughtChunk beyond their types.
+var membersAgentThoughtChunk = &acpjson.Members{What: "acpv2: AgentThoughtChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the AgentThoughtChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5344,11 +5257,8 @@ func (v *AgentThoughtChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AgentThoughtChunk", []string{"messageId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain AgentThoughtChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentThoughtChunk); err != nil {
 		return err
 	}
 	return nil
@@ -5411,6 +5321,9 @@ type ContentChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersContentChunk is what the schema says of the members of ContentChunk beyond their types.
+var membersContentChunk = &acpjson.Members{What: "acpv2: ContentChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ContentChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5418,11 +5331,8 @@ func (v *ContentChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ContentChunk", []string{"messageId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain ContentChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersContentChunk); err != nil {
 		return err
 	}
 	return nil
@@ -5457,8 +5367,8 @@ type UserMessage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientUserMessage are the members of UserMessage the schema reads leniently.
-var lenientUserMessage = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"content"}}
+// membersUserMessage is what the schema says of the members of UserMessage beyond their types.
+var membersUserMessage = &acpjson.Members{What: "acpv2: UserMessage", Set: []string{"messageId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the UserMessage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5467,11 +5377,8 @@ func (v *UserMessage) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: UserMessage", []string{"messageId"}, nil); err != nil {
-		return err
-	}
 	type plain UserMessage
-	if err := acpjson.Into(data, (*plain)(v), lenientUserMessage); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUserMessage); err != nil {
 		return err
 	}
 	return nil
@@ -5508,8 +5415,8 @@ type AgentMessage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAgentMessage are the members of AgentMessage the schema reads leniently.
-var lenientAgentMessage = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"content"}}
+// membersAgentMessage is what the schema says of the members of AgentMessage beyond their types.
+var membersAgentMessage = &acpjson.Members{What: "acpv2: AgentMessage", Set: []string{"messageId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the AgentMessage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5518,11 +5425,8 @@ func (v *AgentMessage) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AgentMessage", []string{"messageId"}, nil); err != nil {
-		return err
-	}
 	type plain AgentMessage
-	if err := acpjson.Into(data, (*plain)(v), lenientAgentMessage); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentMessage); err != nil {
 		return err
 	}
 	return nil
@@ -5559,8 +5463,8 @@ type AgentThought struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAgentThought are the members of AgentThought the schema reads leniently.
-var lenientAgentThought = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"content"}}
+// membersAgentThought is what the schema says of the members of AgentThought beyond their types.
+var membersAgentThought = &acpjson.Members{What: "acpv2: AgentThought", Set: []string{"messageId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the AgentThought, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5569,11 +5473,8 @@ func (v *AgentThought) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AgentThought", []string{"messageId"}, nil); err != nil {
-		return err
-	}
 	type plain AgentThought
-	if err := acpjson.Into(data, (*plain)(v), lenientAgentThought); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAgentThought); err != nil {
 		return err
 	}
 	return nil
@@ -5601,6 +5502,9 @@ type ToolCallContentChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersToolCallContentChunk is what the schema says of the members of ToolCallContentChunk beyond their types.
+var membersToolCallContentChunk = &acpjson.Members{What: "acpv2: ToolCallContentChunk", Set: []string{"toolCallId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ToolCallContentChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5608,11 +5512,8 @@ func (v *ToolCallContentChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ToolCallContentChunk", []string{"toolCallId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain ToolCallContentChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersToolCallContentChunk); err != nil {
 		return err
 	}
 	return nil
@@ -5634,6 +5535,9 @@ type TerminalOutput struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersTerminalOutput is what the schema says of the members of TerminalOutput beyond their types.
+var membersTerminalOutput = &acpjson.Members{What: "acpv2: TerminalOutput", Set: []string{"data"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the TerminalOutput, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5641,11 +5545,8 @@ func (v *TerminalOutput) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: TerminalOutput", []string{"data"}, nil); err != nil {
-		return err
-	}
 	type plain TerminalOutput
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminalOutput); err != nil {
 		return err
 	}
 	return nil
@@ -5673,8 +5574,8 @@ type TerminalExitStatus struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientTerminalExitStatus are the members of TerminalExitStatus the schema reads leniently.
-var lenientTerminalExitStatus = &acpjson.Lenient{DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
+// membersTerminalExitStatus is what the schema says of the members of TerminalExitStatus beyond their types.
+var membersTerminalExitStatus = &acpjson.Members{What: "acpv2: TerminalExitStatus", Set: nil, Present: nil, DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalExitStatus, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5684,7 +5585,7 @@ func (v *TerminalExitStatus) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain TerminalExitStatus
-	if err := acpjson.Into(data, (*plain)(v), lenientTerminalExitStatus); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminalExitStatus); err != nil {
 		return err
 	}
 	return nil
@@ -5704,6 +5605,9 @@ type TerminalSize struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersTerminalSize is what the schema says of the members of TerminalSize beyond their types.
+var membersTerminalSize = &acpjson.Members{What: "acpv2: TerminalSize", Set: []string{"cols", "rows"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the TerminalSize, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5711,11 +5615,8 @@ func (v *TerminalSize) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: TerminalSize", []string{"cols", "rows"}, nil); err != nil {
-		return err
-	}
 	type plain TerminalSize
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminalSize); err != nil {
 		return err
 	}
 	return nil
@@ -5741,8 +5642,8 @@ type TerminalCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientTerminalCapabilities are the members of TerminalCapabilities the schema reads leniently.
-var lenientTerminalCapabilities = &acpjson.Lenient{DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+// membersTerminalCapabilities is what the schema says of the members of TerminalCapabilities beyond their types.
+var membersTerminalCapabilities = &acpjson.Members{What: "acpv2: TerminalCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5752,7 +5653,7 @@ func (v *TerminalCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain TerminalCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientTerminalCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminalCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -5809,8 +5710,8 @@ type TerminalUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientTerminalUpdate are the members of TerminalUpdate the schema reads leniently.
-var lenientTerminalUpdate = &acpjson.Lenient{DefaultOnError: []string{"command", "cwd", "output", "exitStatus", "size", "capabilities"}, SkipInvalid: nil}
+// membersTerminalUpdate is what the schema says of the members of TerminalUpdate beyond their types.
+var membersTerminalUpdate = &acpjson.Members{What: "acpv2: TerminalUpdate", Set: []string{"terminalId"}, Present: nil, DefaultOnError: []string{"command", "cwd", "output", "exitStatus", "size", "capabilities"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5819,11 +5720,8 @@ func (v *TerminalUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: TerminalUpdate", []string{"terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain TerminalUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientTerminalUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminalUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -5846,6 +5744,9 @@ type TerminalOutputChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersTerminalOutputChunk is what the schema says of the members of TerminalOutputChunk beyond their types.
+var membersTerminalOutputChunk = &acpjson.Members{What: "acpv2: TerminalOutputChunk", Set: []string{"terminalId", "data"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the TerminalOutputChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5853,11 +5754,8 @@ func (v *TerminalOutputChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: TerminalOutputChunk", []string{"terminalId", "data"}, nil); err != nil {
-		return err
-	}
 	type plain TerminalOutputChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersTerminalOutputChunk); err != nil {
 		return err
 	}
 	return nil
@@ -5979,6 +5877,9 @@ type PlanEntry struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanEntry is what the schema says of the members of PlanEntry beyond their types.
+var membersPlanEntry = &acpjson.Members{What: "acpv2: PlanEntry", Set: []string{"content", "priority", "status"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanEntry, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -5986,11 +5887,8 @@ func (v *PlanEntry) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: PlanEntry", []string{"content", "priority", "status"}, nil); err != nil {
-		return err
-	}
 	type plain PlanEntry
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanEntry); err != nil {
 		return err
 	}
 	return nil
@@ -6067,8 +5965,8 @@ func (v PlanItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientPlanItems are the members of PlanItems the schema reads leniently.
-var lenientPlanItems = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"entries"}}
+// membersPlanItems is what the schema says of the members of PlanItems beyond their types.
+var membersPlanItems = &acpjson.Members{What: "acpv2: PlanItems", Set: []string{"planId", "entries"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"entries"}}
 
 // UnmarshalJSON reads the PlanItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6077,11 +5975,8 @@ func (v *PlanItems) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: PlanItems", []string{"planId", "entries"}, nil); err != nil {
-		return err
-	}
 	type plain PlanItems
-	if err := acpjson.Into(data, (*plain)(v), lenientPlanItems); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanItems); err != nil {
 		return err
 	}
 	return nil
@@ -6101,6 +5996,9 @@ type PlanUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanUpdate is what the schema says of the members of PlanUpdate beyond their types.
+var membersPlanUpdate = &acpjson.Members{What: "acpv2: PlanUpdate", Set: []string{"plan"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6108,11 +6006,8 @@ func (v *PlanUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: PlanUpdate", []string{"plan"}, nil); err != nil {
-		return err
-	}
 	type plain PlanUpdate
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -6141,8 +6036,8 @@ func (v AvailableCommandsUpdate) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientAvailableCommandsUpdate are the members of AvailableCommandsUpdate the schema reads leniently.
-var lenientAvailableCommandsUpdate = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
+// membersAvailableCommandsUpdate is what the schema says of the members of AvailableCommandsUpdate beyond their types.
+var membersAvailableCommandsUpdate = &acpjson.Members{What: "acpv2: AvailableCommandsUpdate", Set: []string{"availableCommands"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
 
 // UnmarshalJSON reads the AvailableCommandsUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6151,11 +6046,8 @@ func (v *AvailableCommandsUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AvailableCommandsUpdate", []string{"availableCommands"}, nil); err != nil {
-		return err
-	}
 	type plain AvailableCommandsUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientAvailableCommandsUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAvailableCommandsUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -6186,8 +6078,8 @@ func (v ConfigOptionUpdate) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientConfigOptionUpdate are the members of ConfigOptionUpdate the schema reads leniently.
-var lenientConfigOptionUpdate = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+// membersConfigOptionUpdate is what the schema says of the members of ConfigOptionUpdate beyond their types.
+var membersConfigOptionUpdate = &acpjson.Members{What: "acpv2: ConfigOptionUpdate", Set: []string{"configOptions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the ConfigOptionUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6196,11 +6088,8 @@ func (v *ConfigOptionUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ConfigOptionUpdate", []string{"configOptions"}, nil); err != nil {
-		return err
-	}
 	type plain ConfigOptionUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientConfigOptionUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersConfigOptionUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -6234,8 +6123,8 @@ type SessionInfoUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionInfoUpdate are the members of SessionInfoUpdate the schema reads leniently.
-var lenientSessionInfoUpdate = &acpjson.Lenient{DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
+// membersSessionInfoUpdate is what the schema says of the members of SessionInfoUpdate beyond their types.
+var membersSessionInfoUpdate = &acpjson.Members{What: "acpv2: SessionInfoUpdate", Set: nil, Present: nil, DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionInfoUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6245,7 +6134,7 @@ func (v *SessionInfoUpdate) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SessionInfoUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionInfoUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionInfoUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -6270,6 +6159,9 @@ type Cost struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCost is what the schema says of the members of Cost beyond their types.
+var membersCost = &acpjson.Members{What: "acpv2: Cost", Set: []string{"amount", "currency"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the Cost, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6277,11 +6169,8 @@ func (v *Cost) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Cost", []string{"amount", "currency"}, nil); err != nil {
-		return err
-	}
 	type plain Cost
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCost); err != nil {
 		return err
 	}
 	return nil
@@ -6305,8 +6194,8 @@ type UsageUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientUsageUpdate are the members of UsageUpdate the schema reads leniently.
-var lenientUsageUpdate = &acpjson.Lenient{DefaultOnError: []string{"cost"}, SkipInvalid: nil}
+// membersUsageUpdate is what the schema says of the members of UsageUpdate beyond their types.
+var membersUsageUpdate = &acpjson.Members{What: "acpv2: UsageUpdate", Set: []string{"used", "size"}, Present: nil, DefaultOnError: []string{"cost"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UsageUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6315,11 +6204,8 @@ func (v *UsageUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: UsageUpdate", []string{"used", "size"}, nil); err != nil {
-		return err
-	}
 	type plain UsageUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientUsageUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUsageUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -6368,8 +6254,8 @@ type Notice struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientNotice are the members of Notice the schema reads leniently.
-var lenientNotice = &acpjson.Lenient{DefaultOnError: []string{"description"}, SkipInvalid: nil}
+// membersNotice is what the schema says of the members of Notice beyond their types.
+var membersNotice = &acpjson.Members{What: "acpv2: Notice", Set: []string{"severity", "title"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Notice, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6378,11 +6264,8 @@ func (v *Notice) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Notice", []string{"severity", "title"}, nil); err != nil {
-		return err
-	}
 	type plain Notice
-	if err := acpjson.Into(data, (*plain)(v), lenientNotice); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersNotice); err != nil {
 		return err
 	}
 	return nil
@@ -6439,8 +6322,8 @@ type CompactionUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientCompactionUpdate are the members of CompactionUpdate the schema reads leniently.
-var lenientCompactionUpdate = &acpjson.Lenient{DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
+// membersCompactionUpdate is what the schema says of the members of CompactionUpdate beyond their types.
+var membersCompactionUpdate = &acpjson.Members{What: "acpv2: CompactionUpdate", Set: []string{"compactionId", "status"}, Present: nil, DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
 
 // UnmarshalJSON reads the CompactionUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6449,11 +6332,8 @@ func (v *CompactionUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CompactionUpdate", []string{"compactionId", "status"}, nil); err != nil {
-		return err
-	}
 	type plain CompactionUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientCompactionUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCompactionUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -6477,6 +6357,9 @@ type CompactionSummaryChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCompactionSummaryChunk is what the schema says of the members of CompactionSummaryChunk beyond their types.
+var membersCompactionSummaryChunk = &acpjson.Members{What: "acpv2: CompactionSummaryChunk", Set: []string{"compactionId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CompactionSummaryChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6484,11 +6367,8 @@ func (v *CompactionSummaryChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CompactionSummaryChunk", []string{"compactionId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain CompactionSummaryChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCompactionSummaryChunk); err != nil {
 		return err
 	}
 	return nil
@@ -6512,6 +6392,9 @@ type CompleteElicitationNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCompleteElicitationNotification is what the schema says of the members of CompleteElicitationNotification beyond their types.
+var membersCompleteElicitationNotification = &acpjson.Members{What: "acpv2: CompleteElicitationNotification", Set: []string{"elicitationId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CompleteElicitationNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6519,11 +6402,8 @@ func (v *CompleteElicitationNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CompleteElicitationNotification", []string{"elicitationId"}, nil); err != nil {
-		return err
-	}
 	type plain CompleteElicitationNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCompleteElicitationNotification); err != nil {
 		return err
 	}
 	return nil
@@ -6556,8 +6436,8 @@ type InitializeRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientInitializeRequest are the members of InitializeRequest the schema reads leniently.
-var lenientInitializeRequest = &acpjson.Lenient{DefaultOnError: []string{"capabilities"}, SkipInvalid: nil}
+// membersInitializeRequest is what the schema says of the members of InitializeRequest beyond their types.
+var membersInitializeRequest = &acpjson.Members{What: "acpv2: InitializeRequest", Set: []string{"protocolVersion", "info"}, Present: nil, DefaultOnError: []string{"capabilities"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the InitializeRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6566,11 +6446,8 @@ func (v *InitializeRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: InitializeRequest", []string{"protocolVersion", "info"}, nil); err != nil {
-		return err
-	}
 	type plain InitializeRequest
-	if err := acpjson.Into(data, (*plain)(v), lenientInitializeRequest); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersInitializeRequest); err != nil {
 		return err
 	}
 	return nil
@@ -6604,8 +6481,8 @@ type ClientCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientClientCapabilities are the members of ClientCapabilities the schema reads leniently.
-var lenientClientCapabilities = &acpjson.Lenient{DefaultOnError: []string{"auth", "elicitation"}, SkipInvalid: nil}
+// membersClientCapabilities is what the schema says of the members of ClientCapabilities beyond their types.
+var membersClientCapabilities = &acpjson.Members{What: "acpv2: ClientCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"auth", "elicitation"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ClientCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6615,7 +6492,7 @@ func (v *ClientCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ClientCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientClientCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersClientCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -6642,8 +6519,8 @@ type ClientAuthCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientClientAuthCapabilities are the members of ClientAuthCapabilities the schema reads leniently.
-var lenientClientAuthCapabilities = &acpjson.Lenient{DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
+// membersClientAuthCapabilities is what the schema says of the members of ClientAuthCapabilities beyond their types.
+var membersClientAuthCapabilities = &acpjson.Members{What: "acpv2: ClientAuthCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ClientAuthCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6653,7 +6530,7 @@ func (v *ClientAuthCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ClientAuthCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientClientAuthCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersClientAuthCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -6693,8 +6570,8 @@ type ElicitationCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientElicitationCapabilities are the members of ElicitationCapabilities the schema reads leniently.
-var lenientElicitationCapabilities = &acpjson.Lenient{DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
+// membersElicitationCapabilities is what the schema says of the members of ElicitationCapabilities beyond their types.
+var membersElicitationCapabilities = &acpjson.Members{What: "acpv2: ElicitationCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6704,7 +6581,7 @@ func (v *ElicitationCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain ElicitationCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientElicitationCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersElicitationCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -6753,6 +6630,9 @@ type LoginAuthRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersLoginAuthRequest is what the schema says of the members of LoginAuthRequest beyond their types.
+var membersLoginAuthRequest = &acpjson.Members{What: "acpv2: LoginAuthRequest", Set: []string{"methodId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the LoginAuthRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6760,11 +6640,8 @@ func (v *LoginAuthRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: LoginAuthRequest", []string{"methodId"}, nil); err != nil {
-		return err
-	}
 	type plain LoginAuthRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersLoginAuthRequest); err != nil {
 		return err
 	}
 	return nil
@@ -6820,6 +6697,9 @@ type NewSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersNewSessionRequest is what the schema says of the members of NewSessionRequest beyond their types.
+var membersNewSessionRequest = &acpjson.Members{What: "acpv2: NewSessionRequest", Set: []string{"cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the NewSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6827,11 +6707,8 @@ func (v *NewSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: NewSessionRequest", []string{"cwd"}, nil); err != nil {
-		return err
-	}
 	type plain NewSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersNewSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -6944,6 +6821,9 @@ type HTTPHeader struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersHTTPHeader is what the schema says of the members of HTTPHeader beyond their types.
+var membersHTTPHeader = &acpjson.Members{What: "acpv2: HTTPHeader", Set: []string{"name", "value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the HTTPHeader, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6951,11 +6831,8 @@ func (v *HTTPHeader) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: HTTPHeader", []string{"name", "value"}, nil); err != nil {
-		return err
-	}
 	type plain HTTPHeader
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersHTTPHeader); err != nil {
 		return err
 	}
 	return nil
@@ -6978,6 +6855,9 @@ type MCPServerHTTP struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMCPServerHTTP is what the schema says of the members of MCPServerHTTP beyond their types.
+var membersMCPServerHTTP = &acpjson.Members{What: "acpv2: MCPServerHTTP", Set: []string{"name", "url"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MCPServerHTTP, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -6985,11 +6865,8 @@ func (v *MCPServerHTTP) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: MCPServerHTTP", []string{"name", "url"}, nil); err != nil {
-		return err
-	}
 	type plain MCPServerHTTP
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPServerHTTP); err != nil {
 		return err
 	}
 	return nil
@@ -7016,6 +6893,9 @@ type MCPServerStdio struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMCPServerStdio is what the schema says of the members of MCPServerStdio beyond their types.
+var membersMCPServerStdio = &acpjson.Members{What: "acpv2: MCPServerStdio", Set: []string{"name", "command"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MCPServerStdio, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7023,11 +6903,8 @@ func (v *MCPServerStdio) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: MCPServerStdio", []string{"name", "command"}, nil); err != nil {
-		return err
-	}
 	type plain MCPServerStdio
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPServerStdio); err != nil {
 		return err
 	}
 	return nil
@@ -7082,6 +6959,9 @@ type DeleteSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersDeleteSessionRequest is what the schema says of the members of DeleteSessionRequest beyond their types.
+var membersDeleteSessionRequest = &acpjson.Members{What: "acpv2: DeleteSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DeleteSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7089,11 +6969,8 @@ func (v *DeleteSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DeleteSessionRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain DeleteSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDeleteSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -7157,6 +7034,9 @@ type ResumeSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersResumeSessionRequest is what the schema says of the members of ResumeSessionRequest beyond their types.
+var membersResumeSessionRequest = &acpjson.Members{What: "acpv2: ResumeSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ResumeSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7164,11 +7044,8 @@ func (v *ResumeSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ResumeSessionRequest", []string{"sessionId", "cwd"}, nil); err != nil {
-		return err
-	}
 	type plain ResumeSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersResumeSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -7303,6 +7180,9 @@ type CloseSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCloseSessionRequest is what the schema says of the members of CloseSessionRequest beyond their types.
+var membersCloseSessionRequest = &acpjson.Members{What: "acpv2: CloseSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CloseSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7310,11 +7190,8 @@ func (v *CloseSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CloseSessionRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain CloseSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCloseSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -7345,6 +7222,9 @@ type CancelToolCallRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCancelToolCallRequest is what the schema says of the members of CancelToolCallRequest beyond their types.
+var membersCancelToolCallRequest = &acpjson.Members{What: "acpv2: CancelToolCallRequest", Set: []string{"sessionId", "toolCallId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CancelToolCallRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7352,11 +7232,8 @@ func (v *CancelToolCallRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CancelToolCallRequest", []string{"sessionId", "toolCallId"}, nil); err != nil {
-		return err
-	}
 	type plain CancelToolCallRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCancelToolCallRequest); err != nil {
 		return err
 	}
 	return nil
@@ -7388,6 +7265,9 @@ type CancelTerminalRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCancelTerminalRequest is what the schema says of the members of CancelTerminalRequest beyond their types.
+var membersCancelTerminalRequest = &acpjson.Members{What: "acpv2: CancelTerminalRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CancelTerminalRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7395,11 +7275,8 @@ func (v *CancelTerminalRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CancelTerminalRequest", []string{"sessionId", "terminalId"}, nil); err != nil {
-		return err
-	}
 	type plain CancelTerminalRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCancelTerminalRequest); err != nil {
 		return err
 	}
 	return nil
@@ -7444,17 +7321,17 @@ func (v SetSessionConfigOptionRequest) MarshalJSON() ([]byte, error) {
 	return acpjson.Merge(common, variant)
 }
 
+// membersSetSessionConfigOptionRequest is what the schema says of the members of SetSessionConfigOptionRequest beyond their types.
+var membersSetSessionConfigOptionRequest = &acpjson.Members{What: "acpv2: SetSessionConfigOptionRequest", Set: []string{"sessionId", "configId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SetSessionConfigOptionRequest's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
 func (v *SetSessionConfigOptionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SetSessionConfigOptionRequest", []string{"sessionId", "configId"}, nil); err != nil {
-		return err
-	}
 	type plain SetSessionConfigOptionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetSessionConfigOptionRequest); err != nil {
 		return err
 	}
 	variant, err := decodeSetSessionConfigOptionRequest(data)
@@ -7493,6 +7370,9 @@ type SessionConfigIDValue struct {
 	Value SessionConfigValueID `json:"value"`
 }
 
+// membersSessionConfigIDValue is what the schema says of the members of SessionConfigIDValue beyond their types.
+var membersSessionConfigIDValue = &acpjson.Members{What: "acpv2: SessionConfigIDValue", Set: []string{"value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigIDValue, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7500,11 +7380,8 @@ func (v *SessionConfigIDValue) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionConfigIDValue", []string{"value"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigIDValue
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigIDValue); err != nil {
 		return err
 	}
 	return nil
@@ -7518,6 +7395,9 @@ type SessionConfigBooleanValue struct {
 	Value bool `json:"value"`
 }
 
+// membersSessionConfigBooleanValue is what the schema says of the members of SessionConfigBooleanValue beyond their types.
+var membersSessionConfigBooleanValue = &acpjson.Members{What: "acpv2: SessionConfigBooleanValue", Set: []string{"value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionConfigBooleanValue, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7525,11 +7405,8 @@ func (v *SessionConfigBooleanValue) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionConfigBooleanValue", []string{"value"}, nil); err != nil {
-		return err
-	}
 	type plain SessionConfigBooleanValue
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionConfigBooleanValue); err != nil {
 		return err
 	}
 	return nil
@@ -7615,6 +7492,9 @@ func (v PromptRequest) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersPromptRequest is what the schema says of the members of PromptRequest beyond their types.
+var membersPromptRequest = &acpjson.Members{What: "acpv2: PromptRequest", Set: []string{"sessionId", "prompt"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PromptRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7622,11 +7502,8 @@ func (v *PromptRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: PromptRequest", []string{"sessionId", "prompt"}, nil); err != nil {
-		return err
-	}
 	type plain PromptRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPromptRequest); err != nil {
 		return err
 	}
 	return nil
@@ -7644,6 +7521,9 @@ type RequestPermissionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersRequestPermissionResponse is what the schema says of the members of RequestPermissionResponse beyond their types.
+var membersRequestPermissionResponse = &acpjson.Members{What: "acpv2: RequestPermissionResponse", Set: []string{"outcome"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the RequestPermissionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7651,11 +7531,8 @@ func (v *RequestPermissionResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: RequestPermissionResponse", []string{"outcome"}, nil); err != nil {
-		return err
-	}
 	type plain RequestPermissionResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersRequestPermissionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -7773,6 +7650,9 @@ type SelectedPermissionOutcome struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSelectedPermissionOutcome is what the schema says of the members of SelectedPermissionOutcome beyond their types.
+var membersSelectedPermissionOutcome = &acpjson.Members{What: "acpv2: SelectedPermissionOutcome", Set: []string{"optionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SelectedPermissionOutcome, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -7780,11 +7660,8 @@ func (v *SelectedPermissionOutcome) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SelectedPermissionOutcome", []string{"optionId"}, nil); err != nil {
-		return err
-	}
 	type plain SelectedPermissionOutcome
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSelectedPermissionOutcome); err != nil {
 		return err
 	}
 	return nil
@@ -8042,6 +7919,9 @@ type CancelSessionNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCancelSessionNotification is what the schema says of the members of CancelSessionNotification beyond their types.
+var membersCancelSessionNotification = &acpjson.Members{What: "acpv2: CancelSessionNotification", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CancelSessionNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -8049,11 +7929,8 @@ func (v *CancelSessionNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CancelSessionNotification", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain CancelSessionNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCancelSessionNotification); err != nil {
 		return err
 	}
 	return nil
@@ -8074,6 +7951,9 @@ type CancelRequestNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersCancelRequestNotification is what the schema says of the members of CancelRequestNotification beyond their types.
+var membersCancelRequestNotification = &acpjson.Members{What: "acpv2: CancelRequestNotification", Set: []string{"requestId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the CancelRequestNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -8081,11 +7961,8 @@ func (v *CancelRequestNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: CancelRequestNotification", []string{"requestId"}, nil); err != nil {
-		return err
-	}
 	type plain CancelRequestNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersCancelRequestNotification); err != nil {
 		return err
 	}
 	return nil

@@ -31,6 +31,9 @@ type MessageMCPRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMessageMCPRequest is what the schema says of the members of MessageMCPRequest beyond their types.
+var membersMessageMCPRequest = &acpjson.Members{What: "acpv2: MessageMCPRequest", Set: []string{"serverId", "requestId", "method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MessageMCPRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -38,11 +41,8 @@ func (v *MessageMCPRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: MessageMCPRequest", []string{"serverId", "requestId", "method"}, nil); err != nil {
-		return err
-	}
 	type plain MessageMCPRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMessageMCPRequest); err != nil {
 		return err
 	}
 	return nil
@@ -110,8 +110,8 @@ type SessionSystemPromptCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionSystemPromptCapabilities are the members of SessionSystemPromptCapabilities the schema reads leniently.
-var lenientSessionSystemPromptCapabilities = &acpjson.Lenient{DefaultOnError: []string{"mode"}, SkipInvalid: nil}
+// membersSessionSystemPromptCapabilities is what the schema says of the members of SessionSystemPromptCapabilities beyond their types.
+var membersSessionSystemPromptCapabilities = &acpjson.Members{What: "acpv2: SessionSystemPromptCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"mode"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionSystemPromptCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -121,7 +121,7 @@ func (v *SessionSystemPromptCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SessionSystemPromptCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionSystemPromptCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionSystemPromptCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -152,8 +152,8 @@ type SessionSystemPromptModeCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionSystemPromptModeCapabilities are the members of SessionSystemPromptModeCapabilities the schema reads leniently.
-var lenientSessionSystemPromptModeCapabilities = &acpjson.Lenient{DefaultOnError: []string{"override"}, SkipInvalid: nil}
+// membersSessionSystemPromptModeCapabilities is what the schema says of the members of SessionSystemPromptModeCapabilities beyond their types.
+var membersSessionSystemPromptModeCapabilities = &acpjson.Members{What: "acpv2: SessionSystemPromptModeCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"override"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionSystemPromptModeCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -163,7 +163,7 @@ func (v *SessionSystemPromptModeCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SessionSystemPromptModeCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionSystemPromptModeCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionSystemPromptModeCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -325,6 +325,9 @@ func (v ListProvidersResponse) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersListProvidersResponse is what the schema says of the members of ListProvidersResponse beyond their types.
+var membersListProvidersResponse = &acpjson.Members{What: "acpv2: ListProvidersResponse", Set: []string{"providers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ListProvidersResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -332,11 +335,8 @@ func (v *ListProvidersResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ListProvidersResponse", []string{"providers"}, nil); err != nil {
-		return err
-	}
 	type plain ListProvidersResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersListProvidersResponse); err != nil {
 		return err
 	}
 	return nil
@@ -377,8 +377,8 @@ func (v ProviderInfo) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
-// lenientProviderInfo are the members of ProviderInfo the schema reads leniently.
-var lenientProviderInfo = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"supported"}}
+// membersProviderInfo is what the schema says of the members of ProviderInfo beyond their types.
+var membersProviderInfo = &acpjson.Members{What: "acpv2: ProviderInfo", Set: []string{"providerId", "supported", "required"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"supported"}}
 
 // UnmarshalJSON reads the ProviderInfo, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -387,11 +387,8 @@ func (v *ProviderInfo) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ProviderInfo", []string{"providerId", "supported", "required"}, nil); err != nil {
-		return err
-	}
 	type plain ProviderInfo
-	if err := acpjson.Into(data, (*plain)(v), lenientProviderInfo); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersProviderInfo); err != nil {
 		return err
 	}
 	return nil
@@ -459,6 +456,9 @@ type ProviderCurrentConfig struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersProviderCurrentConfig is what the schema says of the members of ProviderCurrentConfig beyond their types.
+var membersProviderCurrentConfig = &acpjson.Members{What: "acpv2: ProviderCurrentConfig", Set: []string{"apiType", "baseUrl"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ProviderCurrentConfig, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -466,11 +466,8 @@ func (v *ProviderCurrentConfig) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ProviderCurrentConfig", []string{"apiType", "baseUrl"}, nil); err != nil {
-		return err
-	}
 	type plain ProviderCurrentConfig
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersProviderCurrentConfig); err != nil {
 		return err
 	}
 	return nil
@@ -535,8 +532,8 @@ type AuthStatusResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthStatusResponse are the members of AuthStatusResponse the schema reads leniently.
-var lenientAuthStatusResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+// membersAuthStatusResponse is what the schema says of the members of AuthStatusResponse beyond their types.
+var membersAuthStatusResponse = &acpjson.Members{What: "acpv2: AuthStatusResponse", Set: []string{"state"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
 
 // UnmarshalJSON reads the AuthStatusResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -545,11 +542,8 @@ func (v *AuthStatusResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AuthStatusResponse", []string{"state"}, nil); err != nil {
-		return err
-	}
 	type plain AuthStatusResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthStatusResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthStatusResponse); err != nil {
 		return err
 	}
 	return nil
@@ -624,8 +618,8 @@ type AuthAccount struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthAccount are the members of AuthAccount the schema reads leniently.
-var lenientAuthAccount = &acpjson.Lenient{DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
+// membersAuthAccount is what the schema says of the members of AuthAccount beyond their types.
+var membersAuthAccount = &acpjson.Members{What: "acpv2: AuthAccount", Set: []string{"label"}, Present: nil, DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthAccount, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -634,11 +628,8 @@ func (v *AuthAccount) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AuthAccount", []string{"label"}, nil); err != nil {
-		return err
-	}
 	type plain AuthAccount
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthAccount); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthAccount); err != nil {
 		return err
 	}
 	return nil
@@ -674,8 +665,8 @@ type ForkSessionResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientForkSessionResponse are the members of ForkSessionResponse the schema reads leniently.
-var lenientForkSessionResponse = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
+// membersForkSessionResponse is what the schema says of the members of ForkSessionResponse beyond their types.
+var membersForkSessionResponse = &acpjson.Members{What: "acpv2: ForkSessionResponse", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
 
 // UnmarshalJSON reads the ForkSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -684,11 +675,8 @@ func (v *ForkSessionResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ForkSessionResponse", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain ForkSessionResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientForkSessionResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersForkSessionResponse); err != nil {
 		return err
 	}
 	return nil
@@ -757,8 +745,8 @@ type SessionStatusResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionStatusResponse are the members of SessionStatusResponse the schema reads leniently.
-var lenientSessionStatusResponse = &acpjson.Lenient{DefaultOnError: []string{"state"}, SkipInvalid: nil}
+// membersSessionStatusResponse is what the schema says of the members of SessionStatusResponse beyond their types.
+var membersSessionStatusResponse = &acpjson.Members{What: "acpv2: SessionStatusResponse", Set: []string{"status"}, Present: nil, DefaultOnError: []string{"state"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionStatusResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -767,11 +755,8 @@ func (v *SessionStatusResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionStatusResponse", []string{"status"}, nil); err != nil {
-		return err
-	}
 	type plain SessionStatusResponse
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionStatusResponse); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionStatusResponse); err != nil {
 		return err
 	}
 	return nil
@@ -825,6 +810,9 @@ type BackgroundSubagent struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersBackgroundSubagent is what the schema says of the members of BackgroundSubagent beyond their types.
+var membersBackgroundSubagent = &acpjson.Members{What: "acpv2: BackgroundSubagent", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the BackgroundSubagent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -832,11 +820,8 @@ func (v *BackgroundSubagent) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: BackgroundSubagent", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain BackgroundSubagent
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersBackgroundSubagent); err != nil {
 		return err
 	}
 	return nil
@@ -878,8 +863,8 @@ type Usage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientUsage are the members of Usage the schema reads leniently.
-var lenientUsage = &acpjson.Lenient{DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
+// membersUsage is what the schema says of the members of Usage beyond their types.
+var membersUsage = &acpjson.Members{What: "acpv2: Usage", Set: []string{"totalTokens", "inputTokens", "outputTokens"}, Present: nil, DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Usage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -888,11 +873,8 @@ func (v *Usage) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: Usage", []string{"totalTokens", "inputTokens", "outputTokens"}, nil); err != nil {
-		return err
-	}
 	type plain Usage
-	if err := acpjson.Into(data, (*plain)(v), lenientUsage); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUsage); err != nil {
 		return err
 	}
 	return nil
@@ -931,8 +913,8 @@ type UnknownStateUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientUnknownStateUpdate are the members of UnknownStateUpdate the schema reads leniently.
-var lenientUnknownStateUpdate = &acpjson.Lenient{DefaultOnError: []string{"background"}, SkipInvalid: nil}
+// membersUnknownStateUpdate is what the schema says of the members of UnknownStateUpdate beyond their types.
+var membersUnknownStateUpdate = &acpjson.Members{What: "acpv2: UnknownStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"background"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UnknownStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -942,7 +924,7 @@ func (v *UnknownStateUpdate) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain UnknownStateUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientUnknownStateUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUnknownStateUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -971,6 +953,9 @@ type SetSessionTitleResponse struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSetSessionTitleResponse is what the schema says of the members of SetSessionTitleResponse beyond their types.
+var membersSetSessionTitleResponse = &acpjson.Members{What: "acpv2: SetSessionTitleResponse", Set: []string{"title"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SetSessionTitleResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -978,11 +963,8 @@ func (v *SetSessionTitleResponse) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SetSessionTitleResponse", []string{"title"}, nil); err != nil {
-		return err
-	}
 	type plain SetSessionTitleResponse
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetSessionTitleResponse); err != nil {
 		return err
 	}
 	return nil
@@ -1008,6 +990,9 @@ type PlanFile struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanFile is what the schema says of the members of PlanFile beyond their types.
+var membersPlanFile = &acpjson.Members{What: "acpv2: PlanFile", Set: []string{"planId", "uri"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanFile, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1015,11 +1000,8 @@ func (v *PlanFile) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: PlanFile", []string{"planId", "uri"}, nil); err != nil {
-		return err
-	}
 	type plain PlanFile
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanFile); err != nil {
 		return err
 	}
 	return nil
@@ -1047,6 +1029,9 @@ type PlanMarkdown struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanMarkdown is what the schema says of the members of PlanMarkdown beyond their types.
+var membersPlanMarkdown = &acpjson.Members{What: "acpv2: PlanMarkdown", Set: []string{"planId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanMarkdown, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1054,11 +1039,8 @@ func (v *PlanMarkdown) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: PlanMarkdown", []string{"planId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain PlanMarkdown
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanMarkdown); err != nil {
 		return err
 	}
 	return nil
@@ -1084,6 +1066,9 @@ type PlanRemoved struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersPlanRemoved is what the schema says of the members of PlanRemoved beyond their types.
+var membersPlanRemoved = &acpjson.Members{What: "acpv2: PlanRemoved", Set: []string{"planId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the PlanRemoved, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1091,11 +1076,8 @@ func (v *PlanRemoved) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: PlanRemoved", []string{"planId"}, nil); err != nil {
-		return err
-	}
 	type plain PlanRemoved
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersPlanRemoved); err != nil {
 		return err
 	}
 	return nil
@@ -1126,8 +1108,8 @@ type SubagentSessionCapabilities struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSubagentSessionCapabilities are the members of SubagentSessionCapabilities the schema reads leniently.
-var lenientSubagentSessionCapabilities = &acpjson.Lenient{DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+// membersSubagentSessionCapabilities is what the schema says of the members of SubagentSessionCapabilities beyond their types.
+var membersSubagentSessionCapabilities = &acpjson.Members{What: "acpv2: SubagentSessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SubagentSessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1137,7 +1119,7 @@ func (v *SubagentSessionCapabilities) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	type plain SubagentSessionCapabilities
-	if err := acpjson.Into(data, (*plain)(v), lenientSubagentSessionCapabilities); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSubagentSessionCapabilities); err != nil {
 		return err
 	}
 	return nil
@@ -1247,8 +1229,8 @@ type SubagentUpdate struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSubagentUpdate are the members of SubagentUpdate the schema reads leniently.
-var lenientSubagentUpdate = &acpjson.Lenient{DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
+// membersSubagentUpdate is what the schema says of the members of SubagentUpdate beyond their types.
+var membersSubagentUpdate = &acpjson.Members{What: "acpv2: SubagentUpdate", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SubagentUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1257,11 +1239,8 @@ func (v *SubagentUpdate) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SubagentUpdate", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain SubagentUpdate
-	if err := acpjson.Into(data, (*plain)(v), lenientSubagentUpdate); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSubagentUpdate); err != nil {
 		return err
 	}
 	return nil
@@ -1313,8 +1292,8 @@ type SessionMessage struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientSessionMessage are the members of SessionMessage the schema reads leniently.
-var lenientSessionMessage = &acpjson.Lenient{DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
+// membersSessionMessage is what the schema says of the members of SessionMessage beyond their types.
+var membersSessionMessage = &acpjson.Members{What: "acpv2: SessionMessage", Set: []string{"messageId"}, Present: nil, DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the SessionMessage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1323,11 +1302,8 @@ func (v *SessionMessage) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionMessage", []string{"messageId"}, nil); err != nil {
-		return err
-	}
 	type plain SessionMessage
-	if err := acpjson.Into(data, (*plain)(v), lenientSessionMessage); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionMessage); err != nil {
 		return err
 	}
 	return nil
@@ -1359,6 +1335,9 @@ type SessionMessageChunk struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSessionMessageChunk is what the schema says of the members of SessionMessageChunk beyond their types.
+var membersSessionMessageChunk = &acpjson.Members{What: "acpv2: SessionMessageChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1366,11 +1345,8 @@ func (v *SessionMessageChunk) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionMessageChunk", []string{"messageId", "content"}, nil); err != nil {
-		return err
-	}
 	type plain SessionMessageChunk
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionMessageChunk); err != nil {
 		return err
 	}
 	return nil
@@ -1411,8 +1387,8 @@ type AuthStatusUpdateNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
-// lenientAuthStatusUpdateNotification are the members of AuthStatusUpdateNotification the schema reads leniently.
-var lenientAuthStatusUpdateNotification = &acpjson.Lenient{DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+// membersAuthStatusUpdateNotification is what the schema says of the members of AuthStatusUpdateNotification beyond their types.
+var membersAuthStatusUpdateNotification = &acpjson.Members{What: "acpv2: AuthStatusUpdateNotification", Set: []string{"state"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
 
 // UnmarshalJSON reads the AuthStatusUpdateNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1421,11 +1397,8 @@ func (v *AuthStatusUpdateNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: AuthStatusUpdateNotification", []string{"state"}, nil); err != nil {
-		return err
-	}
 	type plain AuthStatusUpdateNotification
-	if err := acpjson.Into(data, (*plain)(v), lenientAuthStatusUpdateNotification); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersAuthStatusUpdateNotification); err != nil {
 		return err
 	}
 	return nil
@@ -1474,6 +1447,9 @@ type SetProviderRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSetProviderRequest is what the schema says of the members of SetProviderRequest beyond their types.
+var membersSetProviderRequest = &acpjson.Members{What: "acpv2: SetProviderRequest", Set: []string{"providerId", "apiType", "baseUrl"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SetProviderRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1481,11 +1457,8 @@ func (v *SetProviderRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SetProviderRequest", []string{"providerId", "apiType", "baseUrl"}, nil); err != nil {
-		return err
-	}
 	type plain SetProviderRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetProviderRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1509,6 +1482,9 @@ type DisableProviderRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersDisableProviderRequest is what the schema says of the members of DisableProviderRequest beyond their types.
+var membersDisableProviderRequest = &acpjson.Members{What: "acpv2: DisableProviderRequest", Set: []string{"providerId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the DisableProviderRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1516,11 +1492,8 @@ func (v *DisableProviderRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: DisableProviderRequest", []string{"providerId"}, nil); err != nil {
-		return err
-	}
 	type plain DisableProviderRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersDisableProviderRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1573,6 +1546,9 @@ type MCPServerACP struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMCPServerACP is what the schema says of the members of MCPServerACP beyond their types.
+var membersMCPServerACP = &acpjson.Members{What: "acpv2: MCPServerACP", Set: []string{"name", "serverId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MCPServerACP, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1580,11 +1556,8 @@ func (v *MCPServerACP) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: MCPServerACP", []string{"name", "serverId"}, nil); err != nil {
-		return err
-	}
 	type plain MCPServerACP
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPServerACP); err != nil {
 		return err
 	}
 	return nil
@@ -1637,6 +1610,9 @@ func (v SystemPrompt) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(v))
 }
 
+// membersSystemPrompt is what the schema says of the members of SystemPrompt beyond their types.
+var membersSystemPrompt = &acpjson.Members{What: "acpv2: SystemPrompt", Set: []string{"mode", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SystemPrompt, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1644,11 +1620,8 @@ func (v *SystemPrompt) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SystemPrompt", []string{"mode", "content"}, nil); err != nil {
-		return err
-	}
 	type plain SystemPrompt
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSystemPrompt); err != nil {
 		return err
 	}
 	return nil
@@ -1764,6 +1737,9 @@ type ForkSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersForkSessionRequest is what the schema says of the members of ForkSessionRequest beyond their types.
+var membersForkSessionRequest = &acpjson.Members{What: "acpv2: ForkSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ForkSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1771,11 +1747,8 @@ func (v *ForkSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ForkSessionRequest", []string{"sessionId", "cwd"}, nil); err != nil {
-		return err
-	}
 	type plain ForkSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersForkSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1806,6 +1779,9 @@ type ArchiveSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersArchiveSessionRequest is what the schema says of the members of ArchiveSessionRequest beyond their types.
+var membersArchiveSessionRequest = &acpjson.Members{What: "acpv2: ArchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ArchiveSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1813,11 +1789,8 @@ func (v *ArchiveSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ArchiveSessionRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain ArchiveSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersArchiveSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1849,6 +1822,9 @@ type UnarchiveSessionRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersUnarchiveSessionRequest is what the schema says of the members of UnarchiveSessionRequest beyond their types.
+var membersUnarchiveSessionRequest = &acpjson.Members{What: "acpv2: UnarchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the UnarchiveSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1856,11 +1832,8 @@ func (v *UnarchiveSessionRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: UnarchiveSessionRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain UnarchiveSessionRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersUnarchiveSessionRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1890,6 +1863,9 @@ type SessionStatusRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSessionStatusRequest is what the schema says of the members of SessionStatusRequest beyond their types.
+var membersSessionStatusRequest = &acpjson.Members{What: "acpv2: SessionStatusRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SessionStatusRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1897,11 +1873,8 @@ func (v *SessionStatusRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SessionStatusRequest", []string{"sessionId"}, nil); err != nil {
-		return err
-	}
 	type plain SessionStatusRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSessionStatusRequest); err != nil {
 		return err
 	}
 	return nil
@@ -1940,6 +1913,9 @@ type SetSessionTitleRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersSetSessionTitleRequest is what the schema says of the members of SetSessionTitleRequest beyond their types.
+var membersSetSessionTitleRequest = &acpjson.Members{What: "acpv2: SetSessionTitleRequest", Set: []string{"sessionId", "title"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the SetSessionTitleRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -1947,11 +1923,8 @@ func (v *SetSessionTitleRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: SetSessionTitleRequest", []string{"sessionId", "title"}, nil); err != nil {
-		return err
-	}
 	type plain SetSessionTitleRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersSetSessionTitleRequest); err != nil {
 		return err
 	}
 	return nil
@@ -2026,6 +1999,9 @@ type MessageMCPResult struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMessageMCPResult is what the schema says of the members of MessageMCPResult beyond their types.
+var membersMessageMCPResult = &acpjson.Members{What: "acpv2: MessageMCPResult", Set: nil, Present: []string{"result"}, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MessageMCPResult, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2033,11 +2009,8 @@ func (v *MessageMCPResult) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: MessageMCPResult", nil, []string{"result"}); err != nil {
-		return err
-	}
 	type plain MessageMCPResult
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMessageMCPResult); err != nil {
 		return err
 	}
 	return nil
@@ -2060,6 +2033,9 @@ type MessageMCPError struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMessageMCPError is what the schema says of the members of MessageMCPError beyond their types.
+var membersMessageMCPError = &acpjson.Members{What: "acpv2: MessageMCPError", Set: []string{"error"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MessageMCPError, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2067,11 +2043,8 @@ func (v *MessageMCPError) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: MessageMCPError", []string{"error"}, nil); err != nil {
-		return err
-	}
 	type plain MessageMCPError
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMessageMCPError); err != nil {
 		return err
 	}
 	return nil
@@ -2096,6 +2069,9 @@ type MCPError struct {
 	Data any `json:"data,omitempty"`
 }
 
+// membersMCPError is what the schema says of the members of MCPError beyond their types.
+var membersMCPError = &acpjson.Members{What: "acpv2: MCPError", Set: []string{"code", "message"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MCPError, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2103,11 +2079,8 @@ func (v *MCPError) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: MCPError", []string{"code", "message"}, nil); err != nil {
-		return err
-	}
 	type plain MCPError
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMCPError); err != nil {
 		return err
 	}
 	return nil
@@ -2137,6 +2110,9 @@ type MessageMCPNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersMessageMCPNotification is what the schema says of the members of MessageMCPNotification beyond their types.
+var membersMessageMCPNotification = &acpjson.Members{What: "acpv2: MessageMCPNotification", Set: []string{"serverId", "requestId", "method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the MessageMCPNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2144,11 +2120,8 @@ func (v *MessageMCPNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: MessageMCPNotification", []string{"serverId", "requestId", "method"}, nil); err != nil {
-		return err
-	}
 	type plain MessageMCPNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersMessageMCPNotification); err != nil {
 		return err
 	}
 	return nil
@@ -2214,6 +2187,9 @@ type ProxySuccessorRequest struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersProxySuccessorRequest is what the schema says of the members of ProxySuccessorRequest beyond their types.
+var membersProxySuccessorRequest = &acpjson.Members{What: "acpv2: ProxySuccessorRequest", Set: []string{"method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ProxySuccessorRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2221,11 +2197,8 @@ func (v *ProxySuccessorRequest) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ProxySuccessorRequest", []string{"method"}, nil); err != nil {
-		return err
-	}
 	type plain ProxySuccessorRequest
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersProxySuccessorRequest); err != nil {
 		return err
 	}
 	return nil
@@ -2287,6 +2260,9 @@ type ProxySuccessorNotification struct {
 	Meta Meta `json:"_meta,omitzero"`
 }
 
+// membersProxySuccessorNotification is what the schema says of the members of ProxySuccessorNotification beyond their types.
+var membersProxySuccessorNotification = &acpjson.Members{What: "acpv2: ProxySuccessorNotification", Set: []string{"method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+
 // UnmarshalJSON reads the ProxySuccessorNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
 // makes lenient as it says; null changes nothing.
@@ -2294,11 +2270,8 @@ func (v *ProxySuccessorNotification) UnmarshalJSON(data []byte) error {
 	if acpjson.IsNull(data) {
 		return nil
 	}
-	if err := acpjson.Require(data, "acpv2: ProxySuccessorNotification", []string{"method"}, nil); err != nil {
-		return err
-	}
 	type plain ProxySuccessorNotification
-	if err := acpjson.Into(data, (*plain)(v), nil); err != nil {
+	if err := acpjson.Into(data, (*plain)(v), membersProxySuccessorNotification); err != nil {
 		return err
 	}
 	return nil

@@ -47,10 +47,16 @@ func hasChecks(d *decl) bool {
 // itself.
 func lenient(f *field) bool { return (f.DefaultOnError || f.SkipInvalid) && f.Type != metaType }
 
-// lenientVar writes d's acpjson.Lenient, and returns its name, or "nil".
-func (w *writer) lenientVar(d *decl) string {
-	var def, skip []string
+// membersVar writes d's acpjson.Members, and returns its name, or "nil".
+func (w *writer) membersVar(d *decl) string {
+	var set, present, def, skip []string
 	for _, f := range d.Fields {
+		switch {
+		case f.Required && f.Nullable:
+			present = append(present, strconv.Quote(f.JSON))
+		case f.Required:
+			set = append(set, strconv.Quote(f.JSON))
+		}
 		switch {
 		case !lenient(f):
 		case f.SkipInvalid:
@@ -59,31 +65,14 @@ func (w *writer) lenientVar(d *decl) string {
 			def = append(def, strconv.Quote(f.JSON))
 		}
 	}
-	if len(def)+len(skip) == 0 {
+	if len(set)+len(present)+len(def)+len(skip) == 0 {
 		return "nil"
 	}
-	name := "lenient" + d.Name
-	w.p("// %s are the members of %s the schema reads leniently.", name, d.Name)
-	w.p("var %s = &acpjson.Lenient{DefaultOnError: %s, SkipInvalid: %s}\n", name, stringList(def), stringList(skip))
+	name := "members" + d.Name
+	w.p("// %s is what the schema says of the members of %s beyond their types.", name, d.Name)
+	w.p("var %s = &acpjson.Members{What: %q, Set: %s, Present: %s, DefaultOnError: %s, SkipInvalid: %s}\n",
+		name, w.pkg+": "+d.Name, stringList(set), stringList(present), stringList(def), stringList(skip))
 	return name
-}
-
-// requireCheck writes the check of d's required members.
-func (w *writer) requireCheck(d *decl) {
-	var set, present []string
-	for _, f := range d.Fields {
-		switch {
-		case f.Required && f.Nullable:
-			present = append(present, strconv.Quote(f.JSON))
-		case f.Required:
-			set = append(set, strconv.Quote(f.JSON))
-		}
-	}
-	if len(set)+len(present) == 0 {
-		return
-	}
-	w.p("if err := acpjson.Require(data, %q, %s, %s); err != nil { return err }",
-		w.pkg+": "+d.Name, stringList(set), stringList(present))
 }
 
 func stringList(quoted []string) string {
@@ -125,13 +114,12 @@ func (w *writer) checkedUnmarshal(d *decl) {
 	if d.Union != nil || !hasChecks(d) {
 		return
 	}
-	l := w.lenientVar(d)
+	l := w.membersVar(d)
 	w.p("// UnmarshalJSON reads the %s, refusing it without its required members or with", d.Name)
 	w.p("// a value its closed enums do not list, and reading the members the schema")
 	w.p("// makes lenient as it says; null changes nothing.")
 	w.p("func (v *%s) UnmarshalJSON(data []byte) error {", d.Name)
 	w.p("if acpjson.IsNull(data) { return nil }")
-	w.requireCheck(d)
 	w.p("type plain %s", d.Name)
 	w.p("if err := acpjson.Into(data, (*plain)(v), %s); err != nil { return err }", l)
 	w.enumChecks(d)

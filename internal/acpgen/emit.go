@@ -138,12 +138,11 @@ func (w *writer) structMethods(d *decl) {
 	w.p("if err != nil { return nil, err }")
 	w.p("return acpjson.Merge(common, variant)\n}\n")
 
-	l := w.lenientVar(d)
+	l := w.membersVar(d)
 	w.p("// UnmarshalJSON reads the %s's own fields and its variant from the same object;", d.Name)
 	w.p("// null, which the schema makes the same as an omitted member, changes nothing.")
 	w.p("func (v *%s) UnmarshalJSON(data []byte) error {", d.Name)
 	w.p("if acpjson.IsNull(data) { return nil }")
-	w.requireCheck(d)
 	w.p("type plain %s", d.Name)
 	w.p("if err := acpjson.Into(data, (*plain)(v), %s); err != nil { return err }", l)
 	w.enumChecks(d)

@@ -112,18 +112,27 @@ func generic(data []byte, rv reflect.Value) error {
 }
 
 // decodeStruct decodes the object data into the struct rv.
-func decodeStruct(data []byte, rv reflect.Value) error { return decodeStructWith(data, rv, nil) }
+func decodeStruct(data []byte, rv reflect.Value) error {
+	if fieldsOf(rv.Type()) == nil {
+		return generic(data, rv)
+	}
+	_, err := decodeStructWith(data, rv, nil)
+	return err
+}
 
 // decodeStructWith is decodeStruct with the members l names read as the
-// schema reads them, leniently.
-func decodeStructWith(data []byte, rv reflect.Value, l *Lenient) error {
+// schema reads them, and notes, in the same walk, which of l's required
+// members it found (see Members.found).
+func decodeStructWith(data []byte, rv reflect.Value, l *Members) ([]bool, error) {
 	info := fieldsOf(rv.Type())
 	if info == nil {
-		return generic(data, rv)
+		return nil, errDecline
 	}
 	var seen []bool
 	var err error
+	found := l.newFound()
 	walkErr := eachMember(data, func(name string, _, value []byte) bool {
+		l.note(found, name, value)
 		i, ok := info.byName[name]
 		if !ok {
 			if info.foldMatch(name) {
@@ -147,9 +156,9 @@ func decodeStructWith(data []byte, rv reflect.Value, l *Lenient) error {
 		return err == nil
 	})
 	if walkErr != nil {
-		return walkErr
+		return nil, walkErr
 	}
-	return err
+	return found, err
 }
 
 // decodeSlice decodes the array data into the slice rv, as encoding/json
@@ -355,18 +364,65 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// Lenient names the members of a struct that the schema reads leniently,
-// as the SDK's validators do: a value of DefaultOnError that does not
-// decode reads as unset (x-deserialize-default-on-error), and the elements
-// of a list of SkipInvalid that do not decode are left out
-// (x-deserialize-skip-invalid-items).
-type Lenient struct {
+// Members is what the schema says of a struct's members beyond their
+// types: the required ones, present and not null (Set) or present (Present,
+// null being one of their values), and those it reads leniently, as the
+// SDK's validators do: a value of DefaultOnError that does not decode
+// reads as unset (x-deserialize-default-on-error), and the elements of a
+// list of SkipInvalid that do not decode are left out
+// (x-deserialize-skip-invalid-items). What names the struct in errors.
+type Members struct {
+	What                        string
+	Set, Present                []string
 	DefaultOnError, SkipInvalid []string
+}
+
+// newFound is the record of which required members a walk found.
+func (l *Members) newFound() []bool {
+	if l == nil || len(l.Set)+len(l.Present) == 0 {
+		return nil
+	}
+	return make([]bool, len(l.Set)+len(l.Present))
+}
+
+// note records the member name, of the given value, in found.
+func (l *Members) note(found []bool, name string, value []byte) {
+	if found == nil {
+		return
+	}
+	for i, k := range l.Set {
+		if k == name && value[0] != 'n' {
+			found[i] = true
+		}
+	}
+	for i, k := range l.Present {
+		if k == name {
+			found[len(l.Set)+i] = true
+		}
+	}
+}
+
+// missing is the error for the first required member found does not
+// hold, or nil.
+func (l *Members) missing(data []byte, found []bool) error {
+	for i, ok := range found {
+		switch {
+		case ok:
+		case i >= len(l.Set):
+			return fmt.Errorf("%s without %q, which the schema requires", l.What, l.Present[i-len(l.Set)])
+		default:
+			if raw, _ := Member(data, l.Set[i]); raw != nil {
+				return fmt.Errorf("%s: %q is null, which the schema does not allow", l.What, l.Set[i])
+			}
+			return fmt.Errorf("%s without %q, which the schema requires", l.What, l.Set[i])
+		}
+	}
+	return nil
 }
 
 // of reports whether the member name is read leniently, and whether its
 // invalid elements are skipped.
-func (l *Lenient) of(name string) (skip, ok bool) {
+func (l *Members) of(name string) (skip, ok bool) {
 	if l == nil {
 		return false, false
 	}
@@ -425,20 +481,26 @@ func decodeMember(value []byte, fv reflect.Value) error {
 }
 
 // Into decodes data, JSON that encoding/json has validated, into v, a
-// pointer to a struct, as json.Unmarshal does, with the members l names
-// read leniently (l may be nil): in one pass (decodeValid) when v holds
-// its zero value, and with json.Unmarshal, which merges into what v holds,
-// otherwise or when the pass declines or fails. That json.Unmarshal is not
-// lenient: a struct decoded into again, or one with a member twice or a
-// key that matches a field only without regard to case, fails on a
-// malformed lenient member.
-func Into(data []byte, v any, l *Lenient) error {
+// pointer to a struct, as json.Unmarshal does, and checks and reads its
+// members as l says (l may be nil): in one pass (decodeValid), the
+// required members noted on the way, when v holds its zero value, and
+// with json.Unmarshal, which merges into what v holds, otherwise or when
+// the pass declines or fails. That json.Unmarshal is not lenient: a struct
+// decoded into again, or one with a member twice or a key that matches a
+// field only without regard to case, fails on a malformed lenient member.
+func Into(data []byte, v any, l *Members) error {
 	rv := reflect.ValueOf(v).Elem()
 	if rv.IsZero() {
-		if decodeStructWith(data, rv, l) == nil {
-			return nil
+		found, err := decodeStructWith(data, rv, l)
+		if err == nil {
+			return l.missing(data, found)
 		}
 		rv.SetZero()
+	}
+	if l != nil {
+		if err := Require(data, l.What, l.Set, l.Present); err != nil {
+			return err
+		}
 	}
 	return json.Unmarshal(data, v)
 }
@@ -447,34 +509,14 @@ func Into(data []byte, v any, l *Lenient) error {
 // that each of set is present and not null, and each of present is
 // present; what names the value in the error.
 func Require(data []byte, what string, set, present []string) error {
-	found := make([]bool, len(set)+len(present))
+	l := &Members{What: what, Set: set, Present: present}
+	found := l.newFound()
 	err := eachMember(data, func(name string, _, value []byte) bool {
-		for i, k := range set {
-			if k == name && value[0] != 'n' {
-				found[i] = true
-			}
-		}
-		for i, k := range present {
-			if k == name {
-				found[len(set)+i] = true
-			}
-		}
+		l.note(found, name, value)
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	for i, ok := range found {
-		if ok {
-			continue
-		}
-		if i < len(set) {
-			if raw, _ := Member(data, set[i]); raw != nil {
-				return fmt.Errorf("%s: %q is null, which the schema does not allow", what, set[i])
-			}
-			return fmt.Errorf("%s without %q, which the schema requires", what, set[i])
-		}
-		return fmt.Errorf("%s without %q, which the schema requires", what, present[i-len(set)])
-	}
-	return nil
+	return l.missing(data, found)
 }

@@ -149,3 +149,23 @@ func FuzzUnquote(f *testing.F) {
 		assert.Equal(t, want, unquote(raw), "%q", raw)
 	})
 }
+
+// TestIntoChecksMembers: Into notes the required members in its one walk,
+// and the fallback to encoding/json (here for a member met twice) checks
+// them the same way; a lenient member that does not decode reads as unset.
+func TestIntoChecksMembers(t *testing.T) {
+	l := &Members{What: "x: fuzzValue", Set: []string{"text"}, Present: []string{"any"}, DefaultOnError: []string{"count"}}
+	for in, want := range map[string]string{
+		`{"any":null}`:                          `x: fuzzValue without "text", which the schema requires`,
+		`{"text":null,"any":1}`:                 `x: fuzzValue: "text" is null, which the schema does not allow`,
+		`{"text":"a"}`:                          `x: fuzzValue without "any", which the schema requires`,
+		`{"text":"a","text":"b"}`:               `x: fuzzValue without "any", which the schema requires`,
+		`{"any":null,"flag":true,"flag":false}`: `x: fuzzValue without "text", which the schema requires`,
+	} {
+		var v fuzzValue
+		assert.EqualError(t, Into([]byte(in), &v, l), want, in)
+	}
+	var v fuzzValue
+	require.NoError(t, Into([]byte(`{"text":"a","any":null,"count":"many"}`), &v, l))
+	assert.Equal(t, fuzzValue{Text: "a"}, v, "a count that does not decode reads as unset")
+}
