@@ -196,7 +196,7 @@ func (o *Options) settled() Options {
 	s.MaxInFlightBytes = max(defaults.Positive(s.MaxInFlightBytes, DefaultMaxInFlightBytes), s.MaxMessageSize)
 	s.MaxQueuedNotificationBytes = max(defaults.Positive(s.MaxQueuedNotificationBytes, DefaultMaxQueuedNotificationBytes), s.MaxMessageSize)
 	if s.CancelMarkers == nil {
-		s.CancelMarkers = ACPCancelMarkers(ProtocolV1)
+		s.CancelMarkers = markersV1 // read by no one: the Conn's markers follow its version (rulesFor)
 	}
 	if s.SessionCancelMethods == nil {
 		s.SessionCancelMethods = []string{MethodSessionCancel, MethodSessionClose}

@@ -38,12 +38,28 @@ type protocol struct {
 // Options.CancelMarkers, or nil for the version's own.
 func rulesFor(v ProtocolVersion, markers map[string]json.RawMessage) *protocol {
 	if markers == nil {
-		markers = ACPCancelMarkers(v)
+		markers = versionMarkers(v)
 	}
 	if v >= ProtocolV2 {
 		return &protocol{version: v, markers: markers, foreground: true, entityCancels: true, closeRequest: true}
 	}
 	return &protocol{version: v, markers: markers, clientPreempts: true}
+}
+
+// The markers of each version, built once and shared by every Conn that
+// uses a version's own: they are only read, and a map per Conn cost every
+// idle connection about 1 KiB.
+var (
+	markersV1 = ACPCancelMarkers(ProtocolV1)
+	markersV2 = ACPCancelMarkers(ProtocolV2)
+)
+
+// versionMarkers returns the shared markers of version v.
+func versionMarkers(v ProtocolVersion) map[string]json.RawMessage {
+	if v >= ProtocolV2 {
+		return markersV2
+	}
+	return markersV1
 }
 
 // versioning is the Conn's knowledge of its protocol version.
