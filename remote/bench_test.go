@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +81,32 @@ func BenchmarkRoundTrip(b *testing.B) {
 			for range b.N {
 				var res benchPromptResult
 				if err := client.Call(context.Background(), "session/prompt", benchPrompt, &res); err != nil || res.StopReason != "end_turn" {
+					b.Fatalf("got %+v, %v", res, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkWebSocketSizes is BenchmarkRoundTrip over WebSocket with a
+// message of each size both ways: a prompt whose text has that many bytes,
+// answered with as many. It is the throughput behind the server's reads
+// and writes: many small frames, frames around the buffers' sizes, and
+// frames far larger.
+func BenchmarkWebSocketSizes(b *testing.B) {
+	for _, size := range []int{128, 2 << 10, 16 << 10, 256 << 10} {
+		b.Run("size="+strconv.Itoa(size), func(b *testing.B) {
+			pad := strings.Repeat("a", size)
+			client := benchPair(b, "websocket", func(ctx context.Context, req *acprpc.Request) (any, error) {
+				return map[string]string{"stopReason": "end_turn", "pad": pad}, nil
+			})
+			params := map[string]any{"sessionId": "s1", "prompt": []map[string]string{{"type": "text", "text": pad}}}
+			b.SetBytes(int64(2 * size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				var res benchPromptResult
+				if err := client.Call(context.Background(), "session/prompt", params, &res); err != nil || res.StopReason != "end_turn" {
 					b.Fatalf("got %+v, %v", res, err)
 				}
 			}

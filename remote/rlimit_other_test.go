@@ -4,4 +4,4 @@ package remote
 
 import "testing"
 
-func raiseFileLimit(*testing.T) {}
+func raiseFileLimit(testing.TB) {}

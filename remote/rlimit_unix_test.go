@@ -9,7 +9,7 @@ import (
 
 // raiseFileLimit lifts the soft limit on open files to the hard one: every
 // connection is a socket.
-func raiseFileLimit(t *testing.T) {
+func raiseFileLimit(t testing.TB) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return

@@ -124,6 +124,83 @@ func TestScaleWebSocket(t *testing.T) {
 	assert.Less(t, perIdle.kib(), 64.0)
 }
 
+// BenchmarkIdleWebSocket is what an idle WebSocket connection costs its
+// server: 1,000 connections (ACPRPC_SCALE_CONNS sets another number), each
+// an agent Conn that has answered initialize, opened from a client process
+// of their own (as TestScaleWebSocket does), measured once the server's
+// goroutine count has been still for a second and a half (a handler
+// goroutine leaves a second after its last request). It reports
+// goroutines and bytes (live heap and goroutine stacks, after a GC) per
+// connection.
+func BenchmarkIdleWebSocket(b *testing.B) {
+	n := 1000
+	if s := os.Getenv("ACPRPC_SCALE_CONNS"); s != "" { // 10000 is the run of docs/benchmarks.md
+		var err error
+		n, err = strconv.Atoi(s)
+		require.NoError(b, err)
+	}
+	raiseFileLimit(b)
+	var goroutines, heap, stack float64
+	for range b.N {
+		p := idleWebSocketFootprint(b, n)
+		goroutines, heap, stack = goroutines+p.goroutines, heap+p.heapKiB*1024, stack+p.stackKiB*1024
+	}
+	per := func(total float64) float64 { return total / float64(b.N) }
+	b.ReportMetric(per(goroutines), "goroutines/conn")
+	b.ReportMetric(per(heap+stack), "B/conn")
+	b.ReportMetric(per(heap), "heapB/conn")
+	b.ReportMetric(per(stack), "stackB/conn")
+}
+
+// idleWebSocketFootprint serves n WebSocket connections from a client
+// process until they are idle, and returns what each holds.
+func idleWebSocketFootprint(b *testing.B, n int) perConn {
+	init := acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
+		return map[string]int{"protocolVersion": 1}, nil
+	})
+	var mu sync.Mutex
+	var conns []*acprpc.Conn
+	srv := NewServer(func(tr acprpc.Transport, r *http.Request) {
+		mu.Lock()
+		conns = append(conns, acprpc.NewConn(context.Background(), tr, init, nil))
+		mu.Unlock()
+	}, &Options{MaxConnections: n})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	base := measure()
+	child := startScaleClient(b, "ws://"+l.Addr().String()+DefaultPath, n)
+	child.expect(b, "connected")
+	awaitStillGoroutines()
+	idle := measure().per(base, n)
+	child.say(b, "close")
+	child.wait(b)
+	require.NoError(b, srv.Close())
+	<-served
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	return idle
+}
+
+// awaitStillGoroutines returns once the number of goroutines has not
+// changed for 1.5 s, or after 30 s.
+func awaitStillGoroutines() {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	last, still := runtime.NumGoroutine(), time.Now()
+	for now := range tick.C {
+		if g := runtime.NumGoroutine(); g != last {
+			last, still = g, now
+		}
+		if now.Sub(still) >= 1500*time.Millisecond || now.After(deadline) {
+			return
+		}
+	}
+}
+
 // footprint is what the process holds: goroutines, live heap and stacks.
 type footprint struct {
 	goroutines        int
@@ -162,7 +239,7 @@ type scaleChild struct {
 	waits sync.Once
 }
 
-func startScaleClient(t *testing.T, url string, n int) *scaleChild {
+func startScaleClient(t testing.TB, url string, n int) *scaleChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), scaleClientEnv+"="+url, "ACPRPC_SCALE_CONNS="+strconv.Itoa(n))
@@ -175,14 +252,14 @@ func startScaleClient(t *testing.T, url string, n int) *scaleChild {
 	return &scaleChild{cmd: cmd, in: in, out: bufio.NewReader(out)}
 }
 
-func (c *scaleChild) say(t *testing.T, line string) {
+func (c *scaleChild) say(t testing.TB, line string) {
 	t.Helper()
 	_, err := io.WriteString(c.in, line+"\n")
 	require.NoError(t, err)
 }
 
 // expect reads the client's next line, which must start with word.
-func (c *scaleChild) expect(t *testing.T, word string) string {
+func (c *scaleChild) expect(t testing.TB, word string) string {
 	t.Helper()
 	line, err := c.out.ReadString('\n')
 	require.NoError(t, err, "the client process ended early")
@@ -190,7 +267,7 @@ func (c *scaleChild) expect(t *testing.T, word string) string {
 	return strings.TrimSpace(line)
 }
 
-func (c *scaleChild) wait(t *testing.T) {
+func (c *scaleChild) wait(t testing.TB) {
 	c.waits.Do(func() {
 		_ = c.in.Close()
 		assert.NoError(t, c.cmd.Wait(), "the client process exits with status 0")
@@ -231,7 +308,12 @@ func scaleClient(url string) int {
 	stdin := bufio.NewScanner(os.Stdin)
 	fmt.Println("connected")
 
-	stdin.Scan() // prompt
+	if !stdin.Scan() || stdin.Text() == "close" { // no prompt: close them idle
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		return 0
+	}
 	cancels := make([]context.CancelFunc, n)
 	var ended, errs atomic.Int64
 	for i, c := range conns {

@@ -171,7 +171,8 @@ const (
 var testHookUpgrade = func(upgradeStage, *wsTransport) {}
 
 // hijackWatch is a ResponseWriter that keeps the connection it hands over
-// when the WebSocket library hijacks it, so the transport can close it.
+// when the WebSocket library hijacks it, so the transport can close it, and
+// hands it over shaped to hold no buffer while it waits (shapeHijacked).
 type hijackWatch struct {
 	http.ResponseWriter
 	conn net.Conn
@@ -180,8 +181,11 @@ type hijackWatch struct {
 // Hijack hijacks the underlying ResponseWriter's connection and keeps it.
 func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return c, brw, err
+	}
 	h.conn = c
-	return c, brw, err
+	return shapeHijacked(c, brw)
 }
 
 // Unwrap gives http.ResponseController the ResponseWriter underneath.

@@ -42,18 +42,17 @@ func (x *timing) disarm() {
 type pinger struct {
 	every   time.Duration
 	ping    func(ctx context.Context)
-	ctx     context.Context
-	cancel  context.CancelFunc
 	mu      sync.Mutex
+	cancel  context.CancelFunc // ends the ping in progress, if any
 	timer   *time.Timer
 	stopped bool
 	running sync.WaitGroup
 }
 
 func newPinger(every time.Duration, ping func(ctx context.Context)) *pinger {
-	p := &pinger{every: every, ping: ping}
-	p.ctx, p.cancel = context.WithCancel(context.Background())
-	return p
+	// No context lives with the pinger: each ping makes its own, so an idle
+	// connection holds none.
+	return &pinger{every: every, ping: ping}
 }
 
 func (p *pinger) start() {
@@ -76,14 +75,16 @@ func (p *pinger) tick() {
 		return
 	}
 	p.running.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), p.every)
+	p.cancel = cancel
 	p.mu.Unlock()
 	defer p.running.Done()
 
-	ctx, cancel := context.WithTimeout(p.ctx, p.every)
 	p.ping(ctx)
 	cancel()
 
 	p.mu.Lock()
+	p.cancel = nil
 	if !p.stopped {
 		p.timer.Reset(p.every)
 	}
@@ -100,7 +101,9 @@ func (p *pinger) stop() {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
+	if p.cancel != nil {
+		p.cancel()
+	}
 	p.mu.Unlock()
-	p.cancel()
 	p.running.Wait()
 }
