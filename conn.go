@@ -34,14 +34,17 @@ type Conn struct {
 	cancelBase context.CancelCauseFunc
 	stopParent func() bool
 
-	incoming   incomingTable // the peer's requests in flight
-	calls      callTable     // our requests awaiting answers
-	notes      *notifier     // the peer's notifications, in order
-	pool       workerPool    // goroutines that run request handlers and the notification loop
-	intake     intake        // closed by Shutdown before its last flush
-	versions   versioning    // the ACP version and its rules
-	foreground workTable     // v2: each session's foreground work
-	entities   entityTable   // v2: tool calls and terminals the peer may cancel
+	incoming incomingTable // the peer's requests in flight
+	calls    callTable     // our requests awaiting answers
+	notes    *notifier     // the peer's notifications, in order
+	pool     workerPool    // goroutines that run request handlers and the notification loop
+	// lastSession is the session ID of the last message read, which the
+	// next one of that session shares; only the read goroutine touches it.
+	lastSession string
+	intake      intake      // closed by Shutdown before its last flush
+	versions    versioning  // the ACP version and its rules
+	foreground  workTable   // v2: each session's foreground work
+	entities    entityTable // v2: tool calls and terminals the peer may cancel
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
@@ -172,7 +175,10 @@ func (c *Conn) yieldBeforeWait() {
 // receive parses one message and routes it, or answers it when it is not a
 // usable message; the connection and everything in flight go on.
 func (c *Conn) receive(msg []byte) {
-	m, bad := wire.Parse(msg)
+	m, bad := wire.ParseAfter(msg, c.lastSession)
+	if m.SessionID != "" {
+		c.lastSession = m.SessionID
+	}
 	if c.opts.Hooks.Received != nil {
 		c.received(msg, &m, bad)
 	}

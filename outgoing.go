@@ -209,10 +209,7 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // notification handler (with its context) waits only for the notifications
 // before that one, since the others cannot run until it returns.
 func (c *Conn) Call(ctx context.Context, method string, params, result any, opts ...CallOption) error {
-	co := callOptions{waitAfterCancel: c.opts.WaitAfterCancel}
-	for _, o := range opts {
-		o(&co)
-	}
+	co := c.callOptions(opts)
 	if err := ctx.Err(); err != nil {
 		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
 	}
@@ -377,6 +374,28 @@ type CallOption func(*callOptions)
 
 type callOptions struct {
 	waitAfterCancel time.Duration
+}
+
+// callOptions returns the options of one Call: the connection's, adjusted
+// by opts.
+func (c *Conn) callOptions(opts []CallOption) callOptions {
+	co := callOptions{waitAfterCancel: c.opts.WaitAfterCancel}
+	if len(opts) > 0 {
+		co = co.with(opts)
+	}
+	return co
+}
+
+// with returns co adjusted by opts. It is a function of its own, kept from
+// being inlined, so that only a Call given options pays for the copy the
+// options reach, which escapes to the heap.
+//
+//go:noinline
+func (co callOptions) with(opts []CallOption) callOptions {
+	for _, o := range opts {
+		o(&co)
+	}
+	return co
 }
 
 // WaitAfterCancel sets, for one Call, how long to wait for the peer's answer

@@ -56,11 +56,17 @@ var (
 // the top-level object's members are located without decoding them, and a
 // params object's sessionId is picked up on the way. It returns the
 // message, or the problem that makes it unusable.
-func Parse(msg []byte) (Message, *Problem) {
+func Parse(msg []byte) (Message, *Problem) { return ParseAfter(msg, "") }
+
+// ParseAfter is Parse for a reader that passes the session ID of the last
+// message it read: a message naming the same session takes that string
+// instead of a copy of its own. A connection's messages mostly name one
+// session, so its read loop allocates nothing for them.
+func ParseAfter(msg []byte, lastSession string) (Message, *Problem) {
 	s := scanner{b: msg}
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '{' {
-		m, bad := s.topObject()
+		m, bad := s.topObject(lastSession)
 		m.Size = len(msg)
 		return m, bad
 	}
@@ -94,12 +100,12 @@ func Member(obj []byte, name string) []byte {
 	return c.span
 }
 
-func (s *scanner) topObject() (Message, *Problem) {
+func (s *scanner) topObject(lastSession string) (Message, *Problem) {
 	var m members
 	if err := s.object(0, &m, nil); err != nil || !s.atEnd() {
 		return Message{}, &Problem{Code: CodeParseError, Msg: "Parse error: the message is not valid JSON"}
 	}
-	return m.classify()
+	return m.classify(lastSession)
 }
 
 // keyIs reports whether key, a member name as JSON text (quotes included),
@@ -143,7 +149,7 @@ func (m *members) slot(key []byte) (span *[]byte, inner *capture) {
 
 // classify turns the envelope's members into a message, or says what is
 // wrong with it in JSON-RPC terms.
-func (m *members) classify() (Message, *Problem) {
+func (m *members) classify(lastSession string) (Message, *Problem) {
 	invalid := func(msg string, id []byte) (Message, *Problem) {
 		return Message{}, &Problem{Code: CodeInvalidRequest, Msg: "Invalid request: " + msg, ID: id}
 	}
@@ -168,7 +174,7 @@ func (m *members) classify() (Message, *Problem) {
 		return invalid("params must be an object or an array", carried)
 	}
 	if sid := m.session.span; len(sid) > 0 && sid[0] == '"' {
-		msg.SessionID = Unquote(sid)
+		msg.SessionID = unquoteAs(sid, lastSession)
 	}
 	if m.id == nil {
 		msg.Kind = Notification
@@ -229,6 +235,15 @@ func (m *members) response() Message {
 
 // IsNull reports whether v is the JSON null.
 func IsNull(v []byte) bool { return bytes.Equal(v, jsonNull) }
+
+// unquoteAs is Unquote, returning known instead of a copy when raw spells
+// it without escapes.
+func unquoteAs(raw []byte, known string) string {
+	if inner := raw[1 : len(raw)-1]; string(inner) == known && bytes.IndexByte(inner, '\\') < 0 {
+		return known
+	}
+	return Unquote(raw)
+}
 
 // Unquote decodes a JSON string already checked by the scanner, copying
 // only when it has escapes.

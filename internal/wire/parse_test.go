@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Member finds a member however its name is spelled, and only that member:
@@ -28,4 +29,30 @@ func TestMemberAllocations(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs)
+}
+
+// A message of the session read last takes its session ID without a copy;
+// one of another session, or spelled with escapes, is decoded as Parse
+// decodes it, even when its raw text reads like the last ID.
+func TestParseAfterSession(t *testing.T) {
+	line := func(sid string) []byte {
+		return []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + sid + `"}}`)
+	}
+	for _, c := range []struct{ last, raw, want string }{
+		{"s1", "s1", "s1"},
+		{"s1", "s2", "s2"},
+		{"", "s1", "s1"},
+		{`\u00731`, `\u00731`, "s1"}, // the last ID was a literal backslash; this one is an escape
+		{"s1", `\u00731`, "s1"},
+	} {
+		m, p := ParseAfter(line(c.raw), c.last)
+		require.Nil(t, p, c.raw)
+		assert.Equal(t, c.want, m.SessionID, "raw %s after %s", c.raw, c.last)
+	}
+	msg := line("sess_0123456789abcdef")
+	last, _ := Parse(msg)
+	reused := testing.AllocsPerRun(100, func() { _, _ = ParseAfter(msg, last.SessionID) })
+	copied := testing.AllocsPerRun(100, func() { _, _ = Parse(msg) })
+	assert.Zero(t, reused)
+	assert.Equal(t, float64(1), copied, "Parse copies the session ID")
 }
