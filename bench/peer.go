@@ -54,6 +54,13 @@ type Client interface {
 	Close() error
 }
 
+// SessionCanceller is a Client that sends session/cancel when told, for a
+// peer whose cancelled Prompt sends only $/cancel_request. A peer whose
+// cancelled Prompt sends session/cancel by itself (coder) does not need it.
+type SessionCanceller interface {
+	CancelSession(ctx context.Context, sessionID string) error
+}
+
 var (
 	peersMu sync.Mutex
 	peers   = map[string]Peer{}
@@ -116,6 +123,8 @@ type Link struct {
 type LinkOptions struct {
 	// Tap, if set, sees every chunk the client side reads.
 	Tap func([]byte)
+	// ServerTap, if set, sees every chunk the agent side reads.
+	ServerTap func([]byte)
 	// AgentStdio makes the agent's ends blocking descriptors, like the
 	// stdin and stdout of an agent the client spawned (on Linux; elsewhere
 	// it has no effect).
@@ -142,7 +151,11 @@ func NewLink(p Peer, wl *Workload, opt LinkOptions) (*Link, error) {
 		return nil, err
 	}
 	l := &Link{Workload: wl, Updates: new(Counter), files: []*os.File{toAgentR, toAgentW, toClientR, toClientW}}
-	l.Server = p.Serve(toAgentR, toClientW, wl)
+	var agentIn io.Reader = toAgentR
+	if opt.ServerTap != nil {
+		agentIn = &TapReader{R: toAgentR, Tap: opt.ServerTap}
+	}
+	l.Server = p.Serve(agentIn, toClientW, wl)
 	var clientIn io.Reader = toClientR
 	if opt.Tap != nil {
 		clientIn = &TapReader{R: toClientR, Tap: opt.Tap}
@@ -186,41 +199,60 @@ func (t *TapReader) Close() error {
 }
 
 // MarkerWatch spots cancellation answers (the ACP marker or the -32800
-// error) in a byte stream that may be split anywhere. It is meant for a
-// stream where one cancelled request is in flight at a time.
-type MarkerWatch struct {
-	mu    sync.Mutex
-	carry []byte
-	fn    func()
-}
+// error) in a byte stream that may be split anywhere. One answer holds one
+// marker, so it counts answers however many are in flight.
+type MarkerWatch = PatternWatch
 
 // NewMarkerWatch calls fn each time a cancellation answer goes by.
-func NewMarkerWatch(fn func()) *MarkerWatch { return &MarkerWatch{fn: fn} }
+func NewMarkerWatch(fn func()) *MarkerWatch { return NewPatternWatch(fn, markerCancelled, markerCode) }
 
 var (
 	markerCancelled = []byte(`"cancelled"`)
 	markerCode      = []byte(`-32800`)
 )
 
-// Tap is a TapReader callback.
-func (m *MarkerWatch) Tap(p []byte) {
-	m.mu.Lock()
-	// Markers wholly inside the carried tail were counted last time.
-	old := countMarkers(m.carry)
-	buf := append(m.carry, p...)
-	hits := countMarkers(buf) - old
-	const keep = 16 // longer than any marker
-	tail := buf
-	if len(buf) > keep {
-		tail = buf[len(buf)-keep:]
+// PatternWatch calls a function each time one of its patterns goes by in a
+// byte stream that may be split anywhere.
+type PatternWatch struct {
+	mu       sync.Mutex
+	carry    []byte
+	keep     int // longer than any pattern
+	patterns [][]byte
+	fn       func()
+}
+
+// NewPatternWatch calls fn each time one of patterns goes by. Patterns must
+// not overlap one another or themselves.
+func NewPatternWatch(fn func(), patterns ...[]byte) *PatternWatch {
+	w := &PatternWatch{patterns: patterns, fn: fn}
+	for _, p := range patterns {
+		w.keep = max(w.keep, len(p)-1)
 	}
-	m.carry = append(m.carry[:0], tail...)
-	m.mu.Unlock()
+	return w
+}
+
+// Tap is a TapReader callback.
+func (w *PatternWatch) Tap(p []byte) {
+	w.mu.Lock()
+	// Patterns wholly inside the carried tail were counted last time.
+	old := w.count(w.carry)
+	buf := append(w.carry, p...)
+	hits := w.count(buf) - old
+	tail := buf
+	if len(buf) > w.keep {
+		tail = buf[len(buf)-w.keep:]
+	}
+	w.carry = append(w.carry[:0], tail...)
+	w.mu.Unlock()
 	for i := 0; i < hits; i++ {
-		m.fn()
+		w.fn()
 	}
 }
 
-func countMarkers(b []byte) int {
-	return bytes.Count(b, markerCancelled) + bytes.Count(b, markerCode)
+func (w *PatternWatch) count(b []byte) int {
+	n := 0
+	for _, p := range w.patterns {
+		n += bytes.Count(b, p)
+	}
+	return n
 }

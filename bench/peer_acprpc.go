@@ -72,3 +72,9 @@ func (c acprpcClient) Prompt(ctx context.Context, sessionID, text string) (strin
 	}
 	return res.StopReason, nil
 }
+
+// CancelSession sends session/cancel, as an ACP client does beside the
+// $/cancel_request of the prompt it cancels.
+func (c acprpcClient) CancelSession(ctx context.Context, sessionID string) error {
+	return c.conn.CancelSession(ctx, sessionID)
+}

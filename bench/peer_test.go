@@ -106,3 +106,19 @@ func wait(t *testing.T, ch <-chan struct{}, what string) {
 		t.Fatalf("timed out waiting for %s", what)
 	}
 }
+
+// A PatternWatch counts every pattern once, however the stream is split:
+// across two reads, byte by byte, or many in one read.
+func TestPatternWatch(t *testing.T) {
+	stream := []byte(`{"stopReason":"cancelled"}` + "\n" + `{"error":{"code":-32800}}` + "\n" + `{"stopReason":"cancelled"}{"x":"cancelled"}`)
+	for _, size := range []int{1, 2, 7, 13, len(stream)} {
+		hits := 0
+		w := NewMarkerWatch(func() { hits++ })
+		for i := 0; i < len(stream); i += size {
+			w.Tap(stream[i:min(i+size, len(stream))])
+		}
+		if hits != 4 {
+			t.Errorf("chunks of %d: %d hits, want 4", size, hits)
+		}
+	}
+}

@@ -6,6 +6,7 @@
 #   stdio.txt/json   calls per second over a spawned server's stdio
 #   cancel.txt/json  cancel latency over stdio, p50/p99
 #   scale.txt/json   10,000 and 100,000 requests in flight, then cancelled
+#   sessions.txt/json 1,000 sessions with a turn in flight, every turn cancelled the ACP way
 #   chart.svg        round trip and cancel latency per peer
 #   env.txt          machine, toolchains and peer versions
 # About 5 minutes on 2 cores. QUICK=1 runs a short smoke version.
@@ -19,8 +20,9 @@ CALLS=${CALLS:-20000}
 RUNS=${RUNS:-3}
 CANCELS=${CANCELS:-1000}
 SCALE_N=${SCALE_N:-10000,100000}
+SESSIONS=${SESSIONS:-1000}
 if [[ "${QUICK:-}" == 1 ]]; then
-  COUNT=1 BENCHTIME=0.05s CALLS=2000 RUNS=1 CANCELS=100 SCALE_N=2000
+  COUNT=1 BENCHTIME=0.05s CALLS=2000 RUNS=1 CANCELS=100 SCALE_N=2000 SESSIONS=200
 fi
 
 out=results
@@ -53,7 +55,7 @@ go test -c -o "$tmp/bench.test" .
   go list -m -f '  {{.Path}} {{.Version}}' github.com/sourcegraph/jsonrpc2 github.com/coder/acp-go-sdk go.lsp.dev/jsonrpc2 github.com/creachadair/jrpc2 golang.org/x/exp/jsonrpc2
   [[ $have_node == 1 ]] && echo "  @agentclientprotocol/sdk $(node -p 'require("./ts/node_modules/@agentclientprotocol/sdk/package.json").version')"
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "settings: COUNT=$COUNT BENCHTIME=$BENCHTIME CALLS=$CALLS RUNS=$RUNS CANCELS=$CANCELS SCALE_N=$SCALE_N"
+  echo "settings: COUNT=$COUNT BENCHTIME=$BENCHTIME CALLS=$CALLS RUNS=$RUNS CANCELS=$CANCELS SCALE_N=$SCALE_N SESSIONS=$SESSIONS"
 } > "$out/env.txt"
 cat "$out/env.txt"
 
@@ -74,6 +76,9 @@ step "cancel latency over stdio: $CANCELS cancellations per row"
 
 step "scale: $SCALE_N requests in flight"
 "$tmp/acpbench" scale -out "$out" -n "$SCALE_N"
+
+step "sessions: $SESSIONS turns in flight, cancelled at once, $RUNS runs per peer"
+"$tmp/acpbench" sessions -out "$out" -n "$SESSIONS" -runs "$RUNS"
 
 step "chart"
 go run ./cmd/chart -in "$out" -out "$out/chart.svg"

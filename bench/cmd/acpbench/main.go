@@ -4,6 +4,7 @@
 //	acpbench stdio  [flags]   calls per second over a spawned server's stdio
 //	acpbench cancel [flags]   cancel latency over stdio, p50/p99
 //	acpbench scale  [flags]   many requests blocked on one connection, then cancelled
+//	acpbench sessions [flags] many sessions with a turn in flight, every turn then cancelled the ACP way
 //
 // Each writes NAME.json (raw figures) and NAME.txt (the table) into -out.
 // Rows are "client:server" pairs of peer names; "ts" is the TypeScript SDK,
@@ -72,6 +73,21 @@ func main() {
 		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
 		parse(fs, args, &cfg, new(string))
 		check(runScale(&cfg, strings.Split(*peers, ","), *sizes, *wait))
+	case "sessions":
+		n := fs.Int("n", 1000, "sessions, each with a prompt in flight")
+		runs := fs.Int("runs", 3, "runs per peer, interleaved; the median is reported")
+		peers := fs.String("peers", "acprpc,coder,jrpc2,lsp,sourcegraph,xexp", "peers to run")
+		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
+		parse(fs, args, &cfg, new(string))
+		check(runSessions(&cfg, strings.Split(*peers, ","), *n, *runs, *wait))
+	case "sessions-one": // one peer in a fresh process; used by sessions
+		peer := fs.String("peer", "", "peer")
+		n := fs.Int("n", 1000, "sessions")
+		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
+		check(fs.Parse(args))
+		res, err := sessionsOne(*peer, *n, *wait)
+		check(err)
+		check(json.NewEncoder(os.Stdout).Encode(res))
 	case "scale-one": // one peer and size in a fresh process; used by scale
 		peer := fs.String("peer", "", "peer")
 		n := fs.Int("n", 10000, "requests in flight")
@@ -102,7 +118,7 @@ func parse(fs *flag.FlagSet, args []string, cfg *config, rows *string) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: acpbench stdio|cancel|scale [flags]")
+	fmt.Fprintln(os.Stderr, "usage: acpbench stdio|cancel|scale|sessions [flags]")
 	os.Exit(2)
 }
 
