@@ -47,7 +47,8 @@ type httpConn struct {
 	closed       chan struct{}
 	drainBy      time.Time // once closed: when its SSE streams must have written what is left
 	readers      int       // GETs holding a stream
-	lingers      bool      // closed with GETs still writing, which count against MaxConnections
+	lingers      bool      // closed with GETs still writing, or awaited, which count against MaxConnections
+	awaitsGets   bool      // closed with messages no GET took: a GET may still take them until drainBy
 	reason       error     // why Recv and Send fail, once closed
 	closeOnce    sync.Once
 	idle         *timing // runs while no GET holds the connection's stream
@@ -242,7 +243,7 @@ func (h *httpConn) attach(session string, hurry func()) (*outStream, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.isClosed() {
-		return nil, h.reason
+		return h.lateStream(session)
 	}
 	st, err := h.stream(session)
 	if err != nil {
@@ -267,7 +268,7 @@ func (h *httpConn) detach(session string, st *outStream) {
 	st.receiver = false
 	st.hurry = nil
 	h.readers--
-	release := h.lingers && h.readers == 0
+	release := h.lingers && h.readers == 0 && !h.awaitsGets
 	if release {
 		h.lingers = false
 	}
@@ -335,8 +336,11 @@ func (h *httpConn) isClosed() bool {
 
 // Close ends the connection: its Recv and Send fail, its GETs write what
 // is queued and end (within closeWait: a client that does not read loses
-// the rest), and later requests for it get 404. Until its last GET has
-// ended, it still counts against MaxConnections.
+// the rest), and later requests for it get 404, but for a GET of a stream
+// that holds messages no GET took, which within closeWait gets them (the
+// client of a turn cancelled by Shutdown may open its session's stream
+// after the close). Until its last GET has ended, and while it waits for
+// such GETs, it still counts against MaxConnections.
 func (h *httpConn) Close() error {
 	h.closeWith(io.EOF)
 	return nil
@@ -347,8 +351,9 @@ func (h *httpConn) Close() error {
 func (h *httpConn) closeWith(reason error) {
 	h.closeOnce.Do(func() {
 		h.mu.Lock()
-		h.lingers = h.readers > 0
-		h.srv.forgetLingering(h, h.lingers) // first, so that no one finds it open after its Recv fails
+		h.awaitsGets = reason == io.EOF && h.unfetched() // Close, not a client that reads nothing or never came
+		h.lingers = h.readers > 0 || h.awaitsGets
+		h.srv.forgetLingering(h, h.lingers, h.awaitsGets) // first, so that no one finds it open after its Recv fails
 		h.reason = reason
 		h.drainBy = time.Now().Add(closeWait)
 		close(h.closed)
@@ -359,7 +364,54 @@ func (h *httpConn) closeWith(reason error) {
 		}
 		h.mu.Unlock()
 		h.idle.disarm()
+		if h.awaitsGets {
+			time.AfterFunc(closeWait, h.stopAwaitingGets)
+		}
 	})
+}
+
+// unfetched reports whether a stream holds messages and no GET to write
+// them: a client slow to open a session's stream, say, whose answer the
+// close (Shutdown's cancelled answer) would otherwise drop. Only Close
+// waits for such GETs; a connection closed because its client stopped
+// reading or never opened its stream does not. Called with h.mu held.
+func (h *httpConn) unfetched() bool {
+	for _, st := range h.streams {
+		if len(st.queue) > 0 && !st.receiver {
+			return true
+		}
+	}
+	return false
+}
+
+// lateStream gives a GET that comes after the close the stream of session,
+// if it still holds messages no GET took and drainBy has not passed: the
+// GET writes them and ends. Called with h.mu held.
+func (h *httpConn) lateStream(session string) (*outStream, error) {
+	st := h.streams[session]
+	if !h.awaitsGets || st == nil || st.receiver || len(st.queue) == 0 || !time.Now().Before(h.drainBy) {
+		return nil, h.reason
+	}
+	st.receiver = true
+	h.readers++
+	return st, nil
+}
+
+// stopAwaitingGets ends, at drainBy, the wait for GETs of a closed
+// connection: what no GET took is dropped, the connection is no longer
+// found, and once its last GET has ended its place is free.
+func (h *httpConn) stopAwaitingGets() {
+	h.mu.Lock()
+	h.awaitsGets = false
+	release := h.lingers && h.readers == 0
+	if release {
+		h.lingers = false
+	}
+	h.mu.Unlock()
+	h.srv.unlist(h)
+	if release {
+		h.srv.release()
+	}
 }
 
 var _ acprpc.Transport = (*httpConn)(nil)

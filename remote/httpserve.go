@@ -23,7 +23,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		s.serveInitialize(w, r)
 		return
 	}
-	h := s.lookup(id)
+	h := s.lookup(id, false)
 	if h == nil {
 		refuseUnread(w, &refusal{http.StatusNotFound, "Not Found: unknown " + HeaderConnectionID})
 		return
@@ -176,13 +176,20 @@ func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, e
 	}
 }
 
-func (s *Server) lookup(id string) *httpConn {
+// lookup returns the connection id names. A closed one is found only by a
+// GET, while it keeps messages no GET took (httpConn.awaitsGets); anything
+// else gets 404.
+func (s *Server) lookup(id string, forGet bool) *httpConn {
 	if id == "" {
 		return nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.streams[id]
+	h := s.streams[id]
+	s.mu.Unlock()
+	if h != nil && !forGet && h.isClosed() {
+		return nil
+	}
+	return h
 }
 
 // serveGet streams a connection's messages as SSE: those of the session
@@ -198,7 +205,7 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Bad Request: missing "+HeaderConnectionID, http.StatusBadRequest)
 		return
 	}
-	h := s.lookupOr404(w, id)
+	h := s.lookupOr404(w, id, true)
 	if h == nil {
 		return
 	}
@@ -270,7 +277,7 @@ func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *h
 
 // serveDelete ends a connection at the client's request.
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
-	h := s.lookupOr404(w, r.Header.Get(HeaderConnectionID))
+	h := s.lookupOr404(w, r.Header.Get(HeaderConnectionID), false)
 	if h == nil {
 		return
 	}
@@ -278,10 +285,10 @@ func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// lookupOr404 returns the connection id names, or answers 404 and returns
-// nil when there is none.
-func (s *Server) lookupOr404(w http.ResponseWriter, id string) *httpConn {
-	h := s.lookup(id)
+// lookupOr404 returns what lookup finds, or answers 404 and returns nil
+// when it finds none.
+func (s *Server) lookupOr404(w http.ResponseWriter, id string, forGet bool) *httpConn {
+	h := s.lookup(id, forGet)
 	if h == nil {
 		http.Error(w, "Not Found: unknown "+HeaderConnectionID, http.StatusNotFound)
 	}

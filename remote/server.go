@@ -210,21 +210,31 @@ func (s *Server) admit(t acprpc.Transport) *refusal {
 }
 
 // forget removes a closed connection.
-func (s *Server) forget(t acprpc.Transport) { s.forgetLingering(t, false) }
+func (s *Server) forget(t acprpc.Transport) { s.forgetLingering(t, false, false) }
 
 // forgetLingering removes a closed connection; one whose SSE streams are
-// still writing (lingers) goes on counting against MaxConnections until
-// released, so that a client cannot open connection after connection
-// whose streams it does not read.
-func (s *Server) forgetLingering(t acprpc.Transport, lingers bool) {
+// still writing, or awaited (lingers), goes on counting against
+// MaxConnections until released, so that a client cannot open connection
+// after connection whose streams it does not read. One that awaits GETs
+// for what its streams hold stays findable by them until unlisted.
+func (s *Server) forgetLingering(t acprpc.Transport, lingers, findable bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.open, t)
-	if h, ok := t.(*httpConn); ok && s.streams[h.id] == h {
+	if h, ok := t.(*httpConn); ok && !findable && s.streams[h.id] == h {
 		delete(s.streams, h.id)
 	}
 	if lingers {
 		s.lingering++
+	}
+}
+
+// unlist makes a closed connection that awaited GETs unknown to them.
+func (s *Server) unlist(h *httpConn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streams[h.id] == h {
+		delete(s.streams, h.id)
 	}
 }
 

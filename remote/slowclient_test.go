@@ -450,3 +450,24 @@ func (c *watchedConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
 	return c.Conn.Close()
 }
+
+// TestHTTPStreamOpenedJustAfterTheCloseGetsWhatWasQueued closes a
+// connection with a message queued on a session stream that no GET holds
+// yet, as Shutdown does with the cancelled answer of a turn whose client is
+// slow to open its session's stream: a GET for that stream within closeWait
+// still gets the message, then the stream ends.
+func TestHTTPStreamOpenedJustAfterTheCloseGetsWhatWasQueued(t *testing.T) {
+	ts := startServer(t, nil)
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1"}}`
+	send(t, server, update)
+	require.NoError(t, server.Close())
+	resp := c.open(http.MethodGet, "", HeaderConnectionID, id, HeaderSessionID, "s1", "Accept", "text/event-stream")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "the closed connection's queued message is still to be had")
+	var got []string
+	for ev := range sseEvents(resp) {
+		got = append(got, ev)
+	}
+	assert.Equal(t, []string{update}, got)
+}
