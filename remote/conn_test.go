@@ -246,6 +246,24 @@ func TestPeerThatVanishesMidTurn(t *testing.T) {
 	}
 }
 
+// A Streamable HTTP client that is failing opens no stream again, also not
+// for a message of a new session that its writer posts in the meantime (the
+// cancelled answer to a request of the session, as the network goes): a
+// stream started then would race the end's wait for every stream, which
+// the race detector caught under load.
+func TestHTTPClientOpensNoStreamOnceFailing(t *testing.T) {
+	as := startAgent(t, wiretest.Mux{"initialize": initialized}, nil, nil)
+	_, tr := connectClient(t, as, "http", nil)
+	c := tr.(*httpClient)
+	gone := errors.New("the network is gone")
+	c.fail(gone)
+	require.ErrorIs(t, c.open("s1"), gone)
+	c.mu.Lock()
+	_, opened := c.sessions["s1"]
+	c.mu.Unlock()
+	assert.False(t, opened, "a stream was opened after the transport began to fail")
+}
+
 // vanish makes a client transport disappear the way a dead network does:
 // its socket or streams are cut without a word to the server.
 func vanish(t *testing.T, tr acprpc.Transport) {

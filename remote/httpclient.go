@@ -313,6 +313,10 @@ func (t *httpClient) startStream(session string) (*clientStream, error) {
 	if t.closing() {
 		return nil, t.ctx.Err()
 	}
+	if t.failing {
+		// endAfterStreams may be waiting on wg already: no Add after that.
+		return nil, t.reason
+	}
 	if session != "" && len(t.sessions)-1 >= t.maxSess {
 		return nil, fmt.Errorf("remote: more than %d session streams on the connection", t.maxSess)
 	}
