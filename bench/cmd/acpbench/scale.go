@@ -40,10 +40,6 @@ type scaleResult struct {
 }
 
 func runScale(cfg *config, peers []string, sizes string, wait time.Duration) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	var results []scaleResult
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -51,12 +47,7 @@ func runScale(cfg *config, peers []string, sizes string, wait time.Duration) err
 			return err
 		}
 		for _, p := range peers {
-			// A fresh process per run keeps heap and goroutine counts clean.
-			out, err := exec.Command(self, "scale-one", "-peer", p, "-n", strconv.Itoa(n), "-wait", wait.String()).Output()
-			var res scaleResult
-			if err == nil {
-				err = json.Unmarshal(out, &res)
-			}
+			res, err := runFresh[scaleResult]("scale-one", p, n, wait)
 			if err != nil {
 				res = scaleResult{Peer: p, N: n, Error: err.Error()}
 			}
@@ -162,6 +153,21 @@ func scaleOne(name string, n int, wait time.Duration) (scaleResult, error) {
 	}
 	res.LeftAfterClose = runtime.NumGoroutine() - g0
 	return res, nil
+}
+
+// runFresh runs one measurement of peer in a fresh process of this command,
+// which keeps heap and goroutine counts clean, and reads its JSON result.
+func runFresh[T any](sub, peer string, n int, wait time.Duration) (T, error) {
+	var res T
+	self, err := os.Executable()
+	if err != nil {
+		return res, err
+	}
+	out, err := exec.Command(self, sub, "-peer", peer, "-n", strconv.Itoa(n), "-wait", wait.String()).Output()
+	if err == nil {
+		err = json.Unmarshal(out, &res)
+	}
+	return res, err
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -42,20 +39,12 @@ type sessionsResult struct {
 }
 
 func runSessions(cfg *config, peers []string, n, runs int, wait time.Duration) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	var results []sessionsResult
 	// Runs are interleaved peer by peer, so a change in the machine's load
 	// falls on every peer alike; each run is a fresh process.
 	for range runs {
 		for _, p := range peers {
-			out, err := exec.Command(self, "sessions-one", "-peer", p, "-n", strconv.Itoa(n), "-wait", wait.String()).Output()
-			var res sessionsResult
-			if err == nil {
-				err = json.Unmarshal(out, &res)
-			}
+			res, err := runFresh[sessionsResult]("sessions-one", p, n, wait)
 			if err != nil {
 				res = sessionsResult{Peer: p, N: n, Error: err.Error()}
 			}
