@@ -99,7 +99,10 @@ func TestHTTPStreamNotReadIsEndedAndReleased(t *testing.T) {
 	grown := int64(after.heapBytes) - int64(before.heapBytes)
 	t.Logf("heap %+.1f MiB, goroutines %+d after %d streams of %d MiB queued and never read",
 		float64(grown)/(1<<20), after.goroutines-before.goroutines, rounds, queued>>20)
-	assert.Less(t, grown, int64(2*queued), "the heap holds the queues of the streams that ended (without the fix: all %d)", rounds)
+	// Without the fix all the queues stay, rounds MiB; the bound leaves room
+	// for what the runtime holds besides (one run in about a hundred under
+	// the race detector and a CPU hog measured 2.2 MiB with the fix).
+	assert.Less(t, grown, int64((rounds-1)*queued), "the heap holds the queues of the streams that ended (without the fix: all %d)", rounds)
 }
 
 // readAnswer reads one HTTP answer from a raw connection.
