@@ -104,10 +104,10 @@ func (c *cascade) script() wiretest.Script {
 		c.expect("$/cancel_request 1", isCancelRequest),
 		c.expect("$/cancel_request 2", isCancelRequest),
 		c.send("answer to terminal/create", func() string {
-			return wiretest.ErrorLine(c.idOf["terminal/create"], acprpc.CodeRequestCancelled, "Request cancelled")
+			return `{"jsonrpc":"2.0","id":` + c.idOf["terminal/create"] + `,"error":{"code":-32800,"message":"Request cancelled"}}`
 		}),
 		c.send("answer to session/request_permission", func() string {
-			return wiretest.ResultLine(c.idOf["session/request_permission"], cascadePermMarker)
+			return `{"jsonrpc":"2.0","id":` + c.idOf["session/request_permission"] + `,"result":` + cascadePermMarker + `}`
 		}),
 		c.expect("prompt answer", func(t *testing.T, m wiretest.Msg) {
 			require.Equal(t, "1", string(m.ID))
@@ -669,9 +669,9 @@ func TestFaultsPeerExitsAfterItsLastUpdates(t *testing.T) {
 		req := p.ExpectRequest(ctx, "session/prompt")
 		var last strings.Builder
 		for i := range updates {
-			last.WriteString(wiretest.NotificationLine("session/update", fmt.Sprintf(`{"sessionId":"s","update":{"n":%d}}`, i)) + "\n")
+			fmt.Fprintf(&last, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"n":%d}}}`+"\n", i)
 		}
-		last.WriteString(wiretest.ResultLine(string(req.ID), `{"stopReason":"end_turn"}`) + "\n")
+		last.WriteString(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"stopReason":"end_turn"}}` + "\n")
 		p.SendRaw(last.String())
 		p.CloseWrite()
 

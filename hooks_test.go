@@ -108,7 +108,7 @@ func TestHooksSeeEveryMessage(t *testing.T) {
 				}
 			}
 			require.NotEmpty(t, reqID)
-			send(wiretest.ErrorLine(reqID, -32601, "no such method"))
+			send(`{"jsonrpc":"2.0","id":` + reqID + `,"error":{"code":-32601,"message":"no such method"}}`)
 			send(wiretest.RequestLine(`9`, "echo", `{}`)) // a sync point: its answer comes after every hook above
 			read = append(read, p.ExpectAnswer(ctx, `9`))
 

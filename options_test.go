@@ -194,7 +194,7 @@ func (h *heldNotes) Handle(ctx context.Context, req *acprpc.Request) (any, error
 func updateFlood(n int) []string {
 	lines := make([]string, n)
 	for i := range lines {
-		lines[i] = wiretest.NotificationLine("session/update", fmt.Sprintf(`{"sessionId":"s","n":%d}`, i))
+		lines[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":%d}}`, i)
 	}
 	return lines
 }
@@ -432,8 +432,8 @@ func TestLimitsMaxOutgoing(t *testing.T) {
 func bpUpdates(from, to, pad int) string {
 	var b strings.Builder
 	for i := from; i <= to; i++ {
-		b.WriteString(wiretest.NotificationLine("session/update",
-			fmt.Sprintf(`{"sessionId":"s","n":%d,"pad":"%s"}`, i, strings.Repeat("u", pad))) + "\n")
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":%d,"pad":"%s"}}`+"\n",
+			i, strings.Repeat("u", pad))
 	}
 	return b.String()
 }
@@ -487,7 +487,7 @@ func TestBackpressureCallFromNotificationHandlerBehindFullQueue(t *testing.T) {
 		written := p.SendAsync([]byte(bpUpdates(1, 1, 0)))
 		req := p.ExpectRequest(ctx, "x/lookup")
 		require.NoError(t, wiretest.Recv(t, ctx, written))
-		written = p.SendAsync([]byte(bpUpdates(2, n+1, 0) + wiretest.ResultLine(string(req.ID), `"found"`) + "\n"))
+		written = p.SendAsync([]byte(bpUpdates(2, n+1, 0) + `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":"found"}` + "\n"))
 		require.NoError(t, wiretest.Recv(t, ctx, h.callDone), "the call behind the full queue")
 		require.NoError(t, wiretest.Recv(t, ctx, written))
 		p.Notify("x/last", "")

@@ -268,10 +268,10 @@ func TestSessionCancelBothSides(t *testing.T) {
 			}
 		}
 		assert.True(t, cancelAt >= 0 && answerAt > cancelAt, "session/cancel at %d, answer at %d: %v", cancelAt, answerAt, lines)
-		perm := l.Await(ctx, wiretest.BtoA, wiretest.IsRequestOf("session/request_permission"))
-		prompt := l.Await(ctx, wiretest.AtoB, wiretest.IsRequestOf("session/prompt"))
-		assert.Equal(t, 1, l.Count(wiretest.AtoB, wiretest.IsAnswerTo(string(perm.ID))))
-		assert.Equal(t, 1, l.Count(wiretest.BtoA, wiretest.IsAnswerTo(string(prompt.ID))))
+		perm := l.Await(ctx, wiretest.BtoA, func(m wiretest.Msg) bool { return m.IsRequestOf("session/request_permission") })
+		prompt := l.Await(ctx, wiretest.AtoB, func(m wiretest.Msg) bool { return m.IsRequestOf("session/prompt") })
+		assert.Equal(t, 1, l.Count(wiretest.AtoB, func(m wiretest.Msg) bool { return m.IsAnswerTo(string(perm.ID)) }))
+		assert.Equal(t, 1, l.Count(wiretest.BtoA, func(m wiretest.Msg) bool { return m.IsAnswerTo(string(prompt.ID)) }))
 	})
 }
 

@@ -205,7 +205,7 @@ func TestVersionLearntFromInitialize(t *testing.T) {
 		init := p.ExpectRequest(ctx, "initialize")
 		// The agent's answer and its first request in one write: the
 		// request is read under v2's rules.
-		p.SendRaw(wiretest.ResultLine(string(init.ID), `{"protocolVersion":2}`) + "\n" +
+		p.SendRaw(`{"jsonrpc":"2.0","id":` + string(init.ID) + `,"result":{"protocolVersion":2}}` + "\n" +
 			wiretest.RequestLine("1", "session/request_permission", `{"sessionId":"s"}`) + "\n")
 		require.NoError(t, wiretest.Recv(t, ctx, done))
 		assert.Equal(t, acprpc.ProtocolV2, c.ProtocolVersion())

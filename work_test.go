@@ -254,7 +254,7 @@ func TestV2CancelInTheSameWriteAsItsPrompt(t *testing.T) {
 				})
 				_, p := wiretest.Connect(t, tr, h, v2Options())
 				p.SendRaw(wiretest.RequestLine("1", "session/prompt", `{"sessionId":"s","prompt":[]}`) + "\n" +
-					wiretest.NotificationLine("session/cancel", `{"sessionId":"s"}`) + "\n")
+					`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}` + "\n")
 				expectQuiet(t, ctx, p, "2") // both lines are read
 				close(gate)
 				if checkCtx {

@@ -246,7 +246,7 @@ func TestAsyncHandler(t *testing.T) {
 	// handler's notifications on goroutines: the prompt right behind it is
 	// not cancelled.
 	p.SendRaw(wiretest.RequestLine("3", "slow", `{"sessionId":"s"}`) + "\n" +
-		wiretest.NotificationLine("session/cancel", `{"sessionId":"s"}`) + "\n" +
+		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}` + "\n" +
 		wiretest.RequestLine("4", "alive", `{"sessionId":"s"}`) + "\n")
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled)
 	answers := p.ExpectByID(ctx, 2)

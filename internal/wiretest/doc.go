@@ -7,9 +7,9 @@
 //	set up    Run, Transports, Streams, Transport, Connect, NewWire, Side,
 //	          Option (Parent, Tapped, Relay), Context, Timeout, NoLeak
 //	speak     Peer (Request, Notify, Cancel, Respond, Send, SendRaw, ...),
-//	          RequestLine, NotificationLine, CancelLine, ResultLine, ErrorLine
+//	          RequestLine, CancelLine
 //	hear      Peer (Expect, ExpectResult, ExpectError, ExpectByID, Rest, ...),
-//	          Msg, Parse, IsAnswerTo, IsCancelOf, IsRequestOf
+//	          Msg (IsAnswerTo, IsCancelOf, IsRequestOf, ...), Parse
 //	serve     Mux, Echo, Ping, Hold
 //	record    Recorder (Return, Record), Ledger (Tally, Calls), Tap,
 //	          Wire, Direction (AtoB, BtoA)
@@ -50,9 +50,10 @@
 // peer that stopped reading: that is how back-pressure is tested. Drain
 // reads everything in the background; CloseWrite ends the Conn's input.
 // Each line is a Msg: its members parsed, its ID as the wire spelled it,
-// and Raw, the line itself. The line builders (RequestLine, ResultLine,
-// CancelLine, ...) write what the methods send, for a test that needs the
-// bytes.
+// and Raw, the line itself; its Is methods match a kind of line, for a
+// wait that takes a func(Msg) bool. RequestLine and CancelLine write what
+// Request and Cancel send, for a test that needs the bytes; other lines a
+// test writes as the JSON they are.
 //
 // # Handlers
 //

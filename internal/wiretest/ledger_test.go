@@ -27,15 +27,15 @@ func TestLedgerCountsCalls(t *testing.T) {
 		CancelLine("1"),
 		CancelLine("1"),  // cancelled twice
 		CancelLine("99"), // before any request 99
-		NotificationLine("session/update", `{}`),
+		notificationLine("session/update", `{}`),
 	)
 	require.Equal(t, 3, l.Open(AtoB))
 	record(l, BtoA,
-		ResultLine("1", `{"stopReason":"cancelled"}`),
-		ErrorLine(`"s"`, acprpc.CodeRequestCancelled, "Request cancelled"),
-		ErrorLine(`"s"`, acprpc.CodeRequestCancelled, "Request cancelled"), // answered twice
-		ResultLine("7", `1`), // answers nothing sent
-		ErrorLine("null", -32700, "Parse error"),
+		resultLine("1", `{"stopReason":"cancelled"}`),
+		errorLine(`"s"`, acprpc.CodeRequestCancelled, "Request cancelled"),
+		errorLine(`"s"`, acprpc.CodeRequestCancelled, "Request cancelled"), // answered twice
+		resultLine("7", `1`), // answers nothing sent
+		errorLine("null", -32700, "Parse error"),
 	)
 	l.Owe(AtoB, `"bad-1"`)
 
@@ -88,17 +88,17 @@ func TestLedgerShapesAgreeWithParse(t *testing.T) {
 		RequestLine(`"a\"b"`, "x", `[1]`),        // an escape in the ID
 		RequestLine("-5", `we"ird`, ""),          // an escape in the method
 		RequestLine("1e3", "x", ""),              // not a plain integer
-		NotificationLine("session/update", `{}`), //
-		NotificationLine("n", ""),
+		notificationLine("session/update", `{}`), //
+		notificationLine("n", ""),
 		CancelLine("12"),
 		CancelLine(`"s,1"`),
 		`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3,"x":1}}`,
-		ResultLine("1", `{"a":[1,2,{"b":"}"}]}`),
-		ResultLine("2", `{"outcome":{"outcome":"cancelled"}}`),
-		ErrorLine("3", -32800, "Request cancelled"),
+		resultLine("1", `{"a":[1,2,{"b":"}"}]}`),
+		resultLine("2", `{"outcome":{"outcome":"cancelled"}}`),
+		errorLine("3", -32800, "Request cancelled"),
 		`{"jsonrpc":"2.0","id":3,"error":{"message":"m","code":-32601}}`,
 		`{"jsonrpc":"2.0","id":4,"error":{"code":5,"message":"m","data":{"x":[1]}}}`,
-		ErrorLine("null", -32700, "Parse error"),
+		errorLine("null", -32700, "Parse error"),
 		`{"id":5,"jsonrpc":"2.0","result":true}`,
 		`{"jsonrpc":"2.0","result":true,"id":6}`,
 		`{"jsonrpc":"2.0","id":7,"method":"m","params":{},"extra":1}`,
@@ -134,8 +134,8 @@ func TestLedgerKeepsLinesAndWaits(t *testing.T) {
 	ctx := Context(t)
 	l := &Ledger{Keep: true}
 	got := make(chan Msg, 1)
-	go func() { got <- l.AwaitLine(ctx, t, BtoA, IsAnswerTo("2")) }()
-	record(l, BtoA, ResultLine("1", "1"), ResultLine("2", "2"))
+	go func() { got <- l.AwaitLine(ctx, t, BtoA, func(m Msg) bool { return m.IsAnswerTo("2") }) }()
+	record(l, BtoA, resultLine("1", "1"), resultLine("2", "2"))
 	m := Recv(t, ctx, got)
 	assert.Equal(t, `2`, string(m.Result))
 	assert.Len(t, l.Lines(BtoA), 2)
@@ -148,14 +148,14 @@ func TestLedgerKeepsLinesAndWaits(t *testing.T) {
 	record(l, AtoB, RequestLine("5", "m", ""))
 	done := make(chan error, 1)
 	go func() { done <- l.AwaitAnswered(ctx) }()
-	record(l, BtoA, ResultLine("5", "null"))
+	record(l, BtoA, resultLine("5", "null"))
 	assert.NoError(t, Recv(t, ctx, done))
 }
 
 func TestLedgerCheckExactlyOnce(t *testing.T) {
 	l := &Ledger{}
 	record(l, AtoB, RequestLine("1", "m", ""), RequestLine("2", "m", ""))
-	record(l, BtoA, ResultLine("1", "1"), ResultLine("1", "1"), ResultLine("3", "1"))
+	record(l, BtoA, resultLine("1", "1"), resultLine("1", "1"), resultLine("3", "1"))
 	ft := &failures{TB: t}
 	l.CheckExactlyOnce(ft, AtoB)
 	assert.Len(t, ft.errors, 3, "2 unanswered, 1 answered twice, 3 stray: %v", ft.errors)

@@ -2,9 +2,7 @@ package wiretest
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,85 +24,6 @@ func Context(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// Msg is one line the peer read, parsed.
-type Msg struct {
-	Raw    string          // the line as written, without its "\n"
-	ID     json.RawMessage // the id member's exact bytes; nil when absent
-	Method string
-	Params json.RawMessage
-	Result json.RawMessage
-	Error  *acprpc.Error
-	Fields map[string]json.RawMessage // every top-level member
-}
-
-// IsResponse reports whether the line is an answer.
-func (m Msg) IsResponse() bool { return m.Method == "" && (m.Result != nil || m.Error != nil) }
-
-// IsNotification reports whether the line is a notification.
-func (m Msg) IsNotification() bool { return m.Method != "" && m.ID == nil }
-
-// IsRequest reports whether the line is a request.
-func (m Msg) IsRequest() bool { return m.Method != "" && m.ID != nil }
-
-// Code is the error code of an error answer, or 0.
-func (m Msg) Code() int64 {
-	if m.Error == nil {
-		return 0
-	}
-	return m.Error.Code
-}
-
-// ParamMember returns the raw value of params.name, or nil.
-func (m Msg) ParamMember(name string) json.RawMessage {
-	var p map[string]json.RawMessage
-	if json.Unmarshal(m.Params, &p) != nil {
-		return nil
-	}
-	return p[name]
-}
-
-// String returns the line as the peer read it.
-func (m Msg) String() string { return m.Raw }
-
-// Parse checks that line is one JSON-RPC 2.0 message as this library must
-// write it and returns it parsed.
-func Parse(line string) (Msg, error) {
-	m := Msg{Raw: line}
-	if err := json.Unmarshal([]byte(line), &m.Fields); err != nil {
-		return m, fmt.Errorf("not a JSON object: %w: %q", err, line)
-	}
-	if v := m.Fields["jsonrpc"]; string(v) != `"2.0"` {
-		return m, fmt.Errorf(`no "jsonrpc":"2.0": %q`, line)
-	}
-	m.ID = m.Fields["id"]
-	m.Params = m.Fields["params"]
-	m.Result = m.Fields["result"]
-	if v, ok := m.Fields["method"]; ok {
-		if err := json.Unmarshal(v, &m.Method); err != nil || m.Method == "" {
-			return m, fmt.Errorf("bad method: %q", line)
-		}
-	}
-	if v, ok := m.Fields["error"]; ok {
-		m.Error = &acprpc.Error{}
-		if err := json.Unmarshal(v, m.Error); err != nil {
-			return m, fmt.Errorf("bad error object: %w: %q", err, line)
-		}
-	}
-	kinds := 0
-	for _, k := range []bool{m.Method != "", m.Result != nil, m.Error != nil} {
-		if k {
-			kinds++
-		}
-	}
-	if kinds != 1 {
-		return m, fmt.Errorf("not exactly one of method, result, error: %q", line)
-	}
-	if m.IsResponse() && m.ID == nil {
-		return m, fmt.Errorf("an answer without an id: %q", line)
-	}
-	return m, nil
 }
 
 // Peer is a scripted raw peer: the test writes the exact bytes the Conn
@@ -403,18 +322,18 @@ func (p *Peer) Request(id, method, params string) {
 }
 
 // Notify sends a notification; params is JSON text ("" for none).
-func (p *Peer) Notify(method, params string) { p.t.Helper(); p.Send(NotificationLine(method, params)) }
+func (p *Peer) Notify(method, params string) { p.t.Helper(); p.Send(notificationLine(method, params)) }
 
 // Cancel sends $/cancel_request for id, given as JSON text.
 func (p *Peer) Cancel(id string) { p.t.Helper(); p.Send(CancelLine(id)) }
 
 // Respond answers id with result, both JSON text.
-func (p *Peer) Respond(id, result string) { p.t.Helper(); p.Send(ResultLine(id, result)) }
+func (p *Peer) Respond(id, result string) { p.t.Helper(); p.Send(resultLine(id, result)) }
 
 // RespondError answers id with an error.
 func (p *Peer) RespondError(id string, code int64, message string) {
 	p.t.Helper()
-	p.Send(ErrorLine(id, code, message))
+	p.Send(errorLine(id, code, message))
 }
 
 // CloseWrite ends the Conn's input, as a peer that exits does.
@@ -454,56 +373,4 @@ func (p *Peer) Close() {
 		_ = p.end.Close()
 		p.reader.Wait()
 	})
-}
-
-// RequestLine is a request's line without its "\n".
-func RequestLine(id, method, params string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"method":` + quote(method) + paramsPart(params) + `}`
-}
-
-// NotificationLine is a notification's line without its "\n".
-func NotificationLine(method, params string) string {
-	return `{"jsonrpc":"2.0","method":` + quote(method) + paramsPart(params) + `}`
-}
-
-// CancelLine is a $/cancel_request line for id (JSON text).
-func CancelLine(id string) string {
-	return NotificationLine(acprpc.MethodCancelRequest, `{"requestId":`+id+`}`)
-}
-
-// ResultLine is a success answer's line.
-func ResultLine(id, result string) string {
-	return `{"jsonrpc":"2.0","id":` + id + `,"result":` + result + `}`
-}
-
-// ErrorLine is an error answer's line.
-func ErrorLine(id string, code int64, message string) string {
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, code, quote(message))
-}
-
-func paramsPart(params string) string {
-	if params == "" {
-		return ""
-	}
-	return `,"params":` + params
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-// jsonEqual reports whether a and b are the same JSON value.
-func jsonEqual(a, b string) bool {
-	var x, y any
-	da := json.NewDecoder(strings.NewReader(a))
-	da.UseNumber()
-	db := json.NewDecoder(strings.NewReader(b))
-	db.UseNumber()
-	if da.Decode(&x) != nil || db.Decode(&y) != nil {
-		return false
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
 }

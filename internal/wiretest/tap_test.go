@@ -49,7 +49,7 @@ func TestTapRecordsBeforeSending(t *testing.T) {
 		require.Equal(t, sent, l.Tally(AtoB).Lines, "%s reached the transport before the ledger had it", msg)
 		return nil
 	}), l, AtoB)
-	for _, msg := range []string{RequestLine("1", "a", `{"k":"v"}`), ResultLine("2", "true"), NotificationLine("n", "")} {
+	for _, msg := range []string{RequestLine("1", "a", `{"k":"v"}`), resultLine("2", "true"), notificationLine("n", "")} {
 		require.NoError(t, tap.Send([]byte(msg)))
 	}
 	assert.Equal(t, 3, sent)

@@ -156,23 +156,6 @@ func (w *Wire) Count(d Direction, match func(Msg) bool) int {
 	return n
 }
 
-// IsCancelOf matches a $/cancel_request for id (JSON text).
-func IsCancelOf(id string) func(Msg) bool {
-	return func(m Msg) bool {
-		return m.IsNotification() && m.Method == acprpc.MethodCancelRequest && string(m.ParamMember("requestId")) == id
-	}
-}
-
-// IsAnswerTo matches the answer for id (JSON text).
-func IsAnswerTo(id string) func(Msg) bool {
-	return func(m Msg) bool { return m.IsResponse() && string(m.ID) == id }
-}
-
-// IsRequestOf matches a request of method.
-func IsRequestOf(method string) func(Msg) bool {
-	return func(m Msg) bool { return m.IsRequest() && m.Method == method }
-}
-
 // MarkMethod is the notification Settle sends each side's peer; handlers
 // may ignore it.
 const MarkMethod = "wiretest/mark"

@@ -44,10 +44,10 @@ func TestParseRejects(t *testing.T) {
 
 func TestLineBuilders(t *testing.T) {
 	assert.Equal(t, `{"jsonrpc":"2.0","id":"a","method":"m","params":{"x":1}}`, RequestLine(`"a"`, "m", `{"x":1}`))
-	assert.Equal(t, `{"jsonrpc":"2.0","method":"m"}`, NotificationLine("m", ""))
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"m"}`, notificationLine("m", ""))
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":-1}}`, CancelLine("-1"))
 	assert.Equal(t, `{"jsonrpc":"2.0","id":2,"error":{"code":-32800,"message":"Request cancelled"}}`,
-		ErrorLine("2", -32800, "Request cancelled"))
+		errorLine("2", -32800, "Request cancelled"))
 	assert.True(t, jsonEqual(`{"a":1,"b":[2]}`, ` { "b":[2], "a":1 }`))
 	assert.False(t, jsonEqual(`{"a":1}`, `{"a":"1"}`))
 }
@@ -91,10 +91,11 @@ func TestLinkRecords(t *testing.T) {
 			var out map[string]int
 			require.NoError(t, l.A.Call(ctx, "echo", map[string]int{"n": 3}, &out))
 			assert.Equal(t, 3, out["n"])
-			req := l.Await(ctx, AtoB, IsRequestOf("echo"))
+			req := l.Await(ctx, AtoB, func(m Msg) bool { return m.IsRequestOf("echo") })
 			assert.Equal(t, "1", string(req.ID))
-			l.Await(ctx, BtoA, IsAnswerTo("1"))
-			assert.Equal(t, 1, l.Count(BtoA, IsAnswerTo("1")))
+			answers := func(m Msg) bool { return m.IsAnswerTo("1") }
+			l.Await(ctx, BtoA, answers)
+			assert.Equal(t, 1, l.Count(BtoA, answers))
 			err := l.B.Call(ctx, "nothing", nil, nil)
 			var rpcErr *acprpc.Error
 			require.ErrorAs(t, err, &rpcErr)
