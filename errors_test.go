@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,7 +84,7 @@ func TestNestedCallErrorInACancelledRequest(t *testing.T) {
 		t.Run(tc.method, func(t *testing.T) {
 			ctx := wiretest.Context(t)
 			h := nestedCaller(func(err error) error { return err })
-			_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{WaitAfterCancel: wiretest.Timeout})
+			_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{WaitAfterCancel: time.Minute})
 			p.Request("1", tc.method, `{"sessionId":"s","prompt":[]}`)
 			ask := p.ExpectRequest(ctx, "session/request_permission")
 			p.Cancel("1")
@@ -240,7 +241,7 @@ func TestPeerAnswersNeverMatchConnClosedOddCases(t *testing.T) {
 	assert.NotErrorIs(t, err, acprpc.ErrConnClosed)
 
 	callCtx, cancel := context.WithCancel(ctx)
-	req, done = pendingCall(t, callCtx, c, p, "x/cancelled", acprpc.WaitAfterCancel(wiretest.Timeout))
+	req, done = pendingCall(t, callCtx, c, p, "x/cancelled", acprpc.WaitAfterCancel(time.Minute))
 	cancel()
 	p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
 	p.RespondError(string(req.ID), acprpc.CodeRequestCancelled, "Request cancelled")

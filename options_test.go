@@ -264,7 +264,7 @@ func TestLimitsCancelBehindFullNotificationQueue(t *testing.T) {
 // cancel sent in the middle of the flood, is answered exactly once.
 func TestLimitsMaxQueuedWrite(t *testing.T) {
 	wiretest.NoLeak(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*wiretest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const limit = 256 << 10
 	n := *floodRequests
@@ -328,7 +328,7 @@ func TestLimitsMaxQueuedWrite(t *testing.T) {
 	require.Less(t, growth, int64(16<<20), "the heap grew with the unread answers")
 
 	// The peer reads: everything is answered exactly once.
-	ctx, cancel = context.WithTimeout(context.Background(), 3*wiretest.Timeout)
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	wrote := tap.Ledger()
 	drained := p.Drain()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,7 +35,7 @@ func TestPipeJoinsTwoConns(t *testing.T) {
 
 	callCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- client.Call(callCtx, "block", nil, nil, acprpc.WaitAfterCancel(wiretest.Timeout)) }()
+	go func() { done <- client.Call(callCtx, "block", nil, nil, acprpc.WaitAfterCancel(time.Minute)) }()
 	<-started
 	cancel()
 	err := <-done

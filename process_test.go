@@ -196,7 +196,7 @@ func TestStartAgentCloseCancelsPendingCalls(t *testing.T) {
 	agent, err := acprpc.StartAgent(ctx, helperAgent("serve"), nil, &acprpc.ProcessOptions{Conn: &acprpc.Options{Hooks: hooks}})
 	require.NoError(t, err)
 	pending := make(chan error, 1)
-	go func() { pending <- agent.Call(ctx, "block", nil, nil, acprpc.WaitAfterCancel(wiretest.Timeout)) }()
+	go func() { pending <- agent.Call(ctx, "block", nil, nil, acprpc.WaitAfterCancel(time.Minute)) }()
 	wiretest.Recv(t, ctx, sent)
 	require.NoError(t, agent.Close())
 	err = wiretest.Recv(t, ctx, pending)
@@ -316,7 +316,7 @@ func TestStartAgentJunkOnStdout(t *testing.T) {
 // with status 0 well before its exit timeout.
 func TestStartAgentWritesAfterEOF(t *testing.T) {
 	ctx := wiretest.Context(t)
-	agent, err := acprpc.StartAgent(ctx, helperAgent("loud-exit"), nil, &acprpc.ProcessOptions{ExitTimeout: wiretest.Timeout})
+	agent, err := acprpc.StartAgent(ctx, helperAgent("loud-exit"), nil, &acprpc.ProcessOptions{ExitTimeout: time.Minute})
 	require.NoError(t, err)
 	echo(t, ctx, agent.Conn)
 	require.NoError(t, agent.Close())

@@ -167,7 +167,7 @@ func TestShutdownCancelsOwnCalls(t *testing.T) {
 	}
 	waiting := make(chan result, 1)
 	go func() {
-		res, err := acprpc.CallFor[promptResult](ctx, c, "session/prompt", sessionRef{SessionID: "s"}, acprpc.WaitAfterCancel(wiretest.Timeout))
+		res, err := acprpc.CallFor[promptResult](ctx, c, "session/prompt", sessionRef{SessionID: "s"}, acprpc.WaitAfterCancel(time.Minute))
 		waiting <- result{res, err}
 	}()
 	prompt := p.ExpectRequest(ctx, "session/prompt")

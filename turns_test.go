@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,7 +69,7 @@ func TestReportCancelledTurns(t *testing.T) {
 		ctx := wiretest.Context(t)
 		c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{ReportCancelledTurns: true})
 		callCtx, cancel := context.WithCancel(ctx)
-		got := prompt(callCtx, c, "s", acprpc.WaitAfterCancel(wiretest.Timeout))
+		got := prompt(callCtx, c, "s", acprpc.WaitAfterCancel(time.Minute))
 		m := p.ExpectRequest(ctx, "session/prompt")
 		cancel()
 		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
@@ -78,7 +79,7 @@ func TestReportCancelledTurns(t *testing.T) {
 	t.Run("shutdown", func(t *testing.T) {
 		ctx := wiretest.Context(t)
 		c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{ReportCancelledTurns: true})
-		got := prompt(ctx, c, "s", acprpc.WaitAfterCancel(wiretest.Timeout))
+		got := prompt(ctx, c, "s", acprpc.WaitAfterCancel(time.Minute))
 		m := p.ExpectRequest(ctx, "session/prompt")
 		shut := make(chan error, 1)
 		go func() { shut <- c.Shutdown(ctx) }()

@@ -235,7 +235,7 @@ func driveTypeScriptAgent(t *testing.T, url, how string) {
 		turn <- client.Call(promptCtx, "session/prompt", map[string]any{
 			"sessionId": sess.SessionID,
 			"prompt":    []map[string]string{{"type": "text", "text": "slow: analyze file X"}},
-		}, &result, acprpc.WaitAfterCancel(wiretest.Timeout))
+		}, &result, acprpc.WaitAfterCancel(time.Minute))
 	}()
 	assert.ElementsMatch(t, []string{"session/request_permission", "terminal/create"}, []string{<-arrived, <-arrived})
 	if how == "session/cancel" {

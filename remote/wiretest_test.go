@@ -32,7 +32,7 @@ func openRemote(scheme string) (acprpc.Transport, *wiretest.End, error) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	stop := func() { _ = srv.Close(); <-served }
-	ctx, cancel := context.WithTimeout(context.Background(), wiretest.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	client, err := Dial(ctx, scheme+"://"+l.Addr().String()+DefaultPath, nil)
 	if err != nil {
@@ -70,7 +70,7 @@ func (o *opened) initialized() error {
 	select {
 	case <-o.sent:
 		return o.sendErr
-	case <-time.After(wiretest.Timeout):
+	case <-time.After(10 * time.Second):
 		return errors.New("remote: initialize was never sent")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
 	"github.com/stretchr/testify/assert"
@@ -50,7 +51,7 @@ func TestAcprpcClientCancelsEngineHandler(t *testing.T) {
 	done := make(chan error, 1)
 	var res struct{ StopReason string }
 	go func() {
-		done <- client.Call(callCtx, "session/prompt", params, &res, acprpc.WaitAfterCancel(wiretest.Timeout))
+		done <- client.Call(callCtx, "session/prompt", params, &res, acprpc.WaitAfterCancel(time.Minute))
 	}()
 	wiretest.Recv(t, ctx, started)
 	cancel()

@@ -5,7 +5,7 @@
 // # The language
 //
 //	set up    Run, Transports, Streams, Transport, Connect, NewWire, Side,
-//	          Option (Parent, Tapped, Relay), Context, Timeout, NoLeak
+//	          Option (Parent, Tapped, Relay), Context, NoLeak
 //	speak     Peer (Request, Notify, Cancel, Respond, Send, SendRaw, ...),
 //	          RequestLine, CancelLine
 //	hear      Peer (Expect, ExpectResult, ExpectError, ExpectByID, Rest, ...),
@@ -14,10 +14,9 @@
 //	record    Recorder (Return, Record), Ledger (Tally, Calls), Tap,
 //	          Wire, Direction (AtoB, BtoA)
 //	wait      Recv, Peer.Settle, Wire.Settle, Ledger.Await, Recorder's Next*
-//	break     BreakingAfter, ErrBrokenOutput, Discard, PipeCapacity
+//	break     BreakingAfter, Transport.Capacity
 //	script    Script, Step
-//	others    End, EndOf, NewPeer, RawPipe (a peer of another engine),
-//	          Goroutines, MarkMethod
+//	others    End, EndOf, NewPeer, RawPipe (a peer of another engine)
 //
 // # A conversation
 //
@@ -28,7 +27,7 @@
 //
 //	func TestPing(t *testing.T) {
 //		wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
-//			ctx := wiretest.Context(t) // ends after Timeout
+//			ctx := wiretest.Context(t) // ends after ten seconds
 //			_, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping}, nil)
 //			p.Request("1", "ping", "")
 //			p.ExpectResult(ctx, "1", `"pong"`)
@@ -80,5 +79,7 @@
 // for a line, Ledger.Await for a count, Wire.Settle for both sides to have
 // written everything and answered every request; Peer.Settle closes the
 // Peer's Conn and waits for its handlers. The waits that take t fail the
-// test when ctx ends first; Recv's failure shows every goroutine's stack.
+// test when ctx ends first, the others return ctx's error; either way the
+// failure shows every goroutine's stack. Wire.Settle's marks are the kit's
+// own lines: a Ledger does not count them among the notifications.
 package wiretest

@@ -25,6 +25,7 @@ type Ledger struct {
 	tally   [2]Tally
 	ids     [2]idTable // by the direction the requests went
 	lines   [2][]Msg
+	marks   [2]int  // Wire.Settle's marks, counted apart from the lines of the test
 	changed changes // woken whenever a line is recorded
 }
 
@@ -33,7 +34,7 @@ type Tally struct {
 	Lines         int            // every line recorded
 	Requests      map[string]int // requests by method
 	Owed          int            // lines that are no request, yet owe an answer (see Owe)
-	Notifications map[string]int // notifications by method, cancels included
+	Notifications map[string]int // notifications by method, cancels included, Wire.Settle's marks not
 	Results       int            // success answers, markers included
 	Markers       int            // success answers that are an ACP cancellation marker
 	Errors        map[int64]int  // error answers by code
@@ -233,6 +234,10 @@ func (l *Ledger) count(d Direction, t *Tally, s summary) {
 		t.Requests[s.method]++
 		l.ids[d].request(s.id)
 	case kindNotification:
+		if s.method == markMethod {
+			l.marks[d]++
+			return
+		}
 		t.Notifications[s.method]++
 		if s.method == acprpc.MethodCancelRequest && s.cancelOf != nil {
 			l.ids[d].cancel(s.cancelOf)
@@ -306,6 +311,13 @@ func (l *Ledger) Notifications(d Direction, method string) int {
 	return l.tallyOf(d).Notifications[method]
 }
 
+// marked returns how many of Wire.Settle's marks went the way d.
+func (l *Ledger) marked(d Direction) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.marks[d]
+}
+
 // Calls reports what became of the requests that went the way d.
 func (l *Ledger) Calls(d Direction) Calls {
 	l.mu.Lock()
@@ -336,8 +348,9 @@ func (l *Ledger) Lines(d Direction) []Msg {
 	return append([]Msg(nil), l.lines[d]...)
 }
 
-// Await waits until cond holds, testing it again after each line recorded,
-// and returns ctx's error if ctx ends first. cond may call the Ledger.
+// Await waits until cond holds, testing it again after each line recorded.
+// If ctx ends first it returns ctx's error, with every goroutine's stack.
+// cond may call the Ledger.
 func (l *Ledger) Await(ctx context.Context, cond func() bool) error {
 	for {
 		changed := l.changedCh()
@@ -347,7 +360,7 @@ func (l *Ledger) Await(ctx context.Context, cond func() bool) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return ctx.Err()
+			return stalled(ctx)
 		}
 	}
 }

@@ -14,14 +14,15 @@ import (
 	"github.com/acpkit/acprpc"
 )
 
-// Timeout bounds every wait of a test that uses Context; a test that needs it
-// has already failed.
-const Timeout = 10 * time.Second
+// timeout bounds every wait of a test that uses Context; a test that needs
+// it has already failed.
+const timeout = 10 * time.Second
 
-// Context returns a context for one test's waits: it ends after Timeout or
-// when the test ends.
+// Context returns a context for one test's waits: it ends after ten
+// seconds, which only a test that has already failed needs, or when the
+// test ends.
 func Context(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -361,7 +362,8 @@ func (p *Peer) Settle(ctx context.Context) {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			t.Fatalf("wiretest: handlers did not return after Close: %d still in flight", c.Stats().IncomingInFlight)
+			t.Fatalf("wiretest: handlers did not return after Close: %d still in flight: %v",
+				c.Stats().IncomingInFlight, stalled(ctx))
 		}
 	}
 }

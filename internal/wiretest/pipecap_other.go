@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// PipeCapacity measures how many bytes an os.Pipe holds with nobody
+// pipeCapacity measures how many bytes an os.Pipe holds with nobody
 // reading: a write with a deadline fills it and reports what it took.
-func PipeCapacity(t testing.TB) int {
+func pipeCapacity(t testing.TB) int {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {

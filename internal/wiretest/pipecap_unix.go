@@ -9,11 +9,11 @@ import (
 	"testing"
 )
 
-// PipeCapacity measures how many bytes an os.Pipe holds with nobody
+// pipeCapacity measures how many bytes an os.Pipe holds with nobody
 // reading: it writes to the pipe's non-blocking descriptor until the kernel
 // says it is full. No clock is involved, so a busy machine cannot cut the
 // measure short.
-func PipeCapacity(t testing.TB) int {
+func pipeCapacity(t testing.TB) int {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {

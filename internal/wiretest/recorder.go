@@ -77,8 +77,8 @@ func (r *Recorder) Running() int {
 	return r.running
 }
 
-// AwaitIdle waits until no tracked handler is running, and returns ctx's
-// error if ctx ends first.
+// AwaitIdle waits until no tracked handler is running; if ctx ends first
+// it returns ctx's error, with every goroutine's stack.
 func (r *Recorder) AwaitIdle(ctx context.Context) error {
 	return r.await(ctx, func() bool { return r.running == 0 })
 }
@@ -109,7 +109,7 @@ func (r *Recorder) await(ctx context.Context, cond func() bool) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return ctx.Err()
+			return stalled(ctx)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package wiretest
 
 import (
+	"context"
+	"fmt"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -15,9 +17,14 @@ func NoLeak(t testing.TB) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
-// Goroutines returns a dump of every goroutine's stack, for the message of
-// a test that timed out waiting.
-func Goroutines() string {
+// stalled is the error of a wait whose ctx ended first: ctx's error and
+// every goroutine's stack, which shows what the wait was stuck behind.
+func stalled(ctx context.Context) error {
+	return fmt.Errorf("%w; goroutines:\n%s", ctx.Err(), goroutines())
+}
+
+// goroutines returns a dump of every goroutine's stack.
+func goroutines() string {
 	var b strings.Builder
 	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
 	return b.String()

@@ -137,9 +137,9 @@ func TestFailAfter(t *testing.T) {
 	assert.NoError(t, err)
 	n, err = w.Write([]byte("defg"))
 	assert.Equal(t, 2, n)
-	assert.ErrorIs(t, err, ErrBrokenOutput)
+	assert.ErrorIs(t, err, errBrokenOutput)
 	_, err = w.Write([]byte("h"))
-	assert.ErrorIs(t, err, ErrBrokenOutput)
+	assert.ErrorIs(t, err, errBrokenOutput)
 	assert.Equal(t, "abcde", out.String())
 	assert.NoError(t, w.Close())
 }
@@ -184,14 +184,15 @@ func TestWireSettles(t *testing.T) {
 	require.NoError(t, g.AwaitIdle(ctx))
 	w.Ledger.CheckExactlyOnce(t, AtoB)
 	w.Ledger.CheckNoDuplicates(t)
-	assert.Equal(t, 1, w.Ledger.Notifications(AtoB, MarkMethod))
-	assert.Equal(t, 1, w.Ledger.Notifications(BtoA, MarkMethod))
+	assert.Equal(t, 1, w.Ledger.marked(AtoB))
+	assert.Equal(t, 1, w.Ledger.marked(BtoA))
+	assert.Zero(t, w.Ledger.Notifications(AtoB, markMethod), "the marks are not the test's notifications")
 	require.NoError(t, w.Settle(ctx))
-	assert.Equal(t, 2, w.Ledger.Notifications(AtoB, MarkMethod))
+	assert.Equal(t, 2, w.Ledger.marked(AtoB))
 }
 
 func TestPipeCapacity(t *testing.T) {
-	n := PipeCapacity(t)
+	n := Transports[0].Capacity(t)
 	assert.GreaterOrEqual(t, n, 4096)
-	assert.Equal(t, n, PipeCapacity(t), "the same each time")
+	assert.Equal(t, n, Transports[0].Capacity(t), "the same each time")
 }

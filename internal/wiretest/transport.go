@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"testing"
 
 	"github.com/acpkit/acprpc"
 )
@@ -19,6 +20,19 @@ type Transport struct {
 	Stream bool
 	// Open returns the Conn's transport and the peer's end of it.
 	Open func() (acprpc.Transport, *End, error)
+
+	capacity func(testing.TB) int // what the pipe holds, for os.Pipe
+}
+
+// Capacity returns how many bytes the transport holds while its reader
+// reads nothing, measured on a fresh pipe, for a test of a writer that
+// must block; it fails the test for a transport that does not know.
+func (tr Transport) Capacity(t testing.TB) int {
+	t.Helper()
+	if tr.capacity == nil {
+		t.Fatalf("wiretest: %s has no known capacity", tr.Name)
+	}
+	return tr.capacity(t)
 }
 
 // Transports are the framings every conversation test runs over: os.Pipe
@@ -27,7 +41,7 @@ type Transport struct {
 // no framing). os.Pipe comes first: a test that needs only one runs over
 // Transports[0].
 var Transports = []Transport{
-	{Name: "os.Pipe", Stream: true, Open: openOSPipe},
+	{Name: "os.Pipe", Stream: true, Open: openOSPipe, capacity: pipeCapacity},
 	{Name: "net.Pipe", Stream: true, Open: openNetPipe},
 	{Name: "io.Pipe", Stream: true, Open: openIOPipe},
 	{Name: "acprpc.Pipe", Open: openInProcess},
@@ -38,8 +52,8 @@ var Transports = []Transport{
 var Streams = append([]Transport(nil), Transports[:3]...)
 
 // BreakingAfter is os.Pipe with the Conn's output passing its first n
-// bytes and failing every write after them with ErrBrokenOutput, as a pipe
-// whose reader died mid-line does.
+// bytes and failing every write after them (with "wiretest: output
+// broken"), as a pipe whose reader died mid-line does.
 func BreakingAfter(n int) Transport {
 	return Transport{Name: "os.Pipe", Stream: true, Open: func() (acprpc.Transport, *End, error) {
 		in, out, end, err := osPipes()

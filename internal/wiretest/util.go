@@ -25,7 +25,7 @@ func Recv[T any](t testing.TB, ctx context.Context, ch <-chan T) T {
 	case v := <-ch:
 		return v
 	case <-ctx.Done():
-		t.Fatalf("wiretest: timed out waiting: %v; goroutines:\n%s", ctx.Err(), Goroutines())
+		t.Fatalf("wiretest: timed out waiting: %v", stalled(ctx))
 		var zero T
 		return zero
 	}

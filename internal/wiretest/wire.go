@@ -156,9 +156,9 @@ func (w *Wire) Count(d Direction, match func(Msg) bool) int {
 	return n
 }
 
-// MarkMethod is the notification Settle sends each side's peer; handlers
-// may ignore it.
-const MarkMethod = "wiretest/mark"
+// markMethod is the notification Settle sends each side's peer; handlers
+// may ignore it, and a Ledger counts it apart from the test's lines.
+const markMethod = "wiretest/mark"
 
 // Settle waits until each side of a Tapped Wire has written everything it
 // had queued (a mark notification from each, written after the rest, is in
@@ -169,12 +169,12 @@ const MarkMethod = "wiretest/mark"
 func (w *Wire) Settle(ctx context.Context) error {
 	w.marks++
 	for d, c := range []*acprpc.Conn{w.A, w.B} {
-		if err := c.Notify(ctx, MarkMethod, nil); err != nil {
+		if err := c.Notify(ctx, markMethod, nil); err != nil {
 			return fmt.Errorf("mark: %w", err)
 		}
 		dir := Direction(d)
 		if err := w.Ledger.Await(ctx, func() bool {
-			return w.Ledger.Notifications(dir, MarkMethod) >= w.marks
+			return w.Ledger.marked(dir) >= w.marks
 		}); err != nil {
 			return fmt.Errorf("waiting for %s's mark: %w", dir, err)
 		}

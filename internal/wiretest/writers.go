@@ -6,11 +6,12 @@ import (
 	"sync"
 )
 
-// ErrBrokenOutput is the error of a BreakingAfter output once it has failed.
-var ErrBrokenOutput = errors.New("wiretest: output broken")
+// errBrokenOutput is the error of a BreakingAfter output once it has
+// failed.
+var errBrokenOutput = errors.New("wiretest: output broken")
 
 // failAfter passes the first left bytes on to w and fails every write after
-// them with ErrBrokenOutput.
+// them with errBrokenOutput.
 type failAfter struct {
 	w    io.WriteCloser
 	mu   sync.Mutex
@@ -26,15 +27,7 @@ func (f *failAfter) Write(p []byte) (int, error) {
 	}
 	n, _ := f.w.Write(p[:f.left])
 	f.left = 0
-	return n, ErrBrokenOutput
+	return n, errBrokenOutput
 }
 
 func (f *failAfter) Close() error { return f.w.Close() }
-
-// Discard is an output that takes everything and closes without error.
-var Discard io.WriteCloser = discard{}
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-func (discard) Close() error                { return nil }
