@@ -1,8 +1,10 @@
 package acprpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 )
 
 // Handler answers the peer's requests and receives its notifications.
@@ -39,21 +41,37 @@ type Request struct {
 // IsNotification reports whether the peer expects no answer.
 func (r *Request) IsNotification() bool { return r.ID.IsZero() }
 
-// nullParams is what DecodeParams decodes when a request has no params.
-var nullParams = []byte("null")
-
 // DecodeParams unmarshals the params into v. Its error is a -32602 *Error,
 // so a handler can return it as is.
+//
+// Absent or null params are decoded into a struct as an empty object, so
+// that the struct's own decoding decides what it requires: a plain struct
+// is left at its zero value, and the generated ACP types refuse one whose
+// schema requires members, naming the first missing, as the SDKs do. Into
+// anything else (a pointer, a map, json.RawMessage) they decode as null.
 func (r *Request) DecodeParams(v any) error {
-	params := r.Params
-	if params == nil {
-		params = nullParams
-	}
-	if err := json.Unmarshal(params, v); err != nil {
+	if err := json.Unmarshal(r.paramsFor(v), v); err != nil {
 		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 	}
 	return nil
 }
+
+// paramsFor returns the params to decode into v: the params as received,
+// or in their absence an empty object for a struct and null otherwise.
+func (r *Request) paramsFor(v any) []byte {
+	if r.Params != nil && !bytes.Equal(bytes.TrimSpace(r.Params), nullParams) {
+		return r.Params
+	}
+	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		return emptyParams
+	}
+	return nullParams
+}
+
+var (
+	nullParams  = []byte("null")
+	emptyParams = []byte("{}")
+)
 
 // MethodNotFound is the error a handler returns for a method it does not
 // serve; the peer gets -32601.

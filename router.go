@@ -123,12 +123,13 @@ type requestOnly interface {
 // and f's R is the answer's result; an error is answered as any handler's
 // error is (see the package documentation).
 //
-// Params that are absent or null give f the zero P, as an empty object
-// would: JSON-RPC lets a request omit its params, and Go's decoder has no
-// notion of a required member, so f checks what it requires. Params that do
-// not decode into a P are answered -32602 and f is not called. A P of type
-// json.RawMessage receives the params exactly as they arrived (nil when
-// absent), undecoded.
+// Params that are absent or null are decoded as an empty object when P is a
+// struct (JSON-RPC lets a request omit its params): a plain struct arrives
+// at its zero value, with f checking what it requires, and the generated
+// types of acpv1 and acpv2 refuse what their schema requires and is
+// missing. Params that do not decode into a P are answered -32602 and f is
+// not called. A P of type json.RawMessage receives the params exactly as
+// they arrived (nil when absent), undecoded.
 //
 // A notification of the method does not call f: the peer expects no
 // answer, so the work would be done for nobody. It is dropped, and the

@@ -2,6 +2,7 @@ package acpv1
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -128,4 +129,30 @@ func TestAgentDefaultSessionIDsUnderConcurrency(t *testing.T) {
 	}
 	assert.Len(t, seen, calls)
 	assert.True(t, seen["sess_1"] && seen[SessionID("sess_64")], "counted from 1")
+}
+
+// A request whose params are absent or null is decoded as one with an empty
+// object: a method whose params require members is answered -32602 naming
+// the first one missing, as for "{}", and one whose params are all optional
+// reaches its handler with the zero value.
+func TestAbsentParamsAreAnEmptyObject(t *testing.T) {
+	ctx := wiretest.Context(t)
+	listed := make(chan ListSessionsRequest, 3)
+	a := Agent{SessionList: func(_ context.Context, p ListSessionsRequest) (ListSessionsResponse, error) {
+		listed <- p
+		return ListSessionsResponse{}, nil
+	}}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], a.Router(), nil)
+	for i, params := range []string{"", "null", "{}"} {
+		id := fmt.Sprint(i + 1)
+		p.Request(id, MethodSessionNew, params)
+		m := p.ExpectError(ctx, id, acprpc.CodeInvalidParams)
+		assert.Contains(t, m.Error.Message, `without "cwd"`, "params %q", params)
+	}
+	for i, params := range []string{"", "null", "{}"} {
+		id := fmt.Sprint(i + 4)
+		p.Request(id, MethodSessionList, params)
+		p.ExpectResult(ctx, id, `{"sessions":[]}`)
+		assert.Equal(t, ListSessionsRequest{}, wiretest.Recv(t, ctx, listed), "params %q", params)
+	}
 }
