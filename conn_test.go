@@ -209,7 +209,7 @@ func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 		// close had cancelled anything has returned with its context
 		// live, which then ends as answered; its calls' errors are
 		// checked below.
-		if ret, _ := agent.rec.Returned("1"); ret.Cause != nil {
+		if cause, _ := agent.rec.Returned("1"); cause != nil {
 			require.ErrorIs(t, context.Cause(hctx), want)
 		}
 		for method, err := range agent.calls {
@@ -746,7 +746,7 @@ func (r *shutdownRig) check(t *testing.T) {
 	wiretest.Recv(t, ctx, r.conn.Done())
 	assert.ErrorIs(t, r.conn.Err(), acprpc.ErrConnClosed)
 	for range 3 {
-		cause := r.handlers.NextReturn(t, ctx).Cause
+		_, cause := r.handlers.NextReturn(t, ctx)
 		assert.ErrorIs(t, cause, acprpc.ErrConnClosed)
 		assert.NotErrorIs(t, cause, acprpc.ErrPeerCancelled)
 	}

@@ -71,10 +71,10 @@ func TestSessionCancelFromPeer(t *testing.T) {
 		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
 		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["3"].Code())
 		for range 2 {
-			ic := a.NextReturn(t, ctx)
-			assert.Contains(t, []string{"1", "3"}, ic.Key)
-			assert.ErrorIs(t, ic.Cause, acprpc.ErrSessionCancelled)
-			assert.NotErrorIs(t, ic.Cause, acprpc.ErrPeerCancelled)
+			key, cause := a.NextReturn(t, ctx)
+			assert.Contains(t, []string{"1", "3"}, key)
+			assert.ErrorIs(t, cause, acprpc.ErrSessionCancelled)
+			assert.NotErrorIs(t, cause, acprpc.ErrPeerCancelled)
 		}
 		note := wiretest.Recv(t, ctx, a.notes)
 		assert.Equal(t, noteSeen{acprpc.MethodSessionCancel, "s1", true}, note)
@@ -82,7 +82,8 @@ func TestSessionCancelFromPeer(t *testing.T) {
 
 		p.Notify(acprpc.MethodSessionClose, `{"sessionId":"s2"}`)
 		p.ExpectResult(ctx, "2", `{"stopReason":"cancelled"}`)
-		assert.ErrorIs(t, a.NextReturn(t, ctx).Cause, acprpc.ErrSessionCancelled)
+		_, cause := a.NextReturn(t, ctx)
+		assert.ErrorIs(t, cause, acprpc.ErrSessionCancelled)
 		assert.Equal(t, noteSeen{acprpc.MethodSessionClose, "s2", true}, wiretest.Recv(t, ctx, a.notes))
 
 		// Unknown, missing or non-string session IDs cancel nothing.
@@ -122,7 +123,8 @@ func TestSessionCancelMethodsOption(t *testing.T) {
 	a2.NextStart(t, ctx)
 	p2.Notify("x/stop", `{"sessionId":"s"}`)
 	p2.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
-	assert.ErrorIs(t, a2.NextReturn(t, ctx).Cause, acprpc.ErrSessionCancelled)
+	_, cause := a2.NextReturn(t, ctx)
+	assert.ErrorIs(t, cause, acprpc.ErrSessionCancelled)
 }
 
 // Conn.CancelSession sends session/cancel and cancels this side's requests
@@ -142,9 +144,9 @@ func TestSessionCancelSession(t *testing.T) {
 		m := p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
 		assert.Equal(t, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`, m.Raw)
 		p.ExpectResult(ctx, "7", `{"outcome":{"outcome":"cancelled"}}`)
-		ic := a.NextReturn(t, ctx)
-		assert.Equal(t, "7", ic.Key)
-		assert.ErrorIs(t, ic.Cause, acprpc.ErrSessionCancelled)
+		key, cause := a.NextReturn(t, ctx)
+		assert.Equal(t, "7", key)
+		assert.ErrorIs(t, cause, acprpc.ErrSessionCancelled)
 		assert.Equal(t, 1, c.Stats().IncomingInFlight)
 
 		// A session with nothing in flight here: only the notification.

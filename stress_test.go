@@ -352,15 +352,14 @@ func (h *stressRig) check(t *testing.T, total int) {
 	for _, p := range append(sent.Problems, answered.Problems...) {
 		t.Errorf("bad line on the wire: %s", p)
 	}
-	calls := l.Calls(wiretest.AtoB)
-	if calls.Requested < total/2 {
-		t.Errorf("only %d of %d requests reached the wire", calls.Requested, total)
+	if sent.Requested < total/2 {
+		t.Errorf("only %d of %d requests reached the wire", sent.Requested, total)
 	}
 	l.CheckExactlyOnce(t, wiretest.AtoB) // sent once, answered once, no answer to anything else
-	for _, id := range calls.Precancel {
+	for _, id := range sent.Precancel {
 		t.Errorf("$/cancel_request for id %s before its request", id)
 	}
-	for _, id := range calls.Recancelled {
+	for _, id := range sent.Recancelled {
 		t.Errorf("id %s: more than one $/cancel_request", id)
 	}
 	cancels := sent.Notifications[acprpc.MethodCancelRequest]
@@ -375,7 +374,7 @@ func (h *stressRig) check(t *testing.T, total int) {
 		t.Errorf("server counted %d cancels received, the wire shows %d", ss.CancelsReceived, cancels)
 	}
 	t.Logf("%d requests on the wire, %d $/cancel_request (%d after the answer), %d session cancels",
-		calls.Requested, cancels, h.lateCancels.Load(), sent.Notifications[acprpc.MethodSessionCancel])
+		sent.Requested, cancels, h.lateCancels.Load(), sent.Notifications[acprpc.MethodSessionCancel])
 }
 
 // The soak: two Conns over real pipes, a client (A) and an agent (B), with a
@@ -459,9 +458,7 @@ func TestSoak(t *testing.T) {
 
 	l := s.wire.Ledger
 	ab, ba := l.Tally(wiretest.AtoB), l.Tally(wiretest.BtoA)
-	callsAB, callsBA := l.Calls(wiretest.AtoB), l.Calls(wiretest.BtoA)
 	both := func(f func(wiretest.Tally) int) int { return f(ab) + f(ba) }
-	count := func(f func(wiretest.Calls) []string) int { return len(f(callsAB)) + len(f(callsBA)) }
 	note := func(method string) int { return ab.Notifications[method] + ba.Notifications[method] }
 	requests := both(wiretest.Tally.RequestCount)
 	answers := both(wiretest.Tally.Answers)
@@ -481,9 +478,10 @@ func TestSoak(t *testing.T) {
 	nullAnswers := both(func(t wiretest.Tally) int { return t.NullAnswers })
 	nullExpected := int(s.nullExpected.Load())
 	problems := append(ab.Problems, ba.Problems...)
-	lost, dup, stray := count(func(c wiretest.Calls) []string { return c.Unanswered }),
-		count(func(c wiretest.Calls) []string { return c.Duplicated }), count(func(c wiretest.Calls) []string { return c.Stray })
-	resent := count(func(c wiretest.Calls) []string { return c.Resent })
+	lost := both(func(t wiretest.Tally) int { return len(t.Unanswered) })
+	dup := both(func(t wiretest.Tally) int { return len(t.Duplicated) })
+	stray := both(func(t wiretest.Tally) int { return len(t.Stray) })
+	resent := both(func(t wiretest.Tally) int { return len(t.Resent) })
 	t.Logf("soak report (%s, %d top-level requests, %d workers)", began.UTC().Format("2006-01-02"), n, s.workers)
 	t.Logf("  requests on the wire   %d (client→agent %d, agent→client %d; bad lines injected %d, of which answerable %d)",
 		requests, ab.RequestCount(), ba.RequestCount(), s.injected.Load(), ab.Owed+ba.Owed+nullExpected)
@@ -501,10 +499,10 @@ func TestSoak(t *testing.T) {
 		float64(memStart.HeapAlloc)/(1<<20), float64(memEnd.HeapAlloc)/(1<<20))
 	t.Logf("  duration               %v", elapsed.Round(time.Millisecond))
 
-	require.Zero(t, dup, "requests answered more than once: %v %v", callsAB.Duplicated, callsBA.Duplicated)
-	require.Zero(t, lost, "requests never answered: %v %v", callsAB.Unanswered, callsBA.Unanswered)
-	require.Zero(t, stray, "answers to no request: %v %v", callsAB.Stray, callsBA.Stray)
-	require.Zero(t, resent, "request IDs used twice: %v %v", callsAB.Resent, callsBA.Resent)
+	require.Zero(t, dup, "requests answered more than once: %v %v", ab.Duplicated, ba.Duplicated)
+	require.Zero(t, lost, "requests never answered: %v %v", ab.Unanswered, ba.Unanswered)
+	require.Zero(t, stray, "answers to no request: %v %v", ab.Stray, ba.Stray)
+	require.Zero(t, resent, "request IDs used twice: %v %v", ab.Resent, ba.Resent)
 	require.Empty(t, problems, "lines from a Conn that are not valid messages")
 	require.Equal(t, nullExpected, nullAnswers, "unreadable lines answered with a null ID")
 	require.Zero(t, s.wrong.Load(), "calls with the wrong outcome: %v", s.wrongExamples())

@@ -144,7 +144,7 @@ func TestRequestAndItsCancelBackToBack(t *testing.T) {
 				assert.ErrorIs(t, <-causes, acprpc.ErrPeerCancelled)
 			}
 			as.ledger.CheckExactlyOnce(t, wiretest.AtoB)
-			assert.Equal(t, 40, as.ledger.Calls(wiretest.AtoB).Cancelled)
+			assert.Equal(t, 40, as.ledger.Tally(wiretest.AtoB).Cancelled)
 		})
 	}
 }

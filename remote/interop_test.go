@@ -254,11 +254,11 @@ func driveTypeScriptAgent(t *testing.T, url, how string) {
 	require.NoError(t, ledger.AwaitAnswered(ctx))
 	ledger.CheckExactlyOnce(t, wiretest.AtoB)
 	ledger.CheckExactlyOnce(t, wiretest.BtoA)
-	assert.Equal(t, 2, ledger.Calls(wiretest.BtoA).Requested, "the agent's two nested requests")
+	assert.Equal(t, 2, ledger.Tally(wiretest.BtoA).Requested, "the agent's two nested requests")
 	if how == "session/cancel" {
 		assert.Equal(t, 1, ledger.Notifications(wiretest.AtoB, "session/cancel"))
 	} else {
-		assert.Equal(t, 1, ledger.Calls(wiretest.AtoB).Cancelled, "the prompt, by its ID")
+		assert.Equal(t, 1, ledger.Tally(wiretest.AtoB).Cancelled, "the prompt, by its ID")
 	}
-	assert.GreaterOrEqual(t, ledger.Calls(wiretest.BtoA).Cancelled, 1, "the agent's cascade")
+	assert.GreaterOrEqual(t, ledger.Tally(wiretest.BtoA).Cancelled, 1, "the agent's cascade")
 }

@@ -11,7 +11,7 @@
 //	hear      Peer (Expect, ExpectResult, ExpectError, ExpectByID, Rest, ...),
 //	          Msg (IsAnswerTo, IsCancelOf, IsRequestOf, ...), Parse
 //	serve     Mux, Echo, Ping, Hold
-//	record    Recorder (Return, Record), Ledger (Tally, Calls), Tap,
+//	record    Recorder (Record), Ledger (Tally), Tap,
 //	          Wire, Direction (AtoB, BtoA)
 //	wait      Recv, Peer.Settle, Wire.Settle, Ledger.Await, Recorder's Next*
 //	break     BreakingAfter, Transport.Capacity

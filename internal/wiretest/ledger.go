@@ -29,7 +29,10 @@ type Ledger struct {
 	changed changes // woken whenever a line is recorded
 }
 
-// Tally counts the lines that went one way.
+// Tally counts the lines that went one way, and tells what became of the
+// requests among them, by ID (as JSON text). An answer to a request the
+// ledger never saw, such as the peer's requests when only a Conn's output
+// is tapped, counts as Stray.
 type Tally struct {
 	Lines         int            // every line recorded
 	Requests      map[string]int // requests by method
@@ -40,21 +43,7 @@ type Tally struct {
 	Errors        map[int64]int  // error answers by code
 	NullAnswers   int            // answers with "id": null
 	Problems      []string       // lines that are not one valid JSON-RPC message
-}
 
-// RequestCount is how many requests went this way, owed ones included.
-func (t Tally) RequestCount() int { return sum(t.Requests) + t.Owed }
-
-// Answers is how many answers went this way.
-func (t Tally) Answers() int { return t.Results + sum(t.Errors) }
-
-// ErrorAnswers is how many error answers went this way.
-func (t Tally) ErrorAnswers() int { return sum(t.Errors) }
-
-// Calls is what became of the requests that went one way, by ID (as JSON
-// text). An answer to a request the ledger never saw, such as the peer's
-// requests when only a Conn's output is tapped, counts as Stray.
-type Calls struct {
 	Requested   int      // distinct IDs requested
 	Open        int      // requested and not answered yet
 	Unanswered  []string // requested, never answered
@@ -65,6 +54,15 @@ type Calls struct {
 	Precancel   []string // named by a $/cancel_request before any request
 	Cancelled   int      // IDs named by a $/cancel_request
 }
+
+// RequestCount is how many requests went this way, owed ones included.
+func (t Tally) RequestCount() int { return sum(t.Requests) + t.Owed }
+
+// Answers is how many answers went this way.
+func (t Tally) Answers() int { return t.Results + sum(t.Errors) }
+
+// ErrorAnswers is how many error answers went this way.
+func (t Tally) ErrorAnswers() int { return sum(t.Errors) }
 
 // idTable keeps the accounts of one direction's IDs: small non-negative
 // integers (the Conns' own IDs) in a slice, any other ID in a map, so that a
@@ -168,8 +166,9 @@ func (tb *idTable) each(f func(id string, a account)) {
 	}
 }
 
-func (tb *idTable) calls() Calls {
-	c := Calls{Open: tb.open, Precancel: append([]string(nil), tb.precancel...)}
+// fill fills in c what became of the requests this table keeps.
+func (tb *idTable) fill(c *Tally) {
+	c.Open, c.Precancel = tb.open, append([]string(nil), tb.precancel...)
 	tb.each(func(id string, a account) {
 		if a.requested > 0 {
 			c.Requested++
@@ -196,7 +195,6 @@ func (tb *idTable) calls() Calls {
 	for _, ids := range [][]string{c.Unanswered, c.Stray, c.Duplicated, c.Resent, c.Recancelled} {
 		sort.Strings(ids)
 	}
-	return c
 }
 
 // Record adds one line that went the way d; a trailing "\n" is ignored.
@@ -286,13 +284,15 @@ func (l *Ledger) changedCh() <-chan struct{} {
 	return l.changed.next()
 }
 
-// Tally returns a copy of the counts of the lines that went the way d.
+// Tally returns the counts of the lines that went the way d, and what
+// became of the requests among them: a copy, which walks every ID.
 func (l *Ledger) Tally(d Direction) Tally {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t := *l.tallyOf(d)
 	t.Requests, t.Notifications, t.Errors = clone(t.Requests), clone(t.Notifications), clone(t.Errors)
 	t.Problems = append([]string(nil), t.Problems...)
+	l.ids[d].fill(&t)
 	return t
 }
 
@@ -316,13 +316,6 @@ func (l *Ledger) marked(d Direction) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.marks[d]
-}
-
-// Calls reports what became of the requests that went the way d.
-func (l *Ledger) Calls(d Direction) Calls {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.ids[d].calls()
 }
 
 // Answered returns how many answers went back for the request id (JSON
@@ -397,10 +390,11 @@ func (l *Ledger) AwaitLine(ctx context.Context, t testing.TB, d Direction, match
 func (l *Ledger) CheckNoDuplicates(t testing.TB) {
 	t.Helper()
 	for _, d := range []Direction{AtoB, BtoA} {
-		for _, p := range l.Tally(d).Problems {
+		tally := l.Tally(d)
+		for _, p := range tally.Problems {
 			t.Errorf("wiretest: %s: %s", d, p)
 		}
-		if dup := l.Calls(d).Duplicated; len(dup) > 0 {
+		if dup := tally.Duplicated; len(dup) > 0 {
 			t.Errorf("wiretest: requests that went %s answered more than once: %v", d, head(dup))
 		}
 	}
@@ -411,7 +405,7 @@ func (l *Ledger) CheckNoDuplicates(t testing.TB) {
 // them.
 func (l *Ledger) CheckExactlyOnce(t testing.TB, d Direction) {
 	t.Helper()
-	c := l.Calls(d)
+	c := l.Tally(d)
 	for _, f := range []struct {
 		what string
 		ids  []string

@@ -51,7 +51,7 @@ func TestLedgerCountsCalls(t *testing.T) {
 	assert.Equal(t, 5, back.Answers())
 	assert.Empty(t, out.Problems)
 
-	c := l.Calls(AtoB)
+	c := l.Tally(AtoB)
 	assert.Equal(t, 4, c.Requested)
 	assert.Equal(t, 2, c.Open, "3 and the owed one")
 	assert.Equal(t, []string{`"bad-1"`, "3"}, c.Unanswered)
@@ -63,7 +63,7 @@ func TestLedgerCountsCalls(t *testing.T) {
 	assert.Equal(t, 2, c.Cancelled)
 	assert.Equal(t, 2, l.Answered(AtoB, `"s"`))
 	assert.Zero(t, l.Answered(AtoB, "12345"))
-	assert.Empty(t, l.Calls(BtoA).Unanswered)
+	assert.Empty(t, l.Tally(BtoA).Unanswered)
 }
 
 func TestLedgerReportsBadLines(t *testing.T) {

@@ -22,18 +22,18 @@ type Recorder struct {
 	mu       sync.Mutex
 	ctxs     map[string]context.Context
 	starts   []string
-	returns  []Return
+	returns  []handlerReturn
 	running  int     // handlers tracked and not yet returned
 	changed  changes // woken at every start and return
 	nextSeen [2]int  // how far NextStart and NextReturn have read
 	logged   []Record
 }
 
-// Return is a handler's return: its key and its context's cause then (nil
-// if the context had not ended).
-type Return struct {
-	Key   string
-	Cause error
+// handlerReturn is a handler's return: its key and its context's cause
+// then (nil if the context had not ended).
+type handlerReturn struct {
+	key   string
+	cause error
 }
 
 // requestKey is what a Recorder files a request under: its ID's JSON text, or a
@@ -63,7 +63,7 @@ func (r *Recorder) Track(h acprpc.HandlerFunc) acprpc.HandlerFunc {
 			r.starts = append(r.starts, key)
 		})
 		defer r.note(func() {
-			r.returns = append(r.returns, Return{key, context.Cause(ctx)})
+			r.returns = append(r.returns, handlerReturn{key, context.Cause(ctx)})
 			r.running--
 		})
 		return h(ctx, req)
@@ -126,14 +126,15 @@ func (r *Recorder) NextStart(t testing.TB, ctx context.Context) string {
 }
 
 // NextReturn waits for the next handler to return, in the order they
-// returned; it fails the test if ctx ends first.
-func (r *Recorder) NextReturn(t testing.TB, ctx context.Context) Return {
+// returned, and returns its key and its context's cause then (nil if the
+// context had not ended); it fails the test if ctx ends first.
+func (r *Recorder) NextReturn(t testing.TB, ctx context.Context) (key string, cause error) {
 	t.Helper()
 	ret, err := nextOf(r, ctx, &r.returns, &r.nextSeen[1])
 	if err != nil {
-		t.Fatalf("wiretest: waiting for a handler to return: %v", err)
+		t.Fatalf("wiretest: waiting for a handler to return: %v (returned: %v)", err, r.Returns())
 	}
-	return ret
+	return ret.key, ret.cause
 }
 
 // nextOf waits for the entry of list after the *seen already read, and
@@ -158,24 +159,28 @@ func (r *Recorder) Starts() []string {
 	return append([]string(nil), r.starts...)
 }
 
-// Returns returns the handlers' returns so far, in order.
-func (r *Recorder) Returns() []Return {
+// Returns returns the keys of the handlers returned so far, in order.
+func (r *Recorder) Returns() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]Return(nil), r.returns...)
+	keys := make([]string, len(r.returns))
+	for i, ret := range r.returns {
+		keys[i] = ret.key
+	}
+	return keys
 }
 
-// Returned returns the return of the handler filed under key, if it has
-// returned.
-func (r *Recorder) Returned(key string) (Return, bool) {
+// Returned reports whether the handler filed under key has returned, and
+// its context's cause then.
+func (r *Recorder) Returned(key string) (cause error, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, ret := range r.returns {
-		if ret.Key == key {
-			return ret, true
+		if ret.key == key {
+			return ret.cause, true
 		}
 	}
-	return Return{}, false
+	return nil, false
 }
 
 // Context returns the context of the handler filed under key, or nil if
