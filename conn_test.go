@@ -177,7 +177,7 @@ func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 	ctx := wiretest.Context(t)
 	agent := &cascadeAgent{calls: map[string]error{}}
 	c, p := wiretest.Connect(t, tr, agent.rec.Track(agent.turn),
-		&acprpc.Options{WaitAfterCancel: time.Minute, CancelGrace: -1}, wiretest.Tapped())
+		&acprpc.Options{WaitAfterCancel: time.Minute, CancelGrace: -1}, wiretest.With{Tapped: true})
 	tap := p.Tap()
 	client := &cascade{ctx: ctx, p: p, wrote: tap.Ledger(), idOf: map[string]string{}, delivered: map[string]bool{}}
 	script := client.script()
@@ -273,7 +273,7 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
 	var rec wiretest.Recorder
-	c, p := wiretest.Connect(t, wiretest.Transports[0], acprpc.HandlerFunc(rec.Block), nil, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], acprpc.HandlerFunc(rec.Block), nil, wiretest.With{Tapped: true})
 	tap := p.Tap()
 
 	p.Request(`"long"`, "block", "")
@@ -314,7 +314,7 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 func TestFaultsLastLineWithoutNewline(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
-	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"echo": wiretest.Ping}, nil, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"echo": wiretest.Ping}, nil, wiretest.With{Tapped: true})
 	tap := p.Tap()
 	p.SendRaw(wiretest.RequestLine("3", "echo", ""))
 	p.CloseWrite()
@@ -342,7 +342,7 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 	ctx := wiretest.Context(t)
 	var rec wiretest.Recorder
 	h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
-	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedWrite: 64 << 10}, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedWrite: 64 << 10}, wiretest.With{Tapped: true})
 	tap := p.Tap()
 	p.Request(`"b"`, "block", "")
 	rec.NextStart(t, ctx)
@@ -402,7 +402,7 @@ func TestFaultsWriteFails(t *testing.T) {
 			var rec wiretest.Recorder
 			h := wiretest.Mux{"block": rec.Block, "echo": wiretest.Echo}
 			failing := wiretest.BreakingAfter(n)
-			c, p := wiretest.Connect(t, failing, h, nil, wiretest.Tapped())
+			c, p := wiretest.Connect(t, failing, h, nil, wiretest.With{Tapped: true})
 			tap := p.Tap()
 			drained := p.Drain()
 
@@ -453,7 +453,7 @@ func TestFaultsParentContextEnds(t *testing.T) {
 			sawValue.Store(ctx.Value(parentKey{}) == "v")
 			return wiretest.Hold(nil)(ctx, req)
 		})
-		c, p := wiretest.Connect(t, tr, h, nil, wiretest.Parent(parent), wiretest.Tapped())
+		c, p := wiretest.Connect(t, tr, h, nil, wiretest.With{Parent: parent, Tapped: true})
 		tap := p.Tap()
 		p.Request("1", "block", "")
 		rec.NextStart(t, ctx)
@@ -486,7 +486,7 @@ func TestFaultsParentContextAlreadyDone(t *testing.T) {
 		for range 50 {
 			parent, cancel := context.WithCancel(context.Background())
 			cancel()
-			c, p := wiretest.Connect(t, tr, nil, nil, wiretest.Parent(parent))
+			c, p := wiretest.Connect(t, tr, nil, nil, wiretest.With{Parent: parent})
 			wiretest.Recv(t, ctx, c.Done()) // the Conn to close
 			require.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 			require.ErrorIs(t, c.Err(), context.Canceled)
@@ -547,7 +547,7 @@ func closeRace(t *testing.T, seed uint64) {
 		}
 		return nil, cause
 	})
-	w := wiretest.NewWire(t, wiretest.Side{Handler: serve}, wiretest.Side{Handler: serve}, wiretest.Tapped())
+	w := wiretest.NewWire(t, wiretest.Side{Handler: serve}, wiretest.Side{Handler: serve}, wiretest.With{Tapped: true})
 	a, b := w.A, w.B
 
 	var wg sync.WaitGroup
@@ -655,7 +655,7 @@ func TestFaultsPeerExitsAfterItsLastUpdates(t *testing.T) {
 			handled.Add(1)
 			return nil, nil
 		}
-		c, p := wiretest.Connect(t, tr, wiretest.Mux{"session/update": update}, nil, wiretest.Tapped())
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"session/update": update}, nil, wiretest.With{Tapped: true})
 		tap := p.Tap()
 		tapped <- tap
 		var res struct{ StopReason string }
@@ -722,7 +722,7 @@ func newShutdownRig(t *testing.T, tr wiretest.Transport) *shutdownRig {
 	r.cancelCtx = cancel
 	r.conn, r.peer = wiretest.Connect(t, tr, wiretest.Mux{
 		"x/wait": wait, "x/note": wait, "session/prompt": wait,
-	}, nil, wiretest.Parent(parent))
+	}, nil, wiretest.With{Parent: parent})
 	r.peer.Request("1", "x/wait", "")
 	r.peer.Request("2", "session/prompt", `{"sessionId":"s"}`)
 	r.peer.Notify("x/note", "")

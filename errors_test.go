@@ -141,7 +141,7 @@ func TestConnClosedMatchesEveryWayOfClosing(t *testing.T) {
 			ctx := wiretest.Context(t)
 			parent, stop := context.WithCancel(context.Background())
 			defer stop()
-			c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil, wiretest.Parent(parent))
+			c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil, wiretest.With{Parent: parent})
 			_, done := pendingCall(t, ctx, c, p, "session/prompt")
 			tc.close(c, p, stop)
 			err := wiretest.Recv(t, ctx, done)
@@ -177,7 +177,7 @@ func TestConnClosedWinsOverTheHandlersContext(t *testing.T) {
 func TestNotifyAfterDone(t *testing.T) {
 	for range 50 {
 		parent, stop := context.WithCancel(context.Background())
-		c, _ := wiretest.Connect(t, wiretest.Transports[0], nil, nil, wiretest.Parent(parent))
+		c, _ := wiretest.Connect(t, wiretest.Transports[0], nil, nil, wiretest.With{Parent: parent})
 		stop()
 		<-c.Done()
 		assertClosedNotAnswered(t, c.Notify(context.Background(), "after", nil))

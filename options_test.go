@@ -82,7 +82,7 @@ func TestLimitsOverLongLineIsNotHeld(t *testing.T) {
 		size = 8 << 20
 	}
 	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"echo": wiretest.Echo},
-		&acprpc.Options{MaxMessageSize: limit}, wiretest.Tapped())
+		&acprpc.Options{MaxMessageSize: limit}, wiretest.With{Tapped: true})
 	line := make([]byte, 0, size+64)
 	line = append(line, `{"jsonrpc":"2.0","id":1,"method":"echo","params":{"pad":"`...)
 	line = append(line, strings.Repeat("x", size)...)
@@ -208,7 +208,7 @@ func TestLimitsMaxQueuedNotifications(t *testing.T) {
 	ctx := wiretest.Context(t)
 	const limit, n = 4, 300
 	h := newHeldNotes()
-	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.With{Tapped: true})
 	tap := p.Tap()
 	lines := append(updateFlood(n), wiretest.RequestLine("1", "probe", ""))
 	written := p.SendAsync([]byte(strings.Join(lines, "\n") + "\n"))
@@ -240,7 +240,7 @@ func TestLimitsCancelBehindFullNotificationQueue(t *testing.T) {
 	ctx := wiretest.Context(t)
 	const limit, n = 4, 300
 	h := newHeldNotes()
-	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.With{Tapped: true})
 	tap := p.Tap()
 	lines := append([]string{wiretest.RequestLine(`"b"`, "block", "")}, updateFlood(n)...)
 	lines = append(lines, wiretest.CancelLine(`"b"`))
@@ -279,7 +279,7 @@ func TestLimitsMaxQueuedWrite(t *testing.T) {
 		handled.Add(1)
 		return mux.Handle(ctx, req)
 	})
-	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedWrite: limit}, wiretest.Tapped())
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedWrite: limit}, wiretest.With{Tapped: true})
 	tap := p.Tap()
 	p.Request(`"b"`, "block", "")
 	require.Equal(t, `"b"`, rec.NextStart(t, ctx))
@@ -359,7 +359,7 @@ func TestLimitsOwnCallsDoNotHoldReader(t *testing.T) {
 	wiretest.NoLeak(t)
 	ctx := wiretest.Context(t)
 	side := wiretest.Side{Handler: acprpc.HandlerFunc(wiretest.Echo), Options: &acprpc.Options{MaxQueuedWrite: 64 << 10}}
-	w := wiretest.NewWire(t, side, side, wiretest.Tapped())
+	w := wiretest.NewWire(t, side, side, wiretest.With{Tapped: true})
 
 	const calls = 200
 	payload := strings.Repeat("p", 10_000) // 2 MB in flight against a 64 KiB limit
@@ -516,7 +516,7 @@ func TestBackpressureNotificationQueueStillBounded(t *testing.T) {
 		}()
 		return cctx, cancel
 	}
-	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.Tapped())
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotifications: limit}, wiretest.With{Tapped: true})
 	written := p.SendAsync([]byte(bpUpdates(1, n, 0) + wiretest.RequestLine("1", "probe", "") + "\n"))
 	p.ExpectRequest(ctx, "x/lookup")
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood") // the pipe holds it
@@ -539,7 +539,7 @@ func TestBackpressureNotificationBytes(t *testing.T) {
 	const n, pad, limit = 10, 3000, 10_000 // three notifications fit, not four
 	ctx := wiretest.Context(t)
 	h := newHeldNotes()
-	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotificationBytes: limit, MaxMessageSize: 5000}, wiretest.Tapped())
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{MaxQueuedNotificationBytes: limit, MaxMessageSize: 5000}, wiretest.With{Tapped: true})
 	written := p.SendAsync([]byte(bpUpdates(1, n, pad) + wiretest.RequestLine("1", "probe", "") + "\n"))
 	wiretest.Recv(t, ctx, h.first) // the first notification
 	require.NoError(t, wiretest.Recv(t, ctx, written), "the flood")

@@ -99,7 +99,7 @@ func TestCallConcurrent(t *testing.T) {
 	const n = 64
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		l := wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: wiretest.Mux{"echo": wiretest.Echo}}, wiretest.Relay(tr))
+		l := wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: wiretest.Mux{"echo": wiretest.Echo}}, wiretest.With{Relay: tr})
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
 		for i := range n {
@@ -468,8 +468,8 @@ func TestCallCascadeThreeHops(t *testing.T) {
 				return nil, err
 			},
 		}
-		bc = wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: hC}, wiretest.Relay(tr))
-		ab := wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: hB}, wiretest.Relay(tr))
+		bc = wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: hC}, wiretest.With{Relay: tr})
+		ab := wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: hB}, wiretest.With{Relay: tr})
 
 		actx, cancel := context.WithCancel(ctx)
 		done := goCall(ab.A, actx, "b/work", nil, nil, acprpc.WaitAfterCancel(time.Minute))

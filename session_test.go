@@ -245,7 +245,7 @@ func TestSessionCancelBothSides(t *testing.T) {
 			},
 			acprpc.MethodSessionCancel: func(context.Context, *acprpc.Request) (any, error) { return nil, nil },
 		}
-		l := wiretest.NewWire(t, wiretest.Side{Handler: client}, wiretest.Side{Handler: agent}, wiretest.Relay(tr))
+		l := wiretest.NewWire(t, wiretest.Side{Handler: client}, wiretest.Side{Handler: agent}, wiretest.With{Relay: tr})
 		var res struct{ StopReason string }
 		done := goCall(l.A, ctx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
 		wiretest.Recv(t, ctx, (<-chan struct{})(permAsked))

@@ -112,7 +112,7 @@ type stressRig struct {
 func newStressRig(t *testing.T) *stressRig {
 	h := &stressRig{handlers: wiretest.Recorder{OnlyCount: true}}
 	opts := &acprpc.Options{CancelGrace: 2 * time.Millisecond} // the grace timer races slow handlers
-	h.wire = wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: h.handlers.Track(h.serve), Options: opts}, wiretest.Tapped())
+	h.wire = wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: h.handlers.Track(h.serve), Options: opts}, wiretest.With{Tapped: true})
 	h.client, h.server = h.wire.A, h.wire.B
 	return h
 }
@@ -544,7 +544,7 @@ func newSoak(t *testing.T) *soak {
 			Inject:  s.injector(seed),
 		}
 	}
-	s.wire = wiretest.NewWire(t, side(s.client, 1), side(s.agent, 2), wiretest.Tapped())
+	s.wire = wiretest.NewWire(t, side(s.client, 1), side(s.agent, 2), wiretest.With{Tapped: true})
 	s.a, s.b = s.wire.A, s.wire.B
 	t.Cleanup(s.cancel)
 	return s

@@ -5,7 +5,7 @@
 // # The language
 //
 //	set up    Run, Transports, Streams, Transport, Connect, NewWire, Side,
-//	          Option (Parent, Tapped, Relay), Context, NoLeak
+//	          With (Parent, Tapped, Relay), Context, NoLeak
 //	speak     Peer (Request, Notify, Cancel, Respond, Send, SendRaw, ...),
 //	          RequestLine, CancelLine
 //	hear      Peer (Expect, ExpectResult, ExpectError, ExpectByID, Rest, ...),
@@ -66,12 +66,13 @@
 //
 // When both sides are Conns, they are a Wire: NewWire joins them over
 // os.Pipes with nothing between, or over any Transport through a Relay.
-// Connect and NewWire take options: Parent gives NewConn its context, and
-// Tapped stands a Tap between each Conn and its transport, which records
-// what the Conn sends in a Ledger that counts, per direction and per ID,
-// requests, answers and cancels, so "exactly one answer for every request"
-// is checked the same way everywhere (Ledger.CheckExactlyOnce). Peer.Tap
-// is the Tap of a Conn connected Tapped.
+// Connect and NewWire take a With, whose zero value is the default: its
+// Parent gives NewConn its context, and its Tapped stands a Tap between
+// each Conn and its transport, which records what the Conn sends in a
+// Ledger that counts, per direction and per ID, requests, answers and
+// cancels, so "exactly one answer for every request" is checked the same
+// way everywhere (Ledger.CheckExactlyOnce). Peer.Tap is the Tap of a Conn
+// connected Tapped.
 //
 // # Waiting
 //

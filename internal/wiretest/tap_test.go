@@ -62,7 +62,7 @@ func TestTapRecordsBeforeSending(t *testing.T) {
 func TestTapAnswerRecordedBeforePeerReadsIt(t *testing.T) {
 	Run(t, func(t *testing.T, tr Transport) {
 		ctx := Context(t)
-		_, p := Connect(t, tr, Mux{"ping": Ping}, nil, Tapped())
+		_, p := Connect(t, tr, Mux{"ping": Ping}, nil, With{Tapped: true})
 		tap := p.Tap()
 		for i := range 500 {
 			id := strings.Repeat("1", 1+i%7)
@@ -147,7 +147,7 @@ func TestFailAfter(t *testing.T) {
 func TestPeerDrainsAndSendsInBackground(t *testing.T) {
 	ctx := Context(t)
 	for _, read := range []bool{false, true} {
-		c, p := Connect(t, Transports[0], Mux{"echo": Echo}, nil, Tapped())
+		c, p := Connect(t, Transports[0], Mux{"echo": Echo}, nil, With{Tapped: true})
 		tap := p.Tap()
 		if read {
 			p.Request("0", "echo", "[0]")
@@ -171,7 +171,7 @@ func TestPeerDrainsAndSendsInBackground(t *testing.T) {
 func TestWireSettles(t *testing.T) {
 	ctx := Context(t)
 	var g Recorder
-	w := NewWire(t, Side{}, Side{Handler: g.Track(Mux{"echo": Echo, "block": Hold(nil)}.Handle)}, Tapped())
+	w := NewWire(t, Side{}, Side{Handler: g.Track(Mux{"echo": Echo, "block": Hold(nil)}.Handle)}, With{Tapped: true})
 	for i := range 20 {
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)

@@ -53,26 +53,26 @@ func (d Direction) String() string {
 // NewWire starts two Conns joined by a pair of os.Pipes, or over a Relay.
 // The test's cleanup closes both (and the relay, failing the test if a line
 // on it was not a valid message).
-func NewWire(t testing.TB, a, b Side, with ...Option) *Wire {
+func NewWire(t testing.TB, a, b Side, with ...With) *Wire {
 	t.Helper()
-	s := setupOf(with)
+	s := setupOf(t, with)
 	w := &Wire{t: t}
 	var ta, tb acprpc.Transport
-	if s.relay != nil {
-		ta, tb = w.openRelay(*s.relay)
+	if s.relayed() {
+		ta, tb = w.openRelay(s.Relay)
 	} else {
 		ta, tb = w.openPipes()
 	}
-	if s.tapped {
-		w.Ledger = &Ledger{Keep: s.relay != nil}
+	if s.Tapped {
+		w.Ledger = &Ledger{Keep: s.relayed()}
 		w.TapA, w.TapB = newTap(ta, w.Ledger, AtoB), newTap(tb, w.Ledger, BtoA)
-		if s.relay == nil {
+		if !s.relayed() {
 			w.TapA.Inject, w.TapB.Inject = a.Inject, b.Inject
 		}
 		ta, tb = w.TapA, w.TapB
 	}
-	w.A = acprpc.NewConn(s.parent, ta, a.Handler, a.Options)
-	w.B = acprpc.NewConn(s.parent, tb, b.Handler, b.Options)
+	w.A = acprpc.NewConn(s.Parent, ta, a.Handler, a.Options)
+	w.B = acprpc.NewConn(s.Parent, tb, b.Handler, b.Options)
 	t.Cleanup(func() {
 		_ = w.A.Close()
 		_ = w.B.Close()

@@ -87,7 +87,7 @@ func TestLinkRecords(t *testing.T) {
 	for _, tr := range Transports {
 		t.Run(tr.Name, func(t *testing.T) {
 			ctx := Context(t)
-			l := NewWire(t, Side{}, Side{Handler: Mux{"echo": Echo}}, Relay(tr))
+			l := NewWire(t, Side{}, Side{Handler: Mux{"echo": Echo}}, With{Relay: tr})
 			var out map[string]int
 			require.NoError(t, l.A.Call(ctx, "echo", map[string]int{"n": 3}, &out))
 			assert.Equal(t, 3, out["n"])
