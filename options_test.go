@@ -293,7 +293,7 @@ func TestLimitsMaxQueuedWrite(t *testing.T) {
 	go func() {
 		buf := make([]byte, 0, 64<<10)
 		flush := func() error {
-			_, err := p.End().W.Write(buf)
+			err := p.TrySend(string(buf))
 			buf = buf[:0]
 			chunks.Add(1)
 			return err
@@ -617,7 +617,7 @@ func TestBackpressureInFlightBytesHoldMemory(t *testing.T) {
 	written := make(chan error, 1)
 	go func() {
 		for i := 10; i < 10+n; i++ {
-			if _, err := fmt.Fprint(p.End().W, head(i), pad, "\"}}\n"); err != nil {
+			if err := p.TrySend(fmt.Sprint(head(i), pad, "\"}}\n")); err != nil {
 				written <- err
 				return
 			}

@@ -99,7 +99,7 @@ func initialized(context.Context, *acprpc.Request) (any, error) {
 // connectPeer connects a scripted raw peer and initializes the connection.
 func connectPeer(t *testing.T, as *agentServer, kind string) (*wiretest.Peer, *acprpc.Conn, acprpc.Transport) {
 	t.Helper()
-	p := wiretest.NewPeer(t, wiretest.EndOf(dial(t, as.url(kind), nil)))
+	p := wiretest.PeerOf(t, dial(t, as.url(kind), nil))
 	p.Request("0", "initialize", `{"protocolVersion":1}`)
 	agent, tr := as.next(t)
 	p.ExpectResult(wiretest.Context(t), "0", `{"protocolVersion":1}`)

@@ -116,7 +116,7 @@ func TestShutdownAnswersEveryTurnInFlight(t *testing.T) {
 
 	var peers []*wiretest.Peer
 	for i := range 2 * perKind {
-		p := wiretest.NewPeer(t, wiretest.EndOf(dial(t, schemeOf(kinds[i%2])+url, nil)))
+		p := wiretest.PeerOf(t, dial(t, schemeOf(kinds[i%2])+url, nil))
 		p.Request("0", "initialize", `{"protocolVersion":1}`)
 		p.ExpectResult(ctx, "0", `{"protocolVersion":1}`)
 		p.Request("1", "session/prompt", `{"sessionId":"s`+strconv.Itoa(i)+`","prompt":[]}`)

@@ -18,11 +18,12 @@ import (
 // initialize itself (the remote transports' rule), dropping its answer, so
 // the script starts on a connection that is already open.
 var remoteTransports = []wiretest.Transport{
-	{Name: "websocket", Open: func() (acprpc.Transport, *wiretest.End, error) { return openRemote("ws") }},
-	{Name: "streamable-http", Open: func() (acprpc.Transport, *wiretest.End, error) { return openRemote("http") }},
+	{Name: "websocket", OpenMessages: func() (acprpc.Transport, acprpc.Transport, error) { return openRemote("ws") }},
+	{Name: "streamable-http", OpenMessages: func() (acprpc.Transport, acprpc.Transport, error) { return openRemote("http") }},
 }
 
-func openRemote(scheme string) (acprpc.Transport, *wiretest.End, error) {
+// openRemote returns the server's transport and the client's, opened.
+func openRemote(scheme string) (acprpc.Transport, acprpc.Transport, error) {
 	accepted := make(chan acprpc.Transport, 1)
 	srv := NewServer(func(t acprpc.Transport, _ *http.Request) { accepted <- t }, nil)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -46,7 +47,7 @@ func openRemote(scheme string) (acprpc.Transport, *wiretest.End, error) {
 	}()
 	select {
 	case server := <-accepted:
-		return server, wiretest.EndOf(opened), nil
+		return server, opened, nil
 	case <-ctx.Done():
 		_ = opened.Close()
 		return nil, nil, errors.New("remote: the server accepted no connection")

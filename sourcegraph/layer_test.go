@@ -25,9 +25,7 @@ var quiet = jsonrpc2.SetLogger(log.New(io.Discard, "", 0))
 // the other end.
 func serve(t *testing.T, h jsonrpc2.Handler, opts *sourcegraph.Options) *wiretest.Peer {
 	t.Helper()
-	rwc, end, err := wiretest.RawPipe()
-	require.NoError(t, err)
-	p := wiretest.NewPeer(t, end) // its cleanup runs after the connection's
+	rwc, p := wiretest.RawPipe(t) // the Peer's cleanup runs after the connection's
 	conn := sourcegraph.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(rwc), h, opts, quiet)
 	t.Cleanup(func() {
 		_ = conn.Close()
@@ -204,9 +202,7 @@ func TestIDs(t *testing.T) {
 // engine's to keep, checked here so the list stays true.
 func TestEngineClosesOnBadLine(t *testing.T) {
 	ctx := wiretest.Context(t)
-	rwc, end, err := wiretest.RawPipe()
-	require.NoError(t, err)
-	p := wiretest.NewPeer(t, end)
+	rwc, p := wiretest.RawPipe(t)
 	conn := sourcegraph.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(rwc), mux{}, nil, quiet)
 	t.Cleanup(func() { _ = conn.Close() })
 	p.Send(`not json`)
@@ -274,9 +270,7 @@ func (l lines) Write(p []byte) (int, error) {
 func TestHandlerWithoutStream(t *testing.T) {
 	ctx := wiretest.Context(t)
 	logged := make(lines, 4)
-	rwc, end, err := wiretest.RawPipe()
-	require.NoError(t, err)
-	p := wiretest.NewPeer(t, end)
+	rwc, p := wiretest.RawPipe(t)
 	layer := sourcegraph.New(&sourcegraph.Options{Logger: slog.New(slog.NewTextHandler(logged, nil))})
 	conn := jsonrpc2.NewConn(context.Background(), jsonrpc2.NewPlainObjectStream(rwc), layer.Handler(mux{}), quiet)
 	t.Cleanup(func() {

@@ -34,7 +34,7 @@ func connect(t *testing.T, agent, client sdkshape.MethodHandler, clientOpts *sdk
 // scripted is a Connection with a scripted raw peer at the other end.
 func scripted(t *testing.T, h sdkshape.MethodHandler, opts *sdkshape.Options) (*sdkshape.Connection, *wiretest.Peer) {
 	tr, peer := acprpc.Pipe()
-	p := wiretest.NewPeer(t, wiretest.EndOf(peer))
+	p := wiretest.PeerOf(t, peer)
 	c := sdkshape.NewConnectionOver(h, tr, opts)
 	t.Cleanup(func() { _ = c.Close() })
 	return c, p

@@ -13,11 +13,11 @@ import (
 func Connect(t testing.TB, tr Transport, h acprpc.Handler, opts *acprpc.Options, with ...With) (*acprpc.Conn, *Peer) {
 	t.Helper()
 	s := setupOf(t, with)
-	conn, end, err := tr.Open()
+	conn, end, err := tr.open()
 	if err != nil {
 		t.Fatalf("wiretest: open %s: %v", tr.Name, err)
 	}
-	p := NewPeer(t, end) // its cleanup runs after the Conn's
+	p := newPeer(t, end) // its cleanup runs after the Conn's
 	if s.Tapped {
 		p.tap = newTap(conn, &Ledger{}, AtoB)
 		conn = p.tap
@@ -75,4 +75,4 @@ func setupOf(t testing.TB, with []With) With {
 }
 
 // relayed reports whether a Relay was given.
-func (s With) relayed() bool { return s.Relay.Open != nil }
+func (s With) relayed() bool { return s.Relay.Open != nil || s.Relay.OpenMessages != nil }

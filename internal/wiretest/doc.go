@@ -16,7 +16,8 @@
 //	wait      Recv, Peer.Settle, Wire.Settle, Ledger.Await, Recorder's Next*
 //	break     BreakingAfter, Transport.Capacity
 //	script    Script, Step
-//	others    End, EndOf, NewPeer, RawPipe (a peer of another engine)
+//	others    PeerOf (over a transport of messages), RawPipe (a peer of
+//	          another engine)
 //
 // # A conversation
 //

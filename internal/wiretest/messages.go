@@ -5,19 +5,23 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"testing"
 
 	"github.com/acpkit/acprpc"
 )
 
-// EndOf is an End over a transport that carries whole messages rather
-// than lines, such as the client side of a WebSocket or Streamable HTTP
-// connection: each line written to the End is sent as one message, byte
-// for byte, and each message received is read from the End as one line. A
-// scripted Peer over it speaks to a Conn on the far side of that transport.
-//
-// Closing the End closes the transport. A transport whose Recv fails ends
-// the End's input with that error (io.EOF for a normal end).
-func EndOf(tr acprpc.Transport) *End {
+// PeerOf returns a scripted Peer over a transport that carries whole
+// messages rather than lines, such as the client side of a WebSocket or
+// Streamable HTTP connection, speaking to a Conn on its far side: each line
+// the Peer sends is one message, byte for byte, and each message received
+// is one line it reads. A transport whose Recv fails ends the Peer's input
+// with that error (io.EOF for a normal end). The test's cleanup closes the
+// Peer, which closes the transport.
+func PeerOf(t testing.TB, tr acprpc.Transport) *Peer { return newPeer(t, endOf(tr)) }
+
+// endOf is the peer's side of a transport of messages, as a stream of
+// lines; closing it closes the transport.
+func endOf(tr acprpc.Transport) *end {
 	pr, pw := io.Pipe()
 	received := make(chan struct{})
 	go func() {
@@ -32,14 +36,14 @@ func EndOf(tr acprpc.Transport) *End {
 				return
 			}
 			if _, err := pw.Write(append(msg, '\n')); err != nil {
-				return // the End was closed
+				return // the end was closed
 			}
 		}
 	}()
 	closeTransport := sync.OnceValue(tr.Close)
-	return &End{
-		R:      pr,
-		W:      &lineSender{tr: tr},
+	return &end{
+		r:      pr,
+		w:      &lineSender{tr: tr},
 		closeW: closeTransport,
 		closeR: func() error {
 			err := closeTransport()

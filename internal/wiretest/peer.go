@@ -34,7 +34,7 @@ func Context(t testing.TB) context.Context {
 // test is in its Ledger, as a line that went AtoB (A is the Conn).
 type Peer struct {
 	t      testing.TB
-	end    *End
+	end    io.ReadWriteCloser
 	ledger Ledger
 	tap    *Tap         // Connect's, when Tapped
 	conn   *acprpc.Conn // Connect's
@@ -53,8 +53,8 @@ type lineOrErr struct {
 	err error
 }
 
-// NewPeer returns a Peer over end; the test's cleanup closes it.
-func NewPeer(t testing.TB, end *End) *Peer {
+// newPeer returns a Peer over end; the test's cleanup closes it.
+func newPeer(t testing.TB, end io.ReadWriteCloser) *Peer {
 	p := &Peer{
 		t:     t,
 		end:   end,
@@ -65,9 +65,6 @@ func NewPeer(t testing.TB, end *End) *Peer {
 	t.Cleanup(p.Close)
 	return p
 }
-
-// End is the peer's end of the transport.
-func (p *Peer) End() *End { return p.end }
 
 // Tap is the Tap on the Conn's transport of a Conn connected Tapped; it
 // fails the test for one connected without.
@@ -82,7 +79,7 @@ func (p *Peer) Tap() *Tap {
 func (p *Peer) read() {
 	defer p.reader.Done()
 	defer close(p.eof)
-	br := bufio.NewReaderSize(p.end.R, 64<<10)
+	br := bufio.NewReaderSize(p.end, 64<<10)
 	for {
 		line, err := br.ReadString('\n')
 		if line != "" {
@@ -262,7 +259,7 @@ func (p *Peer) Drain() <-chan struct{} {
 		go func() {
 			defer p.reader.Done()
 			defer close(p.eof)
-			_, p.rerr = io.Copy(io.Discard, p.end.R)
+			_, p.rerr = io.Copy(io.Discard, p.end)
 		}()
 	})
 	if lineMode {
@@ -304,7 +301,7 @@ func (p *Peer) SendRaw(s string) {
 func (p *Peer) SendAsync(b []byte) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.end.W.Write(b)
+		_, err := p.end.Write(b)
 		done <- err
 	}()
 	return done
@@ -312,7 +309,7 @@ func (p *Peer) SendAsync(b []byte) <-chan error {
 
 // TrySend writes s exactly and returns the write's error.
 func (p *Peer) TrySend(s string) error {
-	_, err := io.WriteString(p.end.W, s)
+	_, err := io.WriteString(p.end, s)
 	return err
 }
 
@@ -337,9 +334,14 @@ func (p *Peer) RespondError(id string, code int64, message string) {
 	p.Send(errorLine(id, code, message))
 }
 
-// CloseWrite ends the Conn's input, as a peer that exits does.
+// CloseWrite ends the Conn's input, as a peer that exits does; over an end
+// that cannot close only its writing half, the whole end closes.
 func (p *Peer) CloseWrite() {
-	if err := p.end.CloseWrite(); err != nil {
+	closeWrite := p.end.Close
+	if hc, ok := p.end.(halfCloser); ok {
+		closeWrite = hc.CloseWrite
+	}
+	if err := closeWrite(); err != nil {
 		p.t.Errorf("wiretest: close write: %v", err)
 	}
 }

@@ -1,27 +1,45 @@
 package wiretest
 
 import (
-	"errors"
 	"io"
 	"net"
-	"os"
-	"sync"
 	"testing"
 
 	"github.com/acpkit/acprpc"
 )
 
 // Transport is one way of carrying messages between a Conn and its peer.
+// It sets Open or OpenMessages.
 type Transport struct {
 	Name string
-	// Stream is set for a byte-stream framing (a line per message), where
-	// a peer can write half a line, blank lines or two lines at once; a
-	// test of the framing itself runs over these only (Streams).
-	Stream bool
-	// Open returns the Conn's transport and the peer's end of it.
-	Open func() (acprpc.Transport, *End, error)
+
+	// Open, for a byte-stream framing (a line per message), returns the
+	// Conn's transport and the peer's end of the stream: what the end
+	// reads the Conn wrote, and what it writes the Conn reads, so a peer
+	// can write half a line, blank lines or two lines at once. An end
+	// with a CloseWrite method (as a *net.TCPConn has) can end the Conn's
+	// input alone; its Close may be called more than once.
+	Open func() (conn acprpc.Transport, end io.ReadWriteCloser, err error)
+
+	// OpenMessages, for a transport that carries whole messages (the
+	// client side of a WebSocket, say), returns the Conn's transport and
+	// the peer's: the Peer sends each line as one message, byte for byte,
+	// and reads each message as one line.
+	OpenMessages func() (conn, peer acprpc.Transport, err error)
 
 	capacity func(testing.TB) int // what the pipe holds, for os.Pipe
+}
+
+// open opens tr, with the peer's side as a stream of lines.
+func (tr Transport) open() (acprpc.Transport, io.ReadWriteCloser, error) {
+	if tr.Open != nil {
+		return tr.Open()
+	}
+	conn, peer, err := tr.OpenMessages()
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, endOf(peer), nil
 }
 
 // Capacity returns how many bytes the transport holds while its reader
@@ -41,10 +59,10 @@ func (tr Transport) Capacity(t testing.TB) int {
 // no framing). os.Pipe comes first: a test that needs only one runs over
 // Transports[0].
 var Transports = []Transport{
-	{Name: "os.Pipe", Stream: true, Open: openOSPipe, capacity: pipeCapacity},
-	{Name: "net.Pipe", Stream: true, Open: openNetPipe},
-	{Name: "io.Pipe", Stream: true, Open: openIOPipe},
-	{Name: "acprpc.Pipe", Open: openInProcess},
+	{Name: "os.Pipe", Open: openOSPipe, capacity: pipeCapacity},
+	{Name: "net.Pipe", Open: openNetPipe},
+	{Name: "io.Pipe", Open: openIOPipe},
+	{Name: "acprpc.Pipe", OpenMessages: openInProcess},
 }
 
 // Streams are the byte-stream Transports, for a test of the line framing
@@ -55,7 +73,7 @@ var Streams = append([]Transport(nil), Transports[:3]...)
 // bytes and failing every write after them (with "wiretest: output
 // broken"), as a pipe whose reader died mid-line does.
 func BreakingAfter(n int) Transport {
-	return Transport{Name: "os.Pipe", Stream: true, Open: func() (acprpc.Transport, *End, error) {
+	return Transport{Name: "os.Pipe", Open: func() (acprpc.Transport, io.ReadWriteCloser, error) {
 		in, out, end, err := osPipes()
 		if err != nil {
 			return nil, nil, err
@@ -64,35 +82,7 @@ func BreakingAfter(n int) Transport {
 	}}
 }
 
-// End is the peer's side of a transport: what it reads is what the Conn
-// wrote, and what it writes the Conn reads.
-type End struct {
-	R io.Reader
-	W io.Writer
-
-	closeR, closeW func() error
-	once           sync.Once
-	wOnce          sync.Once
-	err            error
-}
-
-// CloseWrite ends the Conn's input. On a transport without half close
-// (net.Pipe) the whole end closes.
-func (e *End) CloseWrite() error {
-	var err error
-	e.wOnce.Do(func() { err = e.closeW() })
-	return err
-}
-
-// Close closes both directions; it is safe to call more than once.
-func (e *End) Close() error {
-	e.once.Do(func() {
-		e.err = errors.Join(e.CloseWrite(), e.closeR())
-	})
-	return e.err
-}
-
-func openOSPipe() (acprpc.Transport, *End, error) {
+func openOSPipe() (acprpc.Transport, io.ReadWriteCloser, error) {
 	in, out, end, err := osPipes()
 	if err != nil {
 		return nil, nil, err
@@ -100,51 +90,18 @@ func openOSPipe() (acprpc.Transport, *End, error) {
 	return acprpc.NewStreamPipes(in, out), end, nil
 }
 
-// osPipes makes two os.Pipes: the Conn's input and output, and the peer's
-// End of both.
-func osPipes() (in, out *os.File, end *End, err error) {
-	inR, inW, err := os.Pipe() // peer → Conn
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	outR, outW, err := os.Pipe() // Conn → peer
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, nil, nil, err
-	}
-	return inR, outW, &End{R: outR, W: inW, closeR: outR.Close, closeW: inW.Close}, nil
-}
-
-func openNetPipe() (acprpc.Transport, *End, error) {
+func openNetPipe() (acprpc.Transport, io.ReadWriteCloser, error) {
 	a, b := net.Pipe()
-	return acprpc.NewStream(a), &End{R: b, W: b, closeR: b.Close, closeW: b.Close}, nil
+	return acprpc.NewStream(a), &end{r: b, w: b, closeR: b.Close, closeW: b.Close}, nil
 }
 
-func openIOPipe() (acprpc.Transport, *End, error) {
+func openIOPipe() (acprpc.Transport, io.ReadWriteCloser, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	return acprpc.NewStreamPipes(inR, outW), &End{R: outR, W: inW, closeR: outR.Close, closeW: inW.Close}, nil
+	return acprpc.NewStreamPipes(inR, outW), &end{r: outR, w: inW, closeR: outR.Close, closeW: inW.Close}, nil
 }
 
-func openInProcess() (acprpc.Transport, *End, error) {
+func openInProcess() (acprpc.Transport, acprpc.Transport, error) {
 	conn, peer := acprpc.Pipe()
-	return conn, EndOf(peer), nil
+	return conn, peer, nil
 }
-
-// RawPipe is os.Pipe for a peer that is not a Conn: another JSON-RPC engine
-// reads and writes conn, which frames messages itself, and the scripted
-// Peer reads and writes end. Closing conn closes the engine's two pipe ends.
-func RawPipe() (conn io.ReadWriteCloser, end *End, err error) {
-	in, out, end, err := osPipes()
-	if err != nil {
-		return nil, nil, err
-	}
-	return rawPipe{in, out}, end, nil
-}
-
-type rawPipe struct{ in, out *os.File }
-
-func (p rawPipe) Read(b []byte) (int, error)  { return p.in.Read(b) }
-func (p rawPipe) Write(b []byte) (int, error) { return p.out.Write(b) }
-func (p rawPipe) Close() error                { return errors.Join(p.out.Close(), p.in.Close()) }

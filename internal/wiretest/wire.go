@@ -19,9 +19,9 @@ type Wire struct {
 	TapA, TapB *Tap    // nil unless Tapped
 
 	t     testing.TB
-	ends  [2]*End        // Relay's: the relay's ends of the two transports
-	relay sync.WaitGroup // Relay's: the two pumps
-	marks int            // Settle's marks sent by each side so far
+	ends  [2]io.ReadWriteCloser // Relay's: the relay's ends of the two transports
+	relay sync.WaitGroup        // Relay's: the two pumps
+	marks int                   // Settle's marks sent by each side so far
 }
 
 // Side configures one Conn of a Wire.
@@ -94,20 +94,20 @@ func (w *Wire) openPipes() (a, b acprpc.Transport) {
 }
 
 func (w *Wire) openRelay(tr Transport) (a, b acprpc.Transport) {
-	sa, ea, err := tr.Open()
+	sa, ea, err := tr.open()
 	if err != nil {
 		w.t.Fatalf("wiretest: open %s: %v", tr.Name, err)
 	}
-	sb, eb, err := tr.Open()
+	sb, eb, err := tr.open()
 	if err != nil {
 		ea.Close()
 		w.t.Fatalf("wiretest: open %s: %v", tr.Name, err)
 	}
-	w.ends = [2]*End{ea, eb}
+	w.ends = [2]io.ReadWriteCloser{ea, eb}
 	w.t.Cleanup(w.closeRelay)
 	w.relay.Add(2)
-	go w.pump(ea.R, eb.W)
-	go w.pump(eb.R, ea.W)
+	go w.pump(ea, eb)
+	go w.pump(eb, ea)
 	return sa, sb
 }
 
