@@ -4,15 +4,15 @@
 //
 // # The language
 //
-//	set up    Run, Transports, Streams, Transport, Connect, NewWire, Side,
-//	          With (Parent, Tapped, Relay), Context, NoLeak
+//	set up    Run, Transports, Streams, Transport, Connect, With, Context,
+//	          NoLeak
 //	speak     Peer (Request, Notify, Cancel, Respond, Send, SendRaw, ...),
 //	          RequestLine, CancelLine
 //	hear      Peer (Expect, ExpectResult, ExpectError, ExpectByID, Rest, ...),
 //	          Msg (IsAnswerTo, IsCancelOf, IsRequestOf, ...), Parse
 //	serve     Mux, Echo, Ping, Hold
-//	record    Recorder (Record), Ledger (Tally), Tap,
-//	          Wire, Direction (AtoB, BtoA)
+//	record    Recorder (its Logger's Record), Ledger (Tally), Tap
+//	two Conns Wire, NewWire, Side, Direction (AtoB, BtoA)
 //	wait      Recv, Peer.Settle, Wire.Settle, Ledger.Await, Recorder's Next*
 //	break     BreakingAfter, Transport.Capacity
 //	script    Script, Step
@@ -55,13 +55,19 @@
 // Request and Cancel send, for a test that needs the bytes; other lines a
 // test writes as the JSON they are.
 //
+// A Transport opens either a byte stream, whose peer's end is an
+// io.ReadWriteCloser, or a transport of messages, whose peer the kit reads
+// as lines; the remote transports are Transports of the second kind.
+// PeerOf is a Peer over any transport of messages (a dialled WebSocket),
+// RawPipe a Peer facing another JSON-RPC engine over os.Pipes.
+//
 // # Handlers
 //
 // Mux maps methods to functions; Echo, Ping and Hold are the handlers
 // conversations use most (Hold(nil) holds until its context ends). A
 // Recorder wraps handlers and tells the test which started, in what order
 // they returned, with what cause their contexts ended and how many are
-// running; its Logger records what a Conn logs.
+// running; its Logger records what a Conn logs, one Record a line.
 //
 // # Two Conns
 //
@@ -70,10 +76,13 @@
 // Connect and NewWire take a With, whose zero value is the default: its
 // Parent gives NewConn its context, and its Tapped stands a Tap between
 // each Conn and its transport, which records what the Conn sends in a
-// Ledger that counts, per direction and per ID, requests, answers and
-// cancels, so "exactly one answer for every request" is checked the same
-// way everywhere (Ledger.CheckExactlyOnce). Peer.Tap is the Tap of a Conn
-// connected Tapped.
+// Ledger. The Ledger's Tally counts, per direction, lines by kind and what
+// became of each ID's requests, answers and cancels, so "exactly one
+// answer for every request" is checked the same way everywhere
+// (Ledger.CheckExactlyOnce). Peer.Tap is the Tap of a Conn connected
+// Tapped. A Tap cannot pass on the root package's unexported transport
+// interfaces, so tapping stays a choice and a test of those connects
+// untapped.
 //
 // # Waiting
 //

@@ -14,19 +14,6 @@ import (
 	"github.com/acpkit/acprpc"
 )
 
-// timeout bounds every wait of a test that uses Context; a test that needs
-// it has already failed.
-const timeout = 10 * time.Second
-
-// Context returns a context for one test's waits: it ends after ten
-// seconds, which only a test that has already failed needs, or when the
-// test ends.
-func Context(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // Peer is a scripted raw peer: the test writes the exact bytes the Conn
 // reads and reads, line by line, what the Conn wrote. The Peer reads only
 // while the test waits for a line (one line of look-ahead), so a test that

@@ -69,17 +69,16 @@ var Transports = []Transport{
 // itself: Run(t, f, Streams...).
 var Streams = append([]Transport(nil), Transports[:3]...)
 
-// BreakingAfter is os.Pipe with the Conn's output passing its first n
-// bytes and failing every write after them (with "wiretest: output
-// broken"), as a pipe whose reader died mid-line does.
-func BreakingAfter(n int) Transport {
-	return Transport{Name: "os.Pipe", Open: func() (acprpc.Transport, io.ReadWriteCloser, error) {
-		in, out, end, err := osPipes()
-		if err != nil {
-			return nil, nil, err
-		}
-		return acprpc.NewStreamPipes(in, &failAfter{w: out, left: n}), end, nil
-	}}
+// Run runs f once per transport, as a subtest named after it: over each of
+// Transports, or of over when given (Streams..., say).
+func Run(t *testing.T, f func(t *testing.T, tr Transport), over ...Transport) {
+	t.Helper()
+	if len(over) == 0 {
+		over = Transports
+	}
+	for _, tr := range over {
+		t.Run(tr.Name, func(t *testing.T) { f(t, tr) })
+	}
 }
 
 func openOSPipe() (acprpc.Transport, io.ReadWriteCloser, error) {

@@ -4,7 +4,22 @@ import (
 	"errors"
 	"io"
 	"sync"
+
+	"github.com/acpkit/acprpc"
 )
+
+// BreakingAfter is os.Pipe with the Conn's output passing its first n
+// bytes and failing every write after them (with "wiretest: output
+// broken"), as a pipe whose reader died mid-line does.
+func BreakingAfter(n int) Transport {
+	return Transport{Name: "os.Pipe", Open: func() (acprpc.Transport, io.ReadWriteCloser, error) {
+		in, out, end, err := osPipes()
+		if err != nil {
+			return nil, nil, err
+		}
+		return acprpc.NewStreamPipes(in, &failAfter{w: out, left: n}), end, nil
+	}}
+}
 
 // errBrokenOutput is the error of a BreakingAfter output once it has
 // failed.
