@@ -1,24 +1,13 @@
 package wiretest
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/acpkit/acprpc"
 )
-
-// writerFunc is an output made of a function.
-type writerFunc func(p []byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-func (f writerFunc) Close() error                { return nil }
 
 // sender is a transport that hands every message sent to a function, has
 // nothing to receive, and notes the limit and flushes it is given.
@@ -127,72 +116,4 @@ func TestTapPassesLimitAndFlush(t *testing.T) {
 	_, err := tap.Recv()
 	assert.ErrorIs(t, err, io.EOF)
 	assert.NoError(t, tap.Close())
-}
-
-func TestFailAfter(t *testing.T) {
-	var out bytes.Buffer
-	w := &failAfter{w: writerFunc(out.Write), left: 5}
-	n, err := w.Write([]byte("abc"))
-	assert.Equal(t, 3, n)
-	assert.NoError(t, err)
-	n, err = w.Write([]byte("defg"))
-	assert.Equal(t, 2, n)
-	assert.ErrorIs(t, err, errBrokenOutput)
-	_, err = w.Write([]byte("h"))
-	assert.ErrorIs(t, err, errBrokenOutput)
-	assert.Equal(t, "abcde", out.String())
-	assert.NoError(t, w.Close())
-}
-
-func TestPeerDrainsAndSendsInBackground(t *testing.T) {
-	ctx := Context(t)
-	for _, read := range []bool{false, true} {
-		c, p := Connect(t, Transports[0], Mux{"echo": Echo}, nil, With{Tapped: true})
-		tap := p.Tap()
-		if read {
-			p.Request("0", "echo", "[0]")
-			p.ExpectAnswer(ctx, "0")
-		}
-		var lines []string
-		for i := 1; i <= 200; i++ {
-			lines = append(lines, RequestLine(strings.Repeat("9", i%5+1), "echo", `"`+strings.Repeat("x", 1000)+`"`))
-		}
-		sent := p.SendAsync([]byte(strings.Join(lines, "\n") + "\n"))
-		drained := p.Drain()
-		require.NoError(t, Recv(t, ctx, sent))
-		require.NoError(t, tap.Ledger().Await(ctx, func() bool { return tap.Ledger().Answers(AtoB) >= 200 }))
-		require.NoError(t, c.Close())
-		Recv(t, ctx, drained) // the end of the output
-		_, err := p.Next(ctx)
-		assert.True(t, err != nil && !errors.Is(err, context.DeadlineExceeded), "read %v", err)
-	}
-}
-
-func TestWireSettles(t *testing.T) {
-	ctx := Context(t)
-	var g Recorder
-	w := NewWire(t, Side{}, Side{Handler: g.Track(Mux{"echo": Echo, "block": Hold(nil)}.Handle)}, With{Tapped: true})
-	for i := range 20 {
-		cctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- w.A.Call(cctx, "block", []int{i}, nil) }()
-		cancel()
-		assert.ErrorIs(t, Recv(t, ctx, done), acprpc.ErrCancelled)
-		require.NoError(t, w.A.Call(ctx, "echo", []int{i}, nil))
-	}
-	require.NoError(t, w.Settle(ctx))
-	require.NoError(t, g.AwaitIdle(ctx))
-	w.Ledger.CheckExactlyOnce(t, AtoB)
-	w.Ledger.CheckNoDuplicates(t)
-	assert.Equal(t, 1, w.Ledger.marked(AtoB))
-	assert.Equal(t, 1, w.Ledger.marked(BtoA))
-	assert.Zero(t, w.Ledger.Notifications(AtoB, markMethod), "the marks are not the test's notifications")
-	require.NoError(t, w.Settle(ctx))
-	assert.Equal(t, 2, w.Ledger.marked(AtoB))
-}
-
-func TestPipeCapacity(t *testing.T) {
-	n := Transports[0].Capacity(t)
-	assert.GreaterOrEqual(t, n, 4096)
-	assert.Equal(t, n, Transports[0].Capacity(t), "the same each time")
 }

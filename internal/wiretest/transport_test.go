@@ -1,0 +1,24 @@
+package wiretest
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestTransportsConverse(t *testing.T) {
+	for _, tr := range Transports {
+		t.Run(tr.Name, func(t *testing.T) {
+			ctx := Context(t)
+			_, p := Connect(t, tr, Mux{"echo": Echo}, nil)
+			p.Request("1", "echo", `{"k":"v"}`)
+			p.ExpectResult(ctx, "1", `{"k":"v"}`)
+		})
+	}
+}
+
+func TestPipeCapacity(t *testing.T) {
+	n := Transports[0].Capacity(t)
+	assert.GreaterOrEqual(t, n, 4096)
+	assert.Equal(t, n, Transports[0].Capacity(t), "the same each time")
+}

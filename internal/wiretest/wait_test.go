@@ -1,0 +1,34 @@
+package wiretest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/acpkit/acprpc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A wait that times out says what every goroutine was doing, the waiting
+// test's own among them.
+func TestTimedOutWaitShowsGoroutines(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var l Ledger
+	err := l.Await(ctx, func() bool { return false })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "wiretest.TestTimedOutWaitShowsGoroutines")
+	var r Recorder
+	release := make(chan struct{})
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		_, _ = r.Track(Hold(release))(context.Background(), &acprpc.Request{})
+	}()
+	require.NoError(t, r.await(Context(t), func() bool { return r.running == 1 }))
+	err = r.AwaitIdle(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), ".Hold.", "the stack of the handler still held")
+	close(release)
+	Recv(t, Context(t), held)
+}
