@@ -69,99 +69,97 @@ func (l *hookLog) snapshot() (received, sent []hookEvent, ctxOK bool) {
 // library builds itself, and checks that Sent saw exactly the lines the peer
 // read, in order, and Received exactly the lines the peer wrote.
 func TestHooksSeeEveryMessage(t *testing.T) {
-	for _, tr := range wiretest.Transports {
-		t.Run(tr.Name, func(t *testing.T) {
-			log := newHookLog()
-			mux := wiretest.Mux{"echo": wiretest.Echo, "block": wiretest.Hold(nil), "session/prompt": wiretest.Hold(nil)}
-			conn, p := wiretest.Connect(t, tr, mux, &acprpc.Options{Hooks: log.hooks(), MaxMessageSize: 128})
-			ctx := wiretest.Context(t)
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		log := newHookLog()
+		mux := wiretest.Mux{"echo": wiretest.Echo, "block": wiretest.Hold(nil), "session/prompt": wiretest.Hold(nil)}
+		conn, p := wiretest.Connect(t, tr, mux, &acprpc.Options{Hooks: log.hooks(), MaxMessageSize: 128})
+		ctx := wiretest.Context(t)
 
-			var wrote []string
-			send := func(line string) { wrote = append(wrote, line); p.Send(line) }
+		var wrote []string
+		send := func(line string) { wrote = append(wrote, line); p.Send(line) }
 
-			send(wiretest.RequestLine(`1`, "echo", `{"a":1}`))
-			send(wiretest.RequestLine(`"p"`, "session/prompt", `{"sessionId":"s"}`))
-			send(wiretest.CancelLine(`"p"`))
-			send(wiretest.RequestLine(`2`, "$/ping", ""))
-			send(`not json`)
-			long := wiretest.RequestLine(`3`, "echo", `{"pad":"`+strings.Repeat("x", 200)+`"}`)
-			send(long)
+		send(wiretest.RequestLine(`1`, "echo", `{"a":1}`))
+		send(wiretest.RequestLine(`"p"`, "session/prompt", `{"sessionId":"s"}`))
+		send(wiretest.CancelLine(`"p"`))
+		send(wiretest.RequestLine(`2`, "$/ping", ""))
+		send(`not json`)
+		long := wiretest.RequestLine(`3`, "echo", `{"pad":"`+strings.Repeat("x", 200)+`"}`)
+		send(long)
 
-			callCtx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			callDone := make(chan error, 1)
-			go func() { callDone <- conn.Call(callCtx, "fs/read_text_file", map[string]string{"path": "/x"}, nil) }()
+		callCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		callDone := make(chan error, 1)
+		go func() { callDone <- conn.Call(callCtx, "fs/read_text_file", map[string]string{"path": "/x"}, nil) }()
 
-			var read []wiretest.Msg
-			for len(read) < 7 { // five answers, the call and its cancel
-				m := p.Expect(ctx)
-				read = append(read, m)
-				if m.IsRequest() {
-					cancel()
-				}
+		var read []wiretest.Msg
+		for len(read) < 7 { // five answers, the call and its cancel
+			m := p.Expect(ctx)
+			read = append(read, m)
+			if m.IsRequest() {
+				cancel()
 			}
-			require.Error(t, <-callDone)
-			reqID := ""
-			for _, m := range read {
-				if m.IsRequest() {
-					reqID = string(m.ID)
-				}
+		}
+		require.Error(t, <-callDone)
+		reqID := ""
+		for _, m := range read {
+			if m.IsRequest() {
+				reqID = string(m.ID)
 			}
-			require.NotEmpty(t, reqID)
-			send(`{"jsonrpc":"2.0","id":` + reqID + `,"error":{"code":-32601,"message":"no such method"}}`)
-			send(wiretest.RequestLine(`9`, "echo", `{}`)) // a sync point: its answer comes after every hook above
-			read = append(read, p.ExpectAnswer(ctx, `9`))
+		}
+		require.NotEmpty(t, reqID)
+		send(`{"jsonrpc":"2.0","id":` + reqID + `,"error":{"code":-32601,"message":"no such method"}}`)
+		send(wiretest.RequestLine(`9`, "echo", `{}`)) // a sync point: its answer comes after every hook above
+		read = append(read, p.ExpectAnswer(ctx, `9`))
 
-			received, sent, ctxOK := log.snapshot()
-			assert.True(t, ctxOK, "every hook gets a context")
-			require.Len(t, received, len(wrote))
-			for i, line := range wrote {
-				if len(line) <= 128 {
-					assert.Equal(t, line, received[i].raw, "received %d", i)
-				} else {
-					assert.True(t, strings.HasPrefix(line, received[i].raw), "an over-long line is seen by its first bytes")
-					assert.Equal(t, acprpc.KindInvalid, received[i].kind)
-				}
+		received, sent, ctxOK := log.snapshot()
+		assert.True(t, ctxOK, "every hook gets a context")
+		require.Len(t, received, len(wrote))
+		for i, line := range wrote {
+			if len(line) <= 128 {
+				assert.Equal(t, line, received[i].raw, "received %d", i)
+			} else {
+				assert.True(t, strings.HasPrefix(line, received[i].raw), "an over-long line is seen by its first bytes")
+				assert.Equal(t, acprpc.KindInvalid, received[i].kind)
 			}
-			assert.Equal(t, hookEvent{kind: acprpc.KindRequest, id: `1`, method: "echo", raw: wrote[0]}, received[0])
-			assert.Equal(t, acprpc.KindNotification, received[2].kind)
-			assert.Equal(t, acprpc.MethodCancelRequest, received[2].method)
-			assert.Equal(t, acprpc.KindInvalid, received[4].kind)
-			assert.Equal(t, hookEvent{kind: acprpc.KindError, id: reqID, method: "fs/read_text_file", code: -32601, raw: wrote[6]}, received[6])
+		}
+		assert.Equal(t, hookEvent{kind: acprpc.KindRequest, id: `1`, method: "echo", raw: wrote[0]}, received[0])
+		assert.Equal(t, acprpc.KindNotification, received[2].kind)
+		assert.Equal(t, acprpc.MethodCancelRequest, received[2].method)
+		assert.Equal(t, acprpc.KindInvalid, received[4].kind)
+		assert.Equal(t, hookEvent{kind: acprpc.KindError, id: reqID, method: "fs/read_text_file", code: -32601, raw: wrote[6]}, received[6])
 
-			require.Len(t, sent, len(read), "sent %v, read %v", sent, read)
-			byRaw := map[string]hookEvent{}
-			for i, m := range read {
-				assert.Equal(t, m.Raw, sent[i].raw, "sent %d in wire order", i)
-				byRaw[m.Raw] = sent[i]
+		require.Len(t, sent, len(read), "sent %v, read %v", sent, read)
+		byRaw := map[string]hookEvent{}
+		for i, m := range read {
+			assert.Equal(t, m.Raw, sent[i].raw, "sent %d in wire order", i)
+			byRaw[m.Raw] = sent[i]
+		}
+		for _, m := range read {
+			e := byRaw[m.Raw]
+			switch {
+			case m.IsRequest():
+				assert.Equal(t, acprpc.KindRequest, e.kind)
+				assert.Equal(t, "fs/read_text_file", e.method)
+				assert.False(t, e.generated)
+			case m.IsNotification():
+				assert.Equal(t, acprpc.MethodCancelRequest, e.method)
+				assert.True(t, e.generated, "the cascade's cancel is the library's")
+			case string(m.ID) == `1` || string(m.ID) == `9`:
+				assert.Equal(t, hookEvent{kind: acprpc.KindResult, id: string(m.ID), method: "echo", raw: m.Raw}, e)
+			case string(m.ID) == `"p"`:
+				assert.Equal(t, hookEvent{kind: acprpc.KindResult, id: `"p"`, method: "session/prompt", generated: true, raw: m.Raw}, e, "the marker")
+			case string(m.ID) == `2`:
+				assert.Equal(t, int64(acprpc.CodeMethodNotFound), e.code)
+				assert.True(t, e.generated)
+				assert.Equal(t, "$/ping", e.method)
+			case m.Code() == acprpc.CodeParseError || string(m.ID) == `3`:
+				assert.Equal(t, acprpc.KindError, e.kind)
+				assert.True(t, e.generated)
+			default:
+				t.Errorf("unexpected line %s", m.Raw)
 			}
-			for _, m := range read {
-				e := byRaw[m.Raw]
-				switch {
-				case m.IsRequest():
-					assert.Equal(t, acprpc.KindRequest, e.kind)
-					assert.Equal(t, "fs/read_text_file", e.method)
-					assert.False(t, e.generated)
-				case m.IsNotification():
-					assert.Equal(t, acprpc.MethodCancelRequest, e.method)
-					assert.True(t, e.generated, "the cascade's cancel is the library's")
-				case string(m.ID) == `1` || string(m.ID) == `9`:
-					assert.Equal(t, hookEvent{kind: acprpc.KindResult, id: string(m.ID), method: "echo", raw: m.Raw}, e)
-				case string(m.ID) == `"p"`:
-					assert.Equal(t, hookEvent{kind: acprpc.KindResult, id: `"p"`, method: "session/prompt", generated: true, raw: m.Raw}, e, "the marker")
-				case string(m.ID) == `2`:
-					assert.Equal(t, int64(acprpc.CodeMethodNotFound), e.code)
-					assert.True(t, e.generated)
-					assert.Equal(t, "$/ping", e.method)
-				case m.Code() == acprpc.CodeParseError || string(m.ID) == `3`:
-					assert.Equal(t, acprpc.KindError, e.kind)
-					assert.True(t, e.generated)
-				default:
-					t.Errorf("unexpected line %s", m.Raw)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestHooksContexts: an answer's hook gets the request's context, a call's

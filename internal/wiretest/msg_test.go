@@ -3,9 +3,10 @@ package wiretest
 import (
 	"testing"
 
-	"github.com/acpkit/acprpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
 )
 
 func TestParseKeepsIDBytes(t *testing.T) {

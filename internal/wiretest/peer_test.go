@@ -8,21 +8,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acpkit/acprpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
 )
 
 func TestPeerSeesEOFWhenConnCloses(t *testing.T) {
-	for _, tr := range Transports {
-		t.Run(tr.Name, func(t *testing.T) {
-			ctx := Context(t)
-			c, p := Connect(t, tr, nil, nil)
-			require.NoError(t, c.Close())
-			_, err := p.Next(ctx)
-			assert.ErrorIs(t, err, io.EOF)
-		})
-	}
+	Run(t, func(t *testing.T, tr Transport) {
+		ctx := Context(t)
+		c, p := Connect(t, tr, nil, nil)
+		require.NoError(t, c.Close())
+		_, err := p.Next(ctx)
+		assert.ErrorIs(t, err, io.EOF)
+	})
 }
 
 func TestNextIsBoundedByContext(t *testing.T) {

@@ -7,14 +7,12 @@ import (
 )
 
 func TestTransportsConverse(t *testing.T) {
-	for _, tr := range Transports {
-		t.Run(tr.Name, func(t *testing.T) {
-			ctx := Context(t)
-			_, p := Connect(t, tr, Mux{"echo": Echo}, nil)
-			p.Request("1", "echo", `{"k":"v"}`)
-			p.ExpectResult(ctx, "1", `{"k":"v"}`)
-		})
-	}
+	Run(t, func(t *testing.T, tr Transport) {
+		ctx := Context(t)
+		_, p := Connect(t, tr, Mux{"echo": Echo}, nil)
+		p.Request("1", "echo", `{"k":"v"}`)
+		p.ExpectResult(ctx, "1", `{"k":"v"}`)
+	})
 }
 
 func TestPipeCapacity(t *testing.T) {

@@ -4,9 +4,10 @@ import (
 	"context"
 	"testing"
 
-	"github.com/acpkit/acprpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
 )
 
 // A wait that times out says what every goroutine was doing, the waiting

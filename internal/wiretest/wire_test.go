@@ -4,30 +4,29 @@ import (
 	"context"
 	"testing"
 
-	"github.com/acpkit/acprpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
 )
 
 func TestLinkRecords(t *testing.T) {
-	for _, tr := range Transports {
-		t.Run(tr.Name, func(t *testing.T) {
-			ctx := Context(t)
-			l := NewWire(t, Side{}, Side{Handler: Mux{"echo": Echo}}, With{Relay: tr})
-			var out map[string]int
-			require.NoError(t, l.A.Call(ctx, "echo", map[string]int{"n": 3}, &out))
-			assert.Equal(t, 3, out["n"])
-			req := l.Await(ctx, AtoB, func(m Msg) bool { return m.IsRequestOf("echo") })
-			assert.Equal(t, "1", string(req.ID))
-			answers := func(m Msg) bool { return m.IsAnswerTo("1") }
-			l.Await(ctx, BtoA, answers)
-			assert.Equal(t, 1, l.Count(BtoA, answers))
-			err := l.B.Call(ctx, "nothing", nil, nil)
-			var rpcErr *acprpc.Error
-			require.ErrorAs(t, err, &rpcErr)
-			assert.EqualValues(t, acprpc.CodeMethodNotFound, rpcErr.Code)
-		})
-	}
+	Run(t, func(t *testing.T, tr Transport) {
+		ctx := Context(t)
+		l := NewWire(t, Side{}, Side{Handler: Mux{"echo": Echo}}, With{Relay: tr})
+		var out map[string]int
+		require.NoError(t, l.A.Call(ctx, "echo", map[string]int{"n": 3}, &out))
+		assert.Equal(t, 3, out["n"])
+		req := l.Await(ctx, AtoB, func(m Msg) bool { return m.IsRequestOf("echo") })
+		assert.Equal(t, "1", string(req.ID))
+		answers := func(m Msg) bool { return m.IsAnswerTo("1") }
+		l.Await(ctx, BtoA, answers)
+		assert.Equal(t, 1, l.Count(BtoA, answers))
+		err := l.B.Call(ctx, "nothing", nil, nil)
+		var rpcErr *acprpc.Error
+		require.ErrorAs(t, err, &rpcErr)
+		assert.EqualValues(t, acprpc.CodeMethodNotFound, rpcErr.Code)
+	})
 }
 
 func TestWireSettles(t *testing.T) {
