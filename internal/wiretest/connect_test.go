@@ -22,15 +22,22 @@ func (f *fatalNoted) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
-func TestConnectTakesOneWith(t *testing.T) {
+// fatalOf runs f on a goroutine of its own, as a test, and returns the
+// message with which f failed it ("" if f did not).
+func fatalOf(t *testing.T, f func(t testing.TB)) string {
 	failed := &fatalNoted{TB: t}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		Connect(failed, Transports[0], nil, nil, With{Tapped: true}, With{})
+		f(failed)
 	}()
 	Recv(t, Context(t), done)
-	assert.Equal(t, "wiretest: 2 Withs given, at most one is", failed.msg)
+	return failed.msg
+}
+
+func TestConnectTakesOneWith(t *testing.T) {
+	msg := fatalOf(t, func(t testing.TB) { Connect(t, Transports[0], nil, nil, With{Tapped: true}, With{}) })
+	assert.Equal(t, "wiretest: 2 Withs given, at most one is", msg)
 }
 
 func TestZeroWithIsTheDefault(t *testing.T) {
@@ -40,4 +47,9 @@ func TestZeroWithIsTheDefault(t *testing.T) {
 	p.ExpectResult(ctx, "1", `"pong"`)
 	assert.Nil(t, p.tap, "untapped")
 	assert.NoError(t, c.Err())
+}
+
+func TestTransportThatOpensNothing(t *testing.T) {
+	msg := fatalOf(t, func(t testing.TB) { Connect(t, Transport{Name: "nothing"}, nil, nil) })
+	assert.Equal(t, "wiretest: open nothing: it sets neither Open nor OpenMessages", msg)
 }

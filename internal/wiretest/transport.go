@@ -1,6 +1,7 @@
 package wiretest
 
 import (
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -34,6 +35,9 @@ type Transport struct {
 func (tr Transport) open() (acprpc.Transport, io.ReadWriteCloser, error) {
 	if tr.Open != nil {
 		return tr.Open()
+	}
+	if tr.OpenMessages == nil {
+		return nil, nil, errors.New("it sets neither Open nor OpenMessages")
 	}
 	conn, peer, err := tr.OpenMessages()
 	if err != nil {

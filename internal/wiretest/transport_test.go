@@ -20,3 +20,8 @@ func TestPipeCapacity(t *testing.T) {
 	assert.GreaterOrEqual(t, n, 4096)
 	assert.Equal(t, n, Transports[0].Capacity(t), "the same each time")
 }
+
+func TestCapacityOnlyWhereKnown(t *testing.T) {
+	msg := fatalOf(t, func(t testing.TB) { Transports[1].Capacity(t) })
+	assert.Equal(t, "wiretest: net.Pipe has no known capacity", msg)
+}
