@@ -1,9 +1,9 @@
 module github.com/acpkit/acprpc/bench
 
-go 1.26.8
+go 1.26.0
 
 require (
-	github.com/acpkit/acprpc v0.0.0
+	github.com/acpkit/acprpc v0.1.0
 	github.com/coder/acp-go-sdk v0.13.0
 	github.com/creachadair/jrpc2 v1.3.6
 	github.com/sourcegraph/jsonrpc2 v0.2.3
@@ -20,5 +20,3 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/xerrors v0.0.0-20240903120638-7835f813f4da // indirect
 )
-
-replace github.com/acpkit/acprpc => ../

@@ -3,8 +3,8 @@ module github.com/acpkit/acprpc/examples
 go 1.26.0
 
 require (
-	github.com/acpkit/acprpc v0.0.0
-	github.com/acpkit/acprpc/remote v0.0.0
+	github.com/acpkit/acprpc v0.1.0
+	github.com/acpkit/acprpc/remote v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
@@ -13,9 +13,4 @@ require (
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/sourcegraph/jsonrpc2 v0.2.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-)
-
-replace (
-	github.com/acpkit/acprpc => ../
-	github.com/acpkit/acprpc/remote => ../remote
 )

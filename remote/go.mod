@@ -3,7 +3,7 @@ module github.com/acpkit/acprpc/remote
 go 1.26.0
 
 require (
-	github.com/acpkit/acprpc v0.0.0
+	github.com/acpkit/acprpc v0.1.0
 	github.com/coder/websocket v1.8.15
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
@@ -13,5 +13,3 @@ require (
 	github.com/sourcegraph/jsonrpc2 v0.2.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
-
-replace github.com/acpkit/acprpc => ../
