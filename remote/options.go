@@ -55,7 +55,8 @@ type Options struct {
 
 	// Authenticate, if set, decides every request after the checks above
 	// and before anything else runs: an error refuses it with 401
-	// Unauthorized. See BearerToken.
+	// Unauthorized. See BearerToken. A CORS preflight of an allowed origin
+	// is answered before it: browsers send preflights without credentials.
 	Authenticate func(r *http.Request) error
 
 	// TLSConfig, if set, makes Serve and ListenAndServe serve HTTPS and WSS

@@ -17,12 +17,12 @@ type refusal struct {
 	reason string
 }
 
-// check applies the Server's security rules to a request, in order: who
-// connects (the peer's address), which name it used (Host, against DNS
-// rebinding), which page sent it (Origin, against cross-site requests from
-// a browser), and who the client is (Authenticate). It returns nil when
-// the request may go on.
-func (s *Server) check(r *http.Request) *refusal {
+// checkSource applies the Server's rules on where a request comes from, in
+// order: who connects (the peer's address), which name it used (Host,
+// against DNS rebinding) and which page sent it (Origin, against
+// cross-site requests from a browser). It returns nil when the request
+// may go on to authentication.
+func (s *Server) checkSource(r *http.Request) *refusal {
 	if !s.peerAllowed(r.RemoteAddr) {
 		return &refusal{http.StatusForbidden, "Forbidden: peer address not allowed"}
 	}
@@ -32,6 +32,11 @@ func (s *Server) check(r *http.Request) *refusal {
 	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin, r) {
 		return &refusal{http.StatusForbidden, "Forbidden: origin not allowed"}
 	}
+	return nil
+}
+
+// authenticate applies Options.Authenticate, if set: who the client is.
+func (s *Server) authenticate(r *http.Request) *refusal {
 	if auth := s.opts.Authenticate; auth != nil {
 		if err := auth(r); err != nil {
 			return &refusal{http.StatusUnauthorized, "Unauthorized"}

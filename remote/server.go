@@ -43,7 +43,9 @@ type AcceptFunc func(t acprpc.Transport, r *http.Request)
 // POSTs, GETs (its SSE streams) and DELETE address by its Acp-Connection-Id.
 //
 // Every request passes the checks of Options first: the peer's address, the
-// Host header, the Origin header, then Authenticate.
+// Host header, the Origin header, then Authenticate (but for the CORS
+// preflight of an allowed origin, answered without credentials, as a
+// browser sends it).
 //
 // A Server is an http.Handler, to mount in a mux under a server of one's
 // own, or serves on its own with Serve and ListenAndServe, which also apply
@@ -82,9 +84,8 @@ func NewServer(accept AcceptFunc, opts *Options) *Server {
 // ServeHTTP serves one request: a WebSocket upgrade, or a POST, GET or
 // DELETE of Streamable HTTP. Any other method gets 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if ref := s.check(r); ref != nil {
-		w.Header().Set("Connection", "close") // a refused client keeps no connection open
-		http.Error(w, ref.reason, ref.status)
+	if ref := s.checkSource(r); ref != nil {
+		refuseRequest(w, ref)
 		return
 	}
 	if !isWebSocketUpgrade(r) { // a WebSocket's writes have their own deadlines, after the upgrade
@@ -96,7 +97,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	}
 	if allowCrossOrigin(w, r) {
-		return // a preflight, answered
+		return // a preflight, answered before authentication: browsers send it without credentials
+	}
+	if ref := s.authenticate(r); ref != nil {
+		refuseRequest(w, ref)
+		return
 	}
 	switch {
 	case isWebSocketUpgrade(r):
@@ -111,6 +116,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 	}
+}
+
+// refuseRequest answers a request that failed a security check, and closes
+// its connection: a refused client keeps no connection open.
+func refuseRequest(w http.ResponseWriter, ref *refusal) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, ref.reason, ref.status)
 }
 
 func isWebSocketUpgrade(r *http.Request) bool {

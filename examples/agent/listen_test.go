@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -121,6 +122,48 @@ func TestListenFlagsAdmitTheBalancersName(t *testing.T) {
 	resp := post(url, "Authorization", "Bearer s3cret")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.NotEmpty(t, resp.Header.Get(remote.HeaderConnectionID))
+}
+
+// With -allow-origin and -token-file, a page of the allowed origin can use
+// the agent: its preflight, which a browser sends without credentials, is
+// granted, and the request after it is served with the token and refused
+// without it, in answers the page may read.
+func TestListenFlagsLetAnAllowedPageSendItsToken(t *testing.T) {
+	const origin = "https://editor.example"
+	token := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(token, []byte("s3cret\n"), 0o600))
+	proc, url, err := demo.StartListeningAgent(agentBin, nil, "-allow-origin", origin, "-token-file", token)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, proc.Stop()) }()
+	send := func(method string, headers ...string) *http.Response {
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}`)
+		}
+		req, err := http.NewRequest(method, url, body)
+		require.NoError(t, err)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Content-Type", "application/json")
+		for i := 0; i+1 < len(headers); i += 2 {
+			req.Header.Set(headers[i], headers[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+
+	resp := send(http.MethodOptions, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization,content-type")
+	assert.Equal(t, http.StatusNoContent, resp.StatusCode, "the preflight")
+	assert.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
+	assert.Contains(t, strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers")), "authorization")
+
+	resp = send(http.MethodPost)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no token")
+	assert.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"), "the page may read why")
+	resp = send(http.MethodPost, "Authorization", "Bearer s3cret")
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, origin, resp.Header.Get("Access-Control-Allow-Origin"))
 }
 
 // A flag that cannot be read, or one of -listen's without -listen, stops
