@@ -1,0 +1,14 @@
+module github.com/acpkit/acprpc/cmd/acpcheck
+
+go 1.26.0
+
+require (
+	github.com/acpkit/acprpc v0.1.0
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	github.com/sourcegraph/jsonrpc2 v0.2.3 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)

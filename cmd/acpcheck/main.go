@@ -1,0 +1,138 @@
+// Command acpcheck tells an ACP agent's author whether the agent gets
+// cancellation and the protocol's other exactly-once rules right.
+//
+//	acpcheck run [flags] -- AGENT_CMD ARGS...
+//
+// starts the agent and drives it as an ACP client through scenarios: the
+// initialize handshake, a session and a prompt turn to its end, a turn
+// cancelled by session/cancel and the turn after it, a prompt cancelled by
+// $/cancel_request, cancels of unknown and answered IDs and other
+// notifications (never to be answered), a line that is not JSON and a
+// request for an unknown method (answered -32700 and -32601, the connection
+// living on), and the end of its stdin (the agent exits, leaving no process
+// behind). Each rule is reported as passed, failed (with the wire lines that
+// show it and the page of the specification that states it) or not brought
+// about, when a scenario could not be made to happen.
+//
+// The exit status is 0 when every rule that could be brought about passed, 1
+// when any failed, and 2 when the agent could not be run at all.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// version is acpcheck's, as it names itself to agents.
+const version = "0.1.0"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := mainCode(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  acpcheck run [flags] -- AGENT_CMD [ARGS...]   check an agent over stdio
+
+Run 'acpcheck run -h' for the flags.
+`
+
+// mainCode runs acpcheck with args and returns its exit status.
+func mainCode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCommand(ctx, args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "acpcheck: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("acpcheck run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o runOptions
+	fs.StringVar(&o.Prompt, "prompt", "Say hello.", "the text of a prompt whose turn ends by itself")
+	fs.StringVar(&o.SlowPrompt, "slow-prompt", "Count slowly from one to a thousand, one number per line.", "the text of a prompt whose turn lasts long enough to cancel")
+	fs.StringVar(&o.Cwd, "cwd", "", "the working directory session/new names (default: the current directory)")
+	fs.DurationVar(&o.Timeout, "timeout", 30*time.Second, "the longest wait for an answer")
+	fs.DurationVar(&o.CancelAfter, "cancel-after", 3*time.Second, "cancel a turn after its first update, or after this long")
+	fs.DurationVar(&o.CancelWait, "cancel-wait", 5*time.Second, "the longest wait for an answer after a cancel")
+	fs.DurationVar(&o.ExitWait, "exit-wait", 3*time.Second, "how long the agent may take to exit after its stdin closed")
+	fs.DurationVar(&o.Settle, "settle", 300*time.Millisecond, "how long to watch for answers that must not come")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	verbose := fs.Bool("v", false, "copy the agent's stderr to acpcheck's")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "usage: acpcheck run [flags] -- AGENT_CMD [ARGS...]\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	o.Argv = fs.Args()
+	if len(o.Argv) == 0 {
+		fmt.Fprintln(stderr, "acpcheck run: no agent command: give it after the flags, as in acpcheck run -- my-agent --stdio")
+		return 2
+	}
+	if err := o.validate(); err != nil {
+		fmt.Fprintf(stderr, "acpcheck run: %v\n", err)
+		return 2
+	}
+	if o.Cwd == "" {
+		o.Cwd, _ = os.Getwd()
+	}
+	if *verbose {
+		o.Stderr = stderr
+	}
+	rep, err := runChecks(ctx, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "acpcheck: %v\n", err)
+		return 2
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		rep.WriteText(stdout)
+	}
+	return rep.ExitCode()
+}
+
+// validate refuses options no run could use.
+func (o *runOptions) validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"-timeout", o.Timeout}, {"-cancel-after", o.CancelAfter}, {"-cancel-wait", o.CancelWait}, {"-exit-wait", o.ExitWait}} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s must be positive, not %s", d.name, d.v)
+		}
+	}
+	if o.Settle < 0 {
+		return fmt.Errorf("-settle must not be negative, not %s", o.Settle)
+	}
+	if o.Prompt == "" || o.SlowPrompt == "" {
+		return errors.New("-prompt and -slow-prompt must not be empty")
+	}
+	return nil
+}

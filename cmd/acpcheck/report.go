@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Status is what became of one rule's check.
+type Status string
+
+// The statuses of a check.
+const (
+	Pass         Status = "pass"
+	Fail         Status = "fail"
+	NotBrought   Status = "not-brought-about" // the scenario could not be made to happen: neither passed nor failed
+	statusUnseen Status = ""
+)
+
+// Finding is one way the agent broke a rule, with the wire lines (their
+// sequence numbers) that show it.
+type Finding struct {
+	Detail string `json:"detail"`
+	Lines  []int  `json:"lines,omitempty"`
+}
+
+// Result is the outcome of one rule.
+type Result struct {
+	Rule
+	Status   Status    `json:"status"`
+	Findings []Finding `json:"findings,omitempty"`
+	Why      string    `json:"why,omitempty"` // why it was not brought about
+}
+
+// Report is a run's outcome: each rule's result, and the whole wire.
+type Report struct {
+	Agent    []string `json:"agent"`
+	Protocol int      `json:"protocol"`
+	Results  []Result `json:"results"`
+	Wire     []Line   `json:"wire"`
+	Stderr   string   `json:"stderr,omitempty"` // the agent's last words on stderr
+}
+
+// results gathers the outcome of each rule as the scenarios check it: a
+// rule fails with any finding, passes if it was checked at least once with
+// none, and is not brought about otherwise.
+type results struct {
+	byID map[string]*Result
+}
+
+func newResults() *results {
+	r := &results{byID: map[string]*Result{}}
+	for _, rule := range allRules {
+		r.byID[rule.ID] = &Result{Rule: rule}
+	}
+	return r
+}
+
+func (r *results) pass(rule Rule) {
+	if res := r.byID[rule.ID]; res.Status != Fail {
+		res.Status, res.Why = Pass, ""
+	}
+}
+
+func (r *results) fail(rule Rule, lines []int, format string, args ...any) {
+	res := r.byID[rule.ID]
+	res.Status, res.Why = Fail, ""
+	res.Findings = append(res.Findings, Finding{Detail: fmt.Sprintf(format, args...), Lines: lines})
+}
+
+// notBrought records why a scenario did not happen, unless the rule was
+// checked elsewhere.
+func (r *results) notBrought(rule Rule, format string, args ...any) {
+	if res := r.byID[rule.ID]; res.Status == statusUnseen || res.Status == NotBrought {
+		res.Status, res.Why = NotBrought, fmt.Sprintf(format, args...)
+	}
+}
+
+func (r *results) list() []Result {
+	out := make([]Result, 0, len(allRules))
+	for _, rule := range allRules {
+		res := *r.byID[rule.ID]
+		if res.Status == statusUnseen {
+			res.Status, res.Why = NotBrought, "not reached"
+		}
+		out = append(out, res)
+	}
+	return out
+}
+
+// ExitCode is acpcheck's exit status for the report: 1 if any rule failed,
+// 0 if every rule that could be brought about passed.
+func (rep *Report) ExitCode() int {
+	for _, r := range rep.Results {
+		if r.Status == Fail {
+			return 1
+		}
+	}
+	return 0
+}
+
+// result returns the result of the rule with the given ID.
+func (rep *Report) result(id string) Result {
+	for _, r := range rep.Results {
+		if r.ID == id {
+			return r
+		}
+	}
+	return Result{}
+}
+
+// line returns the wire line with sequence number seq.
+func (rep *Report) line(seq int) (Line, bool) {
+	if seq < 1 || seq > len(rep.Wire) {
+		return Line{}, false
+	}
+	return rep.Wire[seq-1], true
+}
+
+// maxShown is how much of a wire line the text report shows.
+const maxShown = 400
+
+// WriteText writes the report for people: each rule's status, and for each
+// finding its wire lines.
+func (rep *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "acpcheck: %s (ACP v%d)\n\n", strings.Join(rep.Agent, " "), rep.Protocol)
+	counts := map[Status]int{}
+	for _, r := range rep.Results {
+		counts[r.Status]++
+		label := map[Status]string{Pass: "PASS", Fail: "FAIL", NotBrought: "----"}[r.Status]
+		fmt.Fprintf(w, "%s %-24s %s\n", label, r.ID, r.Title)
+		if r.Status == NotBrought {
+			fmt.Fprintf(w, "     not brought about: %s\n", r.Why)
+		}
+		for _, f := range r.Findings {
+			fmt.Fprintf(w, "     - %s\n", f.Detail)
+			for _, seq := range f.Lines {
+				if l, ok := rep.line(seq); ok {
+					fmt.Fprintf(w, "         #%-4d %s %s\n", l.Seq, arrow(l.Dir), shorten(l.Raw))
+				}
+			}
+		}
+		if r.Status == Fail {
+			fmt.Fprintf(w, "     spec: %s\n", r.Spec)
+		}
+	}
+	fmt.Fprintf(w, "\n%d passed, %d failed, %d not brought about\n", counts[Pass], counts[Fail], counts[NotBrought])
+}
+
+func arrow(dir string) string {
+	if dir == toAgent {
+		return "client→agent"
+	}
+	return "agent→client"
+}
+
+func shorten(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	return s[:maxShown] + fmt.Sprintf("… (%d bytes)", len(s))
+}

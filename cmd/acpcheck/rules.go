@@ -1,0 +1,43 @@
+package main
+
+// Rule is one thing the protocol requires of an agent, and where it says so.
+type Rule struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Spec  string `json:"spec"` // the page that states it
+}
+
+// The pages the rules come from.
+const (
+	pageInit         = "https://agentclientprotocol.com/protocol/initialization"
+	pageSession      = "https://agentclientprotocol.com/protocol/session-setup"
+	pagePromptTurn   = "https://agentclientprotocol.com/protocol/prompt-turn"
+	pageTurnCancel   = "https://agentclientprotocol.com/protocol/prompt-turn#cancellation"
+	pageCancellation = "https://agentclientprotocol.com/protocol/v1/cancellation"
+	pageTransports   = "https://agentclientprotocol.com/protocol/transports"
+	pageJSONRPC      = "https://www.jsonrpc.org/specification"
+)
+
+// The rules acpcheck checks, in the order of its report.
+var (
+	ruleInitialize     = Rule{"initialize", "initialize is answered with a protocolVersion at or below the client's", pageInit}
+	ruleSessionNew     = Rule{"session-new", "session/new is answered with a sessionId", pageSession}
+	rulePromptTurn     = Rule{"prompt-turn", "a prompt turn ends with an answer that carries a stopReason", pagePromptTurn}
+	ruleCancelStop     = Rule{"cancel-stop-reason", "a prompt cancelled by session/cancel is answered stopReason \"cancelled\", not an error", pageTurnCancel}
+	ruleTurnAfter      = Rule{"turn-after-cancel", "the prompt after a cancelled turn gets a turn of its own, its updates before its answer", pagePromptTurn}
+	ruleCancelRequest  = Rule{"cancel-request", "a prompt cancelled by $/cancel_request is answered once, with a result or -32800", pageCancellation}
+	ruleNoteUnanswered = Rule{"notification-unanswered", "a notification is never answered ($/cancel_request of an unknown or answered ID included)", pageCancellation}
+	ruleOneAnswer      = Rule{"one-answer", "every request is answered exactly once", pageJSONRPC}
+	ruleUnknownID      = Rule{"unknown-id", "no answer carries an ID the client never used", pageJSONRPC}
+	ruleUpdateAfter    = Rule{"update-after-answer", "no session/update of a turn comes after its prompt's answer", pageTurnCancel}
+	ruleParseError     = Rule{"parse-error", "a line that is not JSON is answered -32700 and the connection lives", pageJSONRPC}
+	ruleMethodNotFound = Rule{"method-not-found", "a request for an unknown method is answered -32601", pageJSONRPC}
+	ruleStdinExit      = Rule{"stdin-exit", "the agent exits when its stdin closes", pageTransports}
+	ruleNoLeftover     = Rule{"no-leftover", "the agent leaves no process behind when it exits", pageTransports}
+)
+
+var allRules = []Rule{
+	ruleInitialize, ruleSessionNew, rulePromptTurn, ruleCancelStop, ruleTurnAfter, ruleCancelRequest,
+	ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter, ruleParseError, ruleMethodNotFound,
+	ruleStdinExit, ruleNoLeftover,
+}

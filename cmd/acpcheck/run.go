@@ -1,0 +1,641 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/acpv1"
+)
+
+// runOptions say what agent to check and how long to give it.
+type runOptions struct {
+	Argv []string // the agent's command
+	Env  []string // added to the agent's environment
+
+	Prompt     string // a prompt whose turn ends by itself
+	SlowPrompt string // a prompt whose turn lasts long enough to cancel
+	Cwd        string // session/new's cwd
+
+	Timeout     time.Duration // the longest wait for any answer
+	CancelAfter time.Duration // cancel a turn after its first update, or after this
+	CancelWait  time.Duration // the longest wait for an answer after a cancel
+	ExitWait    time.Duration // the longest wait for the agent to exit once its stdin closed
+	Settle      time.Duration // how long to watch for answers that must not come
+
+	Stderr io.Writer // where the agent's stderr is copied, if not nil
+}
+
+// errNotRun is the error of an agent that could not be run at all.
+var errNotRun = errors.New("the agent could not be run")
+
+// runner drives one agent through the scenarios, as its ACP client.
+type runner struct {
+	o     runOptions
+	ctx   context.Context
+	w     *transcript
+	t     *tap
+	conn  *acprpc.Conn
+	agent *agentProc
+	res   *results
+	calls sync.WaitGroup
+
+	hold atomic.Bool // hold the agent's permission requests until they are cancelled
+
+	notesRead    bool     // the notifications scenario's probes were read
+	parseProbe   [2]int   // the malformed line and its answer: the one ID-less answer that is due
+	initID       string   // initialize's ID, answered before the probes
+	freshUpdates int      // content updates of the prompt's turn in a fresh session
+	turns        []string // sessions whose turns ran
+}
+
+// runChecks runs every scenario against the agent and returns the report,
+// or an error wrapping errNotRun if the agent could not be run at all.
+func runChecks(ctx context.Context, o runOptions) (*Report, error) {
+	agent, err := startAgent(o.Argv, o.Env, o.Stderr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNotRun, err)
+	}
+	r := &runner{o: o, ctx: ctx, w: newTranscript(), agent: agent, res: newResults()}
+	r.t = &tap{s: acprpc.NewStreamPipes(agent.stdout, agent.stdin), w: r.w}
+	r.conn = acprpc.NewConn(ctx, r.t, r.client().Router(), &acprpc.Options{Hooks: r.w.hooks()})
+	defer r.finish()
+
+	if err := r.initialize(); err != nil {
+		return nil, err
+	}
+	if r.res.byID[ruleInitialize.ID].Status == Pass {
+		r.scenarios()
+	} else {
+		for _, rule := range allRules[1:] {
+			r.res.notBrought(rule, "initialize failed")
+		}
+	}
+	r.closeStdin()
+	r.wireRules()
+	rep := &Report{Agent: o.Argv, Protocol: 1, Results: r.res.list(), Wire: r.w.all(), Stderr: agent.stderr.String()}
+	return rep, nil
+}
+
+func (r *runner) scenarios() {
+	fresh, ok := r.newSession()
+	if !ok {
+		return
+	}
+	r.promptTurn(fresh)
+	r.sessionCancel()
+	r.cancelRequest()
+	r.notifications()
+	r.badInput()
+}
+
+// finish stops whatever is left of the agent and the calls to it.
+func (r *runner) finish() {
+	r.conn.Close()
+	r.agent.stop()
+	r.calls.Wait()
+}
+
+// client is acpcheck's side of the conversation: it grants permission
+// unless told to hold requests until the turn is cancelled, and offers no
+// file system or terminal.
+func (r *runner) client() acpv1.Client {
+	return acpv1.Client{
+		SessionUpdate: func(context.Context, acpv1.SessionNotification) {},
+		SessionRequestPermission: func(ctx context.Context, p acpv1.RequestPermissionRequest) (acpv1.RequestPermissionResponse, error) {
+			if r.hold.Load() {
+				<-ctx.Done() // answered with the cancelled outcome
+				return acpv1.RequestPermissionResponse{}, ctx.Err()
+			}
+			return grant(p.Options), nil
+		},
+	}
+}
+
+// grant selects the first option that allows, or else the first.
+func grant(opts []acpv1.PermissionOption) acpv1.RequestPermissionResponse {
+	if len(opts) == 0 {
+		return acpv1.RequestPermissionResponse{Outcome: acpv1.RequestPermissionOutcome{Value: acpv1.CancelledPermissionOutcome{}}}
+	}
+	pick := opts[0]
+	for _, o := range opts {
+		if o.Kind == acpv1.PermissionOptionKindAllowOnce || o.Kind == acpv1.PermissionOptionKindAllowAlways {
+			pick = o
+			break
+		}
+	}
+	return acpv1.RequestPermissionResponse{Outcome: acpv1.RequestPermissionOutcome{Value: acpv1.SelectedPermissionOutcome{OptionID: pick.OptionID}}}
+}
+
+func (r *runner) bounded(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.ctx, d)
+}
+
+// initialize negotiates v1. An agent that exits or closes its output before
+// answering could not be run.
+func (r *runner) initialize() error {
+	ctx, cancel := r.bounded(r.o.Timeout)
+	defer cancel()
+	mark := r.w.next()
+	res, err := acpv1.ToAgent.Initialize.Call(ctx, r.conn, acpv1.InitializeRequest{
+		ProtocolVersion: 1,
+		ClientInfo:      &acpv1.Implementation{Name: "acpcheck", Version: version},
+	})
+	req, _ := r.w.await(ctx, mark, sent(acpv1.MethodInitialize))
+	r.initID = string(req.msg.ID)
+	switch {
+	case errors.Is(err, acprpc.ErrConnClosed):
+		return fmt.Errorf("%w: it ended its output before answering initialize (%v)%s", errNotRun, err, r.exitNote())
+	case ctx.Err() != nil:
+		r.res.fail(ruleInitialize, []int{req.Seq}, "initialize was not answered within %s", r.o.Timeout)
+	case err != nil:
+		r.res.fail(ruleInitialize, r.linesOf(req), "initialize was answered with an error: %v", err)
+	case res.ProtocolVersion != 1:
+		r.res.fail(ruleInitialize, r.linesOf(req), "asked for protocolVersion 1, the agent answered %d", res.ProtocolVersion)
+	default:
+		r.res.pass(ruleInitialize)
+	}
+	return nil
+}
+
+// exitNote says how the agent ended, if it has.
+func (r *runner) exitNote() string {
+	select {
+	case <-r.agent.exited:
+		return fmt.Sprintf("; the agent exited: %v", r.agent.waitErr)
+	case <-time.After(100 * time.Millisecond):
+		return ""
+	}
+}
+
+// newSession opens a session; ok is false if the agent would not.
+func (r *runner) newSession() (string, bool) {
+	ctx, cancel := r.bounded(r.o.Timeout)
+	defer cancel()
+	mark := r.w.next()
+	res, err := acpv1.ToAgent.SessionNew.Call(ctx, r.conn, acpv1.NewSessionRequest{Cwd: r.o.Cwd, MCPServers: []acpv1.MCPServer{}})
+	if err != nil || res.SessionID == "" {
+		req, _ := r.w.await(ctx, mark, sent(acpv1.MethodSessionNew))
+		why := fmt.Sprintf("session/new failed: %v", err)
+		if err == nil {
+			why = "session/new was answered without a sessionId"
+		}
+		r.res.fail(ruleSessionNew, r.linesOf(req), "%s", why)
+		for _, rule := range []Rule{rulePromptTurn, ruleCancelStop, ruleTurnAfter, ruleCancelRequest} {
+			r.res.notBrought(rule, "%s", why)
+		}
+		return "", false
+	}
+	r.res.pass(ruleSessionNew)
+	return string(res.SessionID), true
+}
+
+// prompt is a session/prompt in flight.
+type prompt struct {
+	req    Line
+	cancel context.CancelFunc // ends the call's context: acprpc sends $/cancel_request
+}
+
+// startPrompt sends a prompt and returns once it is on the wire.
+func (r *runner) startPrompt(session, text string) (prompt, bool) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	mark := r.w.next()
+	r.calls.Go(func() {
+		_, _ = acpv1.ToAgent.SessionPrompt.Call(ctx, r.conn, acpv1.TextPrompt(acpv1.SessionID(session), text), acprpc.WaitAfterCancel(r.o.CancelWait))
+	})
+	wait, stop := r.bounded(r.o.Timeout)
+	defer stop()
+	req, ok := r.w.await(wait, mark, func(l Line) bool {
+		return l.Dir == toAgent && l.msg.Method == acpv1.MethodSessionPrompt && l.msg.sessionID() == session
+	})
+	r.turns = append(r.turns, session)
+	return prompt{req: req, cancel: cancel}, ok
+}
+
+// answer waits up to d for the answer to req.
+func (r *runner) answer(req Line, d time.Duration) (Line, bool) {
+	ctx, cancel := r.bounded(d)
+	defer cancel()
+	return r.w.await(ctx, req.Seq+1, func(l Line) bool { return l.Dir == fromAgent && l.msg.answers(req.msg.ID) })
+}
+
+// underway waits for a prompt's turn to be under way: its first update or
+// request to the client, or CancelAfter, and then Settle more, so that a turn
+// about to end is not taken for one still running. It reports false if the
+// prompt was answered meanwhile.
+func (r *runner) underway(p prompt) bool {
+	session := p.req.msg.sessionID()
+	ctx, cancel := r.bounded(r.o.CancelAfter)
+	defer cancel()
+	l, _ := r.w.await(ctx, p.req.Seq+1, func(l Line) bool {
+		return l.Dir == fromAgent && (l.msg.answers(p.req.msg.ID) || l.msg.Method != "" && l.msg.sessionID() == session)
+	})
+	if l.msg.answers(p.req.msg.ID) {
+		return false
+	}
+	_, answered := r.answer(p.req, r.o.Settle)
+	return !answered
+}
+
+// promptTurn runs one turn to its end.
+func (r *runner) promptTurn(session string) {
+	p, ok := r.startPrompt(session, r.o.Prompt)
+	if !ok {
+		r.res.notBrought(rulePromptTurn, "the prompt could not be sent")
+		return
+	}
+	ans, ok := r.answer(p.req, r.o.Timeout)
+	switch {
+	case !ok:
+		r.res.fail(rulePromptTurn, []int{p.req.Seq}, "the prompt was not answered within %s", r.o.Timeout)
+		p.cancel()
+		return
+	case ans.msg.Error != nil:
+		r.res.fail(rulePromptTurn, []int{p.req.Seq, ans.Seq}, "the prompt was answered with an error: %d %s", ans.msg.Error.Code, ans.msg.Error.Message)
+	case ans.msg.stopReason() == "":
+		r.res.fail(rulePromptTurn, []int{p.req.Seq, ans.Seq}, "the prompt's answer has no stopReason")
+	default:
+		r.res.pass(rulePromptTurn)
+	}
+	r.freshUpdates = len(r.contentUpdates(session, p.req.Seq, ans.Seq))
+}
+
+// sessionCancel cancels a turn with session/cancel, then sends the quick
+// prompt in the same session.
+func (r *runner) sessionCancel() {
+	session, ok := r.newSession()
+	if !ok {
+		return
+	}
+	r.hold.Store(true)
+	p, ok := r.startPrompt(session, r.o.SlowPrompt)
+	if !ok || !r.underway(p) {
+		r.hold.Store(false)
+		r.res.notBrought(ruleCancelStop, "the slow prompt's turn ended before it could be cancelled: give -slow-prompt a prompt that takes longer")
+		r.res.notBrought(ruleTurnAfter, "no turn was cancelled")
+		r.answer(p.req, r.o.Timeout)
+		return
+	}
+	mark := r.w.next()
+	_ = r.conn.CancelSession(r.ctx, session)
+	cancelLine, _ := r.w.await(r.ctx, mark, sent(acpv1.MethodSessionCancel))
+	ans, ok := r.answer(p.req, r.o.CancelWait)
+	r.hold.Store(false)
+	lines := []int{p.req.Seq, cancelLine.Seq, ans.Seq}
+	switch {
+	case !ok:
+		r.res.fail(ruleCancelStop, lines[:2], "the prompt was not answered within %s of session/cancel", r.o.CancelWait)
+		r.res.notBrought(ruleTurnAfter, "the cancelled prompt was not answered")
+		r.answer(p.req, r.o.Timeout)
+		return
+	case ans.msg.Error != nil:
+		r.res.fail(ruleCancelStop, lines, "the cancelled prompt was answered with error %d %q, where a cancelled turn ends with stopReason \"cancelled\"", ans.msg.Error.Code, ans.msg.Error.Message)
+	case ans.msg.stopReason() != string(acpv1.StopReasonCancelled):
+		r.res.fail(ruleCancelStop, lines, "the cancelled prompt was answered stopReason %q", ans.msg.stopReason())
+	default:
+		r.res.pass(ruleCancelStop)
+	}
+	r.turnAfterCancel(session)
+}
+
+// turnAfterCancel sends the quick prompt in a session whose turn was just
+// cancelled: it must get a turn as in a fresh session.
+func (r *runner) turnAfterCancel(session string) {
+	p, ok := r.startPrompt(session, r.o.Prompt)
+	if !ok {
+		r.res.notBrought(ruleTurnAfter, "the prompt could not be sent")
+		return
+	}
+	ans, ok := r.answer(p.req, r.o.Timeout)
+	if !ok {
+		r.res.fail(ruleTurnAfter, []int{p.req.Seq}, "the prompt after the cancelled turn was not answered within %s", r.o.Timeout)
+		p.cancel()
+		return
+	}
+	updates := r.contentUpdates(session, p.req.Seq, ans.Seq)
+	switch {
+	case r.freshUpdates == 0:
+		r.res.notBrought(ruleTurnAfter, "the same prompt in a fresh session sent no update either")
+	case len(updates) == 0:
+		r.res.fail(ruleTurnAfter, []int{p.req.Seq, ans.Seq},
+			"the prompt after the cancelled turn was answered %s with no update before the answer, where the same prompt in a fresh session sent %d",
+			answerText(ans), r.freshUpdates)
+	default:
+		r.res.pass(ruleTurnAfter)
+	}
+}
+
+// cancelRequest cancels a prompt in flight with $/cancel_request.
+func (r *runner) cancelRequest() {
+	session, ok := r.newSession()
+	if !ok {
+		return
+	}
+	r.hold.Store(true)
+	defer r.hold.Store(false)
+	p, ok := r.startPrompt(session, r.o.SlowPrompt)
+	if !ok || !r.underway(p) {
+		r.res.notBrought(ruleCancelRequest, "the slow prompt's turn ended before it could be cancelled: give -slow-prompt a prompt that takes longer")
+		r.answer(p.req, r.o.Timeout)
+		return
+	}
+	mark := r.w.next()
+	p.cancel()
+	cancelLine, _ := r.w.await(r.ctx, mark, func(l Line) bool {
+		return l.Dir == toAgent && l.msg.Method == "$/cancel_request" && string(l.msg.param("requestId")) == string(p.req.msg.ID)
+	})
+	ans, ok := r.answer(p.req, r.o.CancelWait)
+	lines := []int{p.req.Seq, cancelLine.Seq, ans.Seq}
+	switch {
+	case !ok:
+		r.res.notBrought(ruleCancelRequest, "the agent did not answer the prompt within %s of $/cancel_request (v1 lets it ignore the cancel; the turn was then ended with session/cancel)", r.o.CancelWait)
+		_ = r.conn.CancelSession(r.ctx, session)
+		r.answer(p.req, r.o.Timeout)
+	case ans.msg.Error != nil && ans.msg.Error.Code != acprpc.CodeRequestCancelled:
+		r.res.fail(ruleCancelRequest, lines, "the prompt was answered with error %d %q, where a cancelled request owes a result or -32800", ans.msg.Error.Code, ans.msg.Error.Message)
+	default:
+		r.res.pass(ruleCancelRequest)
+	}
+}
+
+// The probes of the notifications scenario: a cancel of an ID never used, a
+// cancel of an answered ID, and a notification of an unknown method.
+const unknownID = 987654321
+
+func (r *runner) notifications() {
+	probes := []string{
+		fmt.Sprintf(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}`, unknownID),
+		fmt.Sprintf(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%s}}`, r.initID),
+		`{"jsonrpc":"2.0","method":"_acpcheck/notice","params":{}}`,
+	}
+	for _, probe := range probes {
+		if _, err := r.t.inject(probe); err != nil {
+			r.res.notBrought(ruleNoteUnanswered, "the probes could not be written: %v", err)
+			return
+		}
+	}
+	// A request after them: once it is answered, they have been read.
+	ctx, cancel := r.bounded(r.o.Timeout)
+	defer cancel()
+	err := r.conn.Call(ctx, "_acpcheck/ping", struct{}{}, nil)
+	if ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed) {
+		r.res.notBrought(ruleNoteUnanswered, "the agent answered no request after the probes")
+		return
+	}
+	r.notesRead = true
+	r.settle()
+}
+
+// settle gives answers that must not come the time to come.
+func (r *runner) settle() {
+	select {
+	case <-time.After(r.o.Settle):
+	case <-r.ctx.Done():
+	}
+}
+
+// badInput writes a line that is not JSON, then a request for an unknown
+// method, then opens a session: the connection must live through both.
+func (r *runner) badInput() {
+	seq, err := r.t.inject(`{this is not JSON`)
+	if err != nil {
+		r.res.notBrought(ruleParseError, "the line could not be written: %v", err)
+		return
+	}
+	ctx, cancel := r.bounded(r.o.CancelWait)
+	ans, ok := r.w.await(ctx, seq+1, func(l Line) bool { return l.Dir == fromAgent && l.msg.isAnswer() && !l.msg.hasID() })
+	cancel()
+	switch {
+	case !ok:
+		r.res.fail(ruleParseError, []int{seq}, "the line that is not JSON was not answered within %s", r.o.CancelWait)
+	case ans.msg.Error == nil || ans.msg.Error.Code != acprpc.CodeParseError:
+		r.parseProbe = [2]int{seq, ans.Seq}
+		r.res.fail(ruleParseError, []int{seq, ans.Seq}, "the line that is not JSON was answered %s, not -32700", answerText(ans))
+	default:
+		r.parseProbe = [2]int{seq, ans.Seq}
+	}
+
+	ctx, cancel = r.bounded(r.o.Timeout)
+	defer cancel()
+	mark := r.w.next()
+	err = r.conn.Call(ctx, "acpcheck/no_such_method", struct{}{}, nil)
+	req, _ := r.w.await(ctx, mark, sent("acpcheck/no_such_method"))
+	var rpcErr *acprpc.Error
+	switch {
+	case ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed):
+		lines := []int{seq} // the line that is not JSON, and the request if it could still be sent
+		if req.Seq != 0 {
+			lines = append(lines, req.Seq)
+		}
+		r.res.fail(ruleMethodNotFound, lines, "the request for an unknown method, after the line that is not JSON, was not answered: %v%s", err, r.exitNote())
+		r.res.fail(ruleParseError, []int{seq}, "the agent answered nothing after the line that is not JSON")
+		return
+	case errors.As(err, &rpcErr) && rpcErr.Code == acprpc.CodeMethodNotFound:
+		r.res.pass(ruleMethodNotFound)
+	default:
+		r.res.fail(ruleMethodNotFound, r.linesOf(req), "the request for an unknown method was answered %v, not -32601", orResult(err))
+	}
+	if _, ok := r.newSession(); ok && r.res.byID[ruleParseError.ID].Status != Fail {
+		r.res.pass(ruleParseError)
+	}
+}
+
+// closeStdin closes the agent's stdin and checks that it exits, and that
+// nothing it started outlives it.
+func (r *runner) closeStdin() {
+	pid := r.agent.cmd.Process.Pid
+	before := family(pid)
+	closed := time.Now()
+	_ = r.agent.stdin.Close()
+	select {
+	case <-r.agent.exited:
+		r.res.pass(ruleStdinExit)
+	case <-time.After(r.o.ExitWait):
+		r.res.fail(ruleStdinExit, nil, "the agent was still running %s after its stdin closed", r.o.ExitWait)
+		r.res.notBrought(ruleNoLeftover, "the agent did not exit by itself")
+		r.drain()
+		return
+	}
+	r.drain()
+	if !canFindLeftovers {
+		r.res.notBrought(ruleNoLeftover, "this system cannot list processes")
+		return
+	}
+	left := r.leftovers(append(before, family(pid)...))
+	if len(left) > 0 {
+		r.res.fail(ruleNoLeftover, nil, "processes %v were still running %s after the agent exited (%s after its stdin closed)",
+			left, leftoverWait, r.agent.exitAt.Sub(closed).Round(time.Millisecond))
+		return
+	}
+	r.res.pass(ruleNoLeftover)
+}
+
+// leftoverWait is how long what the agent started may take to exit after
+// it.
+const leftoverWait = time.Second
+
+// leftovers waits up to leftoverWait for pids to exit, and returns those
+// still running. Nothing tells another process when a process exits: it
+// looks every few milliseconds.
+func (r *runner) leftovers(pids []int) []int {
+	slices.Sort(pids)
+	pids = slices.Compact(pids)
+	deadline := time.Now().Add(leftoverWait)
+	for {
+		left := alive(pids)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// drain waits for the agent's output to end, so that the transcript holds
+// all it wrote.
+func (r *runner) drain() {
+	select {
+	case <-r.conn.Done():
+	case <-time.After(r.o.Settle + time.Second):
+	}
+}
+
+// wireRules checks what holds of the whole transcript: each request
+// answered once, no answer to an ID never used or to a notification, no
+// update of a turn after its answer.
+func (r *runner) wireRules() {
+	lines := r.w.all()
+	requests := map[string]Line{}
+	answers := map[string][]Line{}
+	var lastNote Line
+	for _, l := range lines {
+		switch {
+		case l.Dir == toAgent && l.msg.isRequest():
+			requests[string(l.msg.ID)] = l
+		case l.Dir == toAgent && l.msg.isNotification():
+			lastNote = l
+		case l.Dir == fromAgent && l.msg.isAnswer() && l.msg.hasID():
+			id := string(l.msg.ID)
+			if _, ok := requests[id]; !ok {
+				r.res.fail(ruleUnknownID, []int{l.Seq}, "an answer carries ID %s, which the client never used", id)
+			}
+			answers[id] = append(answers[id], l)
+		case l.Dir == fromAgent && l.msg.isAnswer() && l.Seq != r.parseProbe[1]:
+			r.res.fail(ruleNoteUnanswered, []int{lastNote.Seq, l.Seq}, "the agent answered a notification (the last one sent before the answer is shown)")
+		}
+	}
+	if len(requests) > 0 {
+		r.res.pass(ruleUnknownID)
+	}
+	if r.notesRead {
+		r.res.pass(ruleNoteUnanswered)
+	}
+	ids := make([]string, 0, len(requests))
+	for id := range requests {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b string) int { return requests[a].Seq - requests[b].Seq })
+	for _, id := range ids {
+		req, got := requests[id], answers[id]
+		switch {
+		case len(got) == 0:
+			r.res.fail(ruleOneAnswer, []int{req.Seq}, "%s (ID %s) was never answered", req.msg.Method, id)
+		case len(got) > 1:
+			seqs := []int{req.Seq}
+			for _, a := range got {
+				seqs = append(seqs, a.Seq)
+			}
+			r.res.fail(ruleOneAnswer, seqs, "%s (ID %s) was answered %d times", req.msg.Method, id, len(got))
+		}
+	}
+	if len(requests) > 0 {
+		r.res.pass(ruleOneAnswer)
+	}
+	r.updatesAfterAnswers(lines, requests, answers)
+}
+
+// updatesAfterAnswers finds the content updates of each session that came
+// after a prompt's answer and before the session's next prompt.
+func (r *runner) updatesAfterAnswers(lines []Line, requests map[string]Line, answers map[string][]Line) {
+	checked := false
+	for id, req := range requests {
+		if req.msg.Method != acpv1.MethodSessionPrompt || len(answers[id]) == 0 {
+			continue
+		}
+		checked = true
+		session, ans := req.msg.sessionID(), answers[id][0]
+		end := len(lines) + 1
+		for _, l := range lines[ans.Seq:] {
+			if l.Dir == toAgent && l.msg.Method == acpv1.MethodSessionPrompt && l.msg.sessionID() == session {
+				end = l.Seq
+				break
+			}
+		}
+		late := r.contentUpdates(session, ans.Seq, end)
+		if len(late) > 0 {
+			r.res.fail(ruleUpdateAfter, append([]int{req.Seq, ans.Seq}, late...),
+				"%d update(s) of session %s came after its prompt was answered %s", len(late), session, answerText(ans))
+		}
+	}
+	if checked {
+		r.res.pass(ruleUpdateAfter)
+	}
+}
+
+// turnUpdates are the session/update kinds that belong to a turn.
+var turnUpdates = []string{"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
+
+// contentUpdates lists the turn updates of session strictly between two
+// sequence numbers.
+func (r *runner) contentUpdates(session string, after, before int) []int {
+	var out []int
+	for _, l := range r.w.all() {
+		if l.Seq > after && l.Seq < before && l.Dir == fromAgent && l.msg.Method == acpv1.MethodSessionUpdate &&
+			l.msg.sessionID() == session && slices.Contains(turnUpdates, l.msg.updateKind()) {
+			out = append(out, l.Seq)
+		}
+	}
+	return out
+}
+
+// linesOf is a request's line and its answers'.
+func (r *runner) linesOf(req Line) []int {
+	if req.Seq == 0 {
+		return nil
+	}
+	out := []int{req.Seq}
+	for _, l := range r.w.all()[req.Seq:] {
+		if l.Dir == fromAgent && l.msg.answers(req.msg.ID) {
+			out = append(out, l.Seq)
+		}
+	}
+	return out
+}
+
+// sent matches the client's request or notification of a method.
+func sent(method string) func(Line) bool {
+	return func(l Line) bool { return l.Dir == toAgent && l.msg.Method == method }
+}
+
+// answerText describes an answer briefly: its stopReason, or its error.
+func answerText(l Line) string {
+	if l.msg.Error != nil {
+		return fmt.Sprintf("with error %d %q", l.msg.Error.Code, l.msg.Error.Message)
+	}
+	if s := l.msg.stopReason(); s != "" {
+		return fmt.Sprintf("stopReason %q", s)
+	}
+	return "with " + string(l.msg.Result)
+}
+
+func orResult(err error) string {
+	if err == nil {
+		return "with a result"
+	}
+	return err.Error()
+}

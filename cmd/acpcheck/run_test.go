@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testOptions checks the test binary as an agent with faults, with bounds
+// short enough for tests and long enough for a loaded machine.
+func testOptions(t *testing.T, faults ...string) runOptions {
+	return runOptions{
+		Argv:        []string{os.Args[0]},
+		Env:         []string{agentEnv + "=" + strings.Join(append([]string{"correct"}, faults...), ",")},
+		Prompt:      "Say hello.",
+		SlowPrompt:  "Count slowly.",
+		Cwd:         t.TempDir(),
+		Timeout:     10 * time.Second,
+		CancelAfter: 5 * time.Second,
+		CancelWait:  3 * time.Second,
+		ExitWait:    2 * time.Second,
+		Settle:      100 * time.Millisecond,
+	}
+}
+
+// failed lists the rules the report failed, and checks that each finding
+// shows wire lines that exist, unless the rule is about the process.
+func failed(t *testing.T, rep *Report) []string {
+	var out []string
+	for _, r := range rep.Results {
+		if r.Status != Fail {
+			continue
+		}
+		out = append(out, r.ID)
+		require.NotEmpty(t, r.Findings, r.ID)
+		for _, f := range r.Findings {
+			if r.ID != ruleStdinExit.ID && r.ID != ruleNoLeftover.ID {
+				assert.NotEmpty(t, f.Lines, "%s: %s", r.ID, f.Detail)
+			}
+			for _, seq := range f.Lines {
+				_, ok := rep.line(seq)
+				assert.True(t, ok, "%s cites line %d, which is not on the wire", r.ID, seq)
+			}
+		}
+	}
+	return out
+}
+
+func TestCorrectAgentPassesEveryRule(t *testing.T) {
+	rep, err := runChecks(context.Background(), testOptions(t))
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		assert.Equal(t, Pass, r.Status, "%s: %+v", r.ID, r)
+	}
+	assert.Equal(t, 0, rep.ExitCode())
+}
+
+// Each fault breaks one rule, which its check must catch, and no other
+// check may blame the agent for it.
+func TestEachBrokenRuleIsCaught(t *testing.T) {
+	cases := []struct {
+		fault string
+		fails []string
+	}{
+		{faultCancelError, []string{ruleCancelStop.ID, ruleCancelRequest.ID}}, // both cancels end in its error
+		{faultCancelEndTurn, []string{ruleCancelStop.ID}},
+		{faultCancelIgnored, []string{ruleCancelStop.ID, ruleOneAnswer.ID}},
+		{faultCancelTwice, []string{ruleOneAnswer.ID}},
+		{faultUpdateAfterCancel, []string{ruleUpdateAfter.ID}},
+		{faultEmptyTurnAfter, []string{ruleTurnAfter.ID, ruleUpdateAfter.ID}},
+		{faultAnswerNote, []string{ruleNoteUnanswered.ID}},
+		{faultCancelReqError, []string{ruleCancelRequest.ID}},
+		{faultAnswerUnknownID, []string{ruleUnknownID.ID, ruleOneAnswer.ID}}, // the cancel of initialize's ID answered: its second answer
+		{faultNoParseError, []string{ruleParseError.ID}},
+		{faultExitOnParseError, []string{ruleParseError.ID, ruleMethodNotFound.ID}},
+		{faultUnknownResult, []string{ruleMethodNotFound.ID}},
+		{faultIgnoreEOF, []string{ruleStdinExit.ID}},
+		{faultBadVersion, []string{ruleInitialize.ID}},
+	}
+	if runtime.GOOS == "linux" {
+		cases = append(cases, struct {
+			fault string
+			fails []string
+		}{faultLeaveChild, []string{ruleNoLeftover.ID}})
+	}
+	for _, c := range cases {
+		t.Run(c.fault, func(t *testing.T) {
+			t.Parallel()
+			rep, err := runChecks(context.Background(), testOptions(t, c.fault))
+			require.NoError(t, err)
+			assert.ElementsMatch(t, c.fails, failed(t, rep))
+			assert.Equal(t, 1, rep.ExitCode())
+		})
+	}
+}
+
+// An agent may ignore $/cancel_request in v1: the scenario is reported as
+// not brought about, never passed, and the run still exits 0.
+func TestIgnoredCancelRequestIsNotBroughtAbout(t *testing.T) {
+	rep, err := runChecks(context.Background(), testOptions(t, faultIgnoreCancelReq))
+	require.NoError(t, err)
+	assert.Empty(t, failed(t, rep))
+	assert.Equal(t, NotBrought, rep.result(ruleCancelRequest.ID).Status)
+	assert.Contains(t, rep.result(ruleCancelRequest.ID).Why, "$/cancel_request")
+	assert.Equal(t, 0, rep.ExitCode())
+}
+
+// A slow prompt that ends by itself cannot be cancelled: said, not passed.
+func TestTurnThatCannotBeCancelledIsNotBroughtAbout(t *testing.T) {
+	o := testOptions(t)
+	o.SlowPrompt = "quick"
+	rep, err := runChecks(context.Background(), o)
+	require.NoError(t, err)
+	assert.Empty(t, failed(t, rep))
+	for _, id := range []string{ruleCancelStop.ID, ruleTurnAfter.ID, ruleCancelRequest.ID} {
+		assert.Equal(t, NotBrought, rep.result(id).Status, id)
+	}
+}
+
+func TestAgentThatCannotRunExits2(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := mainCode(context.Background(), []string{"run", "--", filepath.Join(t.TempDir(), "no-such-agent")}, &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr.String(), "cannot start the agent")
+
+	_, err := runChecks(context.Background(), testOptions(t, faultNoOutput))
+	require.ErrorIs(t, err, errNotRun)
+	assert.Contains(t, err.Error(), "before answering initialize")
+}
+
+func TestBadCommandLines(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"frobnicate"},
+		{"run"},
+		{"run", "-timeout", "0", "--", "agent"},
+		{"run", "-prompt", "", "--", "agent"},
+		{"run", "-no-such-flag", "--", "agent"},
+	} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 2, mainCode(context.Background(), args, &stdout, &stderr), "%q", args)
+		assert.NotEmpty(t, stderr.String(), "%q", args)
+	}
+}
+
+// The JSON report carries every rule and the whole wire, and the exit
+// status says a rule failed.
+func TestJSONReport(t *testing.T) {
+	o := testOptions(t, faultAnswerNote)
+	args := []string{"run", "-json", "-timeout", "10s", "-cancel-wait", "3s", "-settle", "100ms", "-slow-prompt", o.SlowPrompt, "--", os.Args[0]}
+	t.Setenv(agentEnv, strings.TrimPrefix(o.Env[0], agentEnv+"="))
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 1, mainCode(context.Background(), args, &stdout, &stderr), stderr.String())
+	var rep Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	assert.Len(t, rep.Results, len(allRules))
+	res := rep.result(ruleNoteUnanswered.ID)
+	require.Equal(t, Fail, res.Status)
+	require.NotEmpty(t, res.Findings)
+	cited := res.Findings[0].Lines
+	require.Len(t, cited, 2)
+	assert.Contains(t, rep.Wire[cited[0]-1].Raw, `"$/cancel_request"`)
+	assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}`, rep.Wire[cited[1]-1].Raw)
+	assert.Equal(t, fromAgent, rep.Wire[cited[1]-1].Dir)
+}
+
+// examples/agent, built on acprpc, passes every rule.
+func TestExampleAgentPassesEveryRule(t *testing.T) {
+	bin := buildExampleAgent(t)
+	o := testOptions(t)
+	o.Argv, o.Env = []string{bin}, nil
+	rep, err := runChecks(context.Background(), o)
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		assert.Equal(t, Pass, r.Status, "%s: %+v", r.ID, r)
+	}
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	assert.Contains(t, text.String(), "14 passed, 0 failed, 0 not brought about")
+}
+
+// buildExampleAgent builds examples/agent from the workspace.
+func buildExampleAgent(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "agent")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/acpkit/acprpc/examples/agent").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// The test binary is also the agents the tests check: run with agentEnv set
+// to a list of faults (or "correct"), it is an ACP v1 agent written on raw
+// lines, correct except for those faults, so that each breaks one rule the
+// way agents in the field do, even where acprpc would refuse to.
+const agentEnv = "ACPCHECK_TEST_AGENT"
+
+// The faults the test agent can be given.
+const (
+	faultCancelError       = "cancel-error"        // a cancelled prompt answered with an error
+	faultCancelEndTurn     = "cancel-end-turn"     // a cancelled prompt answered end_turn
+	faultCancelIgnored     = "cancel-ignored"      // session/cancel ignored: the prompt never answered
+	faultCancelTwice       = "cancel-twice"        // a cancelled prompt answered twice
+	faultUpdateAfterCancel = "update-after-cancel" // an update after the cancelled prompt's answer
+	faultEmptyTurnAfter    = "empty-turn-after"    // the prompt after a cancel answered at once, its reply after it
+	faultAnswerNote        = "answer-notification" // $/cancel_request answered with an ID-less -32601
+	faultCancelReqError    = "cancel-request-error"
+	faultIgnoreCancelReq   = "ignore-cancel-request" // allowed in v1: not brought about
+	faultAnswerUnknownID   = "answer-unknown-id"     // a cancel of an unknown ID answered with that ID
+	faultNoParseError      = "no-parse-error"        // a line that is not JSON ignored
+	faultExitOnParseError  = "exit-on-parse-error"
+	faultUnknownResult     = "unknown-method-result" // an unknown method answered with a result
+	faultIgnoreEOF         = "ignore-eof"            // stays after its stdin closed
+	faultLeaveChild        = "leave-child"           // a child that outlives it
+	faultBadVersion        = "bad-version"           // answers protocolVersion 2 to 1
+	faultNoOutput          = "exit-at-once"          // exits before answering anything
+)
+
+// childEnv makes the test binary the child faultLeaveChild leaves behind.
+const childEnv = "ACPCHECK_TEST_CHILD"
+
+// testAgentMain runs the test binary as an agent or a child, if asked to,
+// and reports whether it did.
+func testAgentMain() bool {
+	if os.Getenv(childEnv) != "" {
+		time.Sleep(20 * time.Second) // bounded: acpcheck kills it long before
+		return true
+	}
+	spec, ok := os.LookupEnv(agentEnv)
+	if !ok {
+		return false
+	}
+	faults := map[string]bool{}
+	for _, f := range strings.Split(spec, ",") {
+		faults[f] = true
+	}
+	if faults[faultNoOutput] {
+		return true
+	}
+	if faults[faultLeaveChild] {
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), childEnv+"=1")
+		_ = child.Start() // in the agent's process group, stdio not shared
+	}
+	a := &rawAgent{out: bufio.NewWriter(os.Stdout), faults: faults, pending: map[string]string{}, cancelled: map[string]bool{}}
+	a.serve(os.Stdin)
+	if faults[faultIgnoreEOF] {
+		time.Sleep(20 * time.Second) // bounded: acpcheck kills it long before
+	}
+	return true
+}
+
+// rawAgent answers line by line, on one goroutine: a slow prompt stays
+// pending until it is cancelled, a quick one is answered at once.
+type rawAgent struct {
+	out       *bufio.Writer
+	faults    map[string]bool
+	sessions  int
+	pending   map[string]string // session → the ID of its prompt in flight
+	cancelled map[string]bool   // sessions whose last turn was cancelled
+}
+
+type rawMsg struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		SessionID string          `json:"sessionId"`
+		RequestID json.RawMessage `json:"requestId"`
+		Prompt    []struct {
+			Text string `json:"text"`
+		} `json:"prompt"`
+	} `json:"params"`
+}
+
+func (a *rawAgent) serve(in io.Reader) {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var m rawMsg
+		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			if a.faults[faultExitOnParseError] {
+				os.Exit(1)
+			}
+			if !a.faults[faultNoParseError] {
+				a.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`)
+				_ = a.out.Flush()
+			}
+			continue
+		}
+		a.handle(m)
+		_ = a.out.Flush()
+	}
+}
+
+func (a *rawAgent) send(format string, args ...any) {
+	fmt.Fprintf(a.out, format+"\n", args...)
+}
+
+func (a *rawAgent) result(id json.RawMessage, result string) {
+	a.send(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+}
+
+func (a *rawAgent) update(session, text string) {
+	a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%q}}}}`, session, text)
+}
+
+func (a *rawAgent) handle(m rawMsg) {
+	isRequest := len(m.ID) > 0
+	switch m.Method {
+	case "initialize":
+		v := 1
+		if a.faults[faultBadVersion] {
+			v = 2
+		}
+		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"agentCapabilities":{},"authMethods":[]}`, v))
+	case "session/new":
+		a.sessions++
+		a.result(m.ID, fmt.Sprintf(`{"sessionId":"s%d"}`, a.sessions))
+	case "session/prompt":
+		a.prompt(m)
+	case "session/cancel":
+		a.cancel(m.Params.SessionID)
+	case "$/cancel_request":
+		a.cancelRequest(m.Params.RequestID)
+	default:
+		switch {
+		case isRequest && a.faults[faultUnknownResult]:
+			a.result(m.ID, `{}`)
+		case isRequest:
+			a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, m.ID)
+		}
+	}
+}
+
+func (a *rawAgent) prompt(m rawMsg) {
+	session, text := m.Params.SessionID, ""
+	for _, b := range m.Params.Prompt {
+		text += b.Text
+	}
+	if strings.Contains(text, "slow") {
+		a.update(session, "Working on it.")
+		a.pending[session] = string(m.ID)
+		return
+	}
+	if a.cancelled[session] && a.faults[faultEmptyTurnAfter] {
+		a.result(m.ID, `{"stopReason":"end_turn"}`)
+		a.update(session, "Hello.")
+		return
+	}
+	a.update(session, "Hello.")
+	a.result(m.ID, `{"stopReason":"end_turn"}`)
+}
+
+func (a *rawAgent) cancel(session string) {
+	id, ok := a.pending[session]
+	if !ok || a.faults[faultCancelIgnored] {
+		return
+	}
+	delete(a.pending, session)
+	a.cancelled[session] = true
+	a.update(session, "Stopped.")
+	switch {
+	case a.faults[faultCancelError]:
+		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"aborted"}}`, id)
+	case a.faults[faultCancelEndTurn]:
+		a.result(json.RawMessage(id), `{"stopReason":"end_turn"}`)
+	default:
+		a.result(json.RawMessage(id), `{"stopReason":"cancelled"}`)
+	}
+	if a.faults[faultCancelTwice] {
+		a.result(json.RawMessage(id), `{"stopReason":"cancelled"}`)
+	}
+	if a.faults[faultUpdateAfterCancel] {
+		a.update(session, "One more thing.")
+	}
+}
+
+func (a *rawAgent) cancelRequest(id json.RawMessage) {
+	if a.faults[faultAnswerNote] {
+		a.send(`{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}`)
+	}
+	for session, pending := range a.pending {
+		if pending != string(id) {
+			continue
+		}
+		switch {
+		case a.faults[faultIgnoreCancelReq]:
+			return
+		case a.faults[faultCancelReqError]:
+			delete(a.pending, session)
+			a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"aborted"}}`, id)
+		default:
+			a.cancel(session)
+		}
+		return
+	}
+	if a.faults[faultAnswerUnknownID] {
+		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32800,"message":"Request cancelled"}}`, id)
+	}
+}
