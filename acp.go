@@ -27,37 +27,20 @@ const (
 	MethodLSPCancelRequest = "$/cancelRequest"
 )
 
-// MethodInitialize is ACP's first request, which negotiates the version.
-const MethodInitialize = "initialize"
-
-// ACP's session methods. A session cancellation reads only params.sessionId;
-// the rest of ACP's schema is the application's business.
+// The ACP methods and stop reasons the library acts on. Applications use
+// the generated ones (acpv1.MethodSessionPrompt, acpv2.StopReasonEndTurn,
+// ...), which the root package cannot import: acpv1 and acpv2 import it.
 const (
-	MethodSessionCancel = "session/cancel"
-	MethodSessionClose  = "session/close"
-)
-
-// MethodRequestPermission is ACP's request for the user's permission, which
-// a client answers with the cancelled outcome as soon as its turn is
-// cancelled.
-const MethodRequestPermission = "session/request_permission"
-
-// ACP's prompt-turn methods, as far as the library reads them.
-const (
-	MethodSessionPrompt = "session/prompt"
-	MethodSessionUpdate = "session/update"
-)
-
-// ACP v2's requests that cancel one entity of a session's work.
-const (
-	MethodToolCallCancel = "tool_call/cancel"
-	MethodTerminalCancel = "terminal/cancel"
-)
-
-// ACP v2's stop reasons that the library itself sends.
-const (
-	StopReasonEndTurn   = "end_turn"
-	StopReasonCancelled = "cancelled"
+	methodInitialize        = "initialize"     // negotiates the version
+	methodSessionCancel     = "session/cancel" // cancels its session's requests (params.sessionId)
+	methodSessionClose      = "session/close"
+	methodRequestPermission = "session/request_permission" // answered "cancelled" as soon as its turn is
+	methodSessionPrompt     = "session/prompt"
+	methodSessionUpdate     = "session/update"
+	methodToolCallCancel    = "tool_call/cancel" // v2: cancels one tool call
+	methodTerminalCancel    = "terminal/cancel"  // v2: cancels one terminal
+	stopReasonEndTurn       = "end_turn"
+	stopReasonCancelled     = "cancelled"
 )
 
 // ProtocolVersion is an ACP protocol version: the integer that initialize
@@ -80,10 +63,10 @@ const (
 // -32800. The map is new on each call, so a caller may add its own methods.
 func ACPCancelMarkers(v ProtocolVersion) map[string]json.RawMessage {
 	m := map[string]json.RawMessage{
-		MethodRequestPermission: json.RawMessage(`{"outcome":{"outcome":"cancelled"}}`),
+		methodRequestPermission: json.RawMessage(`{"outcome":{"outcome":"cancelled"}}`),
 	}
 	if v < ProtocolV2 {
-		m[MethodSessionPrompt] = json.RawMessage(`{"stopReason":"cancelled"}`)
+		m[methodSessionPrompt] = json.RawMessage(`{"stopReason":"cancelled"}`)
 	}
 	return m
 }

@@ -799,7 +799,7 @@ func BenchmarkTurn(b *testing.B) {
 	b.Run("protocol=v2", func(b *testing.B) {
 		agent := benchV2Agent(func(ctx context.Context, c *acprpc.Conn) string {
 			_ = c.Notify(ctx, "session/update", benchChunk)
-			return acprpc.StopReasonEndTurn
+			return "end_turn"
 		})
 		idle := make(chan string, 1)
 		client := benchTurnConns(b, acprpc.ProtocolV2, agent, benchIdleWatcher(idle))
@@ -851,7 +851,7 @@ func BenchmarkTurnCancel(b *testing.B) {
 	b.Run("protocol=v2", func(b *testing.B) {
 		agent := benchV2Agent(func(ctx context.Context, _ *acprpc.Conn) string {
 			<-ctx.Done()
-			return acprpc.StopReasonCancelled
+			return "cancelled"
 		})
 		idle := make(chan string, 1)
 		client := benchTurnConns(b, acprpc.ProtocolV2, agent, benchIdleWatcher(idle))

@@ -16,7 +16,7 @@
 //
 // A Conn runs over a Transport, which carries one whole message per Recv
 // and per Send and knows nothing of JSON-RPC: a Stream for ACP's stdio
-// framing, ObjectStream for sourcegraph/jsonrpc2's object streams, Pipe for
+// framing, sourcegraph.Transport for sourcegraph/jsonrpc2's object streams, Pipe for
 // two Conns in one process, and the remote package's WebSocket and
 // Streamable HTTP. The Conn owns everything that decides what the peer sees
 // (parsing, IDs, answers, cancellation, limits), the same over every

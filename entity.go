@@ -41,7 +41,7 @@ type entity struct {
 // capabilities.cancel to the peer for it to send the request. Calling done
 // more than once is safe; it also releases the context.
 func (c *Conn) CancellableToolCall(parent context.Context, sessionID, toolCallID string) (ctx context.Context, done func()) {
-	return c.cancellable(parent, entityKey{MethodToolCallCancel, sessionID, toolCallID})
+	return c.cancellable(parent, entityKey{methodToolCallCancel, sessionID, toolCallID})
 }
 
 // CancellableTerminal makes a terminal of a session cancellable by the
@@ -49,7 +49,7 @@ func (c *Conn) CancellableToolCall(parent context.Context, sessionID, toolCallID
 // terminal_update with its exitStatus is the application's to send; done
 // marks the terminal as exited.
 func (c *Conn) CancellableTerminal(parent context.Context, sessionID, terminalID string) (ctx context.Context, done func()) {
-	return c.cancellable(parent, entityKey{MethodTerminalCancel, sessionID, terminalID})
+	return c.cancellable(parent, entityKey{methodTerminalCancel, sessionID, terminalID})
 }
 
 func (c *Conn) cancellable(parent context.Context, k entityKey) (context.Context, func()) {
@@ -82,7 +82,7 @@ func (c *Conn) cancellable(parent context.Context, k entityKey) (context.Context
 // then serves.
 func (c *Conn) onEntityCancel(m *message) bool {
 	field := "toolCallId"
-	if m.Method == MethodTerminalCancel {
+	if m.Method == methodTerminalCancel {
 		field = "terminalId"
 	}
 	raw := wire.Member(m.Params, field)
@@ -114,7 +114,7 @@ type emptyResult struct{}
 // unknown, final or not cancellable.
 func unknownEntity(method string) *Error {
 	what := "tool call"
-	if method == MethodTerminalCancel {
+	if method == methodTerminalCancel {
 		what = "terminal"
 	}
 	return &Error{Code: CodeInvalidParams, Message: "Invalid params: the " + what + " is unknown, final or not cancellable"}

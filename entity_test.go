@@ -18,15 +18,15 @@ import (
 // goes out when it does not serve the method.
 func TestV2EntityCancels(t *testing.T) {
 	for _, tc := range []struct{ method, field string }{
-		{acprpc.MethodToolCallCancel, "toolCallId"},
-		{acprpc.MethodTerminalCancel, "terminalId"},
+		{"tool_call/cancel", "toolCallId"},
+		{"terminal/cancel", "terminalId"},
 	} {
 		t.Run(tc.method, func(t *testing.T) {
 			wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 				ctx := wiretest.Context(t)
 				c, p := wiretest.Connect(t, tr, wiretest.Mux{"ping": wiretest.Ping}, v2Options())
 				register := c.CancellableToolCall
-				if tc.method == acprpc.MethodTerminalCancel {
+				if tc.method == "terminal/cancel" {
 					register = c.CancellableTerminal
 				}
 				entityCtx, done := register(context.Background(), "s", "e1")
@@ -62,21 +62,21 @@ func TestV2EntityCancels(t *testing.T) {
 // are ordinary requests.
 func TestEntityCancelFallbacks(t *testing.T) {
 	ctx := wiretest.Context(t)
-	h := wiretest.Mux{acprpc.MethodToolCallCancel: func(context.Context, *acprpc.Request) (any, error) {
+	h := wiretest.Mux{"tool_call/cancel": func(context.Context, *acprpc.Request) (any, error) {
 		return json.RawMessage(`{"_meta":{"by":"app"}}`), nil
 	}}
 	_, p := wiretest.Connect(t, wiretest.Transports[0], h, v2Options())
-	p.Request("1", acprpc.MethodToolCallCancel, `{"sessionId":"s","toolCallId":"x"}`)
+	p.Request("1", "tool_call/cancel", `{"sessionId":"s","toolCallId":"x"}`)
 	p.ExpectResult(ctx, "1", `{"_meta":{"by":"app"}}`)
 
 	_, p = wiretest.Connect(t, wiretest.Transports[0], nil, v2Options())
-	p.Request("1", acprpc.MethodTerminalCancel, `{"sessionId":"s","terminalId":"x"}`)
+	p.Request("1", "terminal/cancel", `{"sessionId":"s","terminalId":"x"}`)
 	p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
 
 	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{}, &acprpc.Options{PinnedVersion: acprpc.ProtocolV1})
 	entityCtx, done := c.CancellableToolCall(context.Background(), "s", "x")
 	defer done()
-	p.Request("1", acprpc.MethodToolCallCancel, `{"sessionId":"s","toolCallId":"x"}`)
+	p.Request("1", "tool_call/cancel", `{"sessionId":"s","toolCallId":"x"}`)
 	p.ExpectError(ctx, "1", acprpc.CodeMethodNotFound)
 	assert.NoError(t, entityCtx.Err(), "v1 has no entity cancels")
 }
@@ -92,14 +92,14 @@ func TestV2EntityUnderWork(t *testing.T) {
 		defer done()
 		toolCtxs <- toolCtx
 		<-w.Context().Done()
-		_ = w.End(acprpc.StopReasonCancelled)
+		_ = w.End("cancelled")
 	}
 	_, p := wiretest.Connect(t, wiretest.Transports[0], a, v2Options())
 	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
 	p.ExpectAnswer(ctx, "1")
 	w := wiretest.Recv(t, ctx, a.works)
 	toolCtx := wiretest.Recv(t, ctx, toolCtxs)
-	p.Request("2", acprpc.MethodToolCallCancel, `{"sessionId":"s","toolCallId":"call_1"}`)
+	p.Request("2", "tool_call/cancel", `{"sessionId":"s","toolCallId":"call_1"}`)
 	p.ExpectResult(ctx, "2", `{}`)
 	<-toolCtx.Done()
 	assert.NoError(t, w.Context().Err(), "cancelling a tool call does not cancel the work")

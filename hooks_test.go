@@ -235,19 +235,19 @@ func TestHooksLabelAnswersOfTheReadGoroutine(t *testing.T) {
 	p.ExpectResult(ctx, "3", `{"protocolVersion":2}`)
 	p.Request("4", "initialize", `{"protocolVersion":1}`) // one connection, one version
 	p.ExpectError(ctx, "4", acprpc.CodeInvalidRequest)
-	p.Request("5", acprpc.MethodToolCallCancel, `{"sessionId":"s"}`)
+	p.Request("5", "tool_call/cancel", `{"sessionId":"s"}`)
 	p.ExpectError(ctx, "5", acprpc.CodeInvalidParams)
-	p.Request("6", acprpc.MethodToolCallCancel, `{"sessionId":"s","toolCallId":"t1"}`)
+	p.Request("6", "tool_call/cancel", `{"sessionId":"s","toolCallId":"t1"}`)
 	p.ExpectResult(ctx, "6", `{}`)
-	p.Request("7", acprpc.MethodTerminalCancel, `{"terminalId":"x"}`)
+	p.Request("7", "terminal/cancel", `{"terminalId":"x"}`)
 	p.ExpectError(ctx, "7", acprpc.CodeInvalidParams)
-	require.NoError(t, c.BeginWork("s").End(acprpc.StopReasonEndTurn)) // the idle state_update is the layer's too
+	require.NoError(t, c.BeginWork("s").End("end_turn")) // the idle state_update is the layer's too
 	p.ExpectNotification(ctx, "session/update")
 
 	_, sent, _ := log.snapshot()
 	require.Len(t, sent, 8)
 	methods := []string{"initialize", "initialize", "initialize", "initialize",
-		acprpc.MethodToolCallCancel, acprpc.MethodToolCallCancel, acprpc.MethodTerminalCancel, "session/update"}
+		"tool_call/cancel", "tool_call/cancel", "terminal/cancel", "session/update"}
 	for i, e := range sent {
 		assert.Equal(t, methods[i], e.method, "message %d, %s", i, e.raw)
 		assert.Equal(t, e.id != "3", e.generated, "message %d, %s: only the handler's own answer is not the library's", i, e.raw)

@@ -1,12 +1,11 @@
 package acprpc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"time"
-
-	"github.com/acpkit/acprpc/internal/defaults"
 )
 
 // DefaultCancelGrace is how long a cancelled request's handler may take to
@@ -189,17 +188,18 @@ func (o *Options) settled() Options {
 	if s.MaxMessageSize <= 0 {
 		s.MaxMessageSize = DefaultMaxMessageSize
 	}
-	s.MaxInFlight = defaults.Positive(s.MaxInFlight, DefaultMaxInFlight)
-	s.MaxOutgoing = defaults.Positive(s.MaxOutgoing, DefaultMaxOutgoing)
-	s.MaxQueuedNotifications = defaults.Positive(s.MaxQueuedNotifications, DefaultMaxQueuedNotifications)
-	s.MaxQueuedWrite = defaults.Positive(s.MaxQueuedWrite, DefaultMaxQueuedWrite)
-	s.MaxInFlightBytes = max(defaults.Positive(s.MaxInFlightBytes, DefaultMaxInFlightBytes), s.MaxMessageSize)
-	s.MaxQueuedNotificationBytes = max(defaults.Positive(s.MaxQueuedNotificationBytes, DefaultMaxQueuedNotificationBytes), s.MaxMessageSize)
+	// A limit of zero or less means its default.
+	s.MaxInFlight = cmp.Or(max(s.MaxInFlight, 0), DefaultMaxInFlight)
+	s.MaxOutgoing = cmp.Or(max(s.MaxOutgoing, 0), DefaultMaxOutgoing)
+	s.MaxQueuedNotifications = cmp.Or(max(s.MaxQueuedNotifications, 0), DefaultMaxQueuedNotifications)
+	s.MaxQueuedWrite = cmp.Or(max(s.MaxQueuedWrite, 0), DefaultMaxQueuedWrite)
+	s.MaxInFlightBytes = max(cmp.Or(max(s.MaxInFlightBytes, 0), DefaultMaxInFlightBytes), s.MaxMessageSize)
+	s.MaxQueuedNotificationBytes = max(cmp.Or(max(s.MaxQueuedNotificationBytes, 0), DefaultMaxQueuedNotificationBytes), s.MaxMessageSize)
 	if s.CancelMarkers == nil {
 		s.CancelMarkers = markersV1 // read by no one: the Conn's markers follow its version (rulesFor)
 	}
 	if s.SessionCancelMethods == nil {
-		s.SessionCancelMethods = []string{MethodSessionCancel, MethodSessionClose}
+		s.SessionCancelMethods = []string{methodSessionCancel, methodSessionClose}
 	}
 	return s
 }

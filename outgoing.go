@@ -70,7 +70,7 @@ func (t *callTable) register(method string) (int64, *pendingCall, error) {
 	t.last++
 	// Every field the read goroutine reads is set before the call is in the
 	// table, where an answer can find it.
-	pc := &pendingCall{done: make(chan struct{}), method: method, learnsVersion: method == MethodInitialize}
+	pc := &pendingCall{done: make(chan struct{}), method: method, learnsVersion: method == methodInitialize}
 	t.m[t.last] = pc
 	t.callers++
 	return t.last, pc, nil

@@ -28,16 +28,16 @@ func (c *Conn) acpRules(m *message) (needs acpNeeds, used bool) {
 		return needs, false
 	}
 	switch p := c.protocol(); {
-	case m.Method == MethodInitialize:
+	case m.Method == methodInitialize:
 		return needs, c.negotiate(m)
-	case p.entityCancels && (m.Method == MethodToolCallCancel || m.Method == MethodTerminalCancel):
+	case p.entityCancels && (m.Method == methodToolCallCancel || m.Method == methodTerminalCancel):
 		return needs, c.onEntityCancel(m)
 	case p.closeRequest && c.isSessionCancel(m.Method):
 		c.onSessionCancel(m.SessionID)
 		if p.foreground && m.SessionID != "" {
 			needs.closing = c.foreground.unended(m.SessionID)
 		}
-	case p.foreground && m.Method == MethodSessionPrompt && m.SessionID != "":
+	case p.foreground && m.Method == methodSessionPrompt && m.SessionID != "":
 		needs.joinsWork = true
 	}
 	return needs, false
@@ -48,11 +48,11 @@ func (c *Conn) acpRules(m *message) (needs acpNeeds, used bool) {
 // been inserted, which starts its work.
 func (c *Conn) acpBeforeAnswer(r *inRequest, f *frame) {
 	switch r.req.Method {
-	case MethodInitialize:
+	case methodInitialize:
 		if f.info.kind == KindResult {
 			c.learnVersion(wire.Member(f.Buf.Bytes(), "result"))
 		}
-	case MethodSessionPrompt:
+	case methodSessionPrompt:
 		w := r.promptWork()
 		switch {
 		case w == nil:
@@ -79,7 +79,7 @@ func (c *Conn) acpHoldAnswer(r *inRequest) {
 // that is unknown, final or not cancellable.
 func (c *Conn) errorForVersion(r *inRequest, e *Error) *Error {
 	if e.Code == CodeMethodNotFound && c.protocol().entityCancels &&
-		(r.req.Method == MethodToolCallCancel || r.req.Method == MethodTerminalCancel) {
+		(r.req.Method == methodToolCallCancel || r.req.Method == methodTerminalCancel) {
 		return unknownEntity(r.req.Method)
 	}
 	return e

@@ -54,7 +54,7 @@ func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 			r.decide(ErrSessionCancelled)
 		}
 	}
-	err := c.Notify(ctx, MethodSessionCancel, sessionParams{SessionID: sessionID})
+	err := c.Notify(ctx, methodSessionCancel, sessionParams{SessionID: sessionID})
 	if !preempts {
 		return err
 	}
@@ -77,7 +77,7 @@ func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 // it cancels the session, and the others, left to the agent's cascade.
 func (c *Conn) sessionRequests(sessionID string) (perms, others []*inRequest) {
 	for _, r := range c.incoming.inSession(sessionID) {
-		if r.req.Method == MethodRequestPermission {
+		if r.req.Method == methodRequestPermission {
 			perms = append(perms, r)
 		} else {
 			others = append(others, r)

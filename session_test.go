@@ -66,7 +66,7 @@ func TestSessionCancelFromPeer(t *testing.T) {
 			a.NextStart(t, ctx)
 		}
 
-		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"s1"}`)
+		p.Notify("session/cancel", `{"sessionId":"s1"}`)
 		got := p.ExpectByID(ctx, 2)
 		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
 		assert.EqualValues(t, acprpc.CodeRequestCancelled, got["3"].Code())
@@ -77,19 +77,19 @@ func TestSessionCancelFromPeer(t *testing.T) {
 			assert.NotErrorIs(t, cause, acprpc.ErrPeerCancelled)
 		}
 		note := wiretest.Recv(t, ctx, a.notes)
-		assert.Equal(t, noteSeen{acprpc.MethodSessionCancel, "s1", true}, note)
+		assert.Equal(t, noteSeen{"session/cancel", "s1", true}, note)
 		assert.Equal(t, 3, c.Stats().IncomingInFlight)
 
-		p.Notify(acprpc.MethodSessionClose, `{"sessionId":"s2"}`)
+		p.Notify("session/close", `{"sessionId":"s2"}`)
 		p.ExpectResult(ctx, "2", `{"stopReason":"cancelled"}`)
 		_, cause := a.NextReturn(t, ctx)
 		assert.ErrorIs(t, cause, acprpc.ErrSessionCancelled)
-		assert.Equal(t, noteSeen{acprpc.MethodSessionClose, "s2", true}, wiretest.Recv(t, ctx, a.notes))
+		assert.Equal(t, noteSeen{"session/close", "s2", true}, wiretest.Recv(t, ctx, a.notes))
 
 		// Unknown, missing or non-string session IDs cancel nothing.
-		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"nope"}`)
-		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":1}`)
-		p.Notify(acprpc.MethodSessionCancel, `{}`)
+		p.Notify("session/cancel", `{"sessionId":"nope"}`)
+		p.Notify("session/cancel", `{"sessionId":1}`)
+		p.Notify("session/cancel", `{}`)
 		for range 3 {
 			wiretest.Recv(t, ctx, a.notes)
 		}
@@ -112,7 +112,7 @@ func TestSessionCancelMethodsOption(t *testing.T) {
 	c, p := wiretest.Connect(t, wiretest.Transports[0], a, &acprpc.Options{SessionCancelMethods: []string{}})
 	p.Request("1", "session/prompt", `{"sessionId":"s"}`)
 	a.NextStart(t, ctx)
-	p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"s"}`)
+	p.Notify("session/cancel", `{"sessionId":"s"}`)
 	note := wiretest.Recv(t, ctx, a.notes)
 	assert.False(t, note.alreadyCancelled)
 	assert.Equal(t, 1, c.Stats().IncomingInFlight)
@@ -141,7 +141,7 @@ func TestSessionCancelSession(t *testing.T) {
 		a.NextStart(t, ctx)
 
 		require.NoError(t, c.CancelSession(ctx, "s1"))
-		m := p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
+		m := p.ExpectNotification(ctx, "session/cancel")
 		assert.Equal(t, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`, m.Raw)
 		p.ExpectResult(ctx, "7", `{"outcome":{"outcome":"cancelled"}}`)
 		key, cause := a.NextReturn(t, ctx)
@@ -151,7 +151,7 @@ func TestSessionCancelSession(t *testing.T) {
 
 		// A session with nothing in flight here: only the notification.
 		require.NoError(t, c.CancelSession(ctx, "s3"))
-		p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
+		p.ExpectNotification(ctx, "session/cancel")
 		assert.Equal(t, 1, c.Stats().IncomingInFlight)
 	})
 }
@@ -192,7 +192,7 @@ func TestSessionPromptTurnOnTheWire(t *testing.T) {
 		require.Contains(t, ids, "terminal/create")
 		require.Contains(t, ids, "session/request_permission")
 		assert.ElementsMatch(t, []string{"1", "2"}, []string{ids["terminal/create"], ids["session/request_permission"]})
-		p.Notify(acprpc.MethodSessionCancel, `{"sessionId":"s"}`)
+		p.Notify("session/cancel", `{"sessionId":"s"}`)
 		cancels := map[string]bool{}
 		for range 2 {
 			m := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
@@ -243,7 +243,7 @@ func TestSessionCancelBothSides(t *testing.T) {
 				promptCause <- context.Cause(ctx)
 				return nil, ctx.Err()
 			},
-			acprpc.MethodSessionCancel: func(context.Context, *acprpc.Request) (any, error) { return nil, nil },
+			"session/cancel": func(context.Context, *acprpc.Request) (any, error) { return nil, nil },
 		}
 		l := wiretest.NewWire(t, wiretest.Side{Handler: client}, wiretest.Side{Handler: agent}, wiretest.With{Relay: tr})
 		var res struct{ StopReason string }
@@ -263,7 +263,7 @@ func TestSessionCancelBothSides(t *testing.T) {
 		cancelAt, answerAt := -1, -1
 		for i, m := range lines {
 			switch {
-			case m.Method == acprpc.MethodSessionCancel:
+			case m.Method == "session/cancel":
 				cancelAt = i
 			case m.IsResponse():
 				answerAt = i
@@ -296,7 +296,7 @@ func TestCancelSessionLeavesOtherRequestsToTheCascade(t *testing.T) {
 		wiretest.Recv(t, ctx, started)
 
 		require.NoError(t, c.CancelSession(ctx, "s1"))
-		p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
+		p.ExpectNotification(ctx, "session/cancel")
 		p.ExpectResult(ctx, "7", `{"outcome":{"outcome":"cancelled"}}`)
 		assert.Equal(t, 1, c.Stats().IncomingInFlight, "terminal/create waits for the agent's cancel")
 
@@ -327,7 +327,7 @@ func TestCancelSessionCauseWinsOverTheAgentsCascade(t *testing.T) {
 	var p *wiretest.Peer
 	pending := make(chan string, 1)
 	hooks := acprpc.Hooks{Sent: func(_ context.Context, m *acprpc.Message) {
-		if m.Method == acprpc.MethodSessionCancel {
+		if m.Method == "session/cancel" {
 			p.Cancel(<-pending)
 		}
 	}}
@@ -340,7 +340,7 @@ func TestCancelSessionCauseWinsOverTheAgentsCascade(t *testing.T) {
 		pending <- wiretest.Recv(t, ctx, asked)
 		require.NoError(t, c.CancelSession(ctx, "s1"))
 		require.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled, "round %d", i)
-		p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
+		p.ExpectNotification(ctx, "session/cancel")
 		p.ExpectResult(ctx, id, `{"outcome":{"outcome":"cancelled"}}`)
 	}
 }
@@ -359,7 +359,7 @@ func TestCancelSessionCancelsWhatTheAgentLeaves(t *testing.T) {
 	p.Request("8", "terminal/create", `{"sessionId":"s1","command":"make"}`)
 	wiretest.Recv(t, ctx, started)
 	require.NoError(t, c.CancelSession(ctx, "s1"))
-	p.ExpectNotification(ctx, acprpc.MethodSessionCancel)
+	p.ExpectNotification(ctx, "session/cancel")
 	m := p.ExpectError(ctx, "8", acprpc.CodeRequestCancelled)
 	assert.Contains(t, m.Raw, "Request cancelled")
 }

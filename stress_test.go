@@ -374,7 +374,7 @@ func (h *stressRig) check(t *testing.T, total int) {
 		t.Errorf("server counted %d cancels received, the wire shows %d", ss.CancelsReceived, cancels)
 	}
 	t.Logf("%d requests on the wire, %d $/cancel_request (%d after the answer), %d session cancels",
-		sent.Requested, cancels, h.lateCancels.Load(), sent.Notifications[acprpc.MethodSessionCancel])
+		sent.Requested, cancels, h.lateCancels.Load(), sent.Notifications["session/cancel"])
 }
 
 // The soak: two Conns over real pipes, a client (A) and an agent (B), with a
@@ -473,7 +473,7 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}
-	cancels, sessionCancels := note(acprpc.MethodCancelRequest), note(acprpc.MethodSessionCancel)
+	cancels, sessionCancels := note(acprpc.MethodCancelRequest), note("session/cancel")
 	notes := both(func(t wiretest.Tally) int { return sum(t.Notifications) }) - cancels - sessionCancels
 	nullAnswers := both(func(t wiretest.Tally) int { return t.NullAnswers })
 	nullExpected := int(s.nullExpected.Load())

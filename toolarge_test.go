@@ -12,6 +12,7 @@ import (
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/internal/wiretest"
+	"github.com/acpkit/acprpc/sourcegraph"
 )
 
 // Over-long message tests: a message over MaxMessageSize is dropped without
@@ -139,7 +140,7 @@ func TestTooLargeFromATransportWithoutLimit(t *testing.T) {
 	ctx := wiretest.Context(t)
 	a, b := net.Pipe()
 	s := jsonrpc2.NewPlainObjectStream(b)
-	c := acprpc.NewConn(context.Background(), acprpc.ObjectStream(jsonrpc2.NewPlainObjectStream(a)), wiretest.Mux{"echo": wiretest.Echo},
+	c := acprpc.NewConn(context.Background(), sourcegraph.Transport(jsonrpc2.NewPlainObjectStream(a)), wiretest.Mux{"echo": wiretest.Echo},
 		&acprpc.Options{MaxMessageSize: 1000})
 	t.Cleanup(func() {
 		_ = c.Close()

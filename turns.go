@@ -5,11 +5,11 @@ import (
 	"sync/atomic"
 )
 
-// MethodSessionPrompt's answer on v1 carries the turn's stopReason; these
+// methodSessionPrompt's answer on v1 carries the turn's stopReason; these
 // are the two that Options.ReportCancelledTurns tells apart.
 const (
-	stopReasonEndTurn   = `"end_turn"`
-	stopReasonCancelled = `"cancelled"`
+	endTurnJSON   = `"end_turn"`
+	cancelledJSON = `"cancelled"`
 )
 
 // turnWatch follows one of this side's session/prompt calls, with
@@ -23,7 +23,7 @@ type turnWatch struct {
 // watchTurn starts following pc when it is a prompt turn and the options
 // ask for it. f is the call's request, whose params name the session.
 func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
-	if !c.opts.ReportCancelledTurns || pc.method != MethodSessionPrompt {
+	if !c.opts.ReportCancelledTurns || pc.method != methodSessionPrompt {
 		return
 	}
 	var req struct {
@@ -66,10 +66,10 @@ func (pc *pendingCall) turnResult(result []byte) []byte {
 		return result
 	}
 	var members map[string]json.RawMessage
-	if json.Unmarshal(result, &members) != nil || string(members["stopReason"]) != stopReasonEndTurn {
+	if json.Unmarshal(result, &members) != nil || string(members["stopReason"]) != endTurnJSON {
 		return result
 	}
-	members["stopReason"] = json.RawMessage(stopReasonCancelled)
+	members["stopReason"] = json.RawMessage(cancelledJSON)
 	out, err := json.Marshal(members)
 	if err != nil {
 		return result

@@ -98,15 +98,15 @@ func (w *Work) End(stopReason string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.ended.Load() {
-		return &CallError{Method: MethodSessionUpdate, Err: ErrWorkEnded}
+		return &CallError{Method: methodSessionUpdate, Err: ErrWorkEnded}
 	}
 	w.started = true
 	if w.conn.Err() != nil {
 		_ = w.endLocked(nil) // nobody to tell
-		return &CallError{Method: MethodSessionUpdate, Err: ErrConnClosed}
+		return &CallError{Method: methodSessionUpdate, Err: ErrConnClosed}
 	}
 	if w.cause != nil {
-		stopReason = StopReasonCancelled
+		stopReason = stopReasonCancelled
 	}
 	return w.endLocked(w.idleFrame(stopReason))
 }
@@ -114,7 +114,7 @@ func (w *Work) End(stopReason string) error {
 // idleFrame is the idle state_update that ends the work, written out
 // directly: it is sent once per turn.
 func (w *Work) idleFrame(stopReason string) *frame {
-	f, _ := requestFrame(nil, MethodSessionUpdate, nil)
+	f, _ := requestFrame(nil, methodSessionUpdate, nil)
 	f.Buf.Truncate(f.Buf.Len() - 1) // reopen the message for its params
 	f.Buf.WriteString(`,"params":{"sessionId":`)
 	f.String(w.sessionID)
@@ -139,7 +139,7 @@ func (w *Work) endLocked(f *frame) error {
 	var err error
 	if f != nil {
 		if w.conn.writer.send(f) != nil {
-			err = &CallError{Method: MethodSessionUpdate, Err: ErrConnClosed}
+			err = &CallError{Method: methodSessionUpdate, Err: ErrConnClosed}
 		}
 	}
 	close(w.done)
@@ -159,7 +159,7 @@ func (w *Work) start() {
 	w.started = true
 	var err error
 	if w.ended.Load() && w.cause != nil {
-		err = w.conn.writer.send(w.idleFrame(StopReasonCancelled))
+		err = w.conn.writer.send(w.idleFrame(stopReasonCancelled))
 	}
 	w.mu.Unlock()
 	if err != nil { // logged without the lock: the handler is the application's
@@ -216,7 +216,7 @@ func (w *Work) endForApplication() {
 	}
 	var f *frame
 	if w.started {
-		f = w.idleFrame(StopReasonCancelled)
+		f = w.idleFrame(stopReasonCancelled)
 	}
 	_ = w.endLocked(f)
 }
@@ -236,18 +236,18 @@ func (w *Work) sendUpdate(f *frame) error {
 	defer w.mu.Unlock()
 	if w.ended.Load() {
 		f.release()
-		return &CallError{Method: MethodSessionUpdate, Err: ErrWorkEnded}
+		return &CallError{Method: methodSessionUpdate, Err: ErrWorkEnded}
 	}
 	w.started = true
 	if stopReason, idle := idleStopReason(f.Buf.Bytes()); idle {
-		if w.cause != nil && stopReason != StopReasonCancelled {
+		if w.cause != nil && stopReason != stopReasonCancelled {
 			f.release()
-			f = w.idleFrame(StopReasonCancelled)
+			f = w.idleFrame(stopReasonCancelled)
 		}
 		return w.endLocked(f)
 	}
 	if w.conn.writer.send(f) != nil {
-		return &CallError{Method: MethodSessionUpdate, Err: ErrConnClosed}
+		return &CallError{Method: methodSessionUpdate, Err: ErrConnClosed}
 	}
 	return nil
 }
@@ -279,7 +279,7 @@ func WorkFromContext(ctx context.Context) (*Work, bool) {
 	if w, ok := ctx.Value(workKey).(*Work); ok {
 		return w, true
 	}
-	if in, ok := ctx.Value(inRequestKey).(*inRequest); ok && in.req.Method == MethodSessionPrompt && in.conn.protocol().foreground {
+	if in, ok := ctx.Value(inRequestKey).(*inRequest); ok && in.req.Method == methodSessionPrompt && in.conn.protocol().foreground {
 		return in.currentWork(), true
 	}
 	return nil, false
@@ -297,7 +297,7 @@ func (c *Conn) BeginWork(sessionID string) *Work {
 // workOf returns the work a notification sent under ctx belongs to, on a
 // connection whose version has foreground work.
 func (c *Conn) workOf(ctx context.Context, method string) *Work {
-	if method != MethodSessionUpdate || !c.protocol().foreground {
+	if method != methodSessionUpdate || !c.protocol().foreground {
 		return nil
 	}
 	w, _ := ctx.Value(workKey).(*Work)

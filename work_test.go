@@ -102,7 +102,7 @@ func (a *v2Turns) prompt(ctx context.Context, req *acprpc.Request) (any, error) 
 		}
 		_ = conn.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
 		<-w.Context().Done()
-		_ = w.End(acprpc.StopReasonCancelled)
+		_ = w.End("cancelled")
 	})
 	a.works <- w
 	return map[string]string{"messageId": "msg_" + req.ID.String()}, nil
@@ -170,9 +170,9 @@ func TestV2TurnEndsOnce(t *testing.T) {
 			_ = c.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
 			<-proceed
 			_ = c.Notify(w.Context(), "session/update", chunk(w.SessionID(), "done"))
-			_ = w.End(acprpc.StopReasonEndTurn)
+			_ = w.End("end_turn")
 			late <- c.Notify(context.WithoutCancel(w.Context()), "session/update", chunk(w.SessionID(), "late"))
-			late <- w.End(acprpc.StopReasonEndTurn)
+			late <- w.End("end_turn")
 		}
 		_, p := wiretest.Connect(t, tr, a, v2Options())
 		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
@@ -348,7 +348,7 @@ func TestV2WorkIgnoringItsContextIsEndedOnce(t *testing.T) {
 			_ = c.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
 			<-release // deaf to its context
 			late <- c.Notify(context.WithoutCancel(w.Context()), "session/update", chunk(w.SessionID(), "late"))
-			late <- w.End(acprpc.StopReasonEndTurn)
+			late <- w.End("end_turn")
 		}
 		opts := v2Options()
 		opts.CancelGrace = 20 * time.Millisecond
@@ -380,7 +380,7 @@ func TestV2SilentWorkIsEndedByTheLayer(t *testing.T) {
 	a := newV2Turns()
 	a.run = func(_ *acprpc.Conn, w *acprpc.Work) {
 		<-release // sends nothing, and is deaf to its cancel
-		late <- w.End(acprpc.StopReasonEndTurn)
+		late <- w.End("end_turn")
 	}
 	opts := v2Options()
 	opts.CancelGrace = 20 * time.Millisecond
@@ -388,7 +388,7 @@ func TestV2SilentWorkIsEndedByTheLayer(t *testing.T) {
 	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
 	p.ExpectResult(ctx, "1", `{"messageId":"msg_1"}`)
 	p.Notify("session/cancel", `{"sessionId":"s"}`)
-	expectIdle(t, ctx, p, acprpc.StopReasonCancelled)
+	expectIdle(t, ctx, p, "cancelled")
 	close(release)
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, late), acprpc.ErrWorkEnded)
 	expectQuiet(t, ctx, p, "2")
@@ -407,7 +407,7 @@ func TestV2IdleNotifyIsTheEnding(t *testing.T) {
 		idle := json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}}`)
 		ends <- c.Notify(context.WithoutCancel(w.Context()), "session/update", idle)
 		ends <- c.Notify(context.WithoutCancel(w.Context()), "session/update", idle)
-		ends <- w.End(acprpc.StopReasonCancelled)
+		ends <- w.End("cancelled")
 	}
 	_, p := wiretest.Connect(t, wiretest.Transports[0], a, v2Options())
 	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
@@ -434,7 +434,7 @@ func TestV2SessionCloseAnsweredAfterTheIdle(t *testing.T) {
 			<-w.Context().Done()
 			<-proceed // the close is already being served
 			_ = c.Notify(context.WithoutCancel(w.Context()), "session/update", chunk(w.SessionID(), "stopped"))
-			_ = w.End(acprpc.StopReasonCancelled)
+			_ = w.End("cancelled")
 		}
 		closed := make(chan struct{})
 		h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
@@ -468,7 +468,7 @@ func TestV2WorkEndsWithTheConnection(t *testing.T) {
 	ended := make(chan error, 1)
 	a.run = func(c *acprpc.Conn, w *acprpc.Work) {
 		<-w.Context().Done()
-		ended <- errors.Join(context.Cause(w.Context()), w.End(acprpc.StopReasonCancelled))
+		ended <- errors.Join(context.Cause(w.Context()), w.End("cancelled"))
 	}
 	c, p := wiretest.Connect(t, wiretest.Transports[0], a, v2Options())
 	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
@@ -493,7 +493,7 @@ func TestV2BeginWork(t *testing.T) {
 	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
 	p.ExpectAnswer(ctx, "1")
 	assert.Same(t, w, wiretest.Recv(t, ctx, a.works), "a prompt joins the work in progress")
-	require.NoError(t, w.End(acprpc.StopReasonEndTurn))
+	require.NoError(t, w.End("end_turn"))
 	expectIdle(t, ctx, p, "end_turn")
 	assert.NotSame(t, w, c.BeginWork("s"), "after its end, new work")
 
@@ -546,7 +546,7 @@ func TestV2EndedWorkIsForgotten(t *testing.T) {
 	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/prompt": reject}, v2Options())
 	p.Request("0", "session/prompt", `{"sessionId":"warm","prompt":[]}`)
 	p.ExpectError(ctx, "0", acprpc.CodeInvalidParams)
-	require.NoError(t, c.BeginWork("warm").End(acprpc.StopReasonEndTurn))
+	require.NoError(t, c.BeginWork("warm").End("end_turn"))
 	p.ExpectNotification(ctx, "session/update")
 
 	before := bpHeap()
@@ -558,7 +558,7 @@ func TestV2EndedWorkIsForgotten(t *testing.T) {
 	}
 	afterPrompts := bpHeap()
 	for i := range works {
-		require.NoError(t, c.BeginWork("session-"+strconv.Itoa(i)).End(acprpc.StopReasonEndTurn))
+		require.NoError(t, c.BeginWork("session-"+strconv.Itoa(i)).End("end_turn"))
 		p.ExpectNotification(ctx, "session/update")
 	}
 	afterWorks := bpHeap()
@@ -585,7 +585,7 @@ func TestV2CancelledWorkWindingDownIsKept(t *testing.T) {
 			a.run = func(c *acprpc.Conn, w *acprpc.Work) {
 				_ = c.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
 				<-release // deaf to its cancel
-				_ = w.End(acprpc.StopReasonEndTurn)
+				_ = w.End("end_turn")
 			}
 			h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
 				if req.Method == "session/close" {
@@ -620,7 +620,7 @@ func TestV2CancelledWorkWindingDownIsKept(t *testing.T) {
 			for _, m := range rest {
 				if reason, idle := isIdle(m); idle {
 					idles++
-					assert.Equal(t, acprpc.StopReasonCancelled, reason)
+					assert.Equal(t, "cancelled", reason)
 				}
 			}
 			assert.Equal(t, 1, idles, "the cancelled work's one idle state_update before the %s's end: %v", end, rest)
@@ -639,7 +639,7 @@ func TestV2PromptAfterCancelIsNewWork(t *testing.T) {
 	a.run = func(c *acprpc.Conn, w *acprpc.Work) {
 		_ = c.Notify(w.Context(), "session/update", stateUpdate(w.SessionID(), "running"))
 		<-release // deaf to its cancel
-		_ = w.End(acprpc.StopReasonEndTurn)
+		_ = w.End("end_turn")
 	}
 	opts := v2Options()
 	opts.CancelGrace = time.Minute // the first work winds down until it is released
@@ -662,6 +662,6 @@ func TestV2PromptAfterCancelIsNewWork(t *testing.T) {
 		require.True(t, idle, m.Raw)
 		reasons[reason]++
 	}
-	assert.Equal(t, map[string]int{acprpc.StopReasonCancelled: 1, acprpc.StopReasonEndTurn: 1}, reasons)
+	assert.Equal(t, map[string]int{"cancelled": 1, "end_turn": 1}, reasons)
 	expectQuiet(t, ctx, p, "3")
 }

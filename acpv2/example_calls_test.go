@@ -23,7 +23,7 @@ func ExampleAgent() {
 			go func() {
 				reply := acpv2.AgentText(p.SessionID, "msg_1_reply", "You said: "+acpv2.TextOf(p.Prompt))
 				_ = acpv2.ToClient.SessionUpdate.Notify(work.Context(), conn, reply)
-				_ = work.End(acprpc.StopReasonEndTurn)
+				_ = work.End("end_turn")
 			}()
 			return acpv2.PromptResponse{MessageID: "msg_1"}, nil
 		},

@@ -533,7 +533,7 @@ func TestGoClientCancelSession(t *testing.T) {
 	a.awaitAnswers(ctx)
 	for _, h := range client.handled() {
 		want := acprpc.ErrSessionCancelled
-		if h.method != acprpc.MethodRequestPermission {
+		if h.method != "session/request_permission" {
 			want = acprpc.ErrPeerCancelled // left to the agent's $/cancel_request
 		}
 		assert.ErrorIs(t, h.cause, want, "%s %s: context.Cause", h.method, h.id)

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
-	"github.com/acpkit/acprpc/internal/defaults"
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
@@ -85,7 +85,7 @@ func dialHTTP(u string, o DialOptions) (acprpc.Transport, error) {
 		sessions: make(map[string]*clientStream),
 		answerTo: make(map[wire.Key]string),
 		calls:    make(map[wire.Key]struct{}),
-		maxSess:  defaults.Positive(o.MaxSessions, DefaultMaxSessions),
+		maxSess:  cmp.Or(max(o.MaxSessions, 0), DefaultMaxSessions),
 	}
 	max := o.MaxMessageSize
 	if max <= 0 {

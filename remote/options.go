@@ -1,13 +1,13 @@
 package remote
 
 import (
+	"cmp"
 	"crypto/tls"
 	"net/http"
 	"net/netip"
 	"time"
 
 	"github.com/acpkit/acprpc"
-	"github.com/acpkit/acprpc/internal/defaults"
 )
 
 // Defaults of Options; each can be changed there.
@@ -144,12 +144,12 @@ func (o *Options) settled() Options {
 	if s.Path == "" {
 		s.Path = DefaultPath
 	}
-	s.MaxConnections = defaults.Positive(s.MaxConnections, DefaultMaxConnections)
-	s.MaxMessageSize = defaults.Positive(s.MaxMessageSize, acprpc.DefaultMaxMessageSize)
-	s.MaxQueuedBytes = defaults.Positive(s.MaxQueuedBytes, DefaultMaxQueuedBytes)
-	s.MaxSessions = defaults.Positive(s.MaxSessions, DefaultMaxSessions)
-	s.MaxPendingPosts = defaults.Positive(s.MaxPendingPosts, DefaultMaxPendingPosts)
-	s.MaxPendingBytes = max(defaults.Positive(s.MaxPendingBytes, DefaultMaxPendingBytes), s.MaxMessageSize)
+	s.MaxConnections = cmp.Or(max(s.MaxConnections, 0), DefaultMaxConnections)
+	s.MaxMessageSize = cmp.Or(max(s.MaxMessageSize, 0), acprpc.DefaultMaxMessageSize)
+	s.MaxQueuedBytes = cmp.Or(max(s.MaxQueuedBytes, 0), DefaultMaxQueuedBytes)
+	s.MaxSessions = cmp.Or(max(s.MaxSessions, 0), DefaultMaxSessions)
+	s.MaxPendingPosts = cmp.Or(max(s.MaxPendingPosts, 0), DefaultMaxPendingPosts)
+	s.MaxPendingBytes = max(cmp.Or(max(s.MaxPendingBytes, 0), DefaultMaxPendingBytes), s.MaxMessageSize)
 	s.BodyTimeout = durationOrDefault(s.BodyTimeout, DefaultBodyTimeout)
 	s.IdleTimeout = durationOrDefault(s.IdleTimeout, DefaultIdleTimeout)
 	s.WriteTimeout = durationOrDefault(s.WriteTimeout, DefaultWriteTimeout)

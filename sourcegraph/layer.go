@@ -86,7 +86,7 @@ func New(opts *Options) *Layer {
 		l.opts.CancelMarkers = acprpc.ACPCancelMarkers(acprpc.ProtocolV1)
 	}
 	if l.opts.SessionCancelMethods == nil {
-		l.opts.SessionCancelMethods = []string{acprpc.MethodSessionCancel, acprpc.MethodSessionClose}
+		l.opts.SessionCancelMethods = []string{"session/cancel", "session/close"}
 	}
 	l.log = l.opts.Logger
 	if l.log == nil {

@@ -49,7 +49,7 @@ const StopReasonCancelled = "cancelled"
 
 // Initialize is the client's first call.
 func (c *Connection) Initialize(ctx context.Context, p InitializeRequest) (InitializeResponse, error) {
-	return SendRequest[InitializeResponse](ctx, c, acprpc.MethodInitialize, p)
+	return SendRequest[InitializeResponse](ctx, c, "initialize", p)
 }
 
 // NewSession opens a session.
@@ -69,7 +69,7 @@ func (c *Connection) Prompt(ctx context.Context, p PromptRequest) (PromptRespons
 	returned := make(chan struct{})
 	defer close(returned)
 	go c.cancelTurnOnEnd(ctx, p.SessionID, stop, returned)
-	res, err := acprpc.CallFor[PromptResponse](turn, c.conn, acprpc.MethodSessionPrompt, p)
+	res, err := acprpc.CallFor[PromptResponse](turn, c.conn, "session/prompt", p)
 	if err != nil && ctx.Err() != nil && errors.Is(err, acprpc.ErrCancelled) {
 		return PromptResponse{StopReason: StopReasonCancelled}, nil
 	}

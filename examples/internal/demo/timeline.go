@@ -112,7 +112,7 @@ func Render(w io.Writer, lines []Line, raw bool) Summary {
 			} else {
 				phase = 4
 			}
-		case m.Method == acprpc.MethodSessionCancel:
+		case m.Method == "session/cancel":
 			phase, cancelled = 3, true
 		case m.IsResponse():
 			k := reqKey{1 - l.Dir, string(m.ID)}
@@ -281,7 +281,7 @@ func describe(l Line, reqs map[reqKey]*request) string {
 			}
 		}
 		return "✂ " + m.Method + "  " + k.tag() + " " + what
-	case m.Method == acprpc.MethodSessionCancel:
+	case m.Method == "session/cancel":
 		return "✂ " + m.Method + "  " + unquoted(member(m.Params, "sessionId"))
 	case m.IsRequest():
 		return "▶ " + m.Method + " " + reqKey{l.Dir, string(m.ID)}.tag() + "  " + paramsDetail(m)
@@ -358,7 +358,7 @@ func summarize(w io.Writer, lines []Line, order []*request, v2 bool) Summary {
 	// requests still pending gets its own $/cancel_request, unless the
 	// client has already answered it as cancelled.
 	if at := slices.IndexFunc(lines, func(l Line) bool {
-		return l.Dir == ClientToAgent && (l.Msg.Method == acprpc.MethodSessionCancel || l.Msg.Method == acprpc.MethodCancelRequest)
+		return l.Dir == ClientToAgent && (l.Msg.Method == "session/cancel" || l.Msg.Method == acprpc.MethodCancelRequest)
 	}); at >= 0 {
 		var cascaded, crossed, preempted, missed []string
 		for _, r := range order {
