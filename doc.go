@@ -20,7 +20,7 @@
 // two Conns in one process, and the remote package's WebSocket and
 // Streamable HTTP. The Conn owns everything that decides what the peer sees
 // (parsing, IDs, answers, cancellation, limits), the same over every
-// transport. A client starts its agent with StartAgent. The zero Options are
+// transport. A client starts its agent with agentproc.Start. The zero Options are
 // ready for ACP.
 //
 // # Contexts and cancellation
@@ -62,8 +62,8 @@
 // with its types, so that its Call and Handle need neither. The packages
 // acpv1 and acpv2 are ACP's messages as Go types, generated from the
 // protocol's schema, with a Method for each of ACP's methods and the
-// handler sets Agent and Client; ServeStdio and WithAgent run an agent's and
-// a client's connection from start to end:
+// handler sets Agent and Client; ServeStdio and agentproc.Run run an agent's
+// and a client's connection from start to end:
 //
 //	agent := acpv1.Agent{SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
 //		...

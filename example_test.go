@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"sync"
 	"time"
@@ -247,4 +248,16 @@ func ExampleConn_CancelSession() {
 	// agent: cause: acprpc: session cancelled
 	// client: updates before the answer: 2
 	// client: stopReason: cancelled <nil>
+}
+
+// ServeStdio is an agent's whole life: it serves the client over stdin and
+// stdout until the client closes them.
+func ExampleServeStdio() {
+	router := acprpc.NewRouter()
+	router.Register("session/prompt", acprpc.RequestHandler(func(ctx context.Context, p exPromptRequest) (exPromptResponse, error) {
+		return exPromptResponse{StopReason: "end_turn"}, nil
+	}))
+	if err := acprpc.ServeStdio(context.Background(), router, nil); err != nil {
+		log.Fatal(err)
+	}
 }

@@ -13,7 +13,7 @@ import (
 // itself), the client only what it does with the agent's messages, and
 // each calls the other through ToAgent and ToClient. Over stdio the agent
 // is acprpc.ServeStdio(ctx, agent.Router(), nil) and the client
-// acprpc.WithAgent(ctx, cmd, client.Router(), nil, f).
+// agentproc.Run(ctx, cmd, client.Router(), nil, f).
 func ExampleAgent() {
 	agent := acpv1.Agent{SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
 		reply := acpv1.AgentText(p.SessionID, "You said: "+acpv1.TextOf(p.Prompt))

@@ -381,8 +381,8 @@ func (c Client) Register(r *acprpc.Router) {
 	}
 }
 
-// Router is a new acprpc.Router serving c, for acprpc.StartAgent,
-// acprpc.WithAgent or remote.Dial.
+// Router is a new acprpc.Router serving c, for agentproc.Start,
+// agentproc.Run or remote.Dial.
 func (c Client) Router() *acprpc.Router {
 	r := acprpc.NewRouter()
 	c.Register(r)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/agentproc"
 )
 
 // ACP v2 against the TypeScript SDK's experimental v2 API, both ways: the
@@ -268,7 +269,7 @@ type tsV2AgentReport struct {
 // startTSV2Agent starts src/v2-agent.ts (with flags) as a subprocess, with
 // an acprpc Conn serving client on its pipes, and returns a function that
 // closes it and returns its report.
-func startTSV2Agent(t *testing.T, client acprpc.Handler, flags ...string) (*acprpc.AgentProcess, func() *tsV2AgentReport) {
+func startTSV2Agent(t *testing.T, client acprpc.Handler, flags ...string) (*agentproc.Process, func() *tsV2AgentReport) {
 	t.Helper()
 	node := requireNode(t)
 	reportPath := filepath.Join(t.TempDir(), "agent-report.json")
@@ -278,7 +279,7 @@ func startTSV2Agent(t *testing.T, client acprpc.Handler, flags ...string) (*acpr
 	// The agent writes its report once its stdin ends, and exits: it gets
 	// ten seconds for that, not Close's one-second default
 	// before SIGTERM, which a loaded machine can outlast.
-	agent, err := acprpc.StartAgent(context.Background(), cmd, client, &acprpc.ProcessOptions{Stderr: &stderr, ExitTimeout: 10 * time.Second})
+	agent, err := agentproc.Start(context.Background(), cmd, client, &agentproc.Options{Stderr: &stderr, ExitTimeout: 10 * time.Second})
 	require.NoError(t, err)
 	var raw []byte
 	var report tsV2AgentReport

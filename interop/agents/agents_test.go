@@ -21,6 +21,7 @@ import (
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/acpv1"
+	"github.com/acpkit/acprpc/agentproc"
 	"github.com/acpkit/acprpc/internal/acpmethods"
 	"github.com/acpkit/acprpc/internal/interoptest"
 	"github.com/acpkit/acprpc/internal/wiretest"
@@ -236,7 +237,7 @@ func runAgent(t *testing.T, spec agentSpec) {
 	log := records.Logger()
 	cmd := spec.command(t, model.URL())
 	cmd.Dir = t.TempDir()
-	agent, err := acprpc.StartAgent(ctx, cmd, cl.handler(), &acprpc.ProcessOptions{
+	agent, err := agentproc.Start(ctx, cmd, cl.handler(), &agentproc.Options{
 		Conn:      &acprpc.Options{Hooks: wire.Hooks(cl.hooks()), Logger: log},
 		StderrLog: log,
 	})
@@ -333,8 +334,8 @@ func runAgent(t *testing.T, spec agentSpec) {
 	closed = true
 	took := time.Since(start)
 	t.Logf("%s: Close took %v: %v", spec.name, took, err)
-	require.ErrorIs(t, err, acprpc.ErrAgentTerminated, "the agent does not exit when its stdin closes, and does on SIGTERM")
-	assert.Less(t, took, acprpc.DefaultExitTimeout+acprpc.DefaultTermTimeout)
+	require.ErrorIs(t, err, agentproc.ErrTerminated, "the agent does not exit when its stdin closes, and does on SIGTERM")
+	assert.Less(t, took, agentproc.DefaultExitTimeout+agentproc.DefaultTermTimeout)
 	if spec.requestCancelAnswered {
 		// The read loop logs the answer after the Received hook has seen it;
 		// once Close has returned, the read loop is done.
@@ -431,7 +432,7 @@ func updateKinds(t *testing.T, msgs []interoptest.GoldenMessage) map[string]int 
 }
 
 // newSession opens a session in cwd.
-func newSession(t *testing.T, ctx context.Context, agent *acprpc.AgentProcess, cwd string) acpv1.SessionID {
+func newSession(t *testing.T, ctx context.Context, agent *agentproc.Process, cwd string) acpv1.SessionID {
 	t.Helper()
 	session, err := acprpc.CallFor[acpv1.NewSessionResponse](ctx, agent.Conn, acpv1.MethodSessionNew,
 		acpv1.NewSessionRequest{Cwd: cwd, MCPServers: []acpv1.MCPServer{}})
@@ -446,7 +447,7 @@ type turnResult struct {
 }
 
 // slowTurn prompts for a slow answer, and delivers the outcome.
-func slowTurn(ctx context.Context, agent *acprpc.AgentProcess, sid acpv1.SessionID) chan turnResult {
+func slowTurn(ctx context.Context, agent *agentproc.Process, sid acpv1.SessionID) chan turnResult {
 	res := make(chan turnResult, 1)
 	go func() {
 		r, err := acprpc.CallFor[acpv1.PromptResponse](ctx, agent.Conn, acpv1.MethodSessionPrompt, prompt(sid, "Talk for a long time. "+slowMark))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/acpv1"
+	"github.com/acpkit/acprpc/agentproc"
 )
 
 func main() {
@@ -28,7 +29,7 @@ func run(ctx context.Context, out io.Writer, agent *exec.Cmd) error {
 			fmt.Fprintln(out, text)
 		}
 	}}
-	return acprpc.WithAgent(ctx, agent, client.Router(), nil, func(ctx context.Context, conn *acprpc.Conn) error {
+	return agentproc.Run(ctx, agent, client.Router(), nil, func(ctx context.Context, conn *acprpc.Conn) error {
 		if _, err := acpv1.ToAgent.Initialize.Call(ctx, conn, acpv1.InitializeRequest{ProtocolVersion: acpv1.Version}); err != nil {
 			return err
 		}

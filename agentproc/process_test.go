@@ -1,6 +1,6 @@
 //go:build unix
 
-package acprpc_test
+package agentproc_test
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/agentproc"
 	"github.com/acpkit/acprpc/internal/interoptest"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
@@ -169,9 +170,9 @@ func exitCode(err error) int {
 
 // A well-behaved agent serves, and exits with status 0 when Close closes
 // its stdin: Close returns nil, and Exited is closed.
-func TestStartAgentServesAndCloses(t *testing.T) {
+func TestStartServesAndCloses(t *testing.T) {
 	ctx := wiretest.Context(t)
-	agent, err := acprpc.StartAgent(ctx, helperAgent("serve"), nil, nil)
+	agent, err := agentproc.Start(ctx, helperAgent("serve"), nil, nil)
 	require.NoError(t, err)
 	echo(t, ctx, agent.Conn)
 	require.NoError(t, agent.Close())
@@ -185,7 +186,7 @@ func TestStartAgentServesAndCloses(t *testing.T) {
 // Close shuts the connection down gracefully before closing the agent's
 // stdin: a call still waiting is cancelled with $/cancel_request, and the
 // agent's -32800 for it is read before the agent exits.
-func TestStartAgentCloseCancelsPendingCalls(t *testing.T) {
+func TestStartCloseCancelsPendingCalls(t *testing.T) {
 	ctx := wiretest.Context(t)
 	sent := make(chan struct{}, 1)
 	hooks := acprpc.Hooks{Sent: func(_ context.Context, m *acprpc.Message) {
@@ -193,7 +194,7 @@ func TestStartAgentCloseCancelsPendingCalls(t *testing.T) {
 			sent <- struct{}{}
 		}
 	}}
-	agent, err := acprpc.StartAgent(ctx, helperAgent("serve"), nil, &acprpc.ProcessOptions{Conn: &acprpc.Options{Hooks: hooks}})
+	agent, err := agentproc.Start(ctx, helperAgent("serve"), nil, &agentproc.Options{Conn: &acprpc.Options{Hooks: hooks}})
 	require.NoError(t, err)
 	pending := make(chan error, 1)
 	go func() { pending <- agent.Call(ctx, "block", nil, nil, acprpc.WaitAfterCancel(time.Minute)) }()
@@ -208,12 +209,12 @@ func TestStartAgentCloseCancelsPendingCalls(t *testing.T) {
 
 // The agent's stderr goes to a writer as it is, and to a logger one line at
 // a time, a last line without its newline included.
-func TestStartAgentStderr(t *testing.T) {
+func TestStartStderr(t *testing.T) {
 	ctx := wiretest.Context(t)
 	records := &wiretest.Recorder{}
 	log := records.Logger()
 	var raw interoptest.SyncBuffer
-	agent, err := acprpc.StartAgent(ctx, helperAgent("chatty"), nil, &acprpc.ProcessOptions{Stderr: &raw, StderrLog: log})
+	agent, err := agentproc.Start(ctx, helperAgent("chatty"), nil, &agentproc.Options{Stderr: &raw, StderrLog: log})
 	require.NoError(t, err)
 	require.NoError(t, agent.Call(ctx, "stderr", []string{"from a request"}, nil))
 	pid := agent.Pid()
@@ -232,38 +233,38 @@ func TestStartAgentStderr(t *testing.T) {
 
 // The command's own Stderr is used when set; setting it in the options as
 // well is refused, as is a command whose pipes are taken or that runs.
-func TestStartAgentRefusesWhatItCannotOwn(t *testing.T) {
+func TestStartRefusesWhatItCannotOwn(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("serve")
 	cmd.Stderr = &interoptest.SyncBuffer{}
-	_, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{Stderr: &interoptest.SyncBuffer{}})
+	_, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{Stderr: &interoptest.SyncBuffer{}})
 	require.ErrorContains(t, err, "stderr")
 	cmd = helperAgent("serve")
 	cmd.Stdout = &interoptest.SyncBuffer{}
-	_, err = acprpc.StartAgent(ctx, cmd, nil, nil)
+	_, err = agentproc.Start(ctx, cmd, nil, nil)
 	require.ErrorContains(t, err, "Stdout")
-	_, err = acprpc.StartAgent(ctx, exec.Command("/nonexistent/agent"), nil, nil)
+	_, err = agentproc.Start(ctx, exec.Command("/nonexistent/agent"), nil, nil)
 	require.ErrorContains(t, err, "starting the agent")
 
 	var own interoptest.SyncBuffer
 	cmd = helperAgent("exit-early")
 	cmd.Stderr = &own
-	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil)
+	agent, err := agentproc.Start(ctx, cmd, nil, nil)
 	require.NoError(t, err)
 	wiretest.Recv(t, ctx, agent.Exited()) // it exits by itself, after its line: a Close before that could stop it first
 	_ = agent.Close()
 	assert.Equal(t, "no API key\n", own.String())
-	_, err = acprpc.StartAgent(ctx, cmd, nil, nil)
+	_, err = agentproc.Start(ctx, cmd, nil, nil)
 	require.ErrorContains(t, err, "already started")
 }
 
 // An agent that exits at once closes the connection: a call fails with
 // ErrConnClosed, and Wait and Close report its status.
-func TestStartAgentExitsEarly(t *testing.T) {
+func TestStartExitsEarly(t *testing.T) {
 	ctx := wiretest.Context(t)
 	records := &wiretest.Recorder{}
 	log := records.Logger()
-	agent, err := acprpc.StartAgent(ctx, helperAgent("exit-early"), nil, &acprpc.ProcessOptions{StderrLog: log})
+	agent, err := agentproc.Start(ctx, helperAgent("exit-early"), nil, &agentproc.Options{StderrLog: log})
 	require.NoError(t, err)
 	err = agent.Call(ctx, "echo", nil, nil)
 	require.ErrorIs(t, err, acprpc.ErrConnClosed)
@@ -278,16 +279,16 @@ func TestStartAgentExitsEarly(t *testing.T) {
 // An agent that exits neither when its stdin closes nor on SIGTERM is
 // killed once ExitTimeout and then TermTimeout have passed, and Close says
 // so.
-func TestStartAgentIgnoresEOF(t *testing.T) {
+func TestStartIgnoresEOF(t *testing.T) {
 	ctx := wiretest.Context(t)
-	agent, err := acprpc.StartAgent(ctx, helperAgent("ignore-eof"), nil, &acprpc.ProcessOptions{
+	agent, err := agentproc.Start(ctx, helperAgent("ignore-eof"), nil, &agentproc.Options{
 		ExitTimeout: 50 * time.Millisecond,
 		TermTimeout: 50 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	echo(t, ctx, agent.Conn)
 	err = agent.Close()
-	require.ErrorIs(t, err, acprpc.ErrAgentKilled)
+	require.ErrorIs(t, err, agentproc.ErrKilled)
 	var exit *exec.ExitError
 	require.ErrorAs(t, agent.Wait(), &exit)
 	status, ok := exit.Sys().(syscall.WaitStatus)
@@ -297,11 +298,11 @@ func TestStartAgentIgnoresEOF(t *testing.T) {
 
 // Lines on the agent's stdout that are not messages are answered and
 // logged, and the connection serves on.
-func TestStartAgentJunkOnStdout(t *testing.T) {
+func TestStartJunkOnStdout(t *testing.T) {
 	ctx := wiretest.Context(t)
 	records := &wiretest.Recorder{}
 	log := records.Logger()
-	agent, err := acprpc.StartAgent(ctx, helperAgent("junk"), nil, &acprpc.ProcessOptions{Conn: &acprpc.Options{Logger: log}})
+	agent, err := agentproc.Start(ctx, helperAgent("junk"), nil, &agentproc.Options{Conn: &acprpc.Options{Logger: log}})
 	require.NoError(t, err)
 	echo(t, ctx, agent.Conn)
 	echo(t, ctx, agent.Conn)
@@ -314,20 +315,20 @@ func TestStartAgentJunkOnStdout(t *testing.T) {
 // An agent that writes a lot to its stdout once its stdin has ended is
 // drained, not blocked on a full pipe nor killed by a broken one: it exits
 // with status 0 well before its exit timeout.
-func TestStartAgentWritesAfterEOF(t *testing.T) {
+func TestStartWritesAfterEOF(t *testing.T) {
 	ctx := wiretest.Context(t)
-	agent, err := acprpc.StartAgent(ctx, helperAgent("loud-exit"), nil, &acprpc.ProcessOptions{ExitTimeout: time.Minute})
+	agent, err := agentproc.Start(ctx, helperAgent("loud-exit"), nil, &agentproc.Options{ExitTimeout: time.Minute})
 	require.NoError(t, err)
 	echo(t, ctx, agent.Conn)
 	require.NoError(t, agent.Close())
 }
 
-// Ending the context given to StartAgent closes the connection, and so the
+// Ending the context given to Start closes the connection, and so the
 // agent's stdin: the agent exits on its own.
-func TestStartAgentContextEnds(t *testing.T) {
+func TestStartContextEnds(t *testing.T) {
 	ctx := wiretest.Context(t)
 	connCtx, stop := context.WithCancel(ctx)
-	agent, err := acprpc.StartAgent(connCtx, helperAgent("serve"), nil, nil)
+	agent, err := agentproc.Start(connCtx, helperAgent("serve"), nil, nil)
 	require.NoError(t, err)
 	echo(t, ctx, agent.Conn)
 	stop()
@@ -335,3 +336,8 @@ func TestStartAgentContextEnds(t *testing.T) {
 	require.NoError(t, agent.Wait())
 	require.NoError(t, agent.Close())
 }
+
+// writerFunc is an io.Writer that is a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

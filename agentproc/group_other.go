@@ -1,6 +1,6 @@
 //go:build !unix
 
-package acprpc
+package agentproc
 
 import "os/exec"
 
@@ -10,10 +10,10 @@ func ownGroup(*exec.Cmd) bool { return false }
 
 // terminate reports that there is no SIGTERM to send: Close kills the agent
 // as soon as ExitTimeout has passed.
-func (p *AgentProcess) terminate() bool { return false }
+func (p *Process) terminate() bool { return false }
 
 // kill kills the agent.
-func (p *AgentProcess) kill() { _ = p.cmd.Process.Kill() }
+func (p *Process) kill() { _ = p.cmd.Process.Kill() }
 
 // killGroup has no group to kill.
-func (p *AgentProcess) killGroup() {}
+func (p *Process) killGroup() {}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package acprpc_test
+package agentproc_test
 
 import (
 	"context"
@@ -12,29 +12,30 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/agentproc"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
-// WithAgent runs f against the agent and ends it; an agent on ServeStdio
+// Run runs f against the agent and ends it; an agent on ServeStdio
 // exits 0 once its stdin closes, so nothing fails.
-func TestWithAgentAndServeStdio(t *testing.T) {
+func TestRunAndServeStdio(t *testing.T) {
 	ctx := wiretest.Context(t)
-	var echoed sessionRef
-	err := acprpc.WithAgent(ctx, helperAgent("stdio"), nil, nil, func(ctx context.Context, conn *acprpc.Conn) error {
+	var echoed map[string]string
+	err := agentproc.Run(ctx, helperAgent("stdio"), nil, nil, func(ctx context.Context, conn *acprpc.Conn) error {
 		var err error
-		echoed, err = acprpc.CallFor[sessionRef](ctx, conn, "echo", sessionRef{SessionID: "hi"})
+		echoed, err = acprpc.CallFor[map[string]string](ctx, conn, "echo", map[string]string{"sessionId": "hi"})
 		return err
 	})
 	require.NoError(t, err)
-	assert.Equal(t, "hi", echoed.SessionID)
+	assert.Equal(t, map[string]string{"sessionId": "hi"}, echoed)
 }
 
-// WithAgent returns f's error joined with Close's: an agent that exited
+// Run returns f's error joined with Close's: an agent that exited
 // under f says how.
-func TestWithAgentJoinsErrors(t *testing.T) {
+func TestRunJoinsErrors(t *testing.T) {
 	ctx := wiretest.Context(t)
 	errF := errors.New("f failed")
-	err := acprpc.WithAgent(ctx, helperAgent("exit-early"), nil, nil, func(ctx context.Context, conn *acprpc.Conn) error {
+	err := agentproc.Run(ctx, helperAgent("exit-early"), nil, nil, func(ctx context.Context, conn *acprpc.Conn) error {
 		<-conn.Done()
 		return errF
 	})
@@ -44,13 +45,13 @@ func TestWithAgentJoinsErrors(t *testing.T) {
 	assert.Equal(t, 3, exit.ExitCode())
 }
 
-// WithAgent returns StartAgent's error without calling f.
-func TestWithAgentStartFails(t *testing.T) {
+// Run returns Start's error without calling f.
+func TestRunStartFails(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("stdio")
 	cmd.Stdin = new(errReader)
 	called := false
-	err := acprpc.WithAgent(ctx, cmd, nil, nil, func(context.Context, *acprpc.Conn) error {
+	err := agentproc.Run(ctx, cmd, nil, nil, func(context.Context, *acprpc.Conn) error {
 		called = true
 		return nil
 	})
@@ -59,18 +60,18 @@ func TestWithAgentStartFails(t *testing.T) {
 	assert.False(t, called)
 }
 
-// errReader is an io.Reader that StartAgent must refuse as the agent's stdin.
+// errReader is an io.Reader that Start must refuse as the agent's stdin.
 type errReader struct{}
 
 func (*errReader) Read([]byte) (int, error) { return 0, errors.New("unread") }
 
-// A panic in f still ends the agent, and goes on up to WithAgent's caller.
-func TestWithAgentEndsTheAgentWhenFPanics(t *testing.T) {
+// A panic in f still ends the agent, and goes on up to Run's caller.
+func TestRunEndsTheAgentWhenFPanics(t *testing.T) {
 	ctx := wiretest.Context(t)
 	var conn *acprpc.Conn
 	recovered := func() (r any) {
 		defer func() { r = recover() }()
-		_ = acprpc.WithAgent(ctx, helperAgent("stdio"), nil, nil, func(_ context.Context, c *acprpc.Conn) error {
+		_ = agentproc.Run(ctx, helperAgent("stdio"), nil, nil, func(_ context.Context, c *acprpc.Conn) error {
 			conn = c
 			panic("f failed")
 		})

@@ -1,6 +1,6 @@
 //go:build unix
 
-package acprpc_test
+package agentproc_test
 
 import (
 	"io"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/agentproc"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -54,7 +55,7 @@ func (tw *treeWatch) started() { _ = tw.w.Close() }
 
 // childOf asks a lingers or orphans agent for its child's process ID, and
 // makes sure the child ends with the test.
-func childOf(t *testing.T, agent *acprpc.AgentProcess) int {
+func childOf(t *testing.T, agent *agentproc.Process) int {
 	t.Helper()
 	pid, err := acprpc.CallFor[int](wiretest.Context(t), agent.Conn, "child", nil)
 	require.NoError(t, err)
@@ -68,20 +69,20 @@ func childOf(t *testing.T, agent *acprpc.AgentProcess) int {
 // process group, and the agent's child, which ignores SIGTERM, is killed
 // with the group as soon as the agent is gone: the whole tree has ended when
 // Close returns, well before TermTimeout.
-func TestStartAgentCloseEscalatesToSIGTERM(t *testing.T) {
+func TestStartCloseEscalatesToSIGTERM(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("lingers")
 	tree := watchTree(t, cmd)
-	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil) // the defaults
+	agent, err := agentproc.Start(ctx, cmd, nil, nil) // the defaults
 	require.NoError(t, err)
 	tree.started()
 	childOf(t, agent)
 	start := time.Now()
 	err = agent.Close()
 	took := time.Since(start)
-	require.ErrorIs(t, err, acprpc.ErrAgentTerminated)
-	assert.NotErrorIs(t, err, acprpc.ErrAgentKilled)
-	assert.GreaterOrEqual(t, took, acprpc.DefaultExitTimeout, "the agent had its grace after its stdin closed")
+	require.ErrorIs(t, err, agentproc.ErrTerminated)
+	assert.NotErrorIs(t, err, agentproc.ErrKilled)
+	assert.GreaterOrEqual(t, took, agentproc.DefaultExitTimeout, "the agent had its grace after its stdin closed")
 	assert.Equal(t, syscall.SIGTERM, exitSignal(t, agent.Wait()))
 	wiretest.Recv(t, ctx, tree.gone)
 }
@@ -89,28 +90,28 @@ func TestStartAgentCloseEscalatesToSIGTERM(t *testing.T) {
 // SIGTERM goes to the agent's whole group: an agent that, on SIGTERM, waits
 // for its child to exit sees the child take the same SIGTERM, and exits
 // before TermTimeout.
-func TestStartAgentSIGTERMReachesTheChildren(t *testing.T) {
+func TestStartSIGTERMReachesTheChildren(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("tends-child")
 	tree := watchTree(t, cmd)
-	agent, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{ExitTimeout: time.Millisecond})
+	agent, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{ExitTimeout: time.Millisecond})
 	require.NoError(t, err)
 	tree.started()
 	childOf(t, agent)
 	err = agent.Close()
-	require.ErrorIs(t, err, acprpc.ErrAgentTerminated)
-	require.NotErrorIs(t, err, acprpc.ErrAgentKilled, "the child never had the SIGTERM its parent waited for")
+	require.ErrorIs(t, err, agentproc.ErrTerminated)
+	require.NotErrorIs(t, err, agentproc.ErrKilled, "the child never had the SIGTERM its parent waited for")
 	require.NoError(t, agent.Wait(), "the agent caught SIGTERM, waited for its child and exited 0")
 	wiretest.Recv(t, ctx, tree.gone)
 }
 
 // An agent that exits when its stdin closes, leaving a child behind, takes
 // the child with it: its process group is killed once it has exited.
-func TestStartAgentChildrenEndWithTheAgent(t *testing.T) {
+func TestStartChildrenEndWithTheAgent(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("orphans")
 	tree := watchTree(t, cmd)
-	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil)
+	agent, err := agentproc.Start(ctx, cmd, nil, nil)
 	require.NoError(t, err)
 	tree.started()
 	childOf(t, agent)
@@ -123,7 +124,7 @@ func TestStartAgentChildrenEndWithTheAgent(t *testing.T) {
 // as it does by default; otherwise the agent shares this process's group,
 // and only the agent itself is signalled: its children are the caller's
 // to end.
-func TestStartAgentCallersSysProcAttr(t *testing.T) {
+func TestStartCallersSysProcAttr(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		attr     *syscall.SysProcAttr
@@ -138,11 +139,11 @@ func TestStartAgentCallersSysProcAttr(t *testing.T) {
 			cmd := helperAgent("lingers")
 			cmd.SysProcAttr = tc.attr
 			tree := watchTree(t, cmd)
-			agent, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{ExitTimeout: time.Millisecond})
+			agent, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{ExitTimeout: time.Millisecond})
 			require.NoError(t, err)
 			tree.started()
 			child := childOf(t, agent)
-			require.ErrorIs(t, agent.Close(), acprpc.ErrAgentTerminated)
+			require.ErrorIs(t, agent.Close(), agentproc.ErrTerminated)
 			if tc.ownGroup {
 				wiretest.Recv(t, ctx, tree.gone)
 				return
@@ -164,7 +165,7 @@ func TestStartAgentCallersSysProcAttr(t *testing.T) {
 // with the agent's process group, after a short drain when the agent shares
 // the caller's group and the child lives on. The stderr log has the agent's
 // last line by the time Wait returns.
-func TestStartAgentExitsWhileAChildHoldsItsStdout(t *testing.T) {
+func TestStartExitsWhileAChildHoldsItsStdout(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		attr *syscall.SysProcAttr
@@ -179,13 +180,13 @@ func TestStartAgentExitsWhileAChildHoldsItsStdout(t *testing.T) {
 			cmd.SysProcAttr = tc.attr
 			records := &wiretest.Recorder{}
 			log := records.Logger()
-			agent, err := acprpc.StartAgent(ctx, cmd, nil, &acprpc.ProcessOptions{StderrLog: log})
+			agent, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{StderrLog: log})
 			require.NoError(t, err)
 			err = agent.Call(ctx, "echo", nil, nil)
 			require.ErrorIs(t, err, acprpc.ErrConnClosed)
-			require.ErrorIs(t, err, acprpc.ErrAgentExited)
+			require.ErrorIs(t, err, agentproc.ErrExited)
 			assert.Equal(t, 3, exitCode(err), "the call's error carries the exit status: %v", err)
-			require.ErrorIs(t, agent.Err(), acprpc.ErrAgentExited)
+			require.ErrorIs(t, agent.Err(), agentproc.ErrExited)
 			assert.Equal(t, 3, exitCode(agent.Wait()))
 			r, ok := records.FindLogged(slog.LevelInfo, "agent stderr")
 			require.True(t, ok, "the agent's last line was logged")
@@ -200,11 +201,11 @@ func TestStartAgentExitsWhileAChildHoldsItsStdout(t *testing.T) {
 // Exited is closed only once the agent's stderr has been written out: a
 // writer still taking the agent's last line holds it, though the agent has
 // exited (its tree is gone).
-func TestStartAgentExitedWaitsForStderr(t *testing.T) {
+func TestStartExitedWaitsForStderr(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("exit-early")
 	tree := watchTree(t, cmd)
-	var agent *acprpc.AgentProcess
+	var agent *agentproc.Process
 	started := make(chan struct{})
 	exitedWhileWriting := make(chan bool, 1)
 	var once sync.Once
@@ -225,7 +226,7 @@ func TestStartAgentExitedWaitsForStderr(t *testing.T) {
 		})
 		return len(b), nil
 	})
-	agent, err := acprpc.StartAgent(ctx, cmd, nil, nil)
+	agent, err := agentproc.Start(ctx, cmd, nil, nil)
 	require.NoError(t, err)
 	close(started)
 	tree.started()
