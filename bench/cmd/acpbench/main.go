@@ -37,7 +37,7 @@ func (r row) String() string {
 	return r.client + "→" + r.server
 }
 
-const defaultRows = "acprpc:acprpc,coder:coder,jrpc2:jrpc2,lsp:lsp,sourcegraph:sourcegraph,xexp:xexp,echo:echo,ts:ts,coder:ts,ts:coder,acprpc:ts,ts:acprpc"
+const defaultRows = "acprpc:acprpc,coder:coder,jrpc2:jrpc2,lsp:lsp,sourcegraph:sourcegraph,xexp:xexp,echo:echo,handoff:handoff,ts:ts,coder:ts,ts:coder,acprpc:ts,ts:acprpc"
 
 func main() {
 	if len(os.Args) < 2 {

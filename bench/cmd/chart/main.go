@@ -39,7 +39,7 @@ type panel struct {
 	groups []group
 }
 
-var peerOrder = []string{"acprpc", "coder", "jrpc2", "lsp", "sourcegraph", "xexp", "echo", "ts"}
+var peerOrder = []string{"acprpc", "coder", "jrpc2", "lsp", "sourcegraph", "xexp", "echo", "handoff", "ts"}
 
 func main() {
 	in := flag.String("in", "results", "directory with gobench.txt, stdio.json, cancel.json")
