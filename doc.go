@@ -77,7 +77,8 @@
 // VersionRouter, pinned by Options.PinnedVersion, or learnt from the
 // initialize exchange it carries. On v2 a prompt's turn is the session's
 // foreground Work, which ends with exactly one idle state_update;
-// session/close is a request answered after it; tool_call/cancel and
+// session/close is a request answered after it (on v1, after the requests
+// it cancelled); tool_call/cancel and
 // terminal/cancel cancel what CancellableToolCall and CancellableTerminal
 // registered. docs/versions.md has the rules.
 //

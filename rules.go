@@ -11,8 +11,16 @@ import "github.com/acpkit/acprpc/internal/wire"
 // acpNeeds is what ACP's rules ask of a request's entry once the tracker
 // has registered it, before its handler starts.
 type acpNeeds struct {
-	joinsWork bool    // a v2 prompt: it joins its session's foreground work
-	closing   []*Work // a v2 session/close: the works it cancelled, whose ends its answer waits for
+	joinsWork bool // a v2 prompt: it joins its session's foreground work
+	closing   closing
+}
+
+// closing is what a session/close request cancelled, whose ends its answer
+// waits for: the session's requests in flight (every version) and its
+// foreground works (v2).
+type closing struct {
+	requests []*inRequest
+	works    []*Work
 }
 
 // acpRules applies ACP's rules to a request or notification just read:
@@ -32,10 +40,13 @@ func (c *Conn) acpRules(m *message) (needs acpNeeds, used bool) {
 		return needs, c.negotiate(m)
 	case p.entityCancels && (m.Method == methodToolCallCancel || m.Method == methodTerminalCancel):
 		return needs, c.onEntityCancel(m)
-	case p.closeRequest && c.isSessionCancel(m.Method):
-		c.onSessionCancel(m.SessionID)
+	case c.isSessionCancel(m.Method):
+		// A request of the session's cancel methods (session/close, a
+		// request in v1's schema as in v2's) cancels as the notification
+		// does, before it is served.
+		needs.closing.requests = c.onSessionCancel(m.SessionID)
 		if p.foreground && m.SessionID != "" {
-			needs.closing = c.foreground.unended(m.SessionID)
+			needs.closing.works = c.foreground.unended(m.SessionID)
 		}
 	case p.foreground && m.Method == methodSessionPrompt && m.SessionID != "":
 		needs.joinsWork = true
@@ -64,12 +75,16 @@ func (c *Conn) acpBeforeAnswer(r *inRequest, f *frame) {
 	}
 }
 
-// acpHoldAnswer keeps a v2 session/close's answer until every foreground
-// work it cancelled has ended, the one in progress and those still winding
-// down from an earlier cancel, so their idle state_updates go out first, as
-// v2 requires; the grace period bounds the wait.
+// acpHoldAnswer keeps a session/close's answer until every request it
+// cancelled has been answered, and, in v2, every foreground work it
+// cancelled has ended, the one in progress and those still winding down
+// from an earlier cancel, so their idle state_updates go out first, as v2
+// requires; the grace period bounds the wait.
 func (c *Conn) acpHoldAnswer(r *inRequest) {
-	for _, w := range r.closing {
+	for _, q := range r.closing.requests {
+		q.waitSent()
+	}
+	for _, w := range r.closing.works {
 		w.wait()
 	}
 }

@@ -160,6 +160,7 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	f.info.method, f.info.ctx = r.req.Method, r.handlerCtx
 	c.acpBeforeAnswer(r, f)
 	c.reply(f)
+	r.markSent()
 	c.incoming.queued()
 }
 

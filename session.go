@@ -11,18 +11,18 @@ func (c *Conn) isSessionCancel(method string) bool {
 }
 
 // onSessionCancel cancels every incoming request in flight whose params name
-// the session. It runs on the read goroutine for the peer's session/cancel,
-// ahead of every queue.
-func (c *Conn) onSessionCancel(sessionID string) int {
+// the session, and returns them. It runs on the read goroutine for the
+// peer's session/cancel, ahead of every queue.
+func (c *Conn) onSessionCancel(sessionID string) []*inRequest {
 	if sessionID == "" {
-		return 0
+		return nil
 	}
 	hit := c.incoming.inSession(sessionID)
 	for _, r := range hit {
 		r.cancelWith(ErrSessionCancelled)
 	}
 	c.cancelWork(sessionID)
-	return len(hit)
+	return hit
 }
 
 // CancelSession is a client's cancellation of a prompt turn, as ACP's

@@ -363,3 +363,38 @@ func TestCancelSessionCancelsWhatTheAgentLeaves(t *testing.T) {
 	m := p.ExpectError(ctx, "8", acprpc.CodeRequestCancelled)
 	assert.Contains(t, m.Raw, "Request cancelled")
 }
+
+// A v1 session/close sent as a request, as the schema and the TypeScript
+// SDK's closeSession send it, cancels the session's requests in flight
+// before it is served (cause ErrSessionCancelled), and is answered only
+// after the prompt it cancelled has been answered.
+func TestV1SessionCloseRequestCancelsThePrompt(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		promptEnded := make(chan error, 1)
+		proceed := make(chan struct{})
+		closeServed := make(chan struct{})
+		h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+			switch req.Method {
+			case "session/close":
+				close(closeServed)
+				return struct{}{}, nil
+			case "session/prompt":
+				<-ctx.Done()
+				promptEnded <- context.Cause(ctx)
+				<-proceed // the close is served, its answer held
+				return nil, context.Cause(ctx)
+			}
+			return "pong", nil
+		})
+		_, p := wiretest.Connect(t, tr, h, &acprpc.Options{PinnedVersion: acprpc.ProtocolV1, CancelGrace: -1})
+		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		expectQuiet(t, ctx, p, "2")
+		p.Request("3", "session/close", `{"sessionId":"s"}`)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, promptEnded), acprpc.ErrSessionCancelled)
+		wiretest.Recv(t, ctx, closeServed)
+		close(proceed)
+		p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+		p.ExpectResult(ctx, "3", `{}`)
+	})
+}

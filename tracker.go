@@ -24,7 +24,10 @@ type inRequest struct {
 	size     int         // the message's bytes, held until the handler returns
 	answered atomic.Bool // set once, by the one answer
 	work     *Work       // v2: a prompt's foreground work; set before the handler starts, then under mu
-	closing  []*Work     // v2: the works a session/close cancelled, whose ends its answer waits for; set before the handler starts
+	closing  closing     // a session/close: what it cancelled, whose ends its answer waits for; set before the handler starts
+	// sent is set once the one answer is queued for the writer; watched
+	// once a session/close waits for that, which fire then tells it.
+	sent, watched atomic.Bool
 	// The requests in flight of the same session, linked under the table's
 	// lock (incomingTable.sessions).
 	sessionPrev, sessionNext *inRequest
@@ -38,6 +41,38 @@ type inRequest struct {
 	decided  error       // the cause a cancel under way gives, whichever cancel lands first
 	grace    *time.Timer // answers for a handler that outlives its grace period
 	deadline *time.Timer
+	onSent   signal // fired once sent is set, if watched
+}
+
+// waitSent returns once the request's answer is queued for the writer, so
+// that an answer queued after it goes out after it, or once the connection
+// has closed.
+func (r *inRequest) waitSent() {
+	r.mu.Lock()
+	r.watched.Store(true)
+	if r.sent.Load() {
+		r.mu.Unlock()
+		return
+	}
+	ch := r.onSent.wait()
+	r.mu.Unlock()
+	select {
+	case <-ch:
+	case <-r.conn.closed:
+	}
+}
+
+// markSent records that the answer is queued and wakes a session/close
+// waiting for it. Only a watched request takes the lock: sent is stored
+// before watched is read, and watched before sent, so one side sees the
+// other.
+func (r *inRequest) markSent() {
+	r.sent.Store(true)
+	if r.watched.Load() {
+		r.mu.Lock()
+		r.onSent.fire()
+		r.mu.Unlock()
+	}
 }
 
 // errRequestDone ends a request's context once it is answered, like

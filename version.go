@@ -24,10 +24,6 @@ type protocol struct {
 	// entityCancels: tool_call/cancel and terminal/cancel are the client's
 	// requests to cancel one tool call or terminal (entity.go).
 	entityCancels bool
-	// closeRequest: session/close is a request that cancels the session
-	// before it is served, and is answered after the session's cancelled
-	// work has ended.
-	closeRequest bool
 	// clientPreempts: CancelSession answers the session's requests in
 	// flight here as cancelled at once, without waiting for the agent's
 	// $/cancel_request.
@@ -41,7 +37,7 @@ func rulesFor(v ProtocolVersion, markers map[string]json.RawMessage) *protocol {
 		markers = versionMarkers(v)
 	}
 	if v >= ProtocolV2 {
-		return &protocol{version: v, markers: markers, foreground: true, entityCancels: true, closeRequest: true}
+		return &protocol{version: v, markers: markers, foreground: true, entityCancels: true}
 	}
 	return &protocol{version: v, markers: markers, clientPreempts: true}
 }
