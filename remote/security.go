@@ -38,7 +38,9 @@ func (s *Server) checkSource(r *http.Request) *refusal {
 // authenticate applies Options.Authenticate, if set: who the client is.
 func (s *Server) authenticate(r *http.Request) *refusal {
 	if auth := s.opts.Authenticate; auth != nil {
-		if err := auth(r); err != nil {
+		if err := auth(r); errors.Is(err, ErrUnauthorized) {
+			return errNoBearerToken
+		} else if err != nil {
 			return &refusal{http.StatusUnauthorized, "Unauthorized"}
 		}
 	}
@@ -133,23 +135,41 @@ func stripPort(hostport string) string {
 	return hostport
 }
 
+// errNoBearerToken refuses a request that BearerToken's check refused; its
+// answer names the scheme (RFC 6750).
+var errNoBearerToken = &refusal{http.StatusUnauthorized, "Unauthorized: missing or wrong bearer token"}
+
 // ErrUnauthorized is what BearerToken's check returns for a request
-// without the token.
+// without the token. An Options.Authenticate of one's own that returns it
+// (or wraps it) gets the same answer: 401 with "WWW-Authenticate: Bearer".
 var ErrUnauthorized = errors.New("remote: missing or wrong bearer token")
 
 // BearerToken returns an Options.Authenticate that admits requests whose
-// Authorization header is "Bearer " followed by token. The header and the
-// expected value are compared by their SHA-256 digests, in constant time:
-// digests are always of one length, so the time a wrong header takes tells
-// neither the token's bytes nor its length. A client sends it with
-// DialOptions.Header.
+// Authorization header is the scheme "Bearer" (in any case, as RFC 7235
+// has it), one or more spaces, and token. The credential and token are
+// compared by their SHA-256 digests, in constant time: digests are always
+// of one length, so the time a wrong header takes tells neither the
+// token's bytes nor its length. A refused request gets
+// "WWW-Authenticate: Bearer" with its 401. A client sends the header with
+// DialOptions.Header; a browser page can send it over Streamable HTTP
+// (fetch), not over WebSocket, whose browser API sets no headers.
 func BearerToken(token string) func(r *http.Request) error {
-	want := sha256.Sum256([]byte("Bearer " + token))
+	want := sha256.Sum256([]byte(token))
 	return func(r *http.Request) error {
-		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		got := sha256.Sum256([]byte(bearerCredential(r.Header.Get("Authorization"))))
 		if token == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			return ErrUnauthorized
 		}
 		return nil
 	}
+}
+
+// bearerCredential returns what follows the Bearer scheme and its spaces
+// in an Authorization header, or "" when the header is of another scheme.
+func bearerCredential(header string) string {
+	scheme, rest, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimLeft(rest, " ")
 }

@@ -233,6 +233,49 @@ func TestAuthenticationRefusesBeforeAnythingRuns(t *testing.T) {
 	})
 }
 
+// TestBearerTokenSchemeIsCaseInsensitive checks BearerToken against RFC
+// 7235 (the auth scheme is a case-insensitive token, followed by one or
+// more spaces) and RFC 6750 (a 401 names the scheme it wants in
+// WWW-Authenticate). The token itself is compared exactly.
+func TestBearerTokenSchemeIsCaseInsensitive(t *testing.T) {
+	check := BearerToken("s3cret")
+	for _, tc := range []struct {
+		header string
+		ok     bool
+	}{
+		{"Bearer s3cret", true},
+		{"bearer s3cret", true},
+		{"BEARER s3cret", true},
+		{"bEaReR s3cret", true},
+		{"Bearer   s3cret", true}, // 1*SP
+		{"Bearer S3CRET", false},  // the token is not case-insensitive
+		{"Bearer s3cret ", false},
+		{"Bearer\ts3cret", false},
+		{"Bearers3cret", false},
+		{"Bearer", false},
+		{"Bearer ", false},
+		{"Basic s3cret", false},
+		{"Bearer s3cre", false},
+		{"Bearer s3cretx", false},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/acp", nil)
+		r.Header.Set("Authorization", tc.header)
+		if tc.ok {
+			assert.NoError(t, check(r), "%q", tc.header)
+		} else {
+			assert.ErrorIs(t, check(r), ErrUnauthorized, "%q", tc.header)
+		}
+	}
+
+	ts := startServer(t, &Options{Authenticate: check})
+	assert.Equal(t, http.StatusSwitchingProtocols, tryWebSocket(t, ts, "", "Authorization", "bearer s3cret"))
+	assert.Equal(t, http.StatusOK, tryHTTP(t, ts, "Authorization", "bearer s3cret"))
+	resp, _ := newRawHTTP(t, ts.url("http")).do(http.MethodPost, initRequest)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Equal(t, "Bearer", resp.Header.Get("WWW-Authenticate"), "a 401 says which scheme it wants")
+	ts.noneAccepted(t)
+}
+
 // TestBearerTokenTimeTellsNotItsLength times BearerToken's check of two
 // wrong headers as long as each other, one exactly as long as the right
 // one and one a byte longer. A comparison that stops at a length mismatch

@@ -122,6 +122,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // its connection: a refused client keeps no connection open.
 func refuseRequest(w http.ResponseWriter, ref *refusal) {
 	w.Header().Set("Connection", "close")
+	if ref == errNoBearerToken {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
 	http.Error(w, ref.reason, ref.status)
 }
 
