@@ -6,27 +6,30 @@ import (
 )
 
 // allowCrossOrigin adds the CORS headers a browser needs to let a page of
-// an allowed origin (one that passed the Origin check) use Streamable
-// HTTP: read the Acp-Connection-Id of the answer to initialize, and send
-// the ACP headers, for which it first asks with an OPTIONS preflight. It
-// reports whether r was that preflight, now answered. WebSocket needs none
-// of this: browsers do not apply CORS to it.
-func allowCrossOrigin(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return false
-	}
+// origin, one the Server lets in (allowedPage), use Streamable HTTP: read
+// every answer, refusals included, and the Acp-Connection-Id of the answer
+// to initialize, and send the ACP headers, for which it first asks with an
+// OPTIONS preflight. WebSocket needs none of this: browsers do not apply
+// CORS to it.
+func allowCrossOrigin(w http.ResponseWriter, origin string) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", origin)
 	h.Set("Access-Control-Allow-Credentials", "true")
 	h.Set("Access-Control-Expose-Headers", HeaderConnectionID)
 	h.Add("Vary", "Origin")
-	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
-		return false
-	}
+}
+
+// isPreflight reports whether r is a CORS preflight: an OPTIONS request
+// that names the method the page means to use.
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+}
+
+// answerPreflight grants a preflight of a page the Server lets in.
+func answerPreflight(w http.ResponseWriter) {
+	h := w.Header()
 	h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 	h.Set("Access-Control-Allow-Headers", strings.Join([]string{"Content-Type", "Authorization", HeaderConnectionID, HeaderSessionID}, ", "))
 	h.Set("Access-Control-Max-Age", "600")
 	w.WriteHeader(http.StatusNoContent)
-	return true
 }

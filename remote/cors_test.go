@@ -2,6 +2,7 @@ package remote
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -95,4 +96,47 @@ func TestPreflightOfAllowedOriginIsAnsweredWithoutCredentials(t *testing.T) {
 		resp, _ := c.do(http.MethodOptions, "", "Access-Control-Request-Method", "POST")
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a program's OPTIONS is a request like any other")
 	})
+}
+
+// TestRefusalOfAllowedOriginIsReadableByThePage refuses requests of pages
+// for each reason a page of an allowed origin can meet (a peer address
+// not allowed, no token): the answer carries the CORS headers, so the page
+// can read its status and tell why. A page the server does not let in
+// (a foreign origin, or a page under a Host not allowed, as DNS rebinding
+// makes one) learns nothing.
+func TestRefusalOfAllowedOriginIsReadableByThePage(t *testing.T) {
+	s := NewServer(nil, &Options{AllowedOrigins: []string{pageOrigin}, Authenticate: BearerToken("s3cret")})
+	defer s.Close()
+	for _, tc := range []struct {
+		name, peer, host, origin string
+		status                   int
+		readable                 bool
+	}{
+		{"no token", "127.0.0.1:5555", "localhost:8080", pageOrigin, http.StatusUnauthorized, true},
+		{"a peer not allowed", "203.0.113.7:5555", "localhost:8080", pageOrigin, http.StatusForbidden, true},
+		{"a foreign origin", "127.0.0.1:5555", "localhost:8080", "https://evil.example", http.StatusForbidden, false},
+		{"a foreign origin from a peer not allowed", "203.0.113.7:5555", "localhost:8080", "https://evil.example", http.StatusForbidden, false},
+		{"a rebound name, its own page", "127.0.0.1:5555", "evil.example:8080", "http://evil.example:8080", http.StatusForbidden, false},
+		{"an allowed origin under a host not allowed", "127.0.0.1:5555", "evil.example:8080", pageOrigin, http.StatusForbidden, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, method := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+				r := httptest.NewRequest(method, "http://"+tc.host+"/acp", strings.NewReader(initRequest))
+				r.RemoteAddr = tc.peer
+				r.Header.Set("Origin", tc.origin)
+				r.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				s.ServeHTTP(w, r) // a nil AcceptFunc panics if it is ever reached
+				assert.Equal(t, tc.status, w.Code, "%s: %s", method, w.Body)
+				if tc.readable {
+					assert.Equal(t, pageOrigin, w.Header().Get("Access-Control-Allow-Origin"), method)
+					assert.Equal(t, "true", w.Header().Get("Access-Control-Allow-Credentials"), method)
+				} else {
+					for name := range w.Header() {
+						assert.NotContains(t, name, "Access-Control-", "%s: a page refused for where it comes from learns nothing", method)
+					}
+				}
+			}
+		})
+	}
 }

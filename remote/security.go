@@ -35,6 +35,19 @@ func (s *Server) checkSource(r *http.Request) *refusal {
 	return nil
 }
 
+// allowedPage returns the Origin of a request from a browser page that the
+// Server lets in, or "" for a request of any other page or of none. A
+// page must pass both the Host and the Origin check: under a name the
+// Server does not answer to, as DNS rebinding gives one, a page's origin
+// matches the request's Host without being the Server's own.
+func (s *Server) allowedPage(r *http.Request) string {
+	origin := r.Header.Get("Origin")
+	if origin == "" || !s.hostAllowed(r.Host) || !s.originAllowed(origin, r) {
+		return ""
+	}
+	return origin
+}
+
 // authenticate applies Options.Authenticate, if set: who the client is.
 func (s *Server) authenticate(r *http.Request) *refusal {
 	if auth := s.opts.Authenticate; auth != nil {

@@ -84,6 +84,10 @@ func NewServer(accept AcceptFunc, opts *Options) *Server {
 // ServeHTTP serves one request: a WebSocket upgrade, or a POST, GET or
 // DELETE of Streamable HTTP. Any other method gets 405.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	page := s.allowedPage(r)
+	if page != "" {
+		allowCrossOrigin(w, page) // on every answer, so that the page can read a refusal too
+	}
 	if ref := s.checkSource(r); ref != nil {
 		refuseRequest(w, ref)
 		return
@@ -96,8 +100,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// (net/http reads some of it before answering), is cut off.
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	}
-	if allowCrossOrigin(w, r) {
-		return // a preflight, answered before authentication: browsers send it without credentials
+	if page != "" && isPreflight(r) {
+		answerPreflight(w) // before authentication: browsers send a preflight without credentials
+		return
 	}
 	if ref := s.authenticate(r); ref != nil {
 		refuseRequest(w, ref)
