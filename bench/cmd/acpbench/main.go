@@ -5,6 +5,7 @@
 //	acpbench cancel [flags]   cancel latency over stdio, p50/p99
 //	acpbench scale  [flags]   many requests blocked on one connection, then cancelled
 //	acpbench sessions [flags] many sessions with a turn in flight, every turn then cancelled the ACP way
+//	acpbench burst [flags]    a burst of session/cancel over a spawned agent's stdio, each turn holding two requests to the client
 //
 // Each writes NAME.json (raw figures) and NAME.txt (the table) into -out.
 // Rows are "client:server" pairs of peer names; "ts" is the TypeScript SDK,
@@ -13,6 +14,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -80,6 +82,20 @@ func main() {
 		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
 		parse(fs, args, &cfg, new(string))
 		check(runSessions(&cfg, strings.Split(*peers, ","), *n, *runs, *wait))
+	case "burst":
+		n := fs.Int("n", 1000, "sessions, each with a turn in flight")
+		runs := fs.Int("runs", 3, "runs per agent, interleaved; the median is reported")
+		agent := fs.String("agent", "", "path of the built examples/agent binary")
+		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
+		parse(fs, args, &cfg, new(string))
+		if *agent == "" || cfg.server == "" {
+			check(errors.New("burst needs -agent and -server"))
+		}
+		check(runBurst(&cfg, []burstAgent{
+			{"acprpc", *agent},
+			{"acprpc-prompt", *agent + " -graceful=false"},
+			{"coder", cfg.server + " -peer coder -turns"},
+		}, *n, *runs, *wait))
 	case "sessions-one": // one peer in a fresh process; used by sessions
 		peer := fs.String("peer", "", "peer")
 		n := fs.Int("n", 1000, "sessions")
@@ -118,7 +134,7 @@ func parse(fs *flag.FlagSet, args []string, cfg *config, rows *string) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: acpbench stdio|cancel|scale|sessions [flags]")
+	fmt.Fprintln(os.Stderr, "usage: acpbench stdio|cancel|scale|sessions|burst [flags]")
 	os.Exit(2)
 }
 

@@ -41,7 +41,13 @@ type proc struct {
 	stderrWG chan struct{}
 }
 
-func spawn(argv []string) (*proc, error) {
+func spawn(argv []string) (*proc, error) { return spawnLogging(argv, true) }
+
+// spawnQuiet is spawn for a server whose stderr is a log: it is read and
+// dropped, as a client that keeps an agent's log elsewhere does.
+func spawnQuiet(argv []string) (*proc, error) { return spawnLogging(argv, false) }
+
+func spawnLogging(argv []string, echo bool) (*proc, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -76,7 +82,7 @@ func spawn(argv []string) (*proc, error) {
 				p.started <- v
 			case ok && err == nil && tag == "C":
 				p.seen <- v
-			default:
+			case echo:
 				fmt.Fprintf(os.Stderr, "server %s: %s\n", filepath.Base(argv[0]), sc.Text())
 			}
 		}

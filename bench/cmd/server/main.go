@@ -25,8 +25,17 @@ func main() {
 	linger := flag.Duration("linger", 0, "how long to keep answering after stdin ends")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file")
+	turns := flag.Bool("turns", false, "serve the turn workload instead (coder only): each prompt asks the client for permission and a terminal, then waits for its cancel")
 	flag.Parse()
 	defer record(*cpuProfile, *traceFile)()
+	if *turns {
+		if *name != "coder" {
+			fmt.Fprintln(os.Stderr, "server: -turns is for -peer coder only")
+			os.Exit(2)
+		}
+		<-bench.ServeCoderTurns(os.Stdin, os.Stdout)
+		return
+	}
 	p, ok := bench.Lookup(*name)
 	if !ok {
 		fmt.Fprintf(os.Stderr, "server: unknown peer %q; known:", *name)
