@@ -512,13 +512,11 @@ func (r *runner) wireRules() {
 	lines := r.w.all()
 	requests := map[string]Line{}
 	answers := map[string][]Line{}
-	var lastNote Line
+	answered := map[int]int{} // the first line of a burst of notifications → its ID-less answers so far
 	for _, l := range lines {
 		switch {
 		case l.Dir == toAgent && l.msg.isRequest():
 			requests[string(l.msg.ID)] = l
-		case l.Dir == toAgent && l.msg.isNotification():
-			lastNote = l
 		case l.Dir == fromAgent && l.msg.isAnswer() && l.msg.hasID():
 			id := string(l.msg.ID)
 			if _, ok := requests[id]; !ok {
@@ -526,7 +524,14 @@ func (r *runner) wireRules() {
 			}
 			answers[id] = append(answers[id], l)
 		case l.Dir == fromAgent && l.msg.isAnswer() && l.Seq != r.parseProbe[1]:
-			r.res.fail(ruleNoteUnanswered, []int{lastNote.Seq, l.Seq}, "the agent answered a notification (the last one sent before the answer is shown)")
+			burst := noteBurst(lines, l.Seq)
+			if len(burst) == 0 {
+				r.res.fail(ruleNoteUnanswered, []int{l.Seq}, "the agent sent an answer without an ID, to no notification")
+				break
+			}
+			i := min(answered[burst[0]], len(burst)-1)
+			answered[burst[0]]++
+			r.res.fail(ruleNoteUnanswered, []int{burst[i], l.Seq}, "the agent answered a notification")
 		}
 	}
 	if len(requests) > 0 {
@@ -557,6 +562,25 @@ func (r *runner) wireRules() {
 		r.res.pass(ruleOneAnswer)
 	}
 	r.updatesAfterAnswers(lines, requests, answers)
+}
+
+// noteBurst is the notifications the client sent last before line seq,
+// together: the answers without an ID that follow them are taken for theirs,
+// in order. It goes back from seq to the last notification sent, then on
+// back over the client's notifications, up to a line of the agent's or a
+// request.
+func noteBurst(lines []Line, seq int) []int {
+	var burst []int
+	for i := seq - 2; i >= 0; i-- {
+		l := lines[i]
+		switch {
+		case l.Dir == toAgent && l.msg.isNotification():
+			burst = append([]int{l.Seq}, burst...)
+		case len(burst) > 0 && (l.Dir == fromAgent || l.msg.isRequest()):
+			return burst
+		}
+	}
+	return burst
 }
 
 // updatesAfterAnswers finds the content updates of each session that came

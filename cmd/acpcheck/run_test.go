@@ -172,6 +172,15 @@ func TestJSONReport(t *testing.T) {
 	assert.Contains(t, rep.Wire[cited[0]-1].Raw, `"$/cancel_request"`)
 	assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}`, rep.Wire[cited[1]-1].Raw)
 	assert.Equal(t, fromAgent, rep.Wire[cited[1]-1].Dir)
+	// The agent answered three cancels: the prompt's, and the probes' of an
+	// unknown and of an answered ID; each answer is laid at its own.
+	require.Len(t, res.Findings, 3)
+	notes := map[int]bool{}
+	for _, f := range res.Findings {
+		notes[f.Lines[0]] = true
+		assert.Contains(t, rep.Wire[f.Lines[0]-1].Raw, `"$/cancel_request"`)
+	}
+	assert.Len(t, notes, 3)
 }
 
 // examples/agent, built on acprpc, passes every rule.
