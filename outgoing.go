@@ -21,7 +21,7 @@ type pendingCall struct {
 	// learnsVersion: the call is initialize, whose result sets the
 	// connection's protocol version.
 	learnsVersion bool
-	turn          *turnWatch // a prompt turn, with Options.ReportCancelledTurns (turns.go)
+	turn          *turnWatch // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
 }
 
 // end records how the call ended and wakes its caller. It is the only place
