@@ -50,25 +50,31 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 // serveInitialize takes a POST without a connection ID, which must be
 // initialize, and opens a connection with it. Its body is read in a place
 // reserved among MaxConnections, so that POSTs whose bodies never come
-// cannot pile up beyond them.
+// cannot pile up beyond them; the place becomes the connection's, so that
+// no request that came later can take it in between.
 func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request) {
 	if ref := s.reserve(); ref != nil {
 		refuseUnread(w, ref)
 		return
 	}
 	body, status, why := readMessageBody(w, r, int64(s.opts.MaxMessageSize))
-	s.unreserve()
+	env := peek(body)
+	if status == 0 && (!env.isRequest() || env.methodName() != methodInitialize) {
+		status, why = http.StatusBadRequest, "Bad Request: missing "+HeaderConnectionID
+	}
 	if status != 0 {
+		s.unreserve()
 		http.Error(w, why, status)
 		return
 	}
-	env := peek(body)
-	if !env.isRequest() || env.methodName() != methodInitialize {
-		http.Error(w, "Bad Request: missing "+HeaderConnectionID, http.StatusBadRequest)
-		return
-	}
+	testHookInitializeRead()
 	s.openHTTP(w, r, body, env)
 }
+
+// testHookInitializeRead is called once the body of a POST of initialize
+// has been read, before its connection is opened; tests replace it to
+// open another connection at that point.
+var testHookInitializeRead = func() {}
 
 // refuseUnread refuses a POST whose body was not read whole, and closes
 // its HTTP connection at once: net/http would otherwise read the rest of
@@ -144,12 +150,13 @@ func readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byt
 	return nil, http.StatusBadRequest, "Bad Request: a message must be a JSON object"
 }
 
-// openHTTP opens a Streamable HTTP connection for the POST of initialize:
-// its Conn gets the request, and its answer is the POST's.
+// openHTTP opens a Streamable HTTP connection, in the place reserved for
+// it, for the POST of initialize: its Conn gets the request, and its
+// answer is the POST's.
 func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, env envelope) {
 	h := newHTTPConn(s)
 	h.initID, _ = env.answerKey()
-	if ref := s.admit(h); ref != nil {
+	if ref := s.admitReserved(h); ref != nil {
 		h.idle.disarm()
 		refuse(w, ref)
 		return

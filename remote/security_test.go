@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,6 +65,14 @@ func tryHTTP(t *testing.T, ts *testServer, headers ...string) int {
 		resp, _ := c.do(http.MethodPost, initRequest, headers...)
 		got <- resp.StatusCode
 	}()
+	return playInitialize(t, ts, got)
+}
+
+// playInitialize waits for the status of a POST of initialize, sent to ts
+// beside it, which got receives; if the server lets it through, it plays
+// the agent's answer first, and closes the connection after.
+func playInitialize(t *testing.T, ts *testServer, got <-chan int) int {
+	t.Helper()
 	select {
 	case status := <-got:
 		return status
@@ -330,6 +339,51 @@ func TestConnectionLimitRefusesOneMore(t *testing.T) {
 	_, err := recv(t, secondClient)
 	require.ErrorIs(t, err, io.EOF)
 	assert.Equal(t, http.StatusOK, tryHTTP(t, ts), "a closed connection makes room")
+}
+
+// TestInitializeKeepsItsPlaceUntilItsConnectionOpens fills the server's
+// one place with a POST of initialize and, once its body is read and
+// before its connection opens, tries another connection over each
+// transport. The place is the initialize's from before its body was read:
+// the newcomers get 503, and the initialize its connection. Had the place
+// been given back first, a newcomer would take it and the initialize,
+// whose body the server had already read, would be refused.
+func TestInitializeKeepsItsPlaceUntilItsConnectionOpens(t *testing.T) {
+	read, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once
+	saved := testHookInitializeRead
+	t.Cleanup(func() { testHookInitializeRead = saved }) // after the server's Close: registered before it
+	testHookInitializeRead = func() {
+		first.Do(func() {
+			close(read)
+			<-release
+		})
+	}
+	ts := startServer(t, &Options{MaxConnections: 1})
+	c := newRawHTTP(t, ts.url("http"))
+	got := make(chan int, 1)
+	go func() {
+		resp, _ := c.do(http.MethodPost, initRequest)
+		got <- resp.StatusCode
+	}()
+	<-read
+
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, ts.url("ws"), nil)
+	if err == nil {
+		defer ws.CloseNow()
+		defer ts.next(t).Close() // holding the place it took until the end
+		t.Error("a WebSocket upgrade took the place of an initialize whose body was read")
+	} else {
+		require.NotNil(t, resp, err)
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "a WebSocket upgrade while the place is taken")
+	}
+	assert.Equal(t, http.StatusServiceUnavailable, tryHTTP(t, ts), "an initialize while the place is taken")
+
+	close(release)
+	assert.Equal(t, http.StatusOK, playInitialize(t, ts, got), "the initialize that held the place")
+	ts.noneAccepted(t)
 }
 
 func TestOverLongInitializeIsRefused(t *testing.T) {

@@ -218,6 +218,21 @@ func (h *hijackWatch) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 func (s *Server) admit(t acprpc.Transport) *refusal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.admitLocked(t)
+}
+
+// admitReserved is admit for a connection that reserve took a place for:
+// in one step, the place is given back and taken by t, or given back and
+// t refused (the Server is shutting down).
+func (s *Server) admitReserved(t acprpc.Transport) *refusal {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reserved--
+	return s.admitLocked(t)
+}
+
+// admitLocked is admit with s.mu held.
+func (s *Server) admitLocked(t acprpc.Transport) *refusal {
 	if ref := s.noPlace(); ref != nil {
 		return ref
 	}
