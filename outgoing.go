@@ -3,6 +3,7 @@ package acprpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -220,6 +221,9 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		defer c.notes.callEnded()
 	}
 	id, pc, err := c.calls.register(method)
+	if errors.Is(err, ErrConnClosed) {
+		err = c.closedErr() // says what closed the connection: an agent's exit, a failed write
+	}
 	if err != nil {
 		return &CallError{Method: method, Err: err}
 	}
@@ -341,8 +345,8 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
 		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
 	}
-	if c.Err() != nil { // closed, though the writer may not have stopped yet
-		return &CallError{Method: method, Err: ErrConnClosed}
+	if err := c.Err(); err != nil { // closed, though the writer may not have stopped yet
+		return &CallError{Method: method, Err: err}
 	}
 	f, err := requestFrame(nil, method, params)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/agentproc"
+	"github.com/acpkit/acprpc/internal/interoptest"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -244,4 +246,62 @@ func exitSignal(t *testing.T, err error) syscall.Signal {
 	require.True(t, ok)
 	require.True(t, status.Signaled(), "the agent exited with status %d", status.ExitStatus())
 	return status.Signal()
+}
+
+// An agent that exits while a child outside its group still holds its
+// stderr, which is copied, ends a pending call with its exit status all the
+// same: the exit is known from the agent's reaping, not from the end of its
+// pipes, which the child keeps open.
+func TestStartExitWhileAChildHoldsItsStderr(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts func(*agentproc.Options)
+	}{
+		{"Stderr", func(o *agentproc.Options) { o.Stderr = &interoptest.SyncBuffer{} }},
+		{"StderrLog", func(o *agentproc.Options) { o.StderrLog = (&wiretest.Recorder{}).Logger() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			// The sleep, in the caller's group, holds the agent's stderr
+			// alone and outlasts the test's every wait; it answers its own
+			// process ID on descriptor 3.
+			cmd := exec.Command("sh", "-c", `read line; sleep 60 >/dev/null 3>&- & echo $! >&3; exit 3`)
+			cmd.SysProcAttr = &syscall.SysProcAttr{}
+			started := childPidOn3(t, cmd)
+			var o agentproc.Options
+			tc.opts(&o)
+			agent, err := agentproc.Start(ctx, cmd, nil, &o)
+			require.NoError(t, err)
+			started()
+			err = agent.Call(ctx, "echo", nil, nil)
+			require.ErrorIs(t, err, acprpc.ErrConnClosed)
+			require.ErrorIs(t, err, agentproc.ErrExited)
+			assert.Equal(t, 3, exitCode(err), "the call's error carries the exit status: %v", err)
+			assert.Equal(t, 3, exitCode(agent.Close()))
+		})
+	}
+}
+
+// childPidOn3 gives cmd a pipe as descriptor 3 on which its script writes a
+// child's process ID, and kills that child when the test ends. Call
+// started once cmd runs.
+func childPidOn3(t *testing.T, cmd *exec.Cmd) (started func()) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.ExtraFiles = []*os.File{w}
+	read := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		read <- b
+	}()
+	t.Cleanup(func() {
+		_ = w.Close()
+		b := <-read
+		_ = r.Close()
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return func() { _ = w.Close() }
 }

@@ -2,6 +2,7 @@ package agentproc
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -66,8 +67,8 @@ func (c *exitCut) arm(f *os.File) bool {
 // exit, even if a child of the agent still holds the pipe.
 type agentOutput struct {
 	f       *os.File
-	exited  <-chan struct{}
-	exitErr func() error // valid once exited is closed
+	dead    <-chan struct{} // closed once the agent has been reaped
+	exitErr func() error    // valid once dead is closed
 
 	mu        sync.Mutex
 	cut       bool    // the connection reads no more
@@ -123,13 +124,11 @@ func (r *agentOutput) why(err error) error {
 	case errors.Is(err, io.EOF):
 		// The agent's exit usually comes with the end of its stdout, and
 		// is reaped a moment later. An agent that closed its stdout and
-		// runs on leaves the connection ended by EOF.
-		t := time.NewTimer(exitDrain)
-		defer t.Stop()
-		select {
-		case <-r.exited:
-			return r.exitErr()
-		case <-t.C:
+		// runs on leaves the connection ended by EOF. The reaping, not
+		// Exited, is waited for: a child of the agent holding its stderr
+		// keeps Exited open for as long as that wait.
+		if err := awaitExit(r.dead, r.exitErr); err != nil {
+			return err
 		}
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed):
 		if r.afterExit.done() {
@@ -176,3 +175,40 @@ func (r *agentOutput) drain() {
 	}
 	_, _ = io.Copy(io.Discard, r.f)
 }
+
+// awaitExit waits up to exitDrain for the agent to be reaped, and returns
+// its exit as the connection's end, or nil if it runs on.
+func awaitExit(dead <-chan struct{}, exitErr func() error) error {
+	t := time.NewTimer(exitDrain)
+	defer t.Stop()
+	select {
+	case <-dead:
+		return exitErr()
+	case <-t.C:
+		return nil
+	}
+}
+
+// agentInput is the agent's stdin as the connection writes it. A write
+// that fails because the agent has exited (a broken pipe: it exited before
+// it read what was sent) fails with the agent's exit, so that the
+// connection ends with it, as it does when the end of stdout comes first.
+// It is no *os.File, so the connection writes it on its writer goroutine;
+// a client of a subprocess can spare the microseconds that costs.
+type agentInput struct {
+	f       *os.File
+	dead    <-chan struct{}
+	exitErr func() error
+}
+
+func (w *agentInput) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	if err != nil && !errors.Is(err, os.ErrClosed) {
+		if exit := awaitExit(w.dead, w.exitErr); exit != nil {
+			return n, fmt.Errorf("%w; writing to its stdin: %w", exit, err)
+		}
+	}
+	return n, err
+}
+
+func (w *agentInput) Close() error { return w.f.Close() }

@@ -162,13 +162,14 @@ func Start(ctx context.Context, cmd *exec.Cmd, h acprpc.Handler, opts *Options) 
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, callersStderr
 		return nil, fmt.Errorf("agentproc: starting the agent: %w", err)
 	}
-	p.stdout = &agentOutput{f: pipes.stdoutR, exited: p.exited, exitErr: p.exitError, ended: make(chan struct{})}
+	p.stdout = &agentOutput{f: pipes.stdoutR, dead: p.dead, exitErr: p.exitError, ended: make(chan struct{})}
+	stdin := &agentInput{f: pipes.stdinW, dead: p.dead, exitErr: p.exitError}
 	if pipes.stderrR != nil {
 		p.stderr = &stderrCopy{r: pipes.stderrR, w: stderr, done: make(chan struct{})}
 		go p.stderr.run()
 	}
 	go p.reap()
-	p.Conn = acprpc.NewConn(ctx, acprpc.NewStreamPipes(p.stdout, pipes.stdinW), h, o.Conn)
+	p.Conn = acprpc.NewConn(ctx, acprpc.NewStreamPipes(p.stdout, stdin), h, o.Conn)
 	return p, nil
 }
 

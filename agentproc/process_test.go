@@ -276,6 +276,27 @@ func TestStartExitsEarly(t *testing.T) {
 	assert.Equal(t, "no API key", r.Attrs["line"])
 }
 
+// A call to an agent that exited before it read anything ends with the
+// agent's exit and its status, although its write finds the pipe broken:
+// the exit is known from the agent's reaping, not from the pipe that failed
+// first. Each run is a new race between the write and the reaping.
+func TestStartExitsBeforeItsFirstRequest(t *testing.T) {
+	ctx := wiretest.Context(t)
+	for range 8 {
+		cmd := exec.Command("sh", "-c", "echo no API key >&2; exit 3")
+		tree := watchTree(t, cmd)
+		agent, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{Stderr: &interoptest.SyncBuffer{}})
+		require.NoError(t, err)
+		tree.started()
+		wiretest.Recv(t, ctx, tree.gone)
+		err = agent.Call(ctx, "initialize", nil, nil)
+		require.ErrorIs(t, err, acprpc.ErrConnClosed)
+		require.ErrorIs(t, err, agentproc.ErrExited)
+		assert.Equal(t, 3, exitCode(err), "the call's error carries the exit status: %v", err)
+		assert.Equal(t, 3, exitCode(agent.Close()))
+	}
+}
+
 // An agent that exits neither when its stdin closes nor on SIGTERM is
 // killed once ExitTimeout and then TermTimeout have passed, and Close says
 // so.
