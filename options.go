@@ -66,7 +66,7 @@ type Options struct {
 
 	// MaxOutgoing bounds this side's calls awaiting an answer, counting
 	// cancelled calls whose answer is still due (their IDs stay reserved
-	// until it comes). Over it, Call fails at once with ErrTooManyCalls and
+	// until it comes), except those made with ReleaseOnCancel. Over it, Call fails at once with ErrTooManyCalls and
 	// sends nothing, so a peer that never answers cannot make the calls and
 	// cancels waiting for it grow without end; no cancel is ever dropped.
 	// Zero means DefaultMaxOutgoing.
@@ -114,7 +114,8 @@ type Options struct {
 	// the context the handler gets, which must derive from ctx: cancellation,
 	// RequestFromContext and ConnFromContext reach the handler through it. A
 	// nil return keeps ctx; a context that does not derive from ctx is
-	// ignored, with an error logged. The answer's Sent hook sees the returned
+	// ignored, and a panic recovered, each with an error logged, and the
+	// handler then gets ctx. The answer's Sent hook sees the returned
 	// context, so a span started here can end there. For a request it runs on
 	// the read goroutine as the request is read, before it is registered and
 	// before the next message is read, so no cancel can overtake it; for a

@@ -23,6 +23,9 @@ type pendingCall struct {
 	// connection's protocol version.
 	learnsVersion bool
 	turn          *turnWatch // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
+	// released: the caller gave up on the call with ReleaseOnCancel, and
+	// the call waits among the released, not the calls awaiting answers.
+	released bool
 }
 
 // end records how the call ended and wakes its caller. It is the only place
@@ -42,13 +45,18 @@ func (pc *pendingCall) answered() bool { return pc.result != nil || pc.errObj !=
 type callTable struct {
 	limit int // set before the connection starts
 
-	mu       sync.Mutex // protects the fields below
-	last     int64
-	m        map[int64]*pendingCall
-	closed   bool
-	draining bool   // Shutdown has begun: no call is registered any more
-	callers  int    // Calls that have registered and not returned
-	idle     signal // fired when callers drops to 0
+	mu   sync.Mutex // protects the fields below
+	last int64
+	m    map[int64]*pendingCall
+	// released holds the calls given up with ReleaseOnCancel, so that a
+	// late answer is known for one, and order their IDs oldest first: at
+	// most limit are kept, the oldest forgotten first.
+	released      map[int64]*pendingCall
+	releasedOrder []int64
+	closed        bool
+	draining      bool   // Shutdown has begun: no call is registered any more
+	callers       int    // Calls that have registered and not returned
+	idle          signal // fired when callers drops to 0
 }
 
 // register adds a call, or says why it cannot: the connection closed, or
@@ -100,13 +108,42 @@ func (t *callTable) drain() <-chan struct{} {
 	return t.idle.wait()
 }
 
-// take removes and returns the call with the given ID, or nil.
+// take removes and returns the call with the given ID, awaiting its answer
+// or released, or nil.
 func (t *callTable) take(id int64) *pendingCall {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pc := t.m[id]
-	delete(t.m, id)
+	if pc := t.m[id]; pc != nil {
+		delete(t.m, id)
+		return pc
+	}
+	pc := t.released[id]
+	delete(t.released, id)
 	return pc
+}
+
+// release moves a cancelled call whose caller has returned out of the calls
+// awaiting answers, so that it no longer counts against the limit, into the
+// released ones, where its late answer is still known for the last limit
+// calls released.
+func (t *callTable) release(id int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pc := t.m[id]
+	if pc == nil {
+		return // answered meanwhile, or the connection closed
+	}
+	delete(t.m, id)
+	pc.released = true
+	if t.released == nil {
+		t.released = make(map[int64]*pendingCall)
+	}
+	if len(t.releasedOrder) >= t.limit {
+		delete(t.released, t.releasedOrder[0])
+		t.releasedOrder = t.releasedOrder[1:]
+	}
+	t.released[id] = pc
+	t.releasedOrder = append(t.releasedOrder, id)
 }
 
 // closeAll ends every pending call with no answer: each reports the
@@ -115,7 +152,7 @@ func (t *callTable) closeAll() {
 	t.mu.Lock()
 	t.closed = true
 	ended := t.m
-	t.m = nil
+	t.m, t.released, t.releasedOrder = nil, nil, nil
 	t.mu.Unlock()
 	for _, pc := range ended {
 		pc.end(nil, nil, 0)
@@ -131,6 +168,9 @@ func (t *callTable) methodOf(rawID []byte) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if pc := t.m[id]; pc != nil {
+		return pc.method
+	}
+	if pc := t.released[id]; pc != nil {
 		return pc.method
 	}
 	return ""
@@ -157,6 +197,10 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 	}
 	if pc.learnsVersion && result != nil {
 		c.learnVersion(result) // before the next message is read
+	}
+	if pc.released {
+		c.log.Debug("acprpc: dropping the late answer to a call released on its cancel", "id", string(rawID), "method", pc.method)
+		return
 	}
 	if result != nil {
 		result = pc.turnResult(result)
@@ -255,14 +299,25 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		}
 		pc.cancelTurn()
 		c.sendCancel(ctx, id)
-		return c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel, ctx.Err())
+		return c.afterCancel(ctx, id, pc, result, callErr, co, ctx.Err())
 	case <-c.stopping:
 		// Shutdown cancels this side's calls as it cancels the peer's
 		// requests: the peer is told, and may still answer.
 		pc.cancelTurn()
 		c.sendCancel(ctx, id)
-		return c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel, ErrShutdown)
+		return c.afterCancel(ctx, id, pc, result, callErr, co, ErrShutdown)
 	}
+}
+
+// afterCancel ends a call that was cancelled, for why, and whose cancel is
+// sent: it waits as co says for the answer, and, with ReleaseOnCancel, a
+// call that returns without it leaves the calls awaiting answers.
+func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, result any, callErr func(error) error, co callOptions, why error) error {
+	err := c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel, why)
+	if co.releaseOnCancel {
+		c.calls.release(id)
+	}
+	return err
 }
 
 // awaitAfterCancel waits up to d for the answer to a call that was
@@ -378,6 +433,7 @@ type CallOption func(*callOptions)
 
 type callOptions struct {
 	waitAfterCancel time.Duration
+	releaseOnCancel bool
 }
 
 // callOptions returns the options of one Call: the connection's, adjusted
@@ -406,4 +462,19 @@ func (co callOptions) with(opts []CallOption) callOptions {
 // after the call's context ends; see Options.WaitAfterCancel.
 func WaitAfterCancel(d time.Duration) CallOption {
 	return func(o *callOptions) { o.waitAfterCancel = d }
+}
+
+// ReleaseOnCancel makes one Call, once it has returned on its cancel without
+// the peer's answer, give up its place among the Options.MaxOutgoing calls
+// awaiting answers, as the TypeScript SDK's stopWaitingOnCancel stops
+// waiting: a peer that never answers cancelled calls cannot then fill the
+// table. Without it a cancelled call holds its place until the peer answers,
+// which keeps a peer that is slow to stop from being sent more than
+// MaxOutgoing calls. Either way the late answer is dropped; for a released
+// call it is still known as one (and logged so at debug level) for the last
+// MaxOutgoing calls released, and after that taken for an answer to no
+// call. The call's ID is never reused. With WaitAfterCancel, the call is
+// released once that wait has ended without the answer.
+func ReleaseOnCancel() CallOption {
+	return func(o *callOptions) { o.releaseOnCancel = true }
 }

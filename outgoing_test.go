@@ -673,3 +673,59 @@ func TestResponsesNeverAnswered(t *testing.T) {
 		assert.Zero(t, c.Stats().OutgoingInFlight)
 	})
 }
+
+// A peer that never answers cancelled calls fills MaxOutgoing with them; a
+// call made with ReleaseOnCancel gives its place up once it returns on its
+// cancel, and its late answer is still known as a late answer (logged so,
+// never taken for another call's) for the last MaxOutgoing calls released.
+func TestReleaseOnCancelFreesThePlaceOfACallThePeerNeverAnswers(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log := &wiretest.Recorder{}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping},
+		&acprpc.Options{MaxOutgoing: 2, Logger: log.Logger()})
+	cancelOne := func(id string, opts ...acprpc.CallOption) {
+		t.Helper()
+		callCtx, cancel := context.WithCancel(ctx)
+		done := goCall(c, callCtx, "peer/ignores-cancels", nil, nil, opts...)
+		p.ExpectRequest(ctx, "peer/ignores-cancels")
+		cancel()
+		assertCancelledCall(t, wiretest.Recv(t, ctx, done), context.Canceled, "peer/ignores-cancels", id)
+		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+	}
+
+	cancelOne("1")
+	cancelOne("2", acprpc.ReleaseOnCancel())
+	cancelOne("3", acprpc.ReleaseOnCancel())
+	cancelOne("4", acprpc.ReleaseOnCancel()) // the third released: call 2 is forgotten
+	assert.Equal(t, 1, c.Stats().OutgoingInFlight, "only the call made without the option holds its place")
+
+	var got string
+	done := goCall(c, ctx, "peer/answers", nil, &got)
+	p.ExpectRequest(ctx, "peer/answers")
+	err := c.Call(ctx, "peer/over", nil, nil)
+	require.ErrorIs(t, err, acprpc.ErrTooManyCalls, "calls 1 and 5 fill MaxOutgoing")
+
+	p.Respond("2", `"forgotten"`)
+	p.Respond("3", `"late"`)
+	p.Respond("5", `"five"`)
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+	assert.Equal(t, "five", got)
+	p.Respond("4", `"late"`)
+	p.Respond("1", `"late"`)
+	expectQuiet(t, ctx, p, "9")
+	assert.Equal(t, 0, c.Stats().OutgoingInFlight)
+
+	var late, unknown []string
+	for _, r := range log.Logged() {
+		switch {
+		case strings.Contains(r.Message, "late answer"):
+			late = append(late, r.Attrs["id"])
+		case strings.Contains(r.Message, "no pending call"):
+			unknown = append(unknown, r.Attrs["id"])
+		}
+	}
+	assert.Equal(t, []string{"3", "4"}, late)
+	assert.Equal(t, []string{"2"}, unknown)
+	require.NoError(t, c.Close())
+	assert.Empty(t, p.Rest(ctx), "a late answer was answered")
+}
