@@ -84,6 +84,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 		l.SetReadLimit(c.opts.MaxMessageSize)
 	}
 	c.writer = newWriter(t, c.opts.MaxQueuedWrite, c.writeFailed)
+	c.opts.Hooks = c.guardHooks(c.opts.Hooks)
 	c.writer.sent = c.opts.Hooks.Sent
 	c.notes = newNotifier(c.handleNotification, &c.pool)
 	c.notes.limit = c.opts.MaxQueuedNotifications

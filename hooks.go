@@ -3,7 +3,9 @@ package acprpc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 
 	"github.com/acpkit/acprpc/internal/wire"
 )
@@ -34,6 +36,10 @@ type Hooks struct {
 	// or what Options.HandlerContext made of it), the connection's context
 	// for answers to bad input.
 	Sent func(ctx context.Context, m *Message)
+
+	// A hook that panics has its panic logged at error level, and the
+	// message goes on as if the hook had returned: a hook runs on the
+	// connection's own goroutines, where a panic would end the process.
 }
 
 // MessageKind says what a message is.
@@ -105,6 +111,27 @@ func (f *frame) message() *Message {
 		Raw:       b,
 		Size:      len(b),
 	}
+}
+
+// guardHooks returns h with each hook made safe to call on the
+// connection's own goroutines: a hook that panics has its panic logged,
+// and the message goes on as if the hook had returned.
+func (c *Conn) guardHooks(h Hooks) Hooks {
+	guard := func(name string, hook func(context.Context, *Message)) func(context.Context, *Message) {
+		if hook == nil {
+			return nil
+		}
+		return func(ctx context.Context, m *Message) {
+			defer func() {
+				if p := recover(); p != nil {
+					c.log.Error("acprpc: Hooks."+name+" panicked", "kind", m.Kind.String(), "method", m.Method,
+						"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				}
+			}()
+			hook(ctx, m)
+		}
+	}
+	return Hooks{Received: guard("Received", h.Received), Sent: guard("Sent", h.Sent)}
 }
 
 // received tells the Received hook about a message as parsed.

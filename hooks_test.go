@@ -270,3 +270,38 @@ func (l *lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
+
+// A hook or Options.HandlerContext that panics runs on the connection's own
+// goroutines: the panic is logged, the message goes on as if it had
+// returned (the handler gets the request's own context), and the process
+// and the connection live on.
+func TestPanickingHooksAndHandlerContextAreRecovered(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log := &wiretest.Recorder{}
+	boom := func(context.Context, *acprpc.Message) { panic("hook boom") }
+	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		got, ok := acprpc.RequestFromContext(ctx)
+		require.True(t, ok)
+		return got.Method, nil
+	})
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{
+		Logger: log.Logger(),
+		Hooks:  acprpc.Hooks{Received: boom, Sent: boom},
+		HandlerContext: func(context.Context, *acprpc.Request) context.Context {
+			panic("context boom")
+		},
+	})
+	p.Request("1", "x/one", "")
+	p.ExpectResult(ctx, "1", `"x/one"`)
+	p.Request("2", "x/two", "")
+	p.ExpectResult(ctx, "2", `"x/two"`)
+	var panics []string
+	for _, r := range log.Logged() {
+		if strings.Contains(r.Message, "panicked") {
+			panics = append(panics, r.Message)
+		}
+	}
+	assert.Contains(t, panics, "acprpc: Hooks.Received panicked")
+	assert.Contains(t, panics, "acprpc: Hooks.Sent panicked")
+	assert.Contains(t, panics, "acprpc: Options.HandlerContext panicked; using the request's context")
+}

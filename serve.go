@@ -70,11 +70,18 @@ func (c *Conn) replyOwn(method string, f *frame) {
 // handlerContext is the context a handler gets for req: ctx, or what
 // Options.HandlerContext derives from it. own is the key under which ctx
 // finds itself, which tells a derived context from a stranger.
-func (c *Conn) handlerContext(ctx context.Context, req *Request, own any) context.Context {
+func (c *Conn) handlerContext(ctx context.Context, req *Request, own any) (derived context.Context) {
 	if c.opts.HandlerContext == nil {
 		return ctx
 	}
-	derived := c.opts.HandlerContext(ctx, req)
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("acprpc: Options.HandlerContext panicked; using the request's context",
+				"method", req.Method, "id", req.ID.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			derived = ctx
+		}
+	}()
+	derived = c.opts.HandlerContext(ctx, req)
 	switch {
 	case derived == nil:
 		return ctx
