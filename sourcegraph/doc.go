@@ -6,10 +6,12 @@
 //     before its handler runs, and cancelled, with cause
 //     acprpc.ErrPeerCancelled, by the peer's $/cancel_request (and, for ACP,
 //     by session/cancel and session/close for the session its params name,
-//     cause acprpc.ErrSessionCancelled);
+//     cause acprpc.ErrSessionCancelled; a session/close sent as a request
+//     is served once the requests it cancelled are answered);
 //   - every request is answered exactly once: the handler's reply, the
 //     method's cancellation marker or -32800 when it was cancelled, also
-//     when the handler never replies, replies twice, or panics;
+//     when the handler never replies, replies twice, or panics, and also
+//     when the peer reuses an answered request's ID while its handler runs;
 //   - Call sends $/cancel_request when the caller's context ends, which the
 //     engine's own Call does not.
 //

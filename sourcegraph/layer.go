@@ -34,10 +34,12 @@ type Options struct {
 	// (acprpc.ACPCancelMarkers(acprpc.ProtocolV1)); an empty map means none.
 	CancelMarkers map[string]json.RawMessage
 
-	// SessionCancelMethods are the notifications that cancel every request
-	// in flight whose params.sessionId names their session; they still
-	// reach the handler. Nil means ACP's session/cancel and session/close;
-	// an empty non-nil slice turns session cancellation off.
+	// SessionCancelMethods are the methods that cancel every request in
+	// flight whose params.sessionId names their session; they still reach
+	// the handler. Sent as a request (session/close, in ACP's schemas), the
+	// method's handler starts once each request it cancelled is answered,
+	// so its answer comes after theirs. Nil means ACP's session/cancel and
+	// session/close; an empty non-nil slice turns session cancellation off.
 	SessionCancelMethods []string
 
 	// AcceptLSPCancel also honours LSP's $/cancelRequest with {"id": ...}.
@@ -51,23 +53,39 @@ type Layer struct {
 	opts Options
 	log  *slog.Logger
 
-	mu       sync.Mutex // protects inFlight
-	inFlight map[jsonrpc2.ID]*request
+	mu sync.Mutex // protects byID and the requests' fields marked so
+	// byID holds, for each ID, the newest request that uses it: one not yet
+	// answered, or one whose handler has not returned. An answer the engine
+	// writes under an ID belongs to that request once its handler runs, and
+	// to an earlier one, answered already, before.
+	byID map[jsonrpc2.ID]*request
 
 	writeMu sync.Mutex // one write at a time: the engine's and the Layer's own
 	stream  jsonrpc2.ObjectStream
 }
 
-// request is an incoming request in flight, from its registration to its
-// one answer.
+// request is an incoming request, from its registration until it is both
+// answered and its handler has returned.
 type request struct {
 	id        jsonrpc2.ID
 	method    string
 	sessionID string
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
-	cause     error       // the first cancellation cause; under Layer.mu
-	grace     *time.Timer // answers for a handler that outlives its grace; under Layer.mu
+	// prev is the request that held the ID before, answered already, whose
+	// handler must return before this one's starts: until then, what the
+	// engine writes under the ID is that handler's.
+	prev *request
+	// closing: for a session/close, the requests it cancelled, whose answers
+	// go out before its handler starts.
+	closing  []*request
+	returned chan struct{} // closed once the handler has returned
+	sent     chan struct{} // closed once the one answer has been written
+	cause    error         // the first cancellation cause; under Layer.mu
+	grace    *time.Timer   // answers for a handler that outlives its grace; under Layer.mu
+	started  bool          // the handler runs; under Layer.mu
+	answered bool          // the one answer is claimed; under Layer.mu
+	over     bool          // the handler has returned; under Layer.mu
 }
 
 // errAnswered ends a request's context once it is answered.
@@ -75,7 +93,7 @@ var errAnswered = errors.New("sourcegraph: request answered")
 
 // New returns a Layer; give its Stream and its Handler to jsonrpc2.NewConn.
 func New(opts *Options) *Layer {
-	l := &Layer{inFlight: map[jsonrpc2.ID]*request{}}
+	l := &Layer{byID: map[jsonrpc2.ID]*request{}}
 	if opts != nil {
 		l.opts = *opts
 	}
@@ -106,6 +124,12 @@ func NewConn(ctx context.Context, stream jsonrpc2.ObjectStream, h jsonrpc2.Handl
 // handled here and never reaches h; other notifications reach h in order,
 // on the engine's read goroutine. Once h returns, a request it did not
 // answer is answered for it: as cancelled if it was, else -32603.
+//
+// Each request owns its answer. The engine's writes carry only an ID, so a
+// request that reuses the ID of an answered one whose handler has not yet
+// returned starts its handler once that one returns: until then, a reply
+// under the ID is the earlier handler's second, and is dropped, and the
+// earlier handler's return or grace timer answers only its own request.
 //
 // An h made by jsonrpc2.AsyncHandler is served as the handler it wraps, so
 // that each request is still registered before its handler starts (the
@@ -170,19 +194,27 @@ func (l *Layer) notification(ctx context.Context, conn *jsonrpc2.Conn, req *json
 }
 
 // serve registers req on the read goroutine, so a cancel read after it
-// always finds it, and runs h on a goroutine of its own.
+// always finds it, and runs h on a goroutine of its own. A request of the
+// session cancel methods (session/close, a request in ACP's schemas)
+// cancels its session first.
 func (l *Layer) serve(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Request, h jsonrpc2.Handler) {
-	r := &request{id: req.ID, method: req.Method, sessionID: sessionOf(req.Params)}
+	r := &request{id: req.ID, method: req.Method, sessionID: sessionOf(req.Params),
+		returned: make(chan struct{}), sent: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancelCause(ctx)
+	if slices.Contains(l.opts.SessionCancelMethods, r.method) {
+		r.closing = l.cancelSession(r.sessionID)
+	}
 	l.mu.Lock()
-	_, busy := l.inFlight[r.id]
+	prev := l.byID[r.id]
+	busy := prev != nil && !prev.answered
 	if !busy {
-		l.inFlight[r.id] = r
+		r.prev = prev
+		l.byID[r.id] = r
 	}
 	l.mu.Unlock()
 	if busy {
 		r.cancel(errAnswered)
-		// Not through writeOwn: the answer must not take the entry of the
+		// Not through claim: the answer must not take the entry of the
 		// request that holds the ID.
 		_ = l.write(errorAnswer(req.ID, &acprpc.Error{Code: acprpc.CodeInvalidRequest,
 			Message: "Invalid request: request id " + req.ID.String() + " is already in flight"}))
@@ -191,8 +223,13 @@ func (l *Layer) serve(ctx context.Context, conn *jsonrpc2.Conn, req *jsonrpc2.Re
 	go l.run(r, conn, req, h)
 }
 
-// run calls h and answers for it if it did not.
+// run calls h, once the request is free to start, and answers for it if
+// it did not.
 func (l *Layer) run(r *request, conn *jsonrpc2.Conn, req *jsonrpc2.Request, h jsonrpc2.Handler) {
+	defer l.returned(r)
+	if !l.await(r, conn) {
+		return
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			l.log.Error("sourcegraph: handler panicked", "method", r.method, "id", r.id.String(),
@@ -205,17 +242,62 @@ func (l *Layer) run(r *request, conn *jsonrpc2.Conn, req *jsonrpc2.Request, h js
 	h.Handle(r.ctx, conn, req)
 }
 
+// await waits until r's handler may start: the earlier handler of its ID
+// has returned, and, for a session/close, the requests it cancelled are
+// answered (each within the grace period). It marks the handler started,
+// and reports false if the connection ended first.
+func (l *Layer) await(r *request, conn *jsonrpc2.Conn) bool {
+	gone := conn.DisconnectNotify()
+	waits := make([]<-chan struct{}, 0, len(r.closing)+1)
+	if r.prev != nil {
+		waits = append(waits, r.prev.returned)
+	}
+	for _, q := range r.closing {
+		waits = append(waits, q.sent)
+	}
+	for _, ch := range waits {
+		select {
+		case <-ch:
+		case <-gone:
+			return false
+		}
+	}
+	l.mu.Lock()
+	r.started = true
+	l.mu.Unlock()
+	return true
+}
+
+// returned records that r's handler has returned (or never started), which
+// frees its ID for the next request's handler.
+func (l *Layer) returned(r *request) {
+	l.mu.Lock()
+	r.over = true
+	l.forgetLocked(r)
+	l.mu.Unlock()
+	close(r.returned)
+}
+
+// forgetLocked drops r from the table once it is answered and its handler
+// has returned, unless a newer request holds its ID; l.mu is held.
+func (l *Layer) forgetLocked(r *request) {
+	if r.answered && r.over && l.byID[r.id] == r {
+		delete(l.byID, r.id)
+	}
+}
+
 // answerFor answers r, if it is still unanswered, as cancelled when it was
 // cancelled, else with e.
 func (l *Layer) answerFor(r *request, e *acprpc.Error) {
-	l.mu.Lock()
-	cancelled := r.cause != nil
-	l.mu.Unlock()
-	if cancelled {
-		l.writeOwn(l.cancelledAnswer(r.id, r.method))
+	cause, ok := l.claim(r)
+	if !ok {
 		return
 	}
-	l.writeOwn(errorAnswer(r.id, e))
+	if cause != nil {
+		l.send(r, l.cancelledAnswer(r.id, r.method))
+		return
+	}
+	l.send(r, errorAnswer(r.id, e))
 }
 
 // peerCancel cancels the request that params.<member> names.
@@ -226,7 +308,7 @@ func (l *Layer) peerCancel(req *jsonrpc2.Request, member string) {
 		return
 	}
 	l.mu.Lock()
-	r := l.inFlight[id]
+	r := l.byID[id]
 	l.mu.Unlock()
 	if r == nil {
 		l.log.Debug("sourcegraph: ignoring a cancel for a request not in flight", "id", id.String())
@@ -235,15 +317,16 @@ func (l *Layer) peerCancel(req *jsonrpc2.Request, member string) {
 	l.cancelWith(r, acprpc.ErrPeerCancelled)
 }
 
-// cancelSession cancels every request in flight of the session.
-func (l *Layer) cancelSession(sessionID string) {
+// cancelSession cancels every request in flight of the session, and
+// returns them.
+func (l *Layer) cancelSession(sessionID string) []*request {
 	if sessionID == "" {
-		return
+		return nil
 	}
 	l.mu.Lock()
 	var hit []*request
-	for _, r := range l.inFlight {
-		if r.sessionID == sessionID {
+	for _, r := range l.byID {
+		if r.sessionID == sessionID && !r.answered {
 			hit = append(hit, r)
 		}
 	}
@@ -251,40 +334,59 @@ func (l *Layer) cancelSession(sessionID string) {
 	for _, r := range hit {
 		l.cancelWith(r, acprpc.ErrSessionCancelled)
 	}
+	return hit
 }
 
 // cancelWith records the first cause, arms the grace timer and cancels the
 // request's context.
 func (l *Layer) cancelWith(r *request, cause error) {
 	l.mu.Lock()
-	if r.cause != nil || l.inFlight[r.id] != r {
+	if r.cause != nil || r.answered {
 		l.mu.Unlock()
 		return
 	}
 	r.cause = cause
 	if l.opts.CancelGrace > 0 {
-		r.grace = time.AfterFunc(l.opts.CancelGrace, func() { l.writeOwn(l.cancelledAnswer(r.id, r.method)) })
+		r.grace = time.AfterFunc(l.opts.CancelGrace, func() { l.answerFor(r, nil) })
 	}
 	l.mu.Unlock()
 	r.cancel(cause)
 }
 
-// claim removes and returns the request id names, if it is in flight, and
-// why it was cancelled: the caller then holds its one answer.
-func (l *Layer) claim(id jsonrpc2.ID) (*request, error) {
+// claim takes r's one answer, if it is still unanswered, and returns why
+// it was cancelled: the caller then sends it, with send.
+func (l *Layer) claim(r *request) (cause error, ok bool) {
 	l.mu.Lock()
-	r := l.inFlight[id]
-	var cause error
-	if r != nil {
-		delete(l.inFlight, id)
-		cause = r.cause
-		if r.grace != nil {
-			r.grace.Stop()
-		}
+	if r.answered {
+		l.mu.Unlock()
+		return nil, false
 	}
+	r.answered = true
+	cause = r.cause
+	if r.grace != nil {
+		r.grace.Stop()
+	}
+	l.forgetLocked(r)
 	l.mu.Unlock()
-	if r != nil {
-		r.cancel(errAnswered)
+	r.cancel(errAnswered)
+	return cause, true
+}
+
+// claimWritten takes the one answer of the request an answer the engine
+// writes under id belongs to, if that request is still unanswered: the
+// request whose handler runs under id. Before the newest request of an ID
+// starts, the earlier handler still runs, and its answers are dropped.
+func (l *Layer) claimWritten(id jsonrpc2.ID) (*request, error) {
+	l.mu.Lock()
+	r := l.byID[id]
+	owned := r != nil && r.started
+	l.mu.Unlock()
+	if !owned {
+		return nil, nil
+	}
+	cause, ok := l.claim(r)
+	if !ok {
+		return nil, nil
 	}
 	return r, cause
 }

@@ -280,3 +280,92 @@ func TestHandlerWithoutStream(t *testing.T) {
 	p.Request("1", "$/anything", `{}`)
 	assert.Contains(t, wiretest.Recv(t, ctx, logged), "not the Layer's")
 }
+
+// Each request owns its entry: once a handler has replied, the peer may
+// reuse its ID, and the handler's second reply and its return can touch
+// only its own request, never the new one's. The new request's handler
+// starts once the earlier one has returned, and its reply is the answer.
+func TestReusedIDOwnsItsAnswer(t *testing.T) {
+	ctx := wiretest.Context(t)
+	releaseFirst, firstDone := make(chan struct{}), make(chan struct{})
+	releaseSecond := make(chan struct{})
+	p := serve(t, mux{
+		"first": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+			_ = c.Reply(ctx, r.ID, "first")
+			<-releaseFirst
+			_ = c.Reply(ctx, r.ID, "first again") // its second reply: dropped
+			close(firstDone)
+		},
+		"second": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+			<-releaseSecond
+			_ = c.Reply(ctx, r.ID, "second")
+		},
+	}, nil)
+	p.Request("1", "first", `{}`)
+	p.ExpectResult(ctx, "1", `"first"`)
+	p.Request("1", "second", `{}`) // the ID is free: its answer is out
+	p.Request("2", "ping", `{}`)
+	p.ExpectResult(ctx, "2", `"pong"`)
+	close(releaseFirst)
+	wiretest.Recv(t, ctx, firstDone)
+	close(releaseSecond)
+	p.ExpectResult(ctx, "1", `"second"`)
+	p.Request("3", "ping", `{}`)
+	p.ExpectResult(ctx, "3", `"pong"`)
+}
+
+// A handler that returns after its reply, once its ID has a new request,
+// does not answer the new request for it ("returned without replying"):
+// the new request is still in flight, and a cancel answers it.
+func TestLateReturnLeavesTheReusedIDAlone(t *testing.T) {
+	ctx := wiretest.Context(t)
+	releaseFirst := make(chan struct{})
+	causes := make(chan error, 1)
+	p := serve(t, mux{
+		"first": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+			_ = c.Reply(ctx, r.ID, "first")
+			<-releaseFirst
+		},
+		"second": untilCancelled(causes),
+	}, nil)
+	p.Request("1", "first", `{}`)
+	p.ExpectResult(ctx, "1", `"first"`)
+	p.Request("1", "second", `{}`)
+	p.Request("2", "ping", `{}`)
+	p.ExpectResult(ctx, "2", `"pong"`)
+	close(releaseFirst)
+	p.Request("3", "ping", `{}`)
+	p.ExpectResult(ctx, "3", `"pong"`)
+	p.Cancel("1")
+	p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrPeerCancelled)
+}
+
+// A v1 session/close sent as a request, as ACP's schema and the TypeScript
+// SDK send it, cancels the session's requests before it is served, and its
+// handler starts once the prompt it cancelled has been answered, so the
+// close's answer comes after the prompt's.
+func TestSessionCloseRequestCancelsThePrompt(t *testing.T) {
+	ctx := wiretest.Context(t)
+	causes := make(chan error, 1)
+	proceed := make(chan struct{})
+	p := serve(t, mux{
+		"session/prompt": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			<-proceed
+			_ = c.ReplyWithError(context.Background(), r.ID, &jsonrpc2.Error{Code: -32000, Message: "stopped"})
+		},
+		"session/close": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+			_ = c.Reply(ctx, r.ID, struct{}{})
+		},
+	}, nil)
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.Request("2", "ping", `{}`)
+	p.ExpectResult(ctx, "2", `"pong"`)
+	p.Request("3", "session/close", `{"sessionId":"s"}`)
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled)
+	close(proceed)
+	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+	p.ExpectResult(ctx, "3", `{}`)
+}

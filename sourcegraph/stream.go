@@ -36,11 +36,13 @@ func (s layerStream) WriteObject(obj any) error {
 	if !isAnswer {
 		return s.l.writeRaw(b)
 	}
-	r, cause := s.l.claim(id)
-	switch {
-	case r == nil:
+	r, cause := s.l.claimWritten(id)
+	if r == nil {
 		s.l.log.Debug("sourcegraph: dropping an answer to a request answered already", "id", id.String())
 		return nil
+	}
+	defer close(r.sent)
+	switch {
 	case code != nil && (cause != nil || *code == acprpc.CodeRequestCancelled):
 		return s.l.write(s.l.cancelledAnswer(r.id, r.method))
 	case code != nil && *code == 0:
@@ -78,12 +80,9 @@ func withCode(b []byte, code int64) *jsonrpc2.Response {
 	return &resp
 }
 
-// writeOwn sends an answer the Layer built for a request in flight, unless
-// the request has its answer already.
-func (l *Layer) writeOwn(resp *jsonrpc2.Response) {
-	if r, _ := l.claim(resp.ID); r == nil {
-		return
-	}
+// send writes the answer the Layer built for r, whose answer it claimed.
+func (l *Layer) send(r *request, resp *jsonrpc2.Response) {
+	defer close(r.sent)
 	if err := l.write(resp); err != nil {
 		l.log.Debug("sourcegraph: answer not sent", "id", resp.ID.String(), "error", err.Error())
 	}
