@@ -14,7 +14,13 @@
 // show it and the page of the specification that states it) or not brought
 // about, when a scenario could not be made to happen.
 //
-// The exit status is 0 when every rule that could be brought about passed, 1
+//	acpcheck proxy [-record FILE] -- AGENT_CMD ARGS...
+//
+// is given to an editor as the agent's command: it starts the agent,
+// forwards every byte both ways unchanged, records the wire, and reports on
+// stderr each rule the conversation breaks, as it happens.
+//
+// The exit status of run is 0 when every rule that could be brought about passed, 1
 // when any failed, and 2 when the agent could not be run at all.
 package main
 
@@ -42,9 +48,10 @@ func main() {
 }
 
 const usage = `usage:
-  acpcheck run [flags] -- AGENT_CMD [ARGS...]   check an agent over stdio
+  acpcheck run [flags] -- AGENT_CMD [ARGS...]     check an agent over stdio
+  acpcheck proxy [flags] -- AGENT_CMD [ARGS...]   run an agent for an editor, watching the conversation
 
-Run 'acpcheck run -h' for the flags.
+Run 'acpcheck run -h' or 'acpcheck proxy -h' for the flags.
 `
 
 // mainCode runs acpcheck with args and returns its exit status.
@@ -56,6 +63,8 @@ func mainCode(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	switch args[0] {
 	case "run":
 		return runCommand(ctx, args[1:], stdout, stderr)
+	case "proxy":
+		return proxyCommand(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -38,6 +38,23 @@ const (
 	faultNoOutput          = "exit-at-once"          // exits before answering anything
 )
 
+// Agents that are not ACP agents, for the proxy's byte-exactness.
+const (
+	agentCat       = "cat"
+	agentFloodExit = "flood-exit"
+)
+
+// flood is what those agents write unasked: 2 MiB of session/update lines
+// of many lengths.
+func flood() []byte {
+	var b strings.Builder
+	for i := 0; b.Len() < 2<<20; i++ {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%s"}}}}`+"\n",
+			strings.Repeat("é", i%700))
+	}
+	return []byte(b.String())
+}
+
 // childEnv makes the test binary the child faultLeaveChild leaves behind.
 const childEnv = "ACPCHECK_TEST_CHILD"
 
@@ -51,6 +68,15 @@ func testAgentMain() bool {
 	spec, ok := os.LookupEnv(agentEnv)
 	if !ok {
 		return false
+	}
+	switch spec {
+	case agentCat: // echoes its input byte for byte, then floods, then exits
+		_, _ = io.Copy(os.Stdout, os.Stdin)
+		_, _ = os.Stdout.Write(flood())
+		return true
+	case agentFloodExit: // floods and exits 3, reading nothing
+		_, _ = os.Stdout.Write(flood())
+		os.Exit(3)
 	}
 	faults := map[string]bool{}
 	for _, f := range strings.Split(spec, ",") {

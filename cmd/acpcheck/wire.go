@@ -22,6 +22,9 @@ type Line struct {
 	Ms  float64 `json:"t_ms"` // since the agent started
 	Dir string  `json:"dir"`
 	Raw string  `json:"raw"`
+	// Base64 holds, in the proxy's record, a line that is not UTF-8, which
+	// Raw could not keep byte for byte; Raw is empty then.
+	Base64 []byte `json:"raw_base64,omitempty"`
 
 	msg parsed
 }

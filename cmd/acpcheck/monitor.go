@@ -1,0 +1,167 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// monitor watches a conversation go by, line by line in each direction,
+// and reports each rule broken as soon as a line shows it. It never holds
+// a line back: the proxy forwards first and tells the monitor after.
+type monitor struct {
+	mu     sync.Mutex
+	seq    int
+	report func(v violation)
+
+	// pending holds, for each direction, the requests sent that way and
+	// not yet answered, by ID.
+	pending map[string]map[string]*inFlight
+	// answered holds the IDs answered so far, for each direction of the
+	// requests.
+	answered map[string]map[string]bool
+	// unparsed counts the lines that were not JSON, for each direction of
+	// the line: each may get one answer without an ID.
+	unparsed map[string]int
+	// idle holds the sessions whose last prompt was answered, with the
+	// line of the answer, until their next prompt.
+	idle map[string]int
+}
+
+// inFlight is a request awaiting its answer.
+type inFlight struct {
+	seq       int
+	method    string
+	session   string
+	cancelled string // what cancelled it: "session/cancel", "$/cancel_request" or ""
+}
+
+// violation is one broken rule, with the lines (by number in the
+// conversation) that show it.
+type violation struct {
+	Rule   Rule
+	Detail string
+	Lines  []int
+}
+
+func newMonitor(report func(violation)) *monitor {
+	m := &monitor{
+		report:   report,
+		pending:  map[string]map[string]*inFlight{toAgent: {}, fromAgent: {}},
+		answered: map[string]map[string]bool{toAgent: {}, fromAgent: {}},
+		unparsed: map[string]int{},
+		idle:     map[string]int{},
+	}
+	return m
+}
+
+func other(dir string) string {
+	if dir == toAgent {
+		return fromAgent
+	}
+	return toAgent
+}
+
+// line takes one whole line that went dir, and returns its number.
+func (m *monitor) line(dir string, raw []byte) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq++
+	seq := m.seq
+	p := parse(raw)
+	switch {
+	case p.isRequest():
+		m.request(dir, seq, p)
+	case p.isNotification():
+		m.notification(dir, seq, p)
+	case p.isAnswer():
+		m.answer(dir, seq, p)
+	case len(raw) > 0 && !json.Valid(raw):
+		m.unparsed[dir]++
+	}
+	return seq
+}
+
+func (m *monitor) request(dir string, seq int, p parsed) {
+	m.pending[dir][string(p.ID)] = &inFlight{seq: seq, method: p.Method, session: p.sessionID()}
+	if dir == toAgent && p.Method == "session/prompt" {
+		delete(m.idle, p.sessionID())
+	}
+}
+
+func (m *monitor) notification(dir string, seq int, p parsed) {
+	switch {
+	case p.Method == "$/cancel_request":
+		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
+			r.cancelled = p.Method
+		}
+	case dir == toAgent && p.Method == "session/cancel":
+		for _, r := range m.pending[toAgent] {
+			if r.method == "session/prompt" && r.session == p.sessionID() {
+				r.cancelled = p.Method
+			}
+		}
+	case dir == fromAgent && p.Method == "session/update":
+		if at, ok := m.idle[p.sessionID()]; ok && slices.Contains(turnUpdates, p.updateKind()) {
+			m.flag(ruleUpdateAfter, []int{at, seq}, "a %s update of session %s came after its prompt was answered", p.updateKind(), p.sessionID())
+		}
+	}
+}
+
+func (m *monitor) answer(dir string, seq int, p parsed) {
+	reqDir := other(dir)
+	if !p.hasID() {
+		if m.unparsed[reqDir] > 0 && p.Error != nil {
+			m.unparsed[reqDir]--
+			return
+		}
+		m.flag(ruleNoteUnanswered, []int{seq}, "an answer without an ID: notifications are never answered")
+		return
+	}
+	id := string(p.ID)
+	r := m.pending[reqDir][id]
+	if r == nil {
+		if m.answered[reqDir][id] {
+			m.flag(ruleOneAnswer, []int{seq}, "a second answer to ID %s", id)
+		} else {
+			m.flag(ruleUnknownID, []int{seq}, "an answer to ID %s, which was never sent", id)
+		}
+		return
+	}
+	delete(m.pending[reqDir], id)
+	m.answered[reqDir][id] = true
+	if reqDir != toAgent || r.method != "session/prompt" {
+		return
+	}
+	m.idle[r.session] = seq
+	if r.cancelled != "session/cancel" {
+		return
+	}
+	switch {
+	case p.Error != nil:
+		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
+	case p.stopReason() != "cancelled":
+		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered stopReason %q", p.stopReason())
+	}
+}
+
+// end reports the requests the conversation's end left unanswered.
+func (m *monitor) end() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, dir := range []string{toAgent, fromAgent} {
+		var left []*inFlight
+		for _, r := range m.pending[dir] {
+			left = append(left, r)
+		}
+		slices.SortFunc(left, func(a, b *inFlight) int { return a.seq - b.seq })
+		for _, r := range left {
+			m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
+		}
+	}
+}
+
+func (m *monitor) flag(rule Rule, lines []int, format string, args ...any) {
+	m.report(violation{Rule: rule, Detail: fmt.Sprintf(format, args...), Lines: lines})
+}

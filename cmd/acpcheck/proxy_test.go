@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// violations collects what a proxy reports.
+type violations struct {
+	mu  sync.Mutex
+	got []violation
+}
+
+func (v *violations) add(x violation) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.got = append(v.got, x)
+}
+
+func (v *violations) rules() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for _, x := range v.got {
+		out = append(out, x.Rule.ID)
+	}
+	return out
+}
+
+// chunked writes b to w in chunks of random sizes, cutting lines
+// anywhere, then closes w.
+func chunked(w io.WriteCloser, b []byte) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for len(b) > 0 {
+		n := min(len(b), 1+r.IntN(9000))
+		if _, err := w.Write(b[:n]); err != nil {
+			break
+		}
+		b = b[n:]
+	}
+	w.Close()
+}
+
+// messy is input no editor would send but a proxy must carry unchanged:
+// lines of every length, some not JSON, CRLF ends, bytes that are not
+// UTF-8, blank lines, and a last line with no newline.
+func messy() []byte {
+	var b bytes.Buffer
+	for i := range 6000 {
+		switch i % 5 {
+		case 0:
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"_x/ping","params":{"pad":"%s"}}`+"\n", i, strings.Repeat("x", i%3000))
+		case 1:
+			fmt.Fprintf(&b, "not json %d \xff\xfe\r\n", i)
+		case 2:
+			b.WriteString("\n")
+		case 3:
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"_x/note","params":{"n":%d}}`+"\n", i)
+		case 4:
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":"s%d","result":{}}`+"\n", i)
+		}
+	}
+	b.WriteString(`{"jsonrpc":"2.0","method":"_x/last"`)
+	return b.Bytes()
+}
+
+func proxyTo(t *testing.T, agent string, input func(io.WriteCloser)) (code int, out []byte, record []Line, v *violations) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	go input(inW)
+	var stdout, stderr bytes.Buffer
+	recPath := filepath.Join(t.TempDir(), "wire.jsonl")
+	rec, err := os.Create(recPath)
+	require.NoError(t, err)
+	v = &violations{}
+	code, err = runProxy(context.Background(), proxyOptions{Argv: []string{os.Args[0]}, Env: []string{agentEnv + "=" + agent}, Record: rec},
+		inR, &stdout, &stderr, v.add)
+	require.NoError(t, err)
+	inR.Close() // the editor's side, if the agent left first
+	require.NoError(t, rec.Close())
+	f, err := os.Open(recPath)
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var l Line
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
+		record = append(record, l)
+	}
+	return code, stdout.Bytes(), record, v
+}
+
+// Every byte in, cut anywhere, comes out unchanged and in order, and the
+// agent's flood after it too; the record holds every line of both ways.
+func TestProxyForwardsEveryByteUnchanged(t *testing.T) {
+	in := messy()
+	code, out, record, _ := proxyTo(t, agentCat, func(w io.WriteCloser) { chunked(w, in) })
+	assert.Equal(t, 0, code)
+	want := append(append([]byte(nil), in...), flood()...)
+	require.Equal(t, len(want), len(out))
+	require.True(t, bytes.Equal(want, out), "the output differs from the input")
+
+	var toLines, fromLines []string
+	for _, l := range record {
+		raw := l.Raw
+		if l.Base64 != nil {
+			raw = string(l.Base64)
+		}
+		if l.Dir == toAgent {
+			toLines = append(toLines, raw)
+		} else {
+			fromLines = append(fromLines, raw)
+		}
+	}
+	sameLines(t, lines(in), toLines)
+	sameLines(t, lines(want), fromLines)
+}
+
+// sameLines compares long lists of lines, saying where they part.
+func sameLines(t *testing.T, want, got []string) {
+	t.Helper()
+	for i := range min(len(want), len(got)) {
+		if want[i] != got[i] {
+			t.Fatalf("line %d: recorded %q, want %q", i+1, shorten(got[i]), shorten(want[i]))
+		}
+	}
+	require.Equal(t, len(want), len(got), "lines recorded")
+}
+
+// lines cuts b as the record does: at each newline, a CR before it
+// dropped, the last line kept without one.
+func lines(b []byte) []string {
+	s := strings.Split(string(b), "\n")
+	if s[len(s)-1] == "" {
+		s = s[:len(s)-1]
+	}
+	for i := range s {
+		s[i] = strings.TrimSuffix(s[i], "\r")
+	}
+	return s
+}
+
+// An agent that floods and exits while the editor still writes: all it
+// wrote comes out, and its exit status is the proxy's.
+func TestProxyAgentExitKeepsItsOutput(t *testing.T) {
+	editor := make(chan struct{})
+	code, out, _, _ := proxyTo(t, agentFloodExit, func(w io.WriteCloser) {
+		<-editor
+		w.Close()
+	})
+	close(editor)
+	assert.Equal(t, 3, code)
+	assert.True(t, bytes.Equal(flood(), out), "the agent's output was not forwarded whole")
+}
+
+// A conversation with the test agent, as an editor would have it.
+const conversation = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}
+{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}
+{nope
+{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"slow"}]}}
+{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}
+{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":77}}
+`
+
+func TestProxyReportsViolationsAsTheyHappen(t *testing.T) {
+	for _, c := range []struct {
+		fault string
+		rules []string
+	}{
+		{"correct", nil},
+		{faultCancelError, []string{ruleCancelStop.ID}},
+		{faultCancelEndTurn, []string{ruleCancelStop.ID}},
+		{faultCancelTwice, []string{ruleOneAnswer.ID}},
+		{faultUpdateAfterCancel, []string{ruleUpdateAfter.ID}},
+		{faultAnswerNote, []string{ruleNoteUnanswered.ID}},
+		{faultAnswerUnknownID, []string{ruleUnknownID.ID}},
+		{faultCancelIgnored, []string{ruleOneAnswer.ID}}, // never answered
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			t.Parallel()
+			_, out, record, v := proxyTo(t, "correct,"+c.fault, func(w io.WriteCloser) { chunked(w, []byte(conversation)) })
+			assert.ElementsMatch(t, c.rules, v.rules())
+			for _, x := range v.got {
+				for _, seq := range x.Lines {
+					require.LessOrEqual(t, seq, len(record), "%+v", x)
+				}
+			}
+			assert.Contains(t, string(out), `"id":null,"error":{"code":-32700`)
+		})
+	}
+}
+
+func TestProxyBadCommandLines(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, proxyCommand(context.Background(), nil, strings.NewReader(""), &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "no agent command")
+	stderr.Reset()
+	assert.Equal(t, 2, proxyCommand(context.Background(), []string{"--", filepath.Join(t.TempDir(), "none")}, strings.NewReader(""), &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "cannot start the agent")
+	stderr.Reset()
+	assert.Equal(t, 2, proxyCommand(context.Background(), []string{"-record", filepath.Join(t.TempDir(), "no", "dir"), "--", "agent"}, strings.NewReader(""), &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "cannot record the wire")
+}
