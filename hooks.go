@@ -136,21 +136,17 @@ func (c *Conn) guardHooks(h Hooks) Hooks {
 
 // received tells the Received hook about a message as parsed.
 func (c *Conn) received(raw []byte, m *message, bad *wire.Problem) {
-	msg := &Message{Raw: raw, Size: len(raw)}
-	switch {
-	case bad != nil:
-		msg.Kind = KindInvalid
-	case m.Kind == wire.Request:
-		msg.Kind, msg.ID, msg.Method = KindRequest, ID{raw: string(m.ID)}, m.Method
-	case m.Kind == wire.Notification:
-		msg.Kind, msg.Method = KindNotification, m.Method
-	default:
-		msg.Kind, msg.ID, msg.Method = KindResult, ID{raw: string(m.ID)}, c.calls.methodOf(m.ID)
-		if m.Error != nil {
-			msg.Kind, msg.Error = KindError, &Error{}
-			if json.Unmarshal(m.Error, msg.Error) != nil {
-				msg.Error = nil
-			}
+	msg := &Message{Kind: KindInvalid, Raw: raw, Size: len(raw)}
+	if bad == nil {
+		msg.Kind, msg.ID, msg.Method = kindOf(m), ID{raw: string(m.ID)}, m.Method
+	}
+	switch msg.Kind {
+	case KindResult:
+		msg.Method = c.calls.methodOf(m.ID)
+	case KindError:
+		msg.Method, msg.Error = c.calls.methodOf(m.ID), &Error{}
+		if json.Unmarshal(m.Error, msg.Error) != nil {
+			msg.Error = nil
 		}
 	}
 	c.opts.Hooks.Received(c.base, msg)

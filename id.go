@@ -43,6 +43,22 @@ func (id ID) MarshalJSON() ([]byte, error) {
 	return []byte(id.raw), nil
 }
 
+// IDKey identifies a request ID the way a Conn matches them: numbers by
+// value (1, 1.0 and 1e0 are one ID), strings by their text however they
+// are escaped, and a number never as a string. Unlike ID, whose value is
+// the ID's spelling, it is comparable as the ID, to key a table of
+// requests in flight. The zero IDKey is the zero ID's, and that of every
+// ID a Conn cannot carry.
+type IDKey struct {
+	key wire.Key
+}
+
+// Key returns the IDKey of id.
+func (id ID) Key() IDKey {
+	k, _ := wire.KeyOf([]byte(id.raw))
+	return IDKey{k}
+}
+
 // message is one parsed message; see wire.Parse.
 type message = wire.Message
 

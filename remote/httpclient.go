@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
-	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // maxErrorBody is how much of a refused request's body is kept for the
@@ -60,10 +59,10 @@ type httpClient struct {
 	local    [][]byte      // answers made here, for Recv ahead of the streams
 	wake     chan struct{} // signalled when local grows
 	sessions map[string]*clientStream
-	answerTo map[wire.Key]string   // the key of a server request's ID → the session stream it came on
-	calls    map[wire.Key]struct{} // the keys of our requests' IDs, until answered: only their answers open streams
-	maxSess  int                   // the session streams this side reads at most
-	failing  bool                  // set once by fail: no stream is opened again
+	answerTo map[acprpc.IDKey]string   // the key of a server request's ID → the session stream it came on
+	calls    map[acprpc.IDKey]struct{} // the keys of our requests' IDs, until answered: only their answers open streams
+	maxSess  int                       // the session streams this side reads at most
+	failing  bool                      // set once by fail: no stream is opened again
 }
 
 // clientStream is one SSE stream being read.
@@ -83,8 +82,8 @@ func dialHTTP(u string, o DialOptions) (acprpc.Transport, error) {
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 		sessions: make(map[string]*clientStream),
-		answerTo: make(map[wire.Key]string),
-		calls:    make(map[wire.Key]struct{}),
+		answerTo: make(map[acprpc.IDKey]string),
+		calls:    make(map[acprpc.IDKey]struct{}),
 		maxSess:  cmp.Or(max(o.MaxSessions, 0), DefaultMaxSessions),
 	}
 	max := o.MaxMessageSize
@@ -235,7 +234,7 @@ func (t *httpClient) post(msg []byte, env envelope, connID string) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	case isConnectionGone(resp.StatusCode):
 		t.fail(fmt.Errorf("remote: the server refused the connection: %s", resp.Status))
-	case env.answerID() != nil:
+	case !env.answerID().IsZero():
 		t.refused(env, resp)
 	default:
 		t.fail(fmt.Errorf("remote: the server refused a message: %s", resp.Status))
@@ -264,7 +263,7 @@ func (t *httpClient) refused(env envelope, resp *http.Response) {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	answer, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
-		"id":      json.RawMessage(env.answerID()),
+		"id":      env.answerID(),
 		"error": map[string]any{
 			"code":    acprpc.CodeInternalError,
 			"message": "HTTP " + resp.Status,

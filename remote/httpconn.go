@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
-	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // httpConn is the server's side of one Streamable HTTP connection, and the
@@ -38,12 +37,12 @@ type httpConn struct {
 	posts postBudget   // the POSTs whose message the Conn has not taken
 
 	mu           sync.Mutex
-	streams      map[string]*outStream // by session ID; "" is the connection's own
-	routes       map[wire.Key]string   // the key of a client request's ID → the stream of its answer
-	queued       int                   // bytes waiting on every stream
-	room         chan struct{}         // closed and replaced when bytes leave a queue
-	initID       wire.Key              // the key of initialize's ID while its answer is awaited, else zero
-	initAnswer   chan []byte           // gets that answer, for the POST of initialize
+	streams      map[string]*outStream   // by session ID; "" is the connection's own
+	routes       map[acprpc.IDKey]string // the key of a client request's ID → the stream of its answer
+	queued       int                     // bytes waiting on every stream
+	room         chan struct{}           // closed and replaced when bytes leave a queue
+	initID       acprpc.IDKey            // the key of initialize's ID while its answer is awaited, else zero
+	initAnswer   chan []byte             // gets that answer, for the POST of initialize
 	closed       chan struct{}
 	drainBy      time.Time // once closed: when its SSE streams must have written what is left
 	readers      int       // GETs holding a stream
@@ -75,7 +74,7 @@ func newHTTPConn(s *Server) *httpConn {
 		id:           newConnectionID(),
 		in:           make(chan []byte),
 		streams:      map[string]*outStream{"": newOutStream()},
-		routes:       make(map[wire.Key]string),
+		routes:       make(map[acprpc.IDKey]string),
 		room:         make(chan struct{}),
 		initAnswer:   make(chan []byte, 1),
 		closed:       make(chan struct{}),
@@ -161,7 +160,7 @@ func (h *httpConn) answersInit(env envelope, msg []byte) bool {
 	if key, ok := env.answeredKey(); !ok || key != h.initID {
 		return false
 	}
-	h.initID = wire.Key{}
+	h.initID = acprpc.IDKey{}
 	h.initAnswer <- msg
 	return true
 }

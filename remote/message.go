@@ -2,8 +2,9 @@ package remote
 
 import (
 	"bytes"
+	"encoding/json"
 
-	"github.com/acpkit/acprpc/internal/wire"
+	"github.com/acpkit/acprpc"
 )
 
 // The methods the transports look at.
@@ -14,60 +15,66 @@ const (
 
 // envelope is what a transport needs to know of a message to carry it: its
 // kind, the key of the ID its answer carries, and the session it belongs to.
-// It is read by wire.Parse, the Conn's own reading, so that the transports
-// and the Conn agree on what is an answer and which ID it names. Everything
-// else is the Conn's to validate; a message the Conn cannot use is carried
-// as a connection-level one and the Conn answers it.
+// It is read by acprpc.ReadEnvelope, the Conn's own reading, so that the
+// transports and the Conn agree on what is an answer and which ID it names.
+// Everything else is the Conn's to validate; a message the Conn cannot use
+// is carried as a connection-level one and the Conn answers it.
 type envelope struct {
-	msg     wire.Message
-	problem *wire.Problem // why the Conn will refuse the message, or nil
+	acprpc.Envelope
+	msg []byte
 }
 
 // peek reads msg's envelope.
-func peek(msg []byte) envelope {
-	m, bad := wire.Parse(msg)
-	return envelope{msg: m, problem: bad}
-}
+func peek(msg []byte) envelope { return envelope{acprpc.ReadEnvelope(msg), msg} }
 
-func (e envelope) isRequest() bool    { return e.problem == nil && e.msg.Kind == wire.Request }
-func (e envelope) isResponse() bool   { return e.problem == nil && e.msg.Kind == wire.Response }
-func (e envelope) methodName() string { return e.msg.Method }
+func (e envelope) isRequest() bool    { return e.Kind == acprpc.KindRequest }
+func (e envelope) isResponse() bool   { return e.Kind == acprpc.KindResult || e.Kind == acprpc.KindError }
+func (e envelope) methodName() string { return e.Method }
 
-// answerID is the raw ID that the Conn's answer to this message will
-// carry: a request's, or that of a message the Conn refuses but whose ID it
-// can read. A message answered with "id": null, or never answered, has
-// none.
-func (e envelope) answerID() []byte {
-	switch {
-	case e.problem != nil:
-		return e.problem.ID
-	case e.msg.Kind == wire.Request:
-		return e.msg.ID
+// answerID is the ID that the Conn's answer to this message will carry: a
+// request's, or that of a message the Conn refuses but whose ID it can
+// read. A message answered with "id": null, or never answered, has none.
+func (e envelope) answerID() acprpc.ID {
+	if e.Kind != acprpc.KindRequest && e.Kind != acprpc.KindInvalid {
+		return acprpc.ID{}
 	}
-	return nil
+	return e.ID
 }
 
 // answerKey is the key of answerID, if there is one.
-func (e envelope) answerKey() (wire.Key, bool) { return wire.KeyOf(e.answerID()) }
+func (e envelope) answerKey() (acprpc.IDKey, bool) { return keyOf(e.answerID()) }
 
 // answeredKey is the key of the ID an answer names, if it names one.
-func (e envelope) answeredKey() (wire.Key, bool) {
+func (e envelope) answeredKey() (acprpc.IDKey, bool) {
 	if !e.isResponse() {
-		return wire.Key{}, false
+		return acprpc.IDKey{}, false
 	}
-	return wire.KeyOf(e.msg.ID)
+	return keyOf(e.ID)
+}
+
+// keyOf is id's key, and whether id is one: the zero key is no ID's.
+func keyOf(id acprpc.ID) (acprpc.IDKey, bool) {
+	k := id.Key()
+	return k, k != acprpc.IDKey{}
 }
 
 // sessionID is params.sessionId when it is a string, else "".
-func (e envelope) sessionID() string { return e.msg.SessionID }
+func (e envelope) sessionID() string { return e.SessionID }
 
 // resultSessionID is result.sessionId when it is a string, else "": the
-// answer to session/new names the new session there.
+// answer to session/new names the new session there. It decodes the
+// message, which only the answers to a client's own calls need.
 func (e envelope) resultSessionID() string {
-	if sid := wire.Member(e.msg.Result, "sessionId"); len(sid) > 0 && sid[0] == '"' {
-		return wire.Unquote(sid)
+	var answer struct {
+		Result struct {
+			SessionID json.RawMessage `json:"sessionId"`
+		} `json:"result"`
 	}
-	return ""
+	var sid string
+	if json.Unmarshal(e.msg, &answer) != nil || json.Unmarshal(answer.Result.SessionID, &sid) != nil {
+		return ""
+	}
+	return sid
 }
 
 // jsonKind is the first significant byte of a JSON text: '{' for an

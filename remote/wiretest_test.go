@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
-	"github.com/acpkit/acprpc/internal/wire"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -84,7 +83,7 @@ func (o *opened) Send(msg []byte) error {
 }
 
 // initKey is the key of initialize's ID in these scripts.
-var initKey, _ = wire.KeyOf([]byte("0"))
+var initKey = acprpc.Int64ID(0).Key()
 
 // Recv drops the answer to initialize (ID 0), which may come after the
 // answers to the script's first requests: the Conn answers concurrently.
