@@ -2,7 +2,10 @@
 
 package agentproc
 
-import "os/exec"
+import (
+	"os/exec"
+	"time"
+)
 
 // ownGroup reports that the agent leads no process group of its own: only
 // Unix has them here.
@@ -17,3 +20,6 @@ func (p *Process) kill() { _ = p.cmd.Process.Kill() }
 
 // killGroup has no group to kill.
 func (p *Process) killGroup() {}
+
+// awaitGroupEnd has no group to wait for.
+func (p *Process) awaitGroupEnd(time.Duration) {}

@@ -5,6 +5,7 @@ package agentproc
 import (
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // ownGroup puts the agent in a process group of its own, unless the caller
@@ -29,15 +30,26 @@ func (p *Process) terminate() bool {
 // kill sends SIGKILL to the agent.
 func (p *Process) kill() { p.signal(syscall.SIGKILL) }
 
-// signal signals the agent's group when it leads one of its own, else the
-// agent alone. Either may have exited already. An agent that left its group
-// (it called setpgid or setsid itself) is still signalled: that the group is
-// gone must not leave Close waiting for an agent no signal reached.
+// signal signals the agent's group when it leads one of its own, and the
+// agent itself when it shares the caller's group or has left its own (it
+// joined another group of its session): that the group is gone, or holds
+// only children, must not leave Close waiting for an agent no signal
+// reached. Either may have exited already.
 func (p *Process) signal(sig syscall.Signal) {
-	if p.group && syscall.Kill(-p.cmd.Process.Pid, sig) == nil {
-		return
+	if p.group {
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+		if inGroup(p.cmd.Process.Pid) {
+			return
+		}
 	}
-	_ = p.cmd.Process.Signal(sig)
+	_ = p.cmd.Process.Signal(sig) // by pidfd where there is one: never a process that took a reaped agent's ID
+}
+
+// inGroup reports whether the process pid still leads the group of its
+// own ID.
+func inGroup(pid int) bool {
+	pgid, err := syscall.Getpgid(pid)
+	return err == nil && pgid == pid
 }
 
 // killGroup kills what is left of the agent's group once the agent has been
@@ -48,3 +60,24 @@ func (p *Process) killGroup() {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// awaitGroupEnd waits, once the agent has been reaped and its group killed,
+// until no process of the group is left running, for at most d: a killed
+// process ends a moment after the signal (a big one takes tens of
+// milliseconds to give its memory back), and nothing tells another process
+// when, so the wait looks, each time a little later, sending the group
+// SIGKILL again for a process forked as the first one was sent.
+func (p *Process) awaitGroupEnd(d time.Duration) {
+	if !p.group {
+		return
+	}
+	pgid := p.cmd.Process.Pid
+	deadline := time.Now().Add(d)
+	for delay := time.Millisecond; groupRuns(pgid) && time.Now().Before(deadline); delay = min(2*delay, maxGroupLook) {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		time.Sleep(delay)
+	}
+}
+
+// maxGroupLook is the longest awaitGroupEnd waits between two looks.
+const maxGroupLook = 20 * time.Millisecond

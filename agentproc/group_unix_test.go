@@ -305,3 +305,24 @@ func childPidOn3(t *testing.T, cmd *exec.Cmd) (started func()) {
 	})
 	return func() { _ = w.Close() }
 }
+
+// An agent that left its process group, leaving a child in it, is still
+// signalled itself: Close does not wait forever for an agent that neither
+// the group's SIGTERM nor its SIGKILL reached, and the child ends too.
+func TestStartSignalsAnAgentThatLeftItsGroup(t *testing.T) {
+	ctx := wiretest.Context(t)
+	cmd := helperAgent("leaves-group")
+	tree := watchTree(t, cmd)
+	agent, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{ExitTimeout: time.Millisecond, TermTimeout: time.Second})
+	require.NoError(t, err)
+	tree.started()
+	pid := agent.Pid()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // this process's group is its own now
+	childOf(t, agent)
+	closed := make(chan error, 1)
+	go func() { closed <- agent.Close() }()
+	err = wiretest.Recv(t, ctx, closed)
+	require.ErrorIs(t, err, agentproc.ErrTerminated, "the agent itself had the SIGTERM")
+	assert.Equal(t, syscall.SIGTERM, exitSignal(t, agent.Wait()))
+	wiretest.Recv(t, ctx, tree.gone)
+}

@@ -235,10 +235,12 @@ var ErrKilled = errors.New("agentproc: the agent did not exit after its stdin cl
 // requests are answered as cancelled and this side's calls are cancelled),
 // which closes the agent's stdin, the way ACP tells an agent to exit. Then
 // it escalates: it waits up to ExitTimeout for the agent to exit, sends
-// SIGTERM to its process group (see Start) and waits up to
-// TermTimeout, then sends SIGKILL. Once the agent has exited, what is left
-// of its group is killed. The agent's stdout is read and discarded until it
-// exits, so that an agent writing its last lines never blocks on a full
+// SIGTERM to its process group (see Start) and to the agent itself if it
+// left the group, waits up to TermTimeout, then sends SIGKILL the same way.
+// Once the agent has exited, what is left of its group is killed, and Close
+// returns once none of it runs (waiting at most TermTimeout more for the
+// killed processes to end). The agent's stdout is read and discarded until
+// it exits, so that an agent writing its last lines never blocks on a full
 // pipe or dies of a broken one.
 //
 // Close returns nil when the agent exited with status 0 before any signal,
@@ -257,6 +259,7 @@ func (p *Process) Close() error {
 		}()
 		p.closeErr = p.stop()
 		<-p.reaped
+		p.awaitGroupEnd(p.termTimeout)
 		p.stdout.f.Close() // ends the drain if something else still holds the pipe
 		<-drained
 	})

@@ -53,6 +53,8 @@ func helperAgent(mode string) *exec.Cmd {
 //	child        ignore SIGTERM and run until killed (the child of lingers and orphans)
 //	tends-child  start a polite-child, serve, stay when stdin ends; on SIGTERM wait for the child, then exit 0
 //	polite-child run until SIGTERM, then exit 0
+//	leaves-group start a child, join this process's group, leaving the child in
+//	             its own; serve, and stay when stdin ends, until SIGTERM
 //
 // In lingers and orphans, "child" answers the child's process ID, and the
 // child holds descriptor 3, which the test passes to the agent (see
@@ -79,6 +81,7 @@ func runHelperAgent(mode string) int {
 	case "child":
 		signal.Ignore(syscall.SIGTERM)
 		waitForever()
+
 	case "polite-child":
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
@@ -91,7 +94,7 @@ func runHelperAgent(mode string) int {
 	}
 	childPid := 0
 	var child *exec.Cmd
-	if mode == "lingers" || mode == "orphans" || mode == "tends-child" {
+	if mode == "lingers" || mode == "orphans" || mode == "tends-child" || mode == "leaves-group" {
 		child = helperAgent("child")
 		if mode == "tends-child" {
 			child = helperAgent("polite-child")
@@ -102,6 +105,18 @@ func runHelperAgent(mode string) int {
 			return 5
 		}
 		childPid = child.Process.Pid
+	}
+	if mode == "leaves-group" {
+		// A group leader cannot start a session or a group of its own: it
+		// can only join another group of its session, here its parent's.
+		pgid, err := syscall.Getpgid(os.Getppid())
+		if err == nil {
+			err = syscall.Setpgid(0, pgid)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "leaving the group:", err)
+			return 5
+		}
 	}
 	h := wiretest.Mux{
 		"child": func(context.Context, *acprpc.Request) (any, error) { return childPid, nil },
@@ -126,7 +141,7 @@ func runHelperAgent(mode string) int {
 	<-conn.Done()
 	_ = conn.Close()
 	switch mode {
-	case "ignore-eof", "lingers":
+	case "ignore-eof", "lingers", "leaves-group":
 		waitForever()
 	case "tends-child":
 		// A parent that ends its children before itself, as it should:

@@ -3,13 +3,10 @@
 package agents
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // procStat is what /proc/<pid>/stat says of a process.
@@ -93,26 +90,13 @@ func groupMembers(pgrp int) []int {
 // may never reap it).
 func alive(p procStat) bool { return p.state != 'Z' && p.state != 'X' }
 
-// awaitGone waits for every one of pids to have exited. A killed process
-// exits a moment after the signal is sent, and nothing tells another
-// process when: the wait polls /proc.
-func awaitGone(ctx context.Context, pids []int) error {
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		var left []int
-		for _, pid := range pids {
-			if st, ok := readStat(pid); ok && alive(st) {
-				left = append(left, pid)
-			}
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return fmt.Errorf("processes %v outlived the agent: %w", left, ctx.Err())
+// stillAlive lists those of pids that have not exited.
+func stillAlive(pids []int) []int {
+	var left []int
+	for _, pid := range pids {
+		if st, ok := readStat(pid); ok && alive(st) {
+			left = append(left, pid)
 		}
 	}
+	return left
 }
