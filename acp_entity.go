@@ -55,7 +55,7 @@ func (c *Conn) CancellableTerminal(parent context.Context, sessionID, terminalID
 func (c *Conn) cancellable(parent context.Context, k entityKey) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	e := &entity{cancel: cancel}
-	t := &c.entities
+	t := &c.acp.entities
 	t.mu.Lock()
 	if t.m == nil {
 		t.m = make(map[entityKey]*entity)
@@ -86,15 +86,15 @@ func (c *Conn) onEntityCancel(m *message) bool {
 		field = "terminalId"
 	}
 	raw := wire.Member(m.Params, field)
-	if len(raw) == 0 || raw[0] != '"' || m.SessionID == "" {
+	if len(raw) == 0 || raw[0] != '"' || m.Scope == "" {
 		c.refuse(m, &Error{Code: CodeInvalidParams,
 			Message: "Invalid params: " + m.Method + " needs a string sessionId and " + field})
 		return true
 	}
-	k := entityKey{m.Method, m.SessionID, wire.Unquote(raw)}
-	c.entities.mu.Lock()
-	e := c.entities.m[k]
-	c.entities.mu.Unlock()
+	k := entityKey{m.Method, m.Scope, wire.Unquote(raw)}
+	c.acp.entities.mu.Lock()
+	e := c.acp.entities.m[k]
+	c.acp.entities.mu.Unlock()
 	if e == nil {
 		if c.handler == nil {
 			c.refuse(m, unknownEntity(m.Method))

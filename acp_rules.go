@@ -1,12 +1,65 @@
 package acprpc
 
-import "github.com/acpkit/acprpc/internal/wire"
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
 
-// ACP's rules on the read path, in one place: the router calls acpRules
-// once for every request and notification that is neither an answer nor a
-// $/cancel_request, on the read goroutine, before anything else is read.
-// The version's rules (protocol) decide which apply. The answer path has
-// its own few rules below, each called from one place of serve.go.
+	"github.com/acpkit/acprpc/internal/wire"
+)
+
+// acpRules is ACP in a Conn: the protocol's state (its version, v2's works
+// and entities) and the one hand-off through which the engine (conn.go,
+// serve.go, tracker.go, cancel.go, outgoing.go, shutdown.go), which knows no
+// protocol, lets ACP act. The Conn holds it as a value and calls it
+// directly, never through an interface, at these points:
+//
+//   - read: a request or notification read, on the read goroutine before
+//     anything else is read ($/cancel_request, negotiation, session and
+//     entity cancels);
+//   - registered: a request registered in the tracker, before its handler
+//     starts (a v2 prompt joins its session's work);
+//   - holdAnswer and errorAnswer: a handler returned, before its answer is
+//     built, and its error answer built;
+//   - marker: a cancelled answer built (the method's marker);
+//   - beforeAnswer: an answer about to be written (the version an
+//     initialize result names, a v2 prompt's work starting);
+//   - callSent, cancelCall, callAnswered and notifying: this side's call
+//     sent, cancelled (its $/cancel_request), answered, and a notification
+//     about to be sent (a v2 work's session/update);
+//   - shutdown and quiet: Shutdown begins, and waits for the protocol's own
+//     work to end.
+type acpRules struct {
+	conn       *Conn
+	versions   versioning  // the ACP version and its rules
+	foreground workTable   // v2: each session's foreground work
+	entities   entityTable // v2: tool calls and terminals the peer may cancel
+}
+
+// acpRequest is what ACP keeps of a request in flight.
+type acpRequest struct {
+	work    *Work   // v2: a prompt's foreground work; set before the handler starts, then under the request's mu
+	closing closing // a session/close: what it cancelled, whose ends its answer waits for; set before the handler starts
+}
+
+// acpCall is what ACP follows of one of this side's calls.
+type acpCall struct {
+	turn *turnWatch // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
+}
+
+func (a *acpRules) init(c *Conn, opts *Options, h Handler) {
+	a.conn = c
+	a.versions.init(opts, &c.opts, h)
+	c.reader = acpReader()
+}
+
+// acpReader reads messages as ACP does: a request's scope is its session
+// (params.sessionId), through which a session cancel finds the session's
+// requests, and ACP's method names are shared.
+func acpReader() wire.Reader {
+	return wire.Reader{Scope: "sessionId", Names: acpMethodNames}
+}
 
 // acpNeeds is what ACP's rules ask of a request's entry once the tracker
 // has registered it, before its handler starts.
@@ -23,15 +76,21 @@ type closing struct {
 	works    []*Work
 }
 
-// acpRules applies ACP's rules to a request or notification just read:
-// negotiation of initialize, session/cancel and session/close, v2's entity
-// cancels, and what a v2 prompt or session/close needs once registered. It
-// reports whether m is used up (answered here); a session cancellation goes
-// on to the application's handler too.
-func (c *Conn) acpRules(m *message) (needs acpNeeds, used bool) {
+// read applies ACP's rules to a request or notification just read:
+// $/cancel_request, negotiation of initialize, session/cancel and
+// session/close, v2's entity cancels, and what a v2 prompt or session/close
+// needs once registered. It reports whether m is used up (answered here, or
+// a cancel); a session cancellation goes on to the application's handler
+// too.
+func (a *acpRules) read(m *message) (needs acpNeeds, used bool) {
+	c := a.conn
 	if m.Kind == wire.Notification {
-		if c.isSessionCancel(m.Method) {
-			c.onSessionCancel(m.SessionID)
+		switch {
+		case c.isCancelRequest(m.Method):
+			c.onCancelRequest(m)
+			return needs, true
+		case c.isSessionCancel(m.Method):
+			c.onSessionCancel(m.Scope)
 		}
 		return needs, false
 	}
@@ -44,24 +103,124 @@ func (c *Conn) acpRules(m *message) (needs acpNeeds, used bool) {
 		// A request of the session's cancel methods (session/close, a
 		// request in v1's schema as in v2's) cancels as the notification
 		// does, before it is served.
-		needs.closing.requests = c.onSessionCancel(m.SessionID)
-		if p.foreground && m.SessionID != "" {
-			needs.closing.works = c.foreground.unended(m.SessionID)
+		needs.closing.requests = c.onSessionCancel(m.Scope)
+		if p.foreground && m.Scope != "" {
+			needs.closing.works = a.foreground.unended(m.Scope)
 		}
-	case p.foreground && m.Method == methodSessionPrompt && m.SessionID != "":
+	case p.foreground && m.Method == methodSessionPrompt && m.Scope != "":
 		needs.joinsWork = true
+	case strings.HasPrefix(m.Method, "$/"):
+		// The protocol's own methods are notifications: a request of one is
+		// answered -32601, whatever the handler serves.
+		c.refuse(m, MethodNotFound(m.Method))
+		return needs, true
 	}
 	return needs, false
 }
 
-// acpBeforeAnswer sees each answer just before it is sent: the version can
+// registered gives a request what read asked for, once the tracker has
+// registered it and before its handler starts.
+func (a *acpRules) registered(r *inRequest, needs acpNeeds) {
+	r.acp.closing = needs.closing
+	if needs.joinsWork {
+		r.acp.work = a.foreground.forPrompt(a.conn, r.req.SessionID)
+	}
+}
+
+// isCancelRequest reports whether a notification is $/cancel_request, or
+// LSP's $/cancelRequest when Options.AcceptLSPCancel allows it.
+func (c *Conn) isCancelRequest(method string) bool {
+	return method == MethodCancelRequest || method == MethodLSPCancelRequest && c.opts.AcceptLSPCancel
+}
+
+// onCancelRequest handles $/cancel_request (and, when allowed,
+// $/cancelRequest), whose params name the request by requestId (id).
+func (c *Conn) onCancelRequest(m *message) {
+	field := "requestId"
+	if m.Method == MethodLSPCancelRequest {
+		field = "id"
+	}
+	c.peerCancelled(m, wire.Member(m.Params, field))
+}
+
+// cancelCall is the $/cancel_request of this side's call id, whose context
+// ended; a watched prompt turn records its cancel first.
+func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64) *frame {
+	pc.cancelTurn()
+	f := getFrame()
+	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}
+	f.Begin(nil)
+	f.Buf.WriteString(`,"method":"$/cancel_request","params":{"requestId":`)
+	f.Buf.Write(strconv.AppendInt(f.Buf.AvailableBuffer(), id, 10))
+	f.Buf.WriteString("}}")
+	return f
+}
+
+// callSent starts following a call ACP reads the answer of: a prompt turn
+// with Options.ReportCancelledTurns. f is the call's request.
+func (a *acpRules) callSent(pc *pendingCall, f *frame) {
+	a.conn.watchTurn(pc, f)
+}
+
+// callAnswered sees the result of one of this side's calls on the read
+// goroutine, before the next message is read, and returns the result its
+// caller gets: an initialize result sets the version, and a watched prompt
+// turn that this side cancelled is reported cancelled.
+func (a *acpRules) callAnswered(pc *pendingCall, result []byte) []byte {
+	if pc.method == methodInitialize {
+		a.conn.learnVersion(result)
+	}
+	return pc.turnResult(result)
+}
+
+// notifying sends a notification that belongs to a v2 work, ordered with,
+// and dropped after, the work's ending; it reports false for any other,
+// which the engine sends.
+func (a *acpRules) notifying(ctx context.Context, method string, f *frame) (sent bool, err error) {
+	w := a.conn.workOf(ctx, method)
+	if w == nil {
+		return false, nil
+	}
+	return true, w.sendUpdate(f)
+}
+
+// marker returns the result that answers a cancelled request of method in
+// the version in force, if it has one.
+func (a *acpRules) marker(method string) (json.RawMessage, bool) {
+	m, ok := a.conn.markers()[method]
+	return m, ok
+}
+
+// shutdown cancels every v2 work as Shutdown begins.
+func (a *acpRules) shutdown() {
+	for _, w := range a.foreground.inProgress() {
+		w.cancelWith(ErrShutdown)
+	}
+}
+
+// quiet returns once every v2 work has ended, each waited for with wait.
+// Work can be begun while the rest winds down (BeginWork); it is cancelled
+// as soon as it is seen.
+func (a *acpRules) quiet(wait func(<-chan struct{}) error) error {
+	for works := a.foreground.inProgress(); len(works) > 0; works = a.foreground.inProgress() {
+		for _, w := range works {
+			w.cancelWith(ErrShutdown)
+			if err := wait(w.done); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// beforeAnswer sees each answer just before it is sent: the version can
 // come from an initialize result, and a v2 prompt answered with a result has
 // been inserted, which starts its work.
-func (c *Conn) acpBeforeAnswer(r *inRequest, f *frame) {
+func (a *acpRules) beforeAnswer(r *inRequest, f *frame) {
 	switch r.req.Method {
 	case methodInitialize:
 		if f.info.kind == KindResult {
-			c.learnVersion(wire.Member(f.Buf.Bytes(), "result"))
+			a.conn.learnVersion(wire.Member(f.Buf.Bytes(), "result"))
 		}
 	case methodSessionPrompt:
 		w := r.promptWork()
@@ -75,25 +234,25 @@ func (c *Conn) acpBeforeAnswer(r *inRequest, f *frame) {
 	}
 }
 
-// acpHoldAnswer keeps a session/close's answer until every request it
+// holdAnswer keeps a session/close's answer until every request it
 // cancelled has been answered, and, in v2, every foreground work it
 // cancelled has ended, the one in progress and those still winding down
 // from an earlier cancel, so their idle state_updates go out first, as v2
 // requires; the grace period bounds the wait.
-func (c *Conn) acpHoldAnswer(r *inRequest) {
-	for _, q := range r.closing.requests {
+func (a *acpRules) holdAnswer(r *inRequest) {
+	for _, q := range r.acp.closing.requests {
 		q.waitSent()
 	}
-	for _, w := range r.closing.works {
+	for _, w := range r.acp.closing.works {
 		w.wait()
 	}
 }
 
-// errorForVersion adjusts an error answer to the version: a v2 entity cancel
+// errorAnswer adjusts an error answer to the version: a v2 entity cancel
 // that the application does not serve is answered -32602, as for an entity
 // that is unknown, final or not cancellable.
-func (c *Conn) errorForVersion(r *inRequest, e *Error) *Error {
-	if e.Code == CodeMethodNotFound && c.protocol().entityCancels &&
+func (a *acpRules) errorAnswer(r *inRequest, e *Error) *Error {
+	if e.Code == CodeMethodNotFound && a.conn.protocol().entityCancels &&
 		(r.req.Method == methodToolCallCancel || r.req.Method == methodTerminalCancel) {
 		return unknownEntity(r.req.Method)
 	}

@@ -19,7 +19,7 @@ func (c *Conn) onSessionCancel(sessionID string) []*inRequest {
 	if sessionID == "" {
 		return nil
 	}
-	hit := c.incoming.inSession(sessionID)
+	hit := c.incoming.inScope(sessionID)
 	for _, r := range hit {
 		r.cancelWith(ErrSessionCancelled)
 	}
@@ -78,7 +78,7 @@ func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
 // session/request_permission requests, which a client answers itself when
 // it cancels the session, and the others, left to the agent's cascade.
 func (c *Conn) sessionRequests(sessionID string) (perms, others []*inRequest) {
-	for _, r := range c.incoming.inSession(sessionID) {
+	for _, r := range c.incoming.inScope(sessionID) {
 		if r.req.Method == methodRequestPermission {
 			perms = append(perms, r)
 		} else {
@@ -119,13 +119,13 @@ func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
 		} `json:"params"`
 	}
 	_ = json.Unmarshal(f.Buf.Bytes(), &req) // a prompt without a string sessionId is watched for its own cancel alone
-	pc.turn = &turnWatch{sessionID: req.Params.SessionID}
+	pc.acp.turn = &turnWatch{sessionID: req.Params.SessionID}
 }
 
 // cancelTurn records that the call's own cancel is being sent.
 func (pc *pendingCall) cancelTurn() {
-	if pc.turn != nil {
-		pc.turn.cancelled.Store(true)
+	if pc.acp.turn != nil {
+		pc.acp.turn.cancelled.Store(true)
 	}
 }
 
@@ -138,8 +138,8 @@ func (c *Conn) cancelTurns(sessionID string) {
 	c.calls.mu.Lock()
 	defer c.calls.mu.Unlock()
 	for _, pc := range c.calls.m {
-		if pc.turn != nil && pc.turn.sessionID == sessionID {
-			pc.turn.cancelled.Store(true)
+		if pc.acp.turn != nil && pc.acp.turn.sessionID == sessionID {
+			pc.acp.turn.cancelled.Store(true)
 		}
 	}
 }
@@ -149,7 +149,7 @@ func (c *Conn) cancelTurns(sessionID string) {
 // side cancelled the turn first, as ACP requires of the agent and as many
 // v1 agents fail to do. Every other member is kept.
 func (pc *pendingCall) turnResult(result []byte) []byte {
-	if pc.turn == nil || !pc.turn.cancelled.Load() {
+	if pc.acp.turn == nil || !pc.acp.turn.cancelled.Load() {
 		return result
 	}
 	var members map[string]json.RawMessage

@@ -95,7 +95,7 @@ func (v *versioning) init(opts *Options, settled *Options, h Handler) {
 }
 
 // protocol returns the rules in force.
-func (c *Conn) protocol() *protocol { return c.versions.current.Load() }
+func (c *Conn) protocol() *protocol { return c.acp.versions.current.Load() }
 
 // ProtocolVersion returns the ACP version the connection speaks: the one
 // its initialize exchange settled, the one set by Options.PinnedVersion
@@ -110,7 +110,7 @@ func (c *Conn) ProtocolVersion() ProtocolVersion { return c.protocol().version }
 // version; this call changes even a pinned one.
 func (c *Conn) SetProtocolVersion(v ProtocolVersion) {
 	if c.protocol().version != v {
-		c.versions.current.Store(rulesFor(v, c.versions.markers))
+		c.acp.versions.current.Store(rulesFor(v, c.acp.versions.markers))
 	}
 }
 
@@ -122,7 +122,7 @@ func (c *Conn) markers() map[string]json.RawMessage { return c.protocol().marker
 // handler (and a VersionRouter) already serve that version, or answers the
 // request itself when no version fits. It reports whether it answered.
 func (c *Conn) negotiate(m *message) bool {
-	supported := c.versions.supported
+	supported := c.acp.versions.supported
 	if len(supported) == 0 {
 		return false
 	}
@@ -182,7 +182,7 @@ func (c *Conn) learnVersion(result []byte) {
 	v, ok := parseProtocolVersion(wire.Member(result, "protocolVersion"))
 	switch {
 	case !ok:
-	case c.versions.pinned:
+	case c.acp.versions.pinned:
 		if current := c.ProtocolVersion(); v != current {
 			c.log.Warn("acprpc: initialize answered with another version than the pinned one; keeping the pinned one",
 				"pinned", int(current), "answered", int(v))

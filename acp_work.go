@@ -132,7 +132,7 @@ func (w *Work) idleFrame(stopReason string) *frame {
 // the table lets go of it.
 func (w *Work) endLocked(f *frame) error {
 	w.ended.Store(true)
-	w.conn.foreground.remove(w)
+	w.conn.acp.foreground.remove(w)
 	if w.grace != nil {
 		w.grace.Stop()
 	}
@@ -289,7 +289,7 @@ func WorkFromContext(ctx context.Context) (*Work, bool) {
 // new one: for work the agent starts on its own, which ACP v2 allows. The
 // work counts as started.
 func (c *Conn) BeginWork(sessionID string) *Work {
-	w := c.foreground.current(c, sessionID)
+	w := c.acp.foreground.current(c, sessionID)
 	w.start()
 	return w
 }
@@ -311,7 +311,7 @@ func (c *Conn) workOf(ctx context.Context, method string) *Work {
 func (r *inRequest) promptWork() *Work {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.work
+	return r.acp.work
 }
 
 // currentWork is the work of a v2 prompt's handler: the one registered when
@@ -320,17 +320,17 @@ func (r *inRequest) promptWork() *Work {
 // session.
 func (r *inRequest) currentWork() *Work {
 	r.mu.Lock()
-	w, cause := r.work, r.cause
+	w, cause := r.acp.work, r.cause
 	r.mu.Unlock()
 	if w != nil && !w.ended.Load() {
 		return w
 	}
-	w = r.conn.foreground.current(r.conn, r.req.SessionID)
+	w = r.conn.acp.foreground.current(r.conn, r.req.SessionID)
 	if errors.Is(cause, ErrSessionCancelled) {
 		w.cancelWith(cause)
 	}
 	r.mu.Lock()
-	r.work = w
+	r.acp.work = w
 	r.mu.Unlock()
 	return w
 }
@@ -437,7 +437,7 @@ func notEnded(out []*Work, oldest *Work) []*Work {
 // cancelWork cancels the session's foreground work, for the peer's
 // session/cancel or session/close; it runs on the read goroutine.
 func (c *Conn) cancelWork(sessionID string) {
-	for _, w := range c.foreground.unended(sessionID) {
+	for _, w := range c.acp.foreground.unended(sessionID) {
 		w.cancelWith(ErrSessionCancelled)
 	}
 }

@@ -2,26 +2,15 @@ package acprpc
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
-// isCancelRequest reports whether a notification is $/cancel_request, or
-// LSP's $/cancelRequest when Options.AcceptLSPCancel allows it.
-func (c *Conn) isCancelRequest(method string) bool {
-	return method == MethodCancelRequest || method == MethodLSPCancelRequest && c.opts.AcceptLSPCancel
-}
-
-// onCancelRequest handles $/cancel_request (and, when allowed, $/cancelRequest).
-// It runs on the read goroutine, ahead of every queue. It is never answered:
-// an unknown or finished ID and malformed params are only logged.
-func (c *Conn) onCancelRequest(m *message) {
-	field := "requestId"
-	if m.Method == MethodLSPCancelRequest {
-		field = "id"
-	}
-	raw := wire.Member(m.Params, field)
+// peerCancelled cancels, with ErrPeerCancelled, the peer's request in flight
+// whose raw ID the protocol's cancel notification m names. It runs on the
+// read goroutine, ahead of every queue. It is never answered: an unknown or
+// finished ID and malformed params are only logged.
+func (c *Conn) peerCancelled(m *message, raw []byte) {
 	key, ok := wire.KeyOf(raw)
 	if !ok {
 		c.log.Warn("acprpc: ignoring cancel with malformed params", "method", m.Method, "params", string(m.Params))
@@ -36,17 +25,11 @@ func (c *Conn) onCancelRequest(m *message) {
 	r.cancelWith(ErrPeerCancelled)
 }
 
-// sendCancel tells the peer that our request id is no longer wanted. It
-// never waits for the peer, so the caller returns even if the peer has
-// stopped reading.
-func (c *Conn) sendCancel(ctx context.Context, id int64) {
-	f := getFrame()
-	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}
-	f.Begin(nil)
-	f.Buf.WriteString(`,"method":"$/cancel_request","params":{"requestId":`)
-	f.Buf.Write(strconv.AppendInt(f.Buf.AvailableBuffer(), id, 10))
-	f.Buf.WriteString("}}")
-	if c.writer.sendNow(f) == nil {
+// sendCancel tells the peer, with the protocol's cancel notification, that
+// our call id is no longer wanted. It never waits for the peer, so the
+// caller returns even if the peer has stopped reading.
+func (c *Conn) sendCancel(ctx context.Context, pc *pendingCall, id int64) {
+	if c.writer.sendNow(c.acp.cancelCall(ctx, pc, id)) == nil {
 		c.stats.cancelsSent.Add(1)
 	}
 }

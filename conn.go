@@ -38,13 +38,13 @@ type Conn struct {
 	calls    callTable     // our requests awaiting answers
 	notes    *notifier     // the peer's notifications, in order
 	pool     workerPool    // goroutines that run request handlers and the notification loop
-	// lastSession is the session ID of the last message read, which the
-	// next one of that session shares; only the read goroutine touches it.
-	lastSession string
-	intake      intake      // closed by Shutdown before its last flush
-	versions    versioning  // the ACP version and its rules
-	foreground  workTable   // v2: each session's foreground work
-	entities    entityTable // v2: tool calls and terminals the peer may cancel
+	// reader parses what is read, as the protocol set it up; only the read
+	// goroutine touches it.
+	reader wire.Reader
+	intake intake // closed by Shutdown before its last flush
+	// acp is the protocol: the engine calls it directly at a few named
+	// points (acp_rules.go lists them), and knows nothing else of ACP.
+	acp acpRules
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
@@ -79,7 +79,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c.log = slog.New(c.logs)
 	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.pool.init(c.opts.MaxConcurrentRequests, c.closed)
-	c.versions.init(opts, &c.opts, h)
+	c.acp.init(c, opts, h)
 	if l, ok := t.(readLimiter); ok {
 		l.SetReadLimit(c.opts.MaxMessageSize)
 	}
@@ -176,10 +176,7 @@ func (c *Conn) yieldBeforeWait() {
 // receive parses one message and routes it, or answers it when it is not a
 // usable message; the connection and everything in flight go on.
 func (c *Conn) receive(msg []byte) {
-	m, bad := wire.ParseAfter(msg, c.lastSession)
-	if m.SessionID != "" {
-		c.lastSession = m.SessionID
-	}
+	m, bad := c.reader.Read(msg)
 	if c.opts.Hooks.Received != nil {
 		c.received(msg, &m, bad)
 	}
@@ -191,27 +188,24 @@ func (c *Conn) receive(msg []byte) {
 }
 
 // route sends each message down one of four ways, on the read goroutine in
-// the order read: answers to our calls (deliver), cancels (onCancelRequest),
-// ACP's rules (acpRules), then the tracker and serving for a request
-// (serve) or the notification queue. Answers and cancels act at once, ahead
-// of any queue; a request is registered and its handler started before the
-// next message is read. m is passed by value so that it stays on the read
-// goroutine's stack.
+// the order read: answers to our calls (deliver); what the protocol acts on
+// at once, such as cancels (acp.read); then the tracker and serving for a
+// request (serve) or the notification queue. Answers and cancels act at
+// once, ahead of any queue; a request is registered and its handler started
+// before the next message is read. m is passed by value so that it stays on
+// the read goroutine's stack.
 func (c *Conn) route(m message) {
-	switch {
-	case m.Kind == wire.Response:
+	if m.Kind == wire.Response {
 		c.deliver(&m)
-	case m.Kind == wire.Notification && c.isCancelRequest(m.Method):
-		c.onCancelRequest(&m)
+		return
+	}
+	needs, used := c.acp.read(&m)
+	switch {
+	case used:
+	case m.Kind == wire.Request:
+		c.serve(&m, needs)
 	default:
-		needs, used := c.acpRules(&m)
-		switch {
-		case used:
-		case m.Kind == wire.Request:
-			c.serve(&m, needs)
-		default:
-			c.notes.push(m)
-		}
+		c.notes.push(m)
 	}
 }
 

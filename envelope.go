@@ -28,11 +28,12 @@ type Envelope struct {
 // ReadEnvelope reads msg's Envelope as a Conn reads the message: it checks
 // the whole of msg and decodes neither params nor result.
 func ReadEnvelope(msg []byte) Envelope {
-	m, bad := wire.Parse(msg)
+	r := acpReader()
+	m, bad := r.Read(msg)
 	if bad != nil {
 		return Envelope{Kind: KindInvalid, ID: ID{raw: string(bad.ID)}}
 	}
-	return Envelope{Kind: kindOf(&m), ID: ID{raw: string(m.ID)}, Method: m.Method, SessionID: m.SessionID}
+	return Envelope{Kind: kindOf(&m), ID: ID{raw: string(m.ID)}, Method: m.Method, SessionID: m.Scope}
 }
 
 // kindOf is the MessageKind of a message that parsed.

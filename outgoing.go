@@ -18,11 +18,8 @@ type pendingCall struct {
 	method  string
 	result  []byte
 	errObj  []byte
-	barrier uint64 // notifications to handle before the answer is seen
-	// learnsVersion: the call is initialize, whose result sets the
-	// connection's protocol version.
-	learnsVersion bool
-	turn          *turnWatch // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
+	barrier uint64  // notifications to handle before the answer is seen
+	acp     acpCall // what the protocol follows of the call (acp_rules.go); set before it is sent
 	// released: the caller gave up on the call with ReleaseOnCancel, and
 	// the call waits among the released, not the calls awaiting answers.
 	released bool
@@ -79,7 +76,7 @@ func (t *callTable) register(method string) (int64, *pendingCall, error) {
 	t.last++
 	// Every field the read goroutine reads is set before the call is in the
 	// table, where an answer can find it.
-	pc := &pendingCall{done: make(chan struct{}), method: method, learnsVersion: method == methodInitialize}
+	pc := &pendingCall{done: make(chan struct{}), method: method}
 	t.m[t.last] = pc
 	t.callers++
 	return t.last, pc, nil
@@ -195,15 +192,12 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 		c.log.Debug("acprpc: dropping a response to no pending call", "id", string(rawID))
 		return
 	}
-	if pc.learnsVersion && result != nil {
-		c.learnVersion(result) // before the next message is read
+	if result != nil {
+		result = c.acp.callAnswered(pc, result) // before the next message is read
 	}
 	if pc.released {
 		c.log.Debug("acprpc: dropping the late answer to a call released on its cancel", "id", string(rawID), "method", pc.method)
 		return
-	}
-	if result != nil {
-		result = pc.turnResult(result)
 	}
 	pc.end(result, errObj, c.notes.barrier())
 }
@@ -281,7 +275,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		return callErr(fmt.Errorf("cannot encode params: %w", err))
 	}
 	f.info.ctx = ctx
-	c.watchTurn(pc, f)
+	c.acp.callSent(pc, f)
 	if err := c.writer.sendNow(f); err != nil {
 		c.calls.take(id)
 		c.writeFailed(err)
@@ -297,14 +291,12 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 			<-pc.done
 			return c.complete(ctx, pc, result, callErr, nil)
 		}
-		pc.cancelTurn()
-		c.sendCancel(ctx, id)
+		c.sendCancel(ctx, pc, id)
 		return c.afterCancel(ctx, id, pc, result, callErr, co, ctx.Err())
 	case <-c.stopping:
 		// Shutdown cancels this side's calls as it cancels the peer's
 		// requests: the peer is told, and may still answer.
-		pc.cancelTurn()
-		c.sendCancel(ctx, id)
+		c.sendCancel(ctx, pc, id)
 		return c.afterCancel(ctx, id, pc, result, callErr, co, ErrShutdown)
 	}
 }
@@ -408,8 +400,8 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 		return &CallError{Method: method, Err: fmt.Errorf("cannot encode params: %w", err)}
 	}
 	f.info.ctx = ctx
-	if w := c.workOf(ctx, method); w != nil {
-		return w.sendUpdate(f) // ordered with, and dropped after, the work's ending
+	if sent, err := c.acp.notifying(ctx, method, f); sent {
+		return err
 	}
 	if err := c.writer.send(f); err != nil {
 		c.writeFailed(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -12,10 +11,10 @@ import (
 )
 
 // serve registers a request in the tracker and starts its handler, with
-// what ACP's rules need of its entry. It runs on the read goroutine, before
-// anything else is read.
+// what the protocol's read asked of its entry. It runs on the read
+// goroutine, before anything else is read.
 func (c *Conn) serve(m *message, needs acpNeeds) {
-	if strings.HasPrefix(m.Method, "$/") || c.handler == nil {
+	if c.handler == nil {
 		c.refuse(m, MethodNotFound(m.Method))
 		return
 	}
@@ -30,7 +29,6 @@ func (c *Conn) serve(m *message, needs acpNeeds) {
 		return
 	}
 	r := c.newInRequest(m)
-	r.closing = needs.closing
 	if !c.incoming.add(r) {
 		r.cancel(errRequestDone)
 		if c.incoming.isDraining() { // Shutdown: no new work, answered as cancelled
@@ -45,9 +43,7 @@ func (c *Conn) serve(m *message, needs acpNeeds) {
 		c.replyOwn(m.Method, f)
 		return
 	}
-	if needs.joinsWork {
-		r.work = c.foreground.forPrompt(c, r.req.SessionID)
-	}
+	c.acp.registered(r, needs)
 	r.armDeadline(c.opts.HandlerTimeout)
 	c.pool.start(r)
 }
@@ -116,7 +112,7 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 	if r.answered.Load() {
 		return // answered for the handler when its grace period ran out
 	}
-	c.acpHoldAnswer(r)
+	c.acp.holdAnswer(r)
 	if err == nil {
 		f, encErr := resultFrame(r.rawID, result)
 		if encErr == nil {
@@ -129,7 +125,7 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 		c.answer(r, c.cancelledFrame(r))
 		return
 	}
-	c.answer(r, errorFrame(r.rawID, c.errorForVersion(r, answerFor(err))))
+	c.answer(r, errorFrame(r.rawID, c.acp.errorAnswer(r, answerFor(err))))
 }
 
 // answerCancelled answers a cancelled request whose handler has not
@@ -147,7 +143,7 @@ func (c *Conn) cancelledFrame(r *inRequest) *frame {
 // cancelledFrameFor is the cancelled answer of the request rawID of method.
 func (c *Conn) cancelledFrameFor(rawID []byte, method string) *frame {
 	var f *frame
-	if marker, ok := c.markers()[method]; ok {
+	if marker, ok := c.acp.marker(method); ok {
 		f, _ = resultFrame(rawID, marker)
 	}
 	if f == nil {
@@ -167,7 +163,7 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	c.incoming.remove(r) // before sending: the peer may reuse the ID once it reads the answer
 	r.cancel(errRequestDone)
 	f.info.method, f.info.ctx = r.req.Method, r.handlerCtx
-	c.acpBeforeAnswer(r, f)
+	c.acp.beforeAnswer(r, f)
 	c.reply(f)
 	r.markSent()
 	c.incoming.queued()

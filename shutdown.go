@@ -47,9 +47,7 @@ func (c *Conn) beginShutdown() {
 	for _, r := range c.incoming.drain() {
 		r.cancelWith(ErrShutdown)
 	}
-	for _, w := range c.foreground.inProgress() {
-		w.cancelWith(ErrShutdown)
-	}
+	c.acp.shutdown()
 	// Last: a handler whose call is cut short finds its own request
 	// cancelled already, and is answered as cancelled.
 	close(c.stopping)
@@ -75,17 +73,7 @@ func (c *Conn) awaitQuiet(ctx context.Context) error {
 	if err := wait(c.calls.drain()); err != nil {
 		return err
 	}
-	// Work can be begun while the rest winds down (BeginWork); it is
-	// cancelled as soon as it is seen.
-	for works := c.foreground.inProgress(); len(works) > 0; works = c.foreground.inProgress() {
-		for _, w := range works {
-			w.cancelWith(ErrShutdown)
-			if err := wait(w.done); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return c.acp.quiet(wait)
 }
 
 // closedBeforeQuiet is Shutdown's error when the connection closed while it

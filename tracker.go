@@ -23,14 +23,13 @@ type inRequest struct {
 	key      wire.Key
 	size     int         // the message's bytes, held until the handler returns
 	answered atomic.Bool // set once, by the one answer
-	work     *Work       // v2: a prompt's foreground work; set before the handler starts, then under mu
-	closing  closing     // a session/close: what it cancelled, whose ends its answer waits for; set before the handler starts
+	acp      acpRequest  // what the protocol keeps of the request (acp_rules.go)
 	// sent is set once the one answer is queued for the writer; watched
-	// once a session/close waits for that, which fire then tells it.
+	// once someone waits for that (waitSent), which onSent then tells.
 	sent, watched atomic.Bool
-	// The requests in flight of the same session, linked under the table's
-	// lock (incomingTable.sessions).
-	sessionPrev, sessionNext *inRequest
+	// The requests in flight of the same scope (Message.Scope), linked
+	// under the table's lock (incomingTable.scopes).
+	scopePrev, scopeNext *inRequest
 	// handlerCtx is the context the handler gets and its answer is sent
 	// under: the entry itself, or what Options.HandlerContext made of it.
 	// Set on the read goroutine before the entry is added to the table.
@@ -62,7 +61,7 @@ func (r *inRequest) waitSent() {
 	}
 }
 
-// markSent records that the answer is queued and wakes a session/close
+// markSent records that the answer is queued and wakes the one
 // waiting for it. Only a watched request takes the lock: sent is stored
 // before watched is read, and watched before sent, so one side sees the
 // other.
@@ -81,11 +80,14 @@ var errRequestDone = errors.New("acprpc: request answered")
 
 func (c *Conn) newInRequest(m *message) *inRequest {
 	r := &inRequest{conn: c, rawID: m.ID, key: keyOf(m.ID), size: m.Size}
-	r.req = Request{ID: ID{raw: string(m.ID)}, Method: m.Method, Params: m.Params, SessionID: m.SessionID}
+	r.req = Request{ID: ID{raw: string(m.ID)}, Method: m.Method, Params: m.Params, SessionID: m.Scope}
 	r.Context, r.cancel = context.WithCancelCause(c.base)
 	r.handlerCtx = c.handlerContext(r, &r.req, inRequestKey)
 	return r
 }
+
+// scope is the request's Message.Scope, which Request carries as SessionID.
+func (r *inRequest) scope() string { return r.req.SessionID }
 
 func (r *inRequest) Value(key any) any {
 	switch key {
@@ -176,16 +178,16 @@ func (r *inRequest) stopTimers() {
 
 // incomingTable is the in-flight table of the peer's requests, keyed by
 // exact ID. A request is added on the read goroutine before its handler
-// starts, so a $/cancel_request read right after it always finds it.
+// starts, so a cancel read right after it always finds it.
 type incomingTable struct {
 	mu sync.Mutex // protects the fields below
 	m  map[wire.Key]*inRequest
-	// sessions holds, for each session with requests in flight, the last
-	// added of them, linked to the others through sessionPrev and
-	// sessionNext: a session/cancel finds its session's requests without
-	// walking every request in flight (1,000 sessions cancelled at once
-	// cost a million steps that way), and the links cost no allocation.
-	sessions map[string]*inRequest
+	// scopes holds, for each scope with requests in flight, the last added
+	// of them, linked to the others through scopePrev and scopeNext: the
+	// protocol cancels a scope's requests (an ACP session's) without
+	// walking every request in flight (1,000 scopes cancelled at once cost
+	// a million steps that way), and the links cost no allocation.
+	scopes   map[string]*inRequest
 	draining bool   // Shutdown has begun: no request is added any more
 	open     int    // requests added whose answer is not queued yet
 	empty    signal // fired when open drops to 0
@@ -210,14 +212,14 @@ func (t *incomingTable) add(r *inRequest) bool {
 		return false
 	}
 	t.m[r.key] = r
-	if sid := r.req.SessionID; sid != "" {
-		if t.sessions == nil {
-			t.sessions = make(map[string]*inRequest)
+	if sid := r.scope(); sid != "" {
+		if t.scopes == nil {
+			t.scopes = make(map[string]*inRequest)
 		}
-		if last := t.sessions[sid]; last != nil {
-			r.sessionPrev, last.sessionNext = last, r
+		if last := t.scopes[sid]; last != nil {
+			r.scopePrev, last.scopeNext = last, r
 		}
-		t.sessions[sid] = r
+		t.scopes[sid] = r
 	}
 	t.open++
 	t.held.Add(int64(r.size))
@@ -235,28 +237,28 @@ func (t *incomingTable) remove(r *inRequest) {
 	t.mu.Lock()
 	if t.m[r.key] == r {
 		delete(t.m, r.key)
-		t.unlinkSession(r)
+		t.unlinkScope(r)
 	}
 	t.mu.Unlock()
 }
 
-// unlinkSession takes r out of its session's list; t.mu is held.
-func (t *incomingTable) unlinkSession(r *inRequest) {
-	sid := r.req.SessionID
+// unlinkScope takes r out of its scope's list; t.mu is held.
+func (t *incomingTable) unlinkScope(r *inRequest) {
+	sid := r.scope()
 	if sid == "" {
 		return
 	}
-	if r.sessionNext != nil {
-		r.sessionNext.sessionPrev = r.sessionPrev
-	} else if r.sessionPrev != nil {
-		t.sessions[sid] = r.sessionPrev
+	if r.scopeNext != nil {
+		r.scopeNext.scopePrev = r.scopePrev
+	} else if r.scopePrev != nil {
+		t.scopes[sid] = r.scopePrev
 	} else {
-		delete(t.sessions, sid)
+		delete(t.scopes, sid)
 	}
-	if r.sessionPrev != nil {
-		r.sessionPrev.sessionNext = r.sessionNext
+	if r.scopePrev != nil {
+		r.scopePrev.scopeNext = r.scopeNext
 	}
-	r.sessionPrev, r.sessionNext = nil, nil
+	r.scopePrev, r.scopeNext = nil, nil
 }
 
 // queued records that an answer removed from the table is queued: once
@@ -315,22 +317,22 @@ func (t *incomingTable) all() []*inRequest {
 	return t.matching(func(*inRequest) bool { return true })
 }
 
-// inSession returns the requests in flight whose params name the session,
+// inScope returns the requests in flight of the scope,
 // oldest first. The table's lock is released before the caller acts on
 // them.
-func (t *incomingTable) inSession(sessionID string) []*inRequest {
+func (t *incomingTable) inScope(scope string) []*inRequest {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	last := t.sessions[sessionID]
+	last := t.scopes[scope]
 	if last == nil {
 		return nil
 	}
 	first, n := last, 1
-	for ; first.sessionPrev != nil; first = first.sessionPrev {
+	for ; first.scopePrev != nil; first = first.scopePrev {
 		n++
 	}
 	out := make([]*inRequest, 0, n)
-	for r := first; r != nil; r = r.sessionNext {
+	for r := first; r != nil; r = r.scopeNext {
 		out = append(out, r)
 	}
 	return out

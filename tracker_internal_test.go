@@ -23,30 +23,30 @@ func TestIncomingTableSessions(t *testing.T) {
 	a := []*inRequest{req(1, "a"), req(2, "a"), req(3, "a"), req(4, "a")}
 	b := req(5, "b")
 	none := req(6, "")
-	assert.Equal(t, a, tab.inSession("a"))
-	assert.Equal(t, []*inRequest{b}, tab.inSession("b"))
-	assert.Empty(t, tab.inSession(""), "a request naming no session is in none")
-	assert.Empty(t, tab.inSession("c"))
+	assert.Equal(t, a, tab.inScope("a"))
+	assert.Equal(t, []*inRequest{b}, tab.inScope("b"))
+	assert.Empty(t, tab.inScope(""), "a request naming no session is in none")
+	assert.Empty(t, tab.inScope("c"))
 
 	tab.remove(a[1]) // the middle
-	assert.Equal(t, []*inRequest{a[0], a[2], a[3]}, tab.inSession("a"))
+	assert.Equal(t, []*inRequest{a[0], a[2], a[3]}, tab.inScope("a"))
 	tab.remove(a[3]) // the last added
-	assert.Equal(t, []*inRequest{a[0], a[2]}, tab.inSession("a"))
+	assert.Equal(t, []*inRequest{a[0], a[2]}, tab.inScope("a"))
 	tab.remove(a[0]) // the first
-	assert.Equal(t, []*inRequest{a[2]}, tab.inSession("a"))
+	assert.Equal(t, []*inRequest{a[2]}, tab.inScope("a"))
 	late := req(7, "a")
-	assert.Equal(t, []*inRequest{a[2], late}, tab.inSession("a"))
+	assert.Equal(t, []*inRequest{a[2], late}, tab.inScope("a"))
 
 	// A request that never got in (its ID was busy) is not removed in the
 	// place of the one that holds the ID.
 	dup := &inRequest{rawID: []byte("7"), key: keyOf([]byte("7")), req: Request{SessionID: "a"}}
 	require.False(t, tab.add(dup))
 	tab.remove(dup)
-	assert.Equal(t, []*inRequest{a[2], late}, tab.inSession("a"))
+	assert.Equal(t, []*inRequest{a[2], late}, tab.inScope("a"))
 
 	for _, r := range []*inRequest{a[2], late, b, none} {
 		tab.remove(r)
 	}
-	assert.Empty(t, tab.sessions, "nothing is kept for sessions with no request in flight")
+	assert.Empty(t, tab.scopes, "nothing is kept for sessions with no request in flight")
 	assert.Empty(t, tab.m)
 }

@@ -22,7 +22,8 @@ import (
 // classifies a line as encoding/json reads it.
 func FuzzParseLine(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
-		m, bad := Parse(line)
+		r := Reader{Scope: "sessionId"}
+		m, bad := r.Read(line)
 		saysValid := bad == nil || bad.Code != CodeParseError
 		if wirefuzz.Depth(line) < maxDepth-1 && saysValid != json.Valid(line) {
 			t.Fatalf("Parse says valid=%v (%+v), json.Valid says %v", saysValid, bad, !saysValid)
@@ -212,7 +213,8 @@ func fuzzCheckID(t *testing.T, id []byte) {
 	}
 }
 
-// fuzzCheckSession checks the session ID against params.sessionId.
+// fuzzCheckSession checks the scope against params.sessionId, the Reader's
+// Scope.
 func fuzzCheckSession(t *testing.T, m Message) {
 	var params map[string]json.RawMessage
 	want := ""
@@ -224,8 +226,8 @@ func fuzzCheckSession(t *testing.T, m Message) {
 			_ = json.Unmarshal(sid, &want)
 		}
 	}
-	if m.SessionID != want {
-		t.Fatalf("session %q, params %s", m.SessionID, m.Params)
+	if m.Scope != want {
+		t.Fatalf("scope %q, params %s", m.Scope, m.Params)
 	}
 }
 

@@ -26,15 +26,15 @@ const (
 // parsed, so the raw ID and params can be handed on without copying as long
 // as those bytes are not reused.
 type Message struct {
-	Kind      Kind
-	ID        []byte // raw JSON of an ID this side carries (see ValidID), nil for notifications
-	Method    string
-	Params    []byte // raw JSON, nil when absent
-	Result    []byte // raw JSON, for responses
-	Error     []byte // raw JSON, for error responses
-	SessionID string // params.sessionId when it is a string
-	Invalid   string // why a response cannot be taken as an answer, if it cannot
-	Size      int    // the message's length: what holding it holds
+	Kind    Kind
+	ID      []byte // raw JSON of an ID this side carries (see ValidID), nil for notifications
+	Method  string
+	Params  []byte // raw JSON, nil when absent
+	Result  []byte // raw JSON, for responses
+	Error   []byte // raw JSON, for error responses
+	Scope   string // the string value of params' Reader.Scope member, if it has one
+	Invalid string // why a response cannot be taken as an answer, if it cannot
+	Size    int    // the message's length: what holding it holds
 }
 
 // Problem is the answer owed to a message that is not usable. ID is the
@@ -52,22 +52,45 @@ var (
 	lineMissing = "the message has neither a method nor a result or error"
 )
 
-// Parse validates a message as JSON and classifies it in a single pass:
-// the top-level object's members are located without decoding them, and a
-// params object's sessionId is picked up on the way. It returns the
-// message, or the problem that makes it unusable.
-func Parse(msg []byte) (Message, *Problem) { return ParseAfter(msg, "") }
+// Reader reads the messages of one connection, in the order read, as its
+// protocol asks: which member of params scopes a message (the key the
+// protocol groups requests by), and which method names to share. Its zero
+// value picks up no member and shares no name.
+type Reader struct {
+	// Scope names the params member whose string value a message carries
+	// as Message.Scope; "" picks up none.
+	Scope string
+	// Names are the method names a message takes as they are, instead of a
+	// copy of its own: a request or notification then allocates nothing for
+	// its name. Only read, it may be shared.
+	Names map[string]string
 
-// ParseAfter is Parse for a reader that passes the session ID of the last
-// message it read: a message naming the same session takes that string
-// instead of a copy of its own. A connection's messages mostly name one
-// session, so its read loop allocates nothing for them.
-func ParseAfter(msg []byte, lastSession string) (Message, *Problem) {
+	last string // the Scope of the last message read
+}
+
+// Parse validates a message as JSON and classifies it in a single pass,
+// with a zero Reader: the top-level object's members are located without
+// decoding them. It returns the message, or the problem that makes it
+// unusable.
+func Parse(msg []byte) (Message, *Problem) {
+	var r Reader
+	return r.Read(msg)
+}
+
+// Read is Parse with the Reader's protocol: a params object's Scope member
+// is picked up on the way, and a message of the same scope as the last one
+// read takes that string instead of a copy of its own (a connection's
+// messages mostly name one scope, so its read loop allocates nothing for
+// them).
+func (r *Reader) Read(msg []byte) (Message, *Problem) {
 	s := scanner{b: msg}
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == '{' {
-		m, bad := s.topObject(lastSession)
+		m, bad := s.topObject(r)
 		m.Size = len(msg)
+		if m.Scope != "" {
+			r.last = m.Scope
+		}
 		return m, bad
 	}
 	if err := s.value(0, nil); err != nil || !s.atEnd() {
@@ -82,7 +105,8 @@ func ParseAfter(msg []byte, lastSession string) (Message, *Problem) {
 // members holds the spans of the top-level members that matter.
 type members struct {
 	id, method, params, result, errObj, version []byte
-	session                                     capture // params.sessionId
+	scope                                       capture // params' scope member
+	scopeName                                   string
 }
 
 // Member returns the raw value of obj's top-level member name, or nil when
@@ -100,12 +124,12 @@ func Member(obj []byte, name string) []byte {
 	return c.span
 }
 
-func (s *scanner) topObject(lastSession string) (Message, *Problem) {
-	var m members
+func (s *scanner) topObject(r *Reader) (Message, *Problem) {
+	m := members{scopeName: r.Scope}
 	if err := s.object(0, &m, nil); err != nil || !s.atEnd() {
 		return Message{}, &Problem{Code: CodeParseError, Msg: "Parse error: the message is not valid JSON"}
 	}
-	return m.classify(lastSession)
+	return m.classify(r)
 }
 
 // keyIs reports whether key, a member name as JSON text (quotes included),
@@ -127,8 +151,11 @@ func (m *members) slot(key []byte) (span *[]byte, inner *capture) {
 	case `"method"`:
 		return &m.method, nil
 	case `"params"`:
-		m.session = capture{name: "sessionId"} // a repeated params member starts afresh
-		return &m.params, &m.session
+		if m.scopeName == "" {
+			return &m.params, nil
+		}
+		m.scope = capture{name: m.scopeName} // a repeated params member starts afresh
+		return &m.params, &m.scope
 	case `"result"`:
 		return &m.result, nil
 	case `"error"`:
@@ -149,7 +176,7 @@ func (m *members) slot(key []byte) (span *[]byte, inner *capture) {
 
 // classify turns the envelope's members into a message, or says what is
 // wrong with it in JSON-RPC terms.
-func (m *members) classify(lastSession string) (Message, *Problem) {
+func (m *members) classify(r *Reader) (Message, *Problem) {
 	invalid := func(msg string, id []byte) (Message, *Problem) {
 		return Message{}, &Problem{Code: CodeInvalidRequest, Msg: "Invalid request: " + msg, ID: id}
 	}
@@ -169,12 +196,12 @@ func (m *members) classify(lastSession string) (Message, *Problem) {
 	if m.method[0] != '"' {
 		return invalid("the method must be a string", carried)
 	}
-	msg := Message{Method: methodName(m.method), Params: m.params}
+	msg := Message{Method: r.methodName(m.method), Params: m.params}
 	if len(m.params) > 0 && m.params[0] != '{' && m.params[0] != '[' && !IsNull(m.params) {
 		return invalid("params must be an object or an array", carried)
 	}
-	if sid := m.session.span; len(sid) > 0 && sid[0] == '"' {
-		msg.SessionID = unquoteAs(sid, lastSession)
+	if scope := m.scope.span; len(scope) > 0 && scope[0] == '"' {
+		msg.Scope = unquoteAs(scope, r.last)
 	}
 	if m.id == nil {
 		msg.Kind = Notification

@@ -31,10 +31,11 @@ func TestMemberAllocations(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
-// A message of the session read last takes its session ID without a copy;
-// one of another session, or spelled with escapes, is decoded as Parse
-// decodes it, even when its raw text reads like the last ID.
-func TestParseAfterSession(t *testing.T) {
+// A message of the scope read last takes its scope without a copy; one of
+// another scope, or spelled with escapes, is decoded as Parse decodes it,
+// even when its raw text reads like the last one. A zero Reader picks up
+// no scope.
+func TestReaderScope(t *testing.T) {
 	line := func(sid string) []byte {
 		return []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"` + sid + `"}}`)
 	}
@@ -45,14 +46,23 @@ func TestParseAfterSession(t *testing.T) {
 		{`\u00731`, `\u00731`, "s1"}, // the last ID was a literal backslash; this one is an escape
 		{"s1", `\u00731`, "s1"},
 	} {
-		m, p := ParseAfter(line(c.raw), c.last)
+		r := Reader{Scope: "sessionId", last: c.last}
+		m, p := r.Read(line(c.raw))
 		require.Nil(t, p, c.raw)
-		assert.Equal(t, c.want, m.SessionID, "raw %s after %s", c.raw, c.last)
+		assert.Equal(t, c.want, m.Scope, "raw %s after %s", c.raw, c.last)
+		assert.Equal(t, c.want, r.last, "the scope read is the last one")
 	}
 	msg := line("sess_0123456789abcdef")
-	last, _ := Parse(msg)
-	reused := testing.AllocsPerRun(100, func() { _, _ = ParseAfter(msg, last.SessionID) })
-	copied := testing.AllocsPerRun(100, func() { _, _ = Parse(msg) })
+	m, _ := Parse(msg)
+	assert.Empty(t, m.Scope, "a zero Reader picks up no scope")
+	names := map[string]string{"session/update": "session/update"} // the method's name is shared, not counted
+	r := Reader{Scope: "sessionId", Names: names}
+	_, _ = r.Read(msg)
+	reused := testing.AllocsPerRun(100, func() { _, _ = r.Read(msg) })
+	fresh := testing.AllocsPerRun(100, func() {
+		r := Reader{Scope: "sessionId", Names: names}
+		_, _ = r.Read(msg)
+	})
 	assert.Zero(t, reused)
-	assert.Equal(t, float64(1), copied, "Parse copies the session ID")
+	assert.Equal(t, float64(1), fresh, "a new scope is copied")
 }
