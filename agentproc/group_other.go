@@ -23,3 +23,7 @@ func (p *Process) killGroup() {}
 
 // awaitGroupEnd has no group to wait for.
 func (p *Process) awaitGroupEnd(time.Duration) {}
+
+// tookSIGTERM reports that there is no SIGTERM to take: Close never
+// returns ErrTerminated here.
+func tookSIGTERM(error) bool { return false }

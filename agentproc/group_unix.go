@@ -3,6 +3,7 @@
 package agentproc
 
 import (
+	"errors"
 	"os/exec"
 	"syscall"
 	"time"
@@ -81,3 +82,21 @@ func (p *Process) awaitGroupEnd(d time.Duration) {
 
 // maxGroupLook is the longest awaitGroupEnd waits between two looks.
 const maxGroupLook = 20 * time.Millisecond
+
+// tookSIGTERM reports whether a terminated agent's exit, in err, says it
+// ended on SIGTERM: it died of the signal, or caught it and exited with
+// status 0 (no exit error) or 128+SIGTERM.
+func tookSIGTERM(err error) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return true
+	}
+	status, ok := exit.Sys().(syscall.WaitStatus)
+	if !ok {
+		return false
+	}
+	if status.Signaled() {
+		return status.Signal() == syscall.SIGTERM
+	}
+	return status.ExitStatus() == 128+int(syscall.SIGTERM)
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,4 +81,39 @@ func TestRunEndsTheAgentWhenFPanics(t *testing.T) {
 	assert.Equal(t, "f failed", recovered)
 	require.NotNil(t, conn)
 	wiretest.Recv(t, ctx, conn.Done())
+}
+
+// An agent that needed SIGTERM once its stdin closed, as real agents do,
+// ended normally for a client that is done with it: Run returns f's error
+// alone, nil here. One killed with SIGKILL did not end normally.
+func TestRunAnAgentThatNeededSIGTERM(t *testing.T) {
+	errF := errors.New("f failed")
+	for _, tc := range []struct {
+		name, mode string
+		fErr       error
+		killed     bool
+	}{
+		{"died of SIGTERM", "lingers", nil, false},
+		{"caught SIGTERM and exited 0", "tends-child", nil, false},
+		{"f failed", "lingers", errF, false},
+		{"ignored SIGTERM", "ignore-eof", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			opts := &agentproc.Options{ExitTimeout: time.Millisecond, TermTimeout: 100 * time.Millisecond}
+			err := agentproc.Run(ctx, helperAgent(tc.mode), nil, opts, func(ctx context.Context, conn *acprpc.Conn) error {
+				echo(t, ctx, conn)
+				return tc.fErr
+			})
+			switch {
+			case tc.killed:
+				require.ErrorIs(t, err, agentproc.ErrKilled)
+			case tc.fErr != nil:
+				require.ErrorIs(t, err, tc.fErr)
+				assert.NotErrorIs(t, err, agentproc.ErrTerminated)
+			default:
+				require.NoError(t, err)
+			}
+		})
+	}
 }
