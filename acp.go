@@ -14,12 +14,12 @@ const (
 	CodeInvalidParams    = -32602 // params do not fit the method
 	CodeInternalError    = -32603 // the handler failed or panicked
 	CodeRequestCancelled = -32800 // the request was cancelled, by the peer or internally
-)
 
-// CodeUnsupportedProtocolVersion is ACP's error for an initialize that asks
-// for a version below every version the agent supports. Its data is
-// {"requested": n, "supported": [...]}.
-const CodeUnsupportedProtocolVersion = -32022
+	// CodeUnsupportedProtocolVersion is ACP's error for an initialize that
+	// asks for a version below every version the agent supports. Its data
+	// is {"requested": n, "supported": [...]}.
+	CodeUnsupportedProtocolVersion = -32022
+)
 
 // Method names of the cancellation protocol.
 const (

@@ -69,10 +69,11 @@ type versioning struct {
 	pinned bool
 }
 
-// VersionedHandler is a Handler that serves a fixed set of ACP versions, as
-// VersionRouter does. A Conn serving one negotiates initialize itself; see
-// Options.SupportedVersions.
-type VersionedHandler interface {
+// versionedHandler is a Handler that serves a fixed set of ACP versions, as
+// VersionRouter does: a Conn serving one negotiates initialize itself (see
+// Options.SupportedVersions). Any handler with the method is one, so that a
+// handler wrapping a VersionRouter passes its versions on.
+type versionedHandler interface {
 	Handler
 	ProtocolVersions() []ProtocolVersion
 }
@@ -82,7 +83,7 @@ func (v *versioning) init(opts *Options, settled *Options, h Handler) {
 		v.markers = opts.CancelMarkers
 	}
 	v.supported = slices.Clone(settled.SupportedVersions)
-	if vh, ok := h.(VersionedHandler); ok && v.supported == nil {
+	if vh, ok := h.(versionedHandler); ok && v.supported == nil {
 		v.supported = vh.ProtocolVersions()
 	}
 	slices.Sort(v.supported)

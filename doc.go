@@ -3,21 +3,47 @@
 // either side, every request is answered exactly once, and nothing in flight
 // is lost to a bad line, a slow handler or a vanished peer.
 //
+// # An agent and a client
+//
+// The packages acpv1 and acpv2 are ACP's messages as Go types, generated
+// from the protocol's schema, with the handler sets Agent and Client and a
+// typed Method for each of ACP's methods. An agent fills in the functions
+// it serves and runs over stdio with ServeStdio:
+//
+//	agent := acpv1.Agent{SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
+//		reply := acpv1.AgentText(p.SessionID, "You said: "+acpv1.TextOf(p.Prompt))
+//		err := acpv1.ToClient.SessionUpdate.Notify(ctx, acprpc.ConnFromContext(ctx), reply)
+//		return acpv1.PromptResponse{StopReason: acpv1.StopReasonEndTurn}, err
+//	}}
+//	err := acprpc.ServeStdio(ctx, agent.Router(), nil)
+//
+// A client serves the agent's requests and notifications the same way, and
+// calls it through a Conn; agentproc.Run starts the agent's process and
+// gives the connection to its pipes:
+//
+//	client := acpv1.Client{SessionUpdate: func(ctx context.Context, n acpv1.SessionNotification) { ... }}
+//	err := agentproc.Run(ctx, cmd, client.Router(), nil, func(ctx context.Context, conn *acprpc.Conn) error {
+//		_, err := acpv1.ToAgent.Initialize.Call(ctx, conn, acpv1.InitializeRequest{ProtocolVersion: acpv1.Version})
+//		...
+//		_, err = acpv1.ToAgent.SessionPrompt.Call(ctx, conn, acpv1.TextPrompt(sessionID, "hello"))
+//		return err
+//	})
+//
 // # Connections and transports
 //
 // A Conn is one side of a connection, agent or client alike. It serves the
 // peer's requests and notifications with a Handler, and makes its own calls
-// with Call and Notify:
+// with Call and Notify, which take any method and any JSON:
 //
 //	conn := acprpc.NewConn(ctx, acprpc.NewStreamPipes(os.Stdin, os.Stdout), handler, nil)
 //	defer conn.Close()
-//	var result PromptResponse
+//	var result acpv1.PromptResponse
 //	err := conn.Call(ctx, "session/prompt", params, &result)
 //
 // A Conn runs over a Transport, which carries one whole message per Recv
 // and per Send and knows nothing of JSON-RPC: a Stream for ACP's stdio
-// framing, sourcegraph.Transport for sourcegraph/jsonrpc2's object streams, Pipe for
-// two Conns in one process, and the remote package's WebSocket and
+// framing, sourcegraph.Transport for sourcegraph/jsonrpc2's object
+// streams, Pipe for two Conns in one process, and the remote package's WebSocket and
 // Streamable HTTP. The Conn owns everything that decides what the peer sees
 // (parsing, IDs, answers, cancellation, limits), the same over every
 // transport. A client starts its agent with agentproc.Start. The zero Options are
@@ -59,28 +85,26 @@
 // A Router serves each method with a function of its own, its params
 // decoded once into the function's parameter type; CallFor is Call with the
 // result as a return value. A Method (or Notification) is a method's name
-// with its types, so that its Call and Handle need neither. The packages
-// acpv1 and acpv2 are ACP's messages as Go types, generated from the
-// protocol's schema, with a Method for each of ACP's methods and the
-// handler sets Agent and Client; ServeStdio and agentproc.Run run an agent's
-// and a client's connection from start to end:
-//
-//	agent := acpv1.Agent{SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
-//		...
-//	}}
-//	err := acprpc.ServeStdio(ctx, agent.Router(), nil)
+// with its types, so that its Call and Handle need neither: acpv1 and acpv2
+// are built of them. ServeStdio and agentproc.Run run an agent's and a
+// client's connection from start to end.
 //
 // # ACP versions
 //
-// A connection speaks one ACP version, which Conn.ProtocolVersion reports:
-// negotiated by the Conn for an agent with Options.SupportedVersions or a
-// VersionRouter, pinned by Options.PinnedVersion, or learnt from the
-// initialize exchange it carries. On v2 a prompt's turn is the session's
-// foreground Work, which ends with exactly one idle state_update;
-// session/close is a request answered after it (on v1, after the requests
-// it cancelled); tool_call/cancel and
-// terminal/cancel cancel what CancellableToolCall and CancellableTerminal
-// registered. docs/versions.md has the rules.
+// A connection speaks one ACP version, which Conn.ProtocolVersion reports.
+// An agent lists the versions it serves, with Options.SupportedVersions or
+// by serving a VersionRouter (a handler per version), and its Conn
+// negotiates the client's initialize itself. A client sets nothing: its
+// Conn learns the version from the agent's initialize answer, as an
+// agent's Conn does from its own answer when it negotiates nothing. Only
+// an SDK that speaks one version whatever the exchange says pins it
+// (Options.PinnedVersion), and only an application that negotiated outside
+// the Conn sets it (Conn.SetProtocolVersion). On v2 a prompt's turn is the
+// session's foreground Work, which ends with exactly one idle
+// state_update; session/close is a request answered after it (on v1, after
+// the requests it cancelled); tool_call/cancel and terminal/cancel cancel
+// what CancellableToolCall and CancellableTerminal registered.
+// docs/versions.md has the rules.
 //
 // # Ordering
 //

@@ -8,12 +8,12 @@ import (
 	"time"
 )
 
-// DefaultCancelGrace is how long a cancelled request's handler may take to
-// return before the request is answered for it.
-const DefaultCancelGrace = 2 * time.Second
-
-// Default limits; each can be changed in Options.
+// The defaults of Options; each can be changed there.
 const (
+	// DefaultCancelGrace is how long a cancelled request's handler may take
+	// to return before the request is answered for it.
+	DefaultCancelGrace = 2 * time.Second
+
 	DefaultMaxInFlight            = 100_000
 	DefaultMaxOutgoing            = 100_000
 	DefaultMaxQueuedNotifications = 10_000
@@ -167,7 +167,8 @@ type Options struct {
 	// goroutine before the handler runs: the highest of them at or below the
 	// version the client asks for (with v1 alone, always v1, as v1 falls
 	// back), else the request is answered -32022 with {requested, supported}
-	// data and the handler never sees it. A VersionedHandler (VersionRouter)
+	// data and the handler never sees it. A handler with a
+	// ProtocolVersions method (VersionRouter)
 	// sets them when this is nil. Without them the application answers
 	// initialize, and its answer's protocolVersion sets the connection's
 	// version.
