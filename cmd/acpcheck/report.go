@@ -22,6 +22,9 @@ const (
 type Finding struct {
 	Detail string `json:"detail"`
 	Lines  []int  `json:"lines,omitempty"`
+	// Protocol is the version of the connection the lines are on: 1 for
+	// Report.Wire, 2 for Report.WireV2.
+	Protocol int `json:"protocol"`
 }
 
 // Result is the outcome of one rule.
@@ -34,22 +37,23 @@ type Result struct {
 
 // Report is a run's outcome: each rule's result, and the whole wire.
 type Report struct {
-	Agent    []string `json:"agent"`
-	Protocol int      `json:"protocol"`
-	Results  []Result `json:"results"`
-	Wire     []Line   `json:"wire"`
-	Stderr   string   `json:"stderr,omitempty"` // the agent's last words on stderr
+	Agent   []string `json:"agent"`
+	Results []Result `json:"results"`
+	Wire    []Line   `json:"wire"`
+	WireV2  []Line   `json:"wire_v2,omitempty"` // the v2 connection's, if the agent offers v2
+	Stderr  string   `json:"stderr,omitempty"`  // the agent's last words on stderr
 }
 
 // results gathers the outcome of each rule as the scenarios check it: a
 // rule fails with any finding, passes if it was checked at least once with
 // none, and is not brought about otherwise.
 type results struct {
-	byID map[string]*Result
+	byID  map[string]*Result
+	proto int // the version of the connection the findings come from
 }
 
 func newResults() *results {
-	r := &results{byID: map[string]*Result{}}
+	r := &results{byID: map[string]*Result{}, proto: 1}
 	for _, rule := range allRules {
 		r.byID[rule.ID] = &Result{Rule: rule}
 	}
@@ -65,7 +69,7 @@ func (r *results) pass(rule Rule) {
 func (r *results) fail(rule Rule, lines []int, format string, args ...any) {
 	res := r.byID[rule.ID]
 	res.Status, res.Why = Fail, ""
-	res.Findings = append(res.Findings, Finding{Detail: fmt.Sprintf(format, args...), Lines: lines})
+	res.Findings = append(res.Findings, Finding{Detail: fmt.Sprintf(format, args...), Lines: lines, Protocol: r.proto})
 }
 
 // notBrought records why a scenario did not happen, unless the rule was
@@ -109,12 +113,17 @@ func (rep *Report) result(id string) Result {
 	return Result{}
 }
 
-// line returns the wire line with sequence number seq.
-func (rep *Report) line(seq int) (Line, bool) {
-	if seq < 1 || seq > len(rep.Wire) {
+// line returns the wire line with sequence number seq on the connection
+// of version proto.
+func (rep *Report) line(proto, seq int) (Line, bool) {
+	wire := rep.Wire
+	if proto == 2 {
+		wire = rep.WireV2
+	}
+	if seq < 1 || seq > len(wire) {
 		return Line{}, false
 	}
-	return rep.Wire[seq-1], true
+	return wire[seq-1], true
 }
 
 // maxShown is how much of a wire line the text report shows.
@@ -123,7 +132,7 @@ const maxShown = 400
 // WriteText writes the report for people: each rule's status, and for each
 // finding its wire lines.
 func (rep *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "acpcheck: %s (ACP v%d)\n\n", strings.Join(rep.Agent, " "), rep.Protocol)
+	fmt.Fprintf(w, "acpcheck: %s\n\n", strings.Join(rep.Agent, " "))
 	counts := map[Status]int{}
 	for _, r := range rep.Results {
 		counts[r.Status]++
@@ -133,9 +142,9 @@ func (rep *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "     not brought about: %s\n", r.Why)
 		}
 		for _, f := range r.Findings {
-			fmt.Fprintf(w, "     - %s\n", f.Detail)
+			fmt.Fprintf(w, "     - %s (v%d)\n", f.Detail, f.Protocol)
 			for _, seq := range f.Lines {
-				if l, ok := rep.line(seq); ok {
+				if l, ok := rep.line(f.Protocol, seq); ok {
 					fmt.Fprintf(w, "         #%-4d %s %s\n", l.Seq, arrow(l.Dir), shorten(l.Raw))
 				}
 			}

@@ -16,6 +16,8 @@ const (
 	pageCancellation = "https://agentclientprotocol.com/protocol/v1/cancellation"
 	pageTransports   = "https://agentclientprotocol.com/protocol/transports"
 	pageJSONRPC      = "https://www.jsonrpc.org/specification"
+	pageV2Schema     = "https://agentclientprotocol.com/protocol/v2/schema"
+	pageV2Cancel     = "https://agentclientprotocol.com/protocol/v2/cancellation"
 )
 
 // The rules acpcheck checks, in the order of its report.
@@ -34,10 +36,21 @@ var (
 	ruleMethodNotFound = Rule{"method-not-found", "a request for an unknown method is answered -32601", pageJSONRPC}
 	ruleStdinExit      = Rule{"stdin-exit", "the agent exits when its stdin closes", pageTransports}
 	ruleNoLeftover     = Rule{"no-leftover", "the agent leaves no process behind when it exits", pageTransports}
+	ruleOwnRequests    = Rule{"own-requests-cancelled", "a cancelled turn's requests to the client are each cancelled with $/cancel_request", pageV2Cancel}
+
+	ruleV2Initialize   = Rule{"v2-initialize", "initialize asking for v2 is answered 2, or a lower version the agent speaks", pageInit}
+	ruleV2PromptAnswer = Rule{"v2-prompt-answer", "v2: session/prompt is answered with the prompt's messageId", pageV2Schema}
+	ruleV2OneIdle      = Rule{"v2-one-idle", "v2: each foreground work ends with exactly one idle state_update, also when cancelled", pageV2Schema}
+	ruleV2CancelIdle   = Rule{"v2-cancel-idle", "v2: session/cancel ends the work with an idle state_update, stopReason \"cancelled\"", pageV2Cancel}
+	ruleV2Close        = Rule{"v2-session-close", "v2: session/close is answered and ends the session's work", pageV2Schema}
 )
 
 var allRules = []Rule{
 	ruleInitialize, ruleSessionNew, rulePromptTurn, ruleCancelStop, ruleTurnAfter, ruleCancelRequest,
 	ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter, ruleParseError, ruleMethodNotFound,
-	ruleStdinExit, ruleNoLeftover,
+	ruleStdinExit, ruleNoLeftover, ruleOwnRequests,
+	ruleV2Initialize, ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2Close,
 }
+
+// v2Rules are the rules only a v2 connection checks.
+var v2Rules = []Rule{ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2Close}

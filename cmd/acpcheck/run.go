@@ -12,6 +12,7 @@ import (
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/acpv1"
+	"github.com/acpkit/acprpc/acpv2"
 )
 
 // runOptions say what agent to check and how long to give it.
@@ -47,6 +48,7 @@ type runner struct {
 	calls sync.WaitGroup
 
 	hold atomic.Bool // hold the agent's permission requests until they are cancelled
+	v2   bool        // the connection speaks v2
 
 	notesRead    bool     // the notifications scenario's probes were read
 	parseProbe   [2]int   // the malformed line and its answer: the one ID-less answer that is due
@@ -56,17 +58,16 @@ type runner struct {
 }
 
 // runChecks runs every scenario against the agent and returns the report,
-// or an error wrapping errNotRun if the agent could not be run at all.
+// or an error wrapping errNotRun if the agent could not be run at all: first
+// over a v1 connection, then, in a fresh process of the agent, over v2 if it
+// offers v2.
 func runChecks(ctx context.Context, o runOptions) (*Report, error) {
-	agent, err := startAgent(o.Argv, o.Env, o.Stderr)
+	res := newResults()
+	r, err := newRunner(ctx, o, res, false)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errNotRun, err)
+		return nil, err
 	}
-	r := &runner{o: o, ctx: ctx, w: newTranscript(), agent: agent, res: newResults()}
-	r.t = &tap{s: acprpc.NewStreamPipes(agent.stdout, agent.stdin), w: r.w}
-	r.conn = acprpc.NewConn(ctx, r.t, r.client().Router(), &acprpc.Options{Hooks: r.w.hooks()})
 	defer r.finish()
-
 	if err := r.initialize(); err != nil {
 		return nil, err
 	}
@@ -79,8 +80,36 @@ func runChecks(ctx context.Context, o runOptions) (*Report, error) {
 	}
 	r.closeStdin()
 	r.wireRules()
-	rep := &Report{Agent: o.Argv, Protocol: 1, Results: r.res.list(), Wire: r.w.all(), Stderr: agent.stderr.String()}
+	rep := &Report{Agent: o.Argv, Wire: r.w.all(), Stderr: r.agent.stderr.String()}
+
+	res.proto = 2
+	if r2, err := newRunner(ctx, o, res, true); err == nil {
+		defer r2.finish()
+		r2.runV2()
+		rep.WireV2 = r2.w.all()
+	} else {
+		for _, rule := range append([]Rule{ruleV2Initialize}, v2Rules...) {
+			res.notBrought(rule, "the agent could not be started again for v2: %v", err)
+		}
+	}
+	rep.Results = res.list()
 	return rep, nil
+}
+
+// newRunner starts the agent and connects to it as a client of v1 or v2.
+func newRunner(ctx context.Context, o runOptions, res *results, v2 bool) (*runner, error) {
+	agent, err := startAgent(o.Argv, o.Env, o.Stderr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNotRun, err)
+	}
+	r := &runner{o: o, ctx: ctx, w: newTranscript(), agent: agent, res: res, v2: v2}
+	r.t = &tap{s: acprpc.NewStreamPipes(agent.stdout, agent.stdin), w: r.w}
+	h := r.client().Router()
+	if v2 {
+		h = r.clientV2().Router()
+	}
+	r.conn = acprpc.NewConn(ctx, r.t, h, &acprpc.Options{Hooks: r.w.hooks()})
+	return r, nil
 }
 
 func (r *runner) scenarios() {
@@ -179,8 +208,8 @@ func (r *runner) newSession() (string, bool) {
 	ctx, cancel := r.bounded(r.o.Timeout)
 	defer cancel()
 	mark := r.w.next()
-	res, err := acpv1.ToAgent.SessionNew.Call(ctx, r.conn, acpv1.NewSessionRequest{Cwd: r.o.Cwd, MCPServers: []acpv1.MCPServer{}})
-	if err != nil || res.SessionID == "" {
+	id, err := r.callSessionNew(ctx)
+	if err != nil || id == "" {
 		req, _ := r.w.await(ctx, mark, sent(acpv1.MethodSessionNew))
 		why := fmt.Sprintf("session/new failed: %v", err)
 		if err == nil {
@@ -193,7 +222,16 @@ func (r *runner) newSession() (string, bool) {
 		return "", false
 	}
 	r.res.pass(ruleSessionNew)
-	return string(res.SessionID), true
+	return id, true
+}
+
+func (r *runner) callSessionNew(ctx context.Context) (string, error) {
+	if r.v2 {
+		res, err := acpv2.ToAgent.SessionNew.Call(ctx, r.conn, acpv2.NewSessionRequest{Cwd: acpv2.AbsolutePath(r.o.Cwd)})
+		return string(res.SessionID), err
+	}
+	res, err := acpv1.ToAgent.SessionNew.Call(ctx, r.conn, acpv1.NewSessionRequest{Cwd: r.o.Cwd, MCPServers: []acpv1.MCPServer{}})
+	return string(res.SessionID), err
 }
 
 // prompt is a session/prompt in flight.
@@ -207,6 +245,10 @@ func (r *runner) startPrompt(session, text string) (prompt, bool) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	mark := r.w.next()
 	r.calls.Go(func() {
+		if r.v2 {
+			_, _ = acpv2.ToAgent.SessionPrompt.Call(ctx, r.conn, acpv2.TextPrompt(acpv2.SessionID(session), text), acprpc.WaitAfterCancel(r.o.CancelWait))
+			return
+		}
 		_, _ = acpv1.ToAgent.SessionPrompt.Call(ctx, r.conn, acpv1.TextPrompt(acpv1.SessionID(session), text), acprpc.WaitAfterCancel(r.o.CancelWait))
 	})
 	wait, stop := r.bounded(r.o.Timeout)
@@ -282,11 +324,22 @@ func (r *runner) sessionCancel() {
 		r.answer(p.req, r.o.Timeout)
 		return
 	}
+	// In v1 the client answers its permission requests itself on a cancel;
+	// the others are the agent's to cancel.
+	var open []Line
+	for _, l := range r.openRequests(session) {
+		if l.msg.Method != acpv1.MethodSessionRequestPermission {
+			open = append(open, l)
+		}
+	}
 	mark := r.w.next()
 	_ = r.conn.CancelSession(r.ctx, session)
 	cancelLine, _ := r.w.await(r.ctx, mark, sent(acpv1.MethodSessionCancel))
 	ans, ok := r.answer(p.req, r.o.CancelWait)
 	r.hold.Store(false)
+	if ok {
+		r.ownRequestsCancelled(open, cancelLine, ans)
+	}
 	lines := []int{p.req.Seq, cancelLine.Seq, ans.Seq}
 	switch {
 	case !ok:
@@ -561,7 +614,9 @@ func (r *runner) wireRules() {
 	if len(requests) > 0 {
 		r.res.pass(ruleOneAnswer)
 	}
-	r.updatesAfterAnswers(lines, requests, answers)
+	if !r.v2 { // in v2 a turn's updates follow its prompt's answer
+		r.updatesAfterAnswers(lines, requests, answers)
+	}
 }
 
 // noteBurst is the notifications the client sent last before line seq,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,7 +49,7 @@ func failed(t *testing.T, rep *Report) []string {
 				assert.NotEmpty(t, f.Lines, "%s: %s", r.ID, f.Detail)
 			}
 			for _, seq := range f.Lines {
-				_, ok := rep.line(seq)
+				_, ok := rep.line(f.Protocol, seq)
 				assert.True(t, ok, "%s cites line %d, which is not on the wire", r.ID, seq)
 			}
 		}
@@ -86,6 +87,12 @@ func TestEachBrokenRuleIsCaught(t *testing.T) {
 		{faultUnknownResult, []string{ruleMethodNotFound.ID}},
 		{faultIgnoreEOF, []string{ruleStdinExit.ID}},
 		{faultBadVersion, []string{ruleInitialize.ID}},
+		{faultV2StopAnswer, []string{ruleV2PromptAnswer.ID}},
+		{faultV2TwoIdles, []string{ruleV2OneIdle.ID}},
+		{faultV2NoIdle, []string{ruleV2CancelIdle.ID, ruleV2Close.ID}}, // close ends the work as cancel does
+		{faultV2EndTurnIdle, []string{ruleV2CancelIdle.ID}},
+		{faultV2KeepRequest, []string{ruleOwnRequests.ID}},
+		{faultV2CloseError, []string{ruleV2Close.ID}},
 	}
 	if runtime.GOOS == "linux" {
 		cases = append(cases, struct {
@@ -102,6 +109,20 @@ func TestEachBrokenRuleIsCaught(t *testing.T) {
 			assert.Equal(t, 1, rep.ExitCode())
 		})
 	}
+}
+
+// An agent without v2 is checked in v1, and v2's rules are not brought
+// about.
+func TestV1OnlyAgent(t *testing.T) {
+	rep, err := runChecks(context.Background(), testOptions(t, faultV1Only))
+	require.NoError(t, err)
+	assert.Empty(t, failed(t, rep))
+	assert.Equal(t, Pass, rep.result(ruleV2Initialize.ID).Status)
+	for _, rule := range v2Rules {
+		assert.Equal(t, NotBrought, rep.result(rule.ID).Status, rule.ID)
+		assert.Contains(t, rep.result(rule.ID).Why, "does not offer v2")
+	}
+	assert.Equal(t, 0, rep.ExitCode())
 }
 
 // An agent may ignore $/cancel_request in v1: the scenario is reported as
@@ -195,7 +216,8 @@ func TestExampleAgentPassesEveryRule(t *testing.T) {
 	}
 	var text bytes.Buffer
 	rep.WriteText(&text)
-	assert.Contains(t, text.String(), "14 passed, 0 failed, 0 not brought about")
+	assert.Contains(t, text.String(), fmt.Sprintf("%d passed, 0 failed, 0 not brought about", len(allRules)))
+	assert.NotEmpty(t, rep.WireV2, "examples/agent offers v2, and is checked in it")
 }
 
 // buildExampleAgent builds examples/agent from the workspace.

@@ -36,6 +36,14 @@ const (
 	faultLeaveChild        = "leave-child"           // a child that outlives it
 	faultBadVersion        = "bad-version"           // answers protocolVersion 2 to 1
 	faultNoOutput          = "exit-at-once"          // exits before answering anything
+
+	faultV1Only        = "v1-only"          // answers protocolVersion 1 to a client asking for 2
+	faultV2StopAnswer  = "v2-stop-answer"   // a v2 prompt answered v1's way, with a stopReason
+	faultV2TwoIdles    = "v2-two-idles"     // each v2 work ends with two idle state_updates
+	faultV2NoIdle      = "v2-no-idle"       // cancelled v2 work never goes idle
+	faultV2EndTurnIdle = "v2-end-turn-idle" // cancelled v2 work goes idle with end_turn
+	faultV2KeepRequest = "v2-keep-request"  // the permission request left open when the work is cancelled
+	faultV2CloseError  = "v2-close-error"   // session/close answered with an error
 )
 
 // Agents that are not ACP agents, for the proxy's byte-exactness.
@@ -104,17 +112,19 @@ type rawAgent struct {
 	out       *bufio.Writer
 	faults    map[string]bool
 	sessions  int
-	pending   map[string]string // session → the ID of its prompt in flight
-	cancelled map[string]bool   // sessions whose last turn was cancelled
+	pending   map[string]string // session → the ID of its prompt in flight (v2: of its permission request)
+	v2        bool
+	cancelled map[string]bool // sessions whose last turn was cancelled
 }
 
 type rawMsg struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
-		SessionID string          `json:"sessionId"`
-		RequestID json.RawMessage `json:"requestId"`
-		Prompt    []struct {
+		SessionID       string          `json:"sessionId"`
+		ProtocolVersion int             `json:"protocolVersion"`
+		RequestID       json.RawMessage `json:"requestId"`
+		Prompt          []struct {
 			Text string `json:"text"`
 		} `json:"prompt"`
 	} `json:"params"`
@@ -153,7 +163,15 @@ func (a *rawAgent) update(session, text string) {
 }
 
 func (a *rawAgent) handle(m rawMsg) {
-	isRequest := len(m.ID) > 0
+	isRequest := len(m.ID) > 0 && m.Method != ""
+	if a.v2 && a.handleV2(m) {
+		return
+	}
+	if m.Method == "initialize" && m.Params.ProtocolVersion >= 2 && !a.faults[faultV1Only] {
+		a.v2 = true
+		a.result(m.ID, `{"protocolVersion":2,"info":{"name":"raw","version":"1"},"capabilities":{}}`)
+		return
+	}
 	switch m.Method {
 	case "initialize":
 		v := 1
@@ -244,5 +262,77 @@ func (a *rawAgent) cancelRequest(id json.RawMessage) {
 	}
 	if a.faults[faultAnswerUnknownID] {
 		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32800,"message":"Request cancelled"}}`, id)
+	}
+}
+
+// handleV2 serves what v2 changes: a prompt answered once inserted, its work
+// reported by state_updates, a permission request the slow work waits on,
+// and session/close. It reports whether it served m.
+func (a *rawAgent) handleV2(m rawMsg) bool {
+	session := m.Params.SessionID
+	switch m.Method {
+	case "session/prompt":
+		if a.faults[faultV2StopAnswer] {
+			a.result(m.ID, `{"stopReason":"end_turn"}`)
+		} else {
+			a.result(m.ID, fmt.Sprintf(`{"messageId":"m%s"}`, m.ID))
+		}
+		a.state(session, `"state":"running"`)
+		text := ""
+		for _, b := range m.Params.Prompt {
+			text += b.Text
+		}
+		if strings.Contains(text, "slow") {
+			perm := fmt.Sprintf(`"perm%s"`, m.ID)
+			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"title":"Run it?","subject":{"type":"tool_call","toolCall":{"toolCallId":"c1","title":"Run it"}},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
+			a.pending[session] = perm
+			return true
+		}
+		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","messageId":"r1","content":{"type":"text","text":"Hello."}}}}`, session)
+		a.idle(session, "end_turn")
+	case "session/cancel":
+		a.cancelV2(session)
+	case "session/close":
+		a.cancelV2(session)
+		if a.faults[faultV2CloseError] {
+			a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"cannot close"}}`, m.ID)
+		} else {
+			a.result(m.ID, `{}`)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+func (a *rawAgent) state(session, state string) {
+	a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"state_update",%s}}}`, session, state)
+}
+
+func (a *rawAgent) idle(session, stopReason string) {
+	n := 1
+	if a.faults[faultV2TwoIdles] {
+		n = 2
+	}
+	for range n {
+		a.state(session, fmt.Sprintf(`"state":"idle","stopReason":%q`, stopReason))
+	}
+}
+
+func (a *rawAgent) cancelV2(session string) {
+	perm, ok := a.pending[session]
+	if !ok {
+		return
+	}
+	delete(a.pending, session)
+	if !a.faults[faultV2KeepRequest] {
+		a.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%s}}`, perm)
+	}
+	switch {
+	case a.faults[faultV2NoIdle]:
+	case a.faults[faultV2EndTurnIdle]:
+		a.idle(session, "end_turn")
+	default:
+		a.idle(session, "cancelled")
 	}
 }

@@ -89,6 +89,25 @@ func (p parsed) updateKind() string {
 	return u.SessionUpdate
 }
 
+// updateMember is a string member of a session/update's update, such as a
+// state_update's state.
+func (p parsed) updateMember(name string) string {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(p.param("update"), &m)
+	var v string
+	_ = json.Unmarshal(m[name], &v)
+	return v
+}
+
+// resultMember is a string member of a result.
+func (p parsed) resultMember(name string) string {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(p.Result, &m)
+	var v string
+	_ = json.Unmarshal(m[name], &v)
+	return v
+}
+
 // transcript is every line of a conversation, in the order each direction
 // carried them. Waiters are woken on every new line.
 type transcript struct {
