@@ -3,6 +3,7 @@ package acprpc
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -116,6 +117,15 @@ func (a *acpRules) read(m *message) (needs acpNeeds, used bool) {
 		return needs, true
 	}
 	return needs, false
+}
+
+// protocol returns the rules in force.
+func (c *Conn) protocol() *protocol { return c.acp.versions.current.Load() }
+
+// isSessionCancel reports whether a request or notification of method cancels its
+// session (Options.SessionCancelMethods).
+func (c *Conn) isSessionCancel(method string) bool {
+	return slices.Contains(c.opts.SessionCancelMethods, method)
 }
 
 // registered gives a request what read asked for, once the tracker has

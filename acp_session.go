@@ -3,14 +3,8 @@ package acprpc
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"sync/atomic"
 )
-
-// isSessionCancel reports whether a notification ends its session's work.
-func (c *Conn) isSessionCancel(method string) bool {
-	return slices.Contains(c.opts.SessionCancelMethods, method)
-}
 
 // onSessionCancel cancels every incoming request in flight whose params name
 // the session, and returns them. It runs on the read goroutine for the

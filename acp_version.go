@@ -95,9 +95,6 @@ func (v *versioning) init(opts *Options, settled *Options, h Handler) {
 	v.current.Store(rulesFor(settled.PinnedVersion, v.markers))
 }
 
-// protocol returns the rules in force.
-func (c *Conn) protocol() *protocol { return c.acp.versions.current.Load() }
-
 // ProtocolVersion returns the ACP version the connection speaks: the one
 // its initialize exchange settled, the one set by Options.PinnedVersion
 // or SetProtocolVersion, or 0 while none is known (the connection then
