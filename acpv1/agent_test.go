@@ -156,3 +156,17 @@ func TestAbsentParamsAreAnEmptyObject(t *testing.T) {
 		assert.Equal(t, ListSessionsRequest{}, wiretest.Recv(t, ctx, listed), "params %q", params)
 	}
 }
+
+// A prompt whose list holds null is answered -32602 naming the place, and
+// never reaches the handler.
+func TestNullPromptElementIsInvalidParams(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := Agent{SessionPrompt: func(context.Context, PromptRequest) (PromptResponse, error) {
+		t.Error("the handler got a prompt holding null")
+		return PromptResponse{StopReason: StopReasonEndTurn}, nil
+	}}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], a.Router(), nil)
+	p.Request("1", MethodSessionPrompt, `{"sessionId":"s","prompt":[{"type":"text","text":"x"},null]}`)
+	m := p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+	assert.Contains(t, m.Error.Message, `"prompt"[1] is null`)
+}

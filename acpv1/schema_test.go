@@ -50,6 +50,47 @@ func TestDecodeChecks(t *testing.T) {
 	})
 }
 
+// A null element of a list is refused, as the SDK's validators refuse it,
+// except in a list whose invalid items the schema leaves out.
+func TestNullListElements(t *testing.T) {
+	interoptest.DecodeChecksAgree(t, 1, "../interop", schemaTypes, []interoptest.DecodeCase{
+		interoptest.Invalid("PromptRequest", `{"sessionId":"s","prompt":[null]}`),
+		interoptest.Invalid("PromptRequest", `{"sessionId":"s","prompt":[{"type":"text","text":"x"},null]}`),
+		interoptest.Invalid("RequestPermissionRequest", `{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[null]}`),
+		interoptest.Valid("SessionNotification", `{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[null,{"content":"b","priority":"high","status":"pending"}]}}`),
+	})
+	var n SessionNotification
+	require.NoError(t, json.Unmarshal([]byte(`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[null,{"content":"b","priority":"high","status":"pending"}]}}`), &n))
+	assert.Equal(t, []PlanEntry{{Content: "b", Priority: PlanEntryPriorityHigh, Status: PlanEntryStatusPending}}, n.Update.Value.(Plan).Entries)
+	var r PromptRequest
+	err := json.Unmarshal([]byte(`{"sessionId":"s","prompt":[{"type":"text","text":"x"},null]}`), &r)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"prompt"[1] is null`)
+}
+
+// A member met twice is read as JSON.parse, encoding/json and the wire
+// parse read it: the last one wins, for a union's discriminator and for a
+// required member alike.
+func TestRepeatedMembersLastWins(t *testing.T) {
+	interoptest.DecodeChecksAgree(t, 1, "../interop", schemaTypes, []interoptest.DecodeCase{
+		interoptest.Valid("ContentBlock", `{"type":"text","type":"image","data":"d","mimeType":"image/png"}`),
+		interoptest.Invalid("ContentBlock", `{"type":"image","data":"d","mimeType":"image/png","type":"text"}`),
+		interoptest.Invalid("PromptRequest", `{"sessionId":"s","sessionId":null,"prompt":[]}`),
+		interoptest.Valid("PromptRequest", `{"sessionId":null,"sessionId":"s","prompt":[]}`),
+		interoptest.Invalid("PromptRequest", `{"sessionId":"s","prompt":[],"prompt":null}`),
+		interoptest.Valid("SessionNotification", `{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[],"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}`),
+	})
+	var b ContentBlock
+	require.NoError(t, json.Unmarshal([]byte(`{"type":"text","text":"t","type":"image","data":"d","mimeType":"image/png"}`), &b))
+	assert.IsType(t, ImageContent{}, b.Value)
+	var n SessionNotification
+	require.NoError(t, json.Unmarshal([]byte(`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[],"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}`), &n))
+	assert.IsType(t, AgentMessageChunk{}, n.Update.Value)
+	var r PromptRequest
+	require.NoError(t, json.Unmarshal([]byte(`{"sessionId":"a","prompt":[],"sessionId":"b"}`), &r))
+	assert.Equal(t, SessionID("b"), r.SessionID)
+}
+
 // TestLenientMembers: what the schema reads leniently is read as the SDK
 // reads it: a plan entry that does not decode is left out of the list, an
 // audience that is not a Role too, and a tool call's kind the schema does

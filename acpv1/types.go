@@ -111,7 +111,7 @@ type WriteTextFileRequest struct {
 }
 
 // membersWriteTextFileRequest is what the schema says of the members of WriteTextFileRequest beyond their types.
-var membersWriteTextFileRequest = &acpjson.Members{What: "acpv1: WriteTextFileRequest", Set: []string{"sessionId", "path", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersWriteTextFileRequest = &acpjson.Members{What: "acpv1: WriteTextFileRequest", Set: []string{"sessionId", "path", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the WriteTextFileRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -156,7 +156,7 @@ type ReadTextFileRequest struct {
 }
 
 // membersReadTextFileRequest is what the schema says of the members of ReadTextFileRequest beyond their types.
-var membersReadTextFileRequest = &acpjson.Members{What: "acpv1: ReadTextFileRequest", Set: []string{"sessionId", "path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersReadTextFileRequest = &acpjson.Members{What: "acpv1: ReadTextFileRequest", Set: []string{"sessionId", "path"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ReadTextFileRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -202,7 +202,7 @@ func (v RequestPermissionRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersRequestPermissionRequest is what the schema says of the members of RequestPermissionRequest beyond their types.
-var membersRequestPermissionRequest = &acpjson.Members{What: "acpv1: RequestPermissionRequest", Set: []string{"sessionId", "toolCall", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersRequestPermissionRequest = &acpjson.Members{What: "acpv1: RequestPermissionRequest", Set: []string{"sessionId", "toolCall", "options"}, Present: nil, Lists: []string{"options"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the RequestPermissionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -255,7 +255,7 @@ type ToolCallUpdate struct {
 }
 
 // membersToolCallUpdate is what the schema says of the members of ToolCallUpdate beyond their types.
-var membersToolCallUpdate = &acpjson.Members{What: "acpv1: ToolCallUpdate", Set: []string{"toolCallId"}, Present: nil, DefaultOnError: []string{"kind", "status", "title", "name", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
+var membersToolCallUpdate = &acpjson.Members{What: "acpv1: ToolCallUpdate", Set: []string{"toolCallId"}, Present: nil, Lists: []string{"content", "locations"}, DefaultOnError: []string{"kind", "status", "title", "name", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
 
 // UnmarshalJSON reads the ToolCallUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -490,7 +490,7 @@ type Annotations struct {
 }
 
 // membersAnnotations is what the schema says of the members of Annotations beyond their types.
-var membersAnnotations = &acpjson.Members{What: "acpv1: Annotations", Set: nil, Present: nil, DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
+var membersAnnotations = &acpjson.Members{What: "acpv1: Annotations", Set: nil, Present: nil, Lists: []string{"audience"}, DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
 
 // UnmarshalJSON reads the Annotations, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -541,7 +541,7 @@ type TextContent struct {
 }
 
 // membersTextContent is what the schema says of the members of TextContent beyond their types.
-var membersTextContent = &acpjson.Members{What: "acpv1: TextContent", Set: []string{"text"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+var membersTextContent = &acpjson.Members{What: "acpv1: TextContent", Set: []string{"text"}, Present: nil, Lists: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TextContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -578,7 +578,7 @@ type ImageContent struct {
 }
 
 // membersImageContent is what the schema says of the members of ImageContent beyond their types.
-var membersImageContent = &acpjson.Members{What: "acpv1: ImageContent", Set: []string{"data", "mimeType"}, Present: nil, DefaultOnError: []string{"annotations", "uri"}, SkipInvalid: nil}
+var membersImageContent = &acpjson.Members{What: "acpv1: ImageContent", Set: []string{"data", "mimeType"}, Present: nil, Lists: nil, DefaultOnError: []string{"annotations", "uri"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ImageContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -613,7 +613,7 @@ type AudioContent struct {
 }
 
 // membersAudioContent is what the schema says of the members of AudioContent beyond their types.
-var membersAudioContent = &acpjson.Members{What: "acpv1: AudioContent", Set: []string{"data", "mimeType"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+var membersAudioContent = &acpjson.Members{What: "acpv1: AudioContent", Set: []string{"data", "mimeType"}, Present: nil, Lists: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AudioContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -656,7 +656,7 @@ type ResourceLink struct {
 }
 
 // membersResourceLink is what the schema says of the members of ResourceLink beyond their types.
-var membersResourceLink = &acpjson.Members{What: "acpv1: ResourceLink", Set: []string{"name", "uri"}, Present: nil, DefaultOnError: []string{"annotations", "description", "mimeType", "size", "title"}, SkipInvalid: nil}
+var membersResourceLink = &acpjson.Members{What: "acpv1: ResourceLink", Set: []string{"name", "uri"}, Present: nil, Lists: nil, DefaultOnError: []string{"annotations", "description", "mimeType", "size", "title"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ResourceLink, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -734,7 +734,7 @@ type TextResourceContents struct {
 }
 
 // membersTextResourceContents is what the schema says of the members of TextResourceContents beyond their types.
-var membersTextResourceContents = &acpjson.Members{What: "acpv1: TextResourceContents", Set: []string{"text", "uri"}, Present: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+var membersTextResourceContents = &acpjson.Members{What: "acpv1: TextResourceContents", Set: []string{"text", "uri"}, Present: nil, Lists: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TextResourceContents, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -769,7 +769,7 @@ type BlobResourceContents struct {
 }
 
 // membersBlobResourceContents is what the schema says of the members of BlobResourceContents beyond their types.
-var membersBlobResourceContents = &acpjson.Members{What: "acpv1: BlobResourceContents", Set: []string{"blob", "uri"}, Present: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+var membersBlobResourceContents = &acpjson.Members{What: "acpv1: BlobResourceContents", Set: []string{"blob", "uri"}, Present: nil, Lists: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BlobResourceContents, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -802,7 +802,7 @@ type EmbeddedResource struct {
 }
 
 // membersEmbeddedResource is what the schema says of the members of EmbeddedResource beyond their types.
-var membersEmbeddedResource = &acpjson.Members{What: "acpv1: EmbeddedResource", Set: []string{"resource"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+var membersEmbeddedResource = &acpjson.Members{What: "acpv1: EmbeddedResource", Set: []string{"resource"}, Present: nil, Lists: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EmbeddedResource, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -833,7 +833,7 @@ type Content struct {
 }
 
 // membersContent is what the schema says of the members of Content beyond their types.
-var membersContent = &acpjson.Members{What: "acpv1: Content", Set: []string{"content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersContent = &acpjson.Members{What: "acpv1: Content", Set: []string{"content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Content, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -872,7 +872,7 @@ type Diff struct {
 }
 
 // membersDiff is what the schema says of the members of Diff beyond their types.
-var membersDiff = &acpjson.Members{What: "acpv1: Diff", Set: []string{"path", "newText"}, Present: nil, DefaultOnError: []string{"oldText"}, SkipInvalid: nil}
+var membersDiff = &acpjson.Members{What: "acpv1: Diff", Set: []string{"path", "newText"}, Present: nil, Lists: nil, DefaultOnError: []string{"oldText"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Diff, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -910,7 +910,7 @@ type Terminal struct {
 }
 
 // membersTerminal is what the schema says of the members of Terminal beyond their types.
-var membersTerminal = &acpjson.Members{What: "acpv1: Terminal", Set: []string{"terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersTerminal = &acpjson.Members{What: "acpv1: Terminal", Set: []string{"terminalId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Terminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -948,7 +948,7 @@ type ToolCallLocation struct {
 }
 
 // membersToolCallLocation is what the schema says of the members of ToolCallLocation beyond their types.
-var membersToolCallLocation = &acpjson.Members{What: "acpv1: ToolCallLocation", Set: []string{"path"}, Present: nil, DefaultOnError: []string{"line"}, SkipInvalid: nil}
+var membersToolCallLocation = &acpjson.Members{What: "acpv1: ToolCallLocation", Set: []string{"path"}, Present: nil, Lists: nil, DefaultOnError: []string{"line"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ToolCallLocation, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -981,7 +981,7 @@ type PermissionOption struct {
 }
 
 // membersPermissionOption is what the schema says of the members of PermissionOption beyond their types.
-var membersPermissionOption = &acpjson.Members{What: "acpv1: PermissionOption", Set: []string{"optionId", "name", "kind"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPermissionOption = &acpjson.Members{What: "acpv1: PermissionOption", Set: []string{"optionId", "name", "kind"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PermissionOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1058,7 +1058,7 @@ type CreateTerminalRequest struct {
 }
 
 // membersCreateTerminalRequest is what the schema says of the members of CreateTerminalRequest beyond their types.
-var membersCreateTerminalRequest = &acpjson.Members{What: "acpv1: CreateTerminalRequest", Set: []string{"sessionId", "command"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCreateTerminalRequest = &acpjson.Members{What: "acpv1: CreateTerminalRequest", Set: []string{"sessionId", "command"}, Present: nil, Lists: []string{"args", "env"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CreateTerminalRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1089,7 +1089,7 @@ type EnvVariable struct {
 }
 
 // membersEnvVariable is what the schema says of the members of EnvVariable beyond their types.
-var membersEnvVariable = &acpjson.Members{What: "acpv1: EnvVariable", Set: []string{"name", "value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersEnvVariable = &acpjson.Members{What: "acpv1: EnvVariable", Set: []string{"name", "value"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EnvVariable, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1120,7 +1120,7 @@ type TerminalOutputRequest struct {
 }
 
 // membersTerminalOutputRequest is what the schema says of the members of TerminalOutputRequest beyond their types.
-var membersTerminalOutputRequest = &acpjson.Members{What: "acpv1: TerminalOutputRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersTerminalOutputRequest = &acpjson.Members{What: "acpv1: TerminalOutputRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalOutputRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1151,7 +1151,7 @@ type ReleaseTerminalRequest struct {
 }
 
 // membersReleaseTerminalRequest is what the schema says of the members of ReleaseTerminalRequest beyond their types.
-var membersReleaseTerminalRequest = &acpjson.Members{What: "acpv1: ReleaseTerminalRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersReleaseTerminalRequest = &acpjson.Members{What: "acpv1: ReleaseTerminalRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ReleaseTerminalRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1182,7 +1182,7 @@ type WaitForTerminalExitRequest struct {
 }
 
 // membersWaitForTerminalExitRequest is what the schema says of the members of WaitForTerminalExitRequest beyond their types.
-var membersWaitForTerminalExitRequest = &acpjson.Members{What: "acpv1: WaitForTerminalExitRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersWaitForTerminalExitRequest = &acpjson.Members{What: "acpv1: WaitForTerminalExitRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the WaitForTerminalExitRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1213,7 +1213,7 @@ type KillTerminalRequest struct {
 }
 
 // membersKillTerminalRequest is what the schema says of the members of KillTerminalRequest beyond their types.
-var membersKillTerminalRequest = &acpjson.Members{What: "acpv1: KillTerminalRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersKillTerminalRequest = &acpjson.Members{What: "acpv1: KillTerminalRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the KillTerminalRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1267,7 +1267,7 @@ func (v CreateElicitationRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersCreateElicitationRequest is what the schema says of the members of CreateElicitationRequest beyond their types.
-var membersCreateElicitationRequest = &acpjson.Members{What: "acpv1: CreateElicitationRequest", Set: []string{"message"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCreateElicitationRequest = &acpjson.Members{What: "acpv1: CreateElicitationRequest", Set: []string{"message"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CreateElicitationRequest's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -1360,7 +1360,7 @@ type ElicitationSessionScope struct {
 }
 
 // membersElicitationSessionScope is what the schema says of the members of ElicitationSessionScope beyond their types.
-var membersElicitationSessionScope = &acpjson.Members{What: "acpv1: ElicitationSessionScope", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
+var membersElicitationSessionScope = &acpjson.Members{What: "acpv1: ElicitationSessionScope", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationSessionScope, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1388,7 +1388,7 @@ type ElicitationRequestScope struct {
 }
 
 // membersElicitationRequestScope is what the schema says of the members of ElicitationRequestScope beyond their types.
-var membersElicitationRequestScope = &acpjson.Members{What: "acpv1: ElicitationRequestScope", Set: nil, Present: []string{"requestId"}, DefaultOnError: nil, SkipInvalid: nil}
+var membersElicitationRequestScope = &acpjson.Members{What: "acpv1: ElicitationRequestScope", Set: nil, Present: []string{"requestId"}, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationRequestScope, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1440,7 +1440,7 @@ type ElicitationSchema struct {
 }
 
 // membersElicitationSchema is what the schema says of the members of ElicitationSchema beyond their types.
-var membersElicitationSchema = &acpjson.Members{What: "acpv1: ElicitationSchema", Set: nil, Present: nil, DefaultOnError: []string{"type", "title", "description"}, SkipInvalid: nil}
+var membersElicitationSchema = &acpjson.Members{What: "acpv1: ElicitationSchema", Set: nil, Present: nil, Lists: []string{"required"}, DefaultOnError: []string{"type", "title", "description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationSchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1615,7 +1615,7 @@ type EnumOption struct {
 }
 
 // membersEnumOption is what the schema says of the members of EnumOption beyond their types.
-var membersEnumOption = &acpjson.Members{What: "acpv1: EnumOption", Set: []string{"const", "title"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersEnumOption = &acpjson.Members{What: "acpv1: EnumOption", Set: []string{"const", "title"}, Present: nil, Lists: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EnumOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1683,7 +1683,7 @@ type StringPropertySchema struct {
 }
 
 // membersStringPropertySchema is what the schema says of the members of StringPropertySchema beyond their types.
-var membersStringPropertySchema = &acpjson.Members{What: "acpv1: StringPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+var membersStringPropertySchema = &acpjson.Members{What: "acpv1: StringPropertySchema", Set: nil, Present: nil, Lists: []string{"enum", "oneOf"}, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the StringPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1737,7 +1737,7 @@ type NumberPropertySchema struct {
 }
 
 // membersNumberPropertySchema is what the schema says of the members of NumberPropertySchema beyond their types.
-var membersNumberPropertySchema = &acpjson.Members{What: "acpv1: NumberPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+var membersNumberPropertySchema = &acpjson.Members{What: "acpv1: NumberPropertySchema", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the NumberPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1788,7 +1788,7 @@ type IntegerPropertySchema struct {
 }
 
 // membersIntegerPropertySchema is what the schema says of the members of IntegerPropertySchema beyond their types.
-var membersIntegerPropertySchema = &acpjson.Members{What: "acpv1: IntegerPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+var membersIntegerPropertySchema = &acpjson.Members{What: "acpv1: IntegerPropertySchema", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the IntegerPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1831,7 +1831,7 @@ type BooleanPropertySchema struct {
 }
 
 // membersBooleanPropertySchema is what the schema says of the members of BooleanPropertySchema beyond their types.
-var membersBooleanPropertySchema = &acpjson.Members{What: "acpv1: BooleanPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+var membersBooleanPropertySchema = &acpjson.Members{What: "acpv1: BooleanPropertySchema", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BooleanPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1948,7 +1948,7 @@ func (v StringMultiSelectItems) MarshalJSON() ([]byte, error) {
 }
 
 // membersStringMultiSelectItems is what the schema says of the members of StringMultiSelectItems beyond their types.
-var membersStringMultiSelectItems = &acpjson.Members{What: "acpv1: StringMultiSelectItems", Set: []string{"enum"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersStringMultiSelectItems = &acpjson.Members{What: "acpv1: StringMultiSelectItems", Set: []string{"enum"}, Present: nil, Lists: []string{"enum"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the StringMultiSelectItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1990,7 +1990,7 @@ func (v TitledMultiSelectItems) MarshalJSON() ([]byte, error) {
 }
 
 // membersTitledMultiSelectItems is what the schema says of the members of TitledMultiSelectItems beyond their types.
-var membersTitledMultiSelectItems = &acpjson.Members{What: "acpv1: TitledMultiSelectItems", Set: []string{"anyOf"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersTitledMultiSelectItems = &acpjson.Members{What: "acpv1: TitledMultiSelectItems", Set: []string{"anyOf"}, Present: nil, Lists: []string{"anyOf"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TitledMultiSelectItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2043,7 +2043,7 @@ type MultiSelectPropertySchema struct {
 }
 
 // membersMultiSelectPropertySchema is what the schema says of the members of MultiSelectPropertySchema beyond their types.
-var membersMultiSelectPropertySchema = &acpjson.Members{What: "acpv1: MultiSelectPropertySchema", Set: []string{"items"}, Present: nil, DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
+var membersMultiSelectPropertySchema = &acpjson.Members{What: "acpv1: MultiSelectPropertySchema", Set: []string{"items"}, Present: nil, Lists: []string{"default"}, DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
 
 // UnmarshalJSON reads the MultiSelectPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2087,7 +2087,7 @@ func (v ElicitationFormMode) MarshalJSON() ([]byte, error) {
 }
 
 // membersElicitationFormMode is what the schema says of the members of ElicitationFormMode beyond their types.
-var membersElicitationFormMode = &acpjson.Members{What: "acpv1: ElicitationFormMode", Set: []string{"requestedSchema"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersElicitationFormMode = &acpjson.Members{What: "acpv1: ElicitationFormMode", Set: []string{"requestedSchema"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationFormMode's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -2155,7 +2155,7 @@ func (v ElicitationURLMode) MarshalJSON() ([]byte, error) {
 }
 
 // membersElicitationURLMode is what the schema says of the members of ElicitationURLMode beyond their types.
-var membersElicitationURLMode = &acpjson.Members{What: "acpv1: ElicitationURLMode", Set: []string{"elicitationId", "url"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersElicitationURLMode = &acpjson.Members{What: "acpv1: ElicitationURLMode", Set: []string{"elicitationId", "url"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationURLMode's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -2236,7 +2236,7 @@ func (v InitializeResponse) MarshalJSON() ([]byte, error) {
 }
 
 // membersInitializeResponse is what the schema says of the members of InitializeResponse beyond their types.
-var membersInitializeResponse = &acpjson.Members{What: "acpv1: InitializeResponse", Set: []string{"protocolVersion"}, Present: nil, DefaultOnError: []string{"agentCapabilities", "agentInfo"}, SkipInvalid: []string{"authMethods"}}
+var membersInitializeResponse = &acpjson.Members{What: "acpv1: InitializeResponse", Set: []string{"protocolVersion"}, Present: nil, Lists: []string{"authMethods"}, DefaultOnError: []string{"agentCapabilities", "agentInfo"}, SkipInvalid: []string{"authMethods"}}
 
 // UnmarshalJSON reads the InitializeResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2295,7 +2295,7 @@ type AgentCapabilities struct {
 }
 
 // membersAgentCapabilities is what the schema says of the members of AgentCapabilities beyond their types.
-var membersAgentCapabilities = &acpjson.Members{What: "acpv1: AgentCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "providers"}, SkipInvalid: nil}
+var membersAgentCapabilities = &acpjson.Members{What: "acpv1: AgentCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"loadSession", "promptCapabilities", "mcpCapabilities", "sessionCapabilities", "auth", "providers"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2342,7 +2342,7 @@ type PromptCapabilities struct {
 }
 
 // membersPromptCapabilities is what the schema says of the members of PromptCapabilities beyond their types.
-var membersPromptCapabilities = &acpjson.Members{What: "acpv1: PromptCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
+var membersPromptCapabilities = &acpjson.Members{What: "acpv1: PromptCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PromptCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2381,7 +2381,7 @@ type MCPCapabilities struct {
 }
 
 // membersMCPCapabilities is what the schema says of the members of MCPCapabilities beyond their types.
-var membersMCPCapabilities = &acpjson.Members{What: "acpv1: MCPCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"http", "sse", "acp"}, SkipInvalid: nil}
+var membersMCPCapabilities = &acpjson.Members{What: "acpv1: MCPCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"http", "sse", "acp"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2505,7 +2505,7 @@ type SessionCapabilities struct {
 }
 
 // membersSessionCapabilities is what the schema says of the members of SessionCapabilities beyond their types.
-var membersSessionCapabilities = &acpjson.Members{What: "acpv1: SessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"list", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title", "resume", "close"}, SkipInvalid: nil}
+var membersSessionCapabilities = &acpjson.Members{What: "acpv1: SessionCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"list", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title", "resume", "close"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2611,7 +2611,7 @@ type AgentAuthCapabilities struct {
 }
 
 // membersAgentAuthCapabilities is what the schema says of the members of AgentAuthCapabilities beyond their types.
-var membersAgentAuthCapabilities = &acpjson.Members{What: "acpv1: AgentAuthCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"status", "logout"}, SkipInvalid: nil}
+var membersAgentAuthCapabilities = &acpjson.Members{What: "acpv1: AgentAuthCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"status", "logout"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentAuthCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2721,7 +2721,7 @@ type AuthMethodTerminal struct {
 }
 
 // membersAuthMethodTerminal is what the schema says of the members of AuthMethodTerminal beyond their types.
-var membersAuthMethodTerminal = &acpjson.Members{What: "acpv1: AuthMethodTerminal", Set: []string{"id", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersAuthMethodTerminal = &acpjson.Members{What: "acpv1: AuthMethodTerminal", Set: []string{"id", "name"}, Present: nil, Lists: []string{"args"}, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthMethodTerminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2758,7 +2758,7 @@ type AuthMethodAgent struct {
 }
 
 // membersAuthMethodAgent is what the schema says of the members of AuthMethodAgent beyond their types.
-var membersAuthMethodAgent = &acpjson.Members{What: "acpv1: AuthMethodAgent", Set: []string{"id", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersAuthMethodAgent = &acpjson.Members{What: "acpv1: AuthMethodAgent", Set: []string{"id", "name"}, Present: nil, Lists: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthMethodAgent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2800,7 +2800,7 @@ type Implementation struct {
 }
 
 // membersImplementation is what the schema says of the members of Implementation beyond their types.
-var membersImplementation = &acpjson.Members{What: "acpv1: Implementation", Set: []string{"name", "version"}, Present: nil, DefaultOnError: []string{"title"}, SkipInvalid: nil}
+var membersImplementation = &acpjson.Members{What: "acpv1: Implementation", Set: []string{"name", "version"}, Present: nil, Lists: nil, DefaultOnError: []string{"title"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Implementation, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2859,7 +2859,7 @@ type NewSessionResponse struct {
 }
 
 // membersNewSessionResponse is what the schema says of the members of NewSessionResponse beyond their types.
-var membersNewSessionResponse = &acpjson.Members{What: "acpv1: NewSessionResponse", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+var membersNewSessionResponse = &acpjson.Members{What: "acpv1: NewSessionResponse", Set: []string{"sessionId"}, Present: nil, Lists: []string{"configOptions"}, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the NewSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2899,7 +2899,7 @@ func (v SessionModeState) MarshalJSON() ([]byte, error) {
 }
 
 // membersSessionModeState is what the schema says of the members of SessionModeState beyond their types.
-var membersSessionModeState = &acpjson.Members{What: "acpv1: SessionModeState", Set: []string{"currentModeId", "availableModes"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"availableModes"}}
+var membersSessionModeState = &acpjson.Members{What: "acpv1: SessionModeState", Set: []string{"currentModeId", "availableModes"}, Present: nil, Lists: []string{"availableModes"}, DefaultOnError: nil, SkipInvalid: []string{"availableModes"}}
 
 // UnmarshalJSON reads the SessionModeState, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2937,7 +2937,7 @@ type SessionMode struct {
 }
 
 // membersSessionMode is what the schema says of the members of SessionMode beyond their types.
-var membersSessionMode = &acpjson.Members{What: "acpv1: SessionMode", Set: []string{"id", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersSessionMode = &acpjson.Members{What: "acpv1: SessionMode", Set: []string{"id", "name"}, Present: nil, Lists: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionMode, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2991,7 +2991,7 @@ func (v SessionConfigOption) MarshalJSON() ([]byte, error) {
 }
 
 // membersSessionConfigOption is what the schema says of the members of SessionConfigOption beyond their types.
-var membersSessionConfigOption = &acpjson.Members{What: "acpv1: SessionConfigOption", Set: []string{"id", "name"}, Present: nil, DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
+var membersSessionConfigOption = &acpjson.Members{What: "acpv1: SessionConfigOption", Set: []string{"id", "name"}, Present: nil, Lists: nil, DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -3140,7 +3140,7 @@ type SessionConfigSelectOption struct {
 }
 
 // membersSessionConfigSelectOption is what the schema says of the members of SessionConfigSelectOption beyond their types.
-var membersSessionConfigSelectOption = &acpjson.Members{What: "acpv1: SessionConfigSelectOption", Set: []string{"value", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersSessionConfigSelectOption = &acpjson.Members{What: "acpv1: SessionConfigSelectOption", Set: []string{"value", "name"}, Present: nil, Lists: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigSelectOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3182,7 +3182,7 @@ func (v SessionConfigSelectGroup) MarshalJSON() ([]byte, error) {
 }
 
 // membersSessionConfigSelectGroup is what the schema says of the members of SessionConfigSelectGroup beyond their types.
-var membersSessionConfigSelectGroup = &acpjson.Members{What: "acpv1: SessionConfigSelectGroup", Set: []string{"group", "name", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"options"}}
+var membersSessionConfigSelectGroup = &acpjson.Members{What: "acpv1: SessionConfigSelectGroup", Set: []string{"group", "name", "options"}, Present: nil, Lists: []string{"options"}, DefaultOnError: nil, SkipInvalid: []string{"options"}}
 
 // UnmarshalJSON reads the SessionConfigSelectGroup, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3210,7 +3210,7 @@ type SessionConfigSelect struct {
 }
 
 // membersSessionConfigSelect is what the schema says of the members of SessionConfigSelect beyond their types.
-var membersSessionConfigSelect = &acpjson.Members{What: "acpv1: SessionConfigSelect", Set: []string{"currentValue", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionConfigSelect = &acpjson.Members{What: "acpv1: SessionConfigSelect", Set: []string{"currentValue", "options"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigSelect, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3235,7 +3235,7 @@ type SessionConfigBoolean struct {
 }
 
 // membersSessionConfigBoolean is what the schema says of the members of SessionConfigBoolean beyond their types.
-var membersSessionConfigBoolean = &acpjson.Members{What: "acpv1: SessionConfigBoolean", Set: []string{"currentValue"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionConfigBoolean = &acpjson.Members{What: "acpv1: SessionConfigBoolean", Set: []string{"currentValue"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigBoolean, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3270,7 +3270,7 @@ type LoadSessionResponse struct {
 }
 
 // membersLoadSessionResponse is what the schema says of the members of LoadSessionResponse beyond their types.
-var membersLoadSessionResponse = &acpjson.Members{What: "acpv1: LoadSessionResponse", Set: nil, Present: nil, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+var membersLoadSessionResponse = &acpjson.Members{What: "acpv1: LoadSessionResponse", Set: nil, Present: nil, Lists: []string{"configOptions"}, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the LoadSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3311,7 +3311,7 @@ func (v ListSessionsResponse) MarshalJSON() ([]byte, error) {
 }
 
 // membersListSessionsResponse is what the schema says of the members of ListSessionsResponse beyond their types.
-var membersListSessionsResponse = &acpjson.Members{What: "acpv1: ListSessionsResponse", Set: []string{"sessions"}, Present: nil, DefaultOnError: []string{"nextCursor"}, SkipInvalid: []string{"sessions"}}
+var membersListSessionsResponse = &acpjson.Members{What: "acpv1: ListSessionsResponse", Set: []string{"sessions"}, Present: nil, Lists: []string{"sessions"}, DefaultOnError: []string{"nextCursor"}, SkipInvalid: []string{"sessions"}}
 
 // UnmarshalJSON reads the ListSessionsResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3363,7 +3363,7 @@ type SessionInfo struct {
 }
 
 // membersSessionInfo is what the schema says of the members of SessionInfo beyond their types.
-var membersSessionInfo = &acpjson.Members{What: "acpv1: SessionInfo", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: []string{"additionalDirectories"}}
+var membersSessionInfo = &acpjson.Members{What: "acpv1: SessionInfo", Set: []string{"sessionId", "cwd"}, Present: nil, Lists: []string{"additionalDirectories"}, DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: []string{"additionalDirectories"}}
 
 // UnmarshalJSON reads the SessionInfo, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3406,7 +3406,7 @@ type ResumeSessionResponse struct {
 }
 
 // membersResumeSessionResponse is what the schema says of the members of ResumeSessionResponse beyond their types.
-var membersResumeSessionResponse = &acpjson.Members{What: "acpv1: ResumeSessionResponse", Set: nil, Present: nil, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+var membersResumeSessionResponse = &acpjson.Members{What: "acpv1: ResumeSessionResponse", Set: nil, Present: nil, Lists: []string{"configOptions"}, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the ResumeSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3464,7 +3464,7 @@ func (v SetSessionConfigOptionResponse) MarshalJSON() ([]byte, error) {
 }
 
 // membersSetSessionConfigOptionResponse is what the schema says of the members of SetSessionConfigOptionResponse beyond their types.
-var membersSetSessionConfigOptionResponse = &acpjson.Members{What: "acpv1: SetSessionConfigOptionResponse", Set: []string{"configOptions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+var membersSetSessionConfigOptionResponse = &acpjson.Members{What: "acpv1: SetSessionConfigOptionResponse", Set: []string{"configOptions"}, Present: nil, Lists: []string{"configOptions"}, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the SetSessionConfigOptionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3503,7 +3503,7 @@ type PromptResponse struct {
 }
 
 // membersPromptResponse is what the schema says of the members of PromptResponse beyond their types.
-var membersPromptResponse = &acpjson.Members{What: "acpv1: PromptResponse", Set: []string{"stopReason"}, Present: nil, DefaultOnError: []string{"usage"}, SkipInvalid: nil}
+var membersPromptResponse = &acpjson.Members{What: "acpv1: PromptResponse", Set: []string{"stopReason"}, Present: nil, Lists: nil, DefaultOnError: []string{"usage"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PromptResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3583,7 +3583,7 @@ type Error struct {
 }
 
 // membersError is what the schema says of the members of Error beyond their types.
-var membersError = &acpjson.Members{What: "acpv1: Error", Set: []string{"code", "message"}, Present: nil, DefaultOnError: []string{"data"}, SkipInvalid: nil}
+var membersError = &acpjson.Members{What: "acpv1: Error", Set: []string{"code", "message"}, Present: nil, Lists: nil, DefaultOnError: []string{"data"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Error, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3648,7 +3648,7 @@ type SessionNotification struct {
 }
 
 // membersSessionNotification is what the schema says of the members of SessionNotification beyond their types.
-var membersSessionNotification = &acpjson.Members{What: "acpv1: SessionNotification", Set: []string{"sessionId", "update"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionNotification = &acpjson.Members{What: "acpv1: SessionNotification", Set: []string{"sessionId", "update"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3770,7 +3770,7 @@ type UserMessageChunk struct {
 }
 
 // membersUserMessageChunk is what the schema says of the members of UserMessageChunk beyond their types.
-var membersUserMessageChunk = &acpjson.Members{What: "acpv1: UserMessageChunk", Set: []string{"content"}, Present: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+var membersUserMessageChunk = &acpjson.Members{What: "acpv1: UserMessageChunk", Set: []string{"content"}, Present: nil, Lists: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UserMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3806,7 +3806,7 @@ type AgentMessageChunk struct {
 }
 
 // membersAgentMessageChunk is what the schema says of the members of AgentMessageChunk beyond their types.
-var membersAgentMessageChunk = &acpjson.Members{What: "acpv1: AgentMessageChunk", Set: []string{"content"}, Present: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+var membersAgentMessageChunk = &acpjson.Members{What: "acpv1: AgentMessageChunk", Set: []string{"content"}, Present: nil, Lists: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3844,7 +3844,7 @@ type AgentThoughtChunk struct {
 }
 
 // membersAgentThoughtChunk is what the schema says of the members of AgentThoughtChunk beyond their types.
-var membersAgentThoughtChunk = &acpjson.Members{What: "acpv1: AgentThoughtChunk", Set: []string{"content"}, Present: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+var membersAgentThoughtChunk = &acpjson.Members{What: "acpv1: AgentThoughtChunk", Set: []string{"content"}, Present: nil, Lists: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentThoughtChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3885,7 +3885,7 @@ type ContentChunk struct {
 }
 
 // membersContentChunk is what the schema says of the members of ContentChunk beyond their types.
-var membersContentChunk = &acpjson.Members{What: "acpv1: ContentChunk", Set: []string{"content"}, Present: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
+var membersContentChunk = &acpjson.Members{What: "acpv1: ContentChunk", Set: []string{"content"}, Present: nil, Lists: nil, DefaultOnError: []string{"messageId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ContentChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3940,7 +3940,7 @@ type ToolCall struct {
 }
 
 // membersToolCall is what the schema says of the members of ToolCall beyond their types.
-var membersToolCall = &acpjson.Members{What: "acpv1: ToolCall", Set: []string{"toolCallId", "title"}, Present: nil, DefaultOnError: []string{"name", "kind", "status", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
+var membersToolCall = &acpjson.Members{What: "acpv1: ToolCall", Set: []string{"toolCallId", "title"}, Present: nil, Lists: []string{"content", "locations"}, DefaultOnError: []string{"name", "kind", "status", "rawInput", "rawOutput"}, SkipInvalid: []string{"content", "locations"}}
 
 // UnmarshalJSON reads the ToolCall, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3986,7 +3986,7 @@ type PlanEntry struct {
 }
 
 // membersPlanEntry is what the schema says of the members of PlanEntry beyond their types.
-var membersPlanEntry = &acpjson.Members{What: "acpv1: PlanEntry", Set: []string{"content", "priority", "status"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanEntry = &acpjson.Members{What: "acpv1: PlanEntry", Set: []string{"content", "priority", "status"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanEntry, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4088,7 +4088,7 @@ func (v Plan) MarshalJSON() ([]byte, error) {
 }
 
 // membersPlan is what the schema says of the members of Plan beyond their types.
-var membersPlan = &acpjson.Members{What: "acpv1: Plan", Set: []string{"entries"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"entries"}}
+var membersPlan = &acpjson.Members{What: "acpv1: Plan", Set: []string{"entries"}, Present: nil, Lists: []string{"entries"}, DefaultOnError: nil, SkipInvalid: []string{"entries"}}
 
 // UnmarshalJSON reads the Plan, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4123,7 +4123,7 @@ type AvailableCommand struct {
 }
 
 // membersAvailableCommand is what the schema says of the members of AvailableCommand beyond their types.
-var membersAvailableCommand = &acpjson.Members{What: "acpv1: AvailableCommand", Set: []string{"name", "description"}, Present: nil, DefaultOnError: []string{"input"}, SkipInvalid: nil}
+var membersAvailableCommand = &acpjson.Members{What: "acpv1: AvailableCommand", Set: []string{"name", "description"}, Present: nil, Lists: nil, DefaultOnError: []string{"input"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AvailableCommand, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4193,7 +4193,7 @@ type UnstructuredCommandInput struct {
 }
 
 // membersUnstructuredCommandInput is what the schema says of the members of UnstructuredCommandInput beyond their types.
-var membersUnstructuredCommandInput = &acpjson.Members{What: "acpv1: UnstructuredCommandInput", Set: []string{"hint"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersUnstructuredCommandInput = &acpjson.Members{What: "acpv1: UnstructuredCommandInput", Set: []string{"hint"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UnstructuredCommandInput, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4233,7 +4233,7 @@ func (v AvailableCommandsUpdate) MarshalJSON() ([]byte, error) {
 }
 
 // membersAvailableCommandsUpdate is what the schema says of the members of AvailableCommandsUpdate beyond their types.
-var membersAvailableCommandsUpdate = &acpjson.Members{What: "acpv1: AvailableCommandsUpdate", Set: []string{"availableCommands"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
+var membersAvailableCommandsUpdate = &acpjson.Members{What: "acpv1: AvailableCommandsUpdate", Set: []string{"availableCommands"}, Present: nil, Lists: []string{"availableCommands"}, DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
 
 // UnmarshalJSON reads the AvailableCommandsUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4268,7 +4268,7 @@ type CurrentModeUpdate struct {
 }
 
 // membersCurrentModeUpdate is what the schema says of the members of CurrentModeUpdate beyond their types.
-var membersCurrentModeUpdate = &acpjson.Members{What: "acpv1: CurrentModeUpdate", Set: []string{"currentModeId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCurrentModeUpdate = &acpjson.Members{What: "acpv1: CurrentModeUpdate", Set: []string{"currentModeId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CurrentModeUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4310,7 +4310,7 @@ func (v ConfigOptionUpdate) MarshalJSON() ([]byte, error) {
 }
 
 // membersConfigOptionUpdate is what the schema says of the members of ConfigOptionUpdate beyond their types.
-var membersConfigOptionUpdate = &acpjson.Members{What: "acpv1: ConfigOptionUpdate", Set: []string{"configOptions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+var membersConfigOptionUpdate = &acpjson.Members{What: "acpv1: ConfigOptionUpdate", Set: []string{"configOptions"}, Present: nil, Lists: []string{"configOptions"}, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the ConfigOptionUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4348,7 +4348,7 @@ type SessionInfoUpdate struct {
 }
 
 // membersSessionInfoUpdate is what the schema says of the members of SessionInfoUpdate beyond their types.
-var membersSessionInfoUpdate = &acpjson.Members{What: "acpv1: SessionInfoUpdate", Set: nil, Present: nil, DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
+var membersSessionInfoUpdate = &acpjson.Members{What: "acpv1: SessionInfoUpdate", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionInfoUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4384,7 +4384,7 @@ type Cost struct {
 }
 
 // membersCost is what the schema says of the members of Cost beyond their types.
-var membersCost = &acpjson.Members{What: "acpv1: Cost", Set: []string{"amount", "currency"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCost = &acpjson.Members{What: "acpv1: Cost", Set: []string{"amount", "currency"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Cost, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4417,7 +4417,7 @@ type UsageUpdate struct {
 }
 
 // membersUsageUpdate is what the schema says of the members of UsageUpdate beyond their types.
-var membersUsageUpdate = &acpjson.Members{What: "acpv1: UsageUpdate", Set: []string{"used", "size"}, Present: nil, DefaultOnError: []string{"cost"}, SkipInvalid: nil}
+var membersUsageUpdate = &acpjson.Members{What: "acpv1: UsageUpdate", Set: []string{"used", "size"}, Present: nil, Lists: nil, DefaultOnError: []string{"cost"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UsageUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4477,7 +4477,7 @@ type Notice struct {
 }
 
 // membersNotice is what the schema says of the members of Notice beyond their types.
-var membersNotice = &acpjson.Members{What: "acpv1: Notice", Set: []string{"severity", "title"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersNotice = &acpjson.Members{What: "acpv1: Notice", Set: []string{"severity", "title"}, Present: nil, Lists: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Notice, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4539,7 +4539,7 @@ type CompactionUpdate struct {
 }
 
 // membersCompactionUpdate is what the schema says of the members of CompactionUpdate beyond their types.
-var membersCompactionUpdate = &acpjson.Members{What: "acpv1: CompactionUpdate", Set: []string{"compactionId", "status"}, Present: nil, DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
+var membersCompactionUpdate = &acpjson.Members{What: "acpv1: CompactionUpdate", Set: []string{"compactionId", "status"}, Present: nil, Lists: []string{"summary"}, DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
 
 // UnmarshalJSON reads the CompactionUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4571,7 +4571,7 @@ type CompactionSummaryChunk struct {
 }
 
 // membersCompactionSummaryChunk is what the schema says of the members of CompactionSummaryChunk beyond their types.
-var membersCompactionSummaryChunk = &acpjson.Members{What: "acpv1: CompactionSummaryChunk", Set: []string{"compactionId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCompactionSummaryChunk = &acpjson.Members{What: "acpv1: CompactionSummaryChunk", Set: []string{"compactionId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CompactionSummaryChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4606,7 +4606,7 @@ type CompleteElicitationNotification struct {
 }
 
 // membersCompleteElicitationNotification is what the schema says of the members of CompleteElicitationNotification beyond their types.
-var membersCompleteElicitationNotification = &acpjson.Members{What: "acpv1: CompleteElicitationNotification", Set: []string{"elicitationId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCompleteElicitationNotification = &acpjson.Members{What: "acpv1: CompleteElicitationNotification", Set: []string{"elicitationId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CompleteElicitationNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4652,7 +4652,7 @@ type InitializeRequest struct {
 }
 
 // membersInitializeRequest is what the schema says of the members of InitializeRequest beyond their types.
-var membersInitializeRequest = &acpjson.Members{What: "acpv1: InitializeRequest", Set: []string{"protocolVersion"}, Present: nil, DefaultOnError: []string{"clientCapabilities", "clientInfo"}, SkipInvalid: nil}
+var membersInitializeRequest = &acpjson.Members{What: "acpv1: InitializeRequest", Set: []string{"protocolVersion"}, Present: nil, Lists: nil, DefaultOnError: []string{"clientCapabilities", "clientInfo"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the InitializeRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4728,7 +4728,7 @@ type ClientCapabilities struct {
 }
 
 // membersClientCapabilities is what the schema says of the members of ClientCapabilities beyond their types.
-var membersClientCapabilities = &acpjson.Members{What: "acpv1: ClientCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"fs", "terminal", "session", "subagents", "plan", "auth", "elicitation"}, SkipInvalid: nil}
+var membersClientCapabilities = &acpjson.Members{What: "acpv1: ClientCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"fs", "terminal", "session", "subagents", "plan", "auth", "elicitation"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ClientCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4761,7 +4761,7 @@ type FileSystemCapabilities struct {
 }
 
 // membersFileSystemCapabilities is what the schema says of the members of FileSystemCapabilities beyond their types.
-var membersFileSystemCapabilities = &acpjson.Members{What: "acpv1: FileSystemCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"readTextFile", "writeTextFile"}, SkipInvalid: nil}
+var membersFileSystemCapabilities = &acpjson.Members{What: "acpv1: FileSystemCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"readTextFile", "writeTextFile"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the FileSystemCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4801,7 +4801,7 @@ type ClientSessionCapabilities struct {
 }
 
 // membersClientSessionCapabilities is what the schema says of the members of ClientSessionCapabilities beyond their types.
-var membersClientSessionCapabilities = &acpjson.Members{What: "acpv1: ClientSessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"compaction", "configOptions", "notices"}, SkipInvalid: nil}
+var membersClientSessionCapabilities = &acpjson.Members{What: "acpv1: ClientSessionCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"compaction", "configOptions", "notices"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ClientSessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4839,7 +4839,7 @@ type SessionConfigOptionsCapabilities struct {
 }
 
 // membersSessionConfigOptionsCapabilities is what the schema says of the members of SessionConfigOptionsCapabilities beyond their types.
-var membersSessionConfigOptionsCapabilities = &acpjson.Members{What: "acpv1: SessionConfigOptionsCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"boolean"}, SkipInvalid: nil}
+var membersSessionConfigOptionsCapabilities = &acpjson.Members{What: "acpv1: SessionConfigOptionsCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"boolean"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigOptionsCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4892,7 +4892,7 @@ type AuthCapabilities struct {
 }
 
 // membersAuthCapabilities is what the schema says of the members of AuthCapabilities beyond their types.
-var membersAuthCapabilities = &acpjson.Members{What: "acpv1: AuthCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
+var membersAuthCapabilities = &acpjson.Members{What: "acpv1: AuthCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4931,7 +4931,7 @@ type ElicitationCapabilities struct {
 }
 
 // membersElicitationCapabilities is what the schema says of the members of ElicitationCapabilities beyond their types.
-var membersElicitationCapabilities = &acpjson.Members{What: "acpv1: ElicitationCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
+var membersElicitationCapabilities = &acpjson.Members{What: "acpv1: ElicitationCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4991,7 +4991,7 @@ type AuthenticateRequest struct {
 }
 
 // membersAuthenticateRequest is what the schema says of the members of AuthenticateRequest beyond their types.
-var membersAuthenticateRequest = &acpjson.Members{What: "acpv1: AuthenticateRequest", Set: []string{"methodId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersAuthenticateRequest = &acpjson.Members{What: "acpv1: AuthenticateRequest", Set: []string{"methodId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthenticateRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5063,7 +5063,7 @@ func (v NewSessionRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersNewSessionRequest is what the schema says of the members of NewSessionRequest beyond their types.
-var membersNewSessionRequest = &acpjson.Members{What: "acpv1: NewSessionRequest", Set: []string{"cwd", "mcpServers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersNewSessionRequest = &acpjson.Members{What: "acpv1: NewSessionRequest", Set: []string{"cwd", "mcpServers"}, Present: nil, Lists: []string{"additionalDirectories", "mcpServers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the NewSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5151,7 +5151,7 @@ type HTTPHeader struct {
 }
 
 // membersHTTPHeader is what the schema says of the members of HTTPHeader beyond their types.
-var membersHTTPHeader = &acpjson.Members{What: "acpv1: HTTPHeader", Set: []string{"name", "value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersHTTPHeader = &acpjson.Members{What: "acpv1: HTTPHeader", Set: []string{"name", "value"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the HTTPHeader, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5193,7 +5193,7 @@ func (v MCPServerHTTP) MarshalJSON() ([]byte, error) {
 }
 
 // membersMCPServerHTTP is what the schema says of the members of MCPServerHTTP beyond their types.
-var membersMCPServerHTTP = &acpjson.Members{What: "acpv1: MCPServerHTTP", Set: []string{"name", "url", "headers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMCPServerHTTP = &acpjson.Members{What: "acpv1: MCPServerHTTP", Set: []string{"name", "url", "headers"}, Present: nil, Lists: []string{"headers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPServerHTTP, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5237,7 +5237,7 @@ func (v MCPServerSSE) MarshalJSON() ([]byte, error) {
 }
 
 // membersMCPServerSSE is what the schema says of the members of MCPServerSSE beyond their types.
-var membersMCPServerSSE = &acpjson.Members{What: "acpv1: MCPServerSSE", Set: []string{"name", "url", "headers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMCPServerSSE = &acpjson.Members{What: "acpv1: MCPServerSSE", Set: []string{"name", "url", "headers"}, Present: nil, Lists: []string{"headers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPServerSSE, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5286,7 +5286,7 @@ func (v MCPServerStdio) MarshalJSON() ([]byte, error) {
 }
 
 // membersMCPServerStdio is what the schema says of the members of MCPServerStdio beyond their types.
-var membersMCPServerStdio = &acpjson.Members{What: "acpv1: MCPServerStdio", Set: []string{"name", "command", "args", "env"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMCPServerStdio = &acpjson.Members{What: "acpv1: MCPServerStdio", Set: []string{"name", "command", "args", "env"}, Present: nil, Lists: []string{"args", "env"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPServerStdio, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5355,7 +5355,7 @@ func (v LoadSessionRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersLoadSessionRequest is what the schema says of the members of LoadSessionRequest beyond their types.
-var membersLoadSessionRequest = &acpjson.Members{What: "acpv1: LoadSessionRequest", Set: []string{"mcpServers", "cwd", "sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersLoadSessionRequest = &acpjson.Members{What: "acpv1: LoadSessionRequest", Set: []string{"mcpServers", "cwd", "sessionId"}, Present: nil, Lists: []string{"mcpServers", "additionalDirectories"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the LoadSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5414,7 +5414,7 @@ type DeleteSessionRequest struct {
 }
 
 // membersDeleteSessionRequest is what the schema says of the members of DeleteSessionRequest beyond their types.
-var membersDeleteSessionRequest = &acpjson.Members{What: "acpv1: DeleteSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDeleteSessionRequest = &acpjson.Members{What: "acpv1: DeleteSessionRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DeleteSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5473,7 +5473,7 @@ type ResumeSessionRequest struct {
 }
 
 // membersResumeSessionRequest is what the schema says of the members of ResumeSessionRequest beyond their types.
-var membersResumeSessionRequest = &acpjson.Members{What: "acpv1: ResumeSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersResumeSessionRequest = &acpjson.Members{What: "acpv1: ResumeSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, Lists: []string{"additionalDirectories", "mcpServers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ResumeSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5508,7 +5508,7 @@ type CloseSessionRequest struct {
 }
 
 // membersCloseSessionRequest is what the schema says of the members of CloseSessionRequest beyond their types.
-var membersCloseSessionRequest = &acpjson.Members{What: "acpv1: CloseSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCloseSessionRequest = &acpjson.Members{What: "acpv1: CloseSessionRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CloseSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5539,7 +5539,7 @@ type SetSessionModeRequest struct {
 }
 
 // membersSetSessionModeRequest is what the schema says of the members of SetSessionModeRequest beyond their types.
-var membersSetSessionModeRequest = &acpjson.Members{What: "acpv1: SetSessionModeRequest", Set: []string{"sessionId", "modeId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSetSessionModeRequest = &acpjson.Members{What: "acpv1: SetSessionModeRequest", Set: []string{"sessionId", "modeId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SetSessionModeRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5589,7 +5589,7 @@ func (v SetSessionConfigOptionRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersSetSessionConfigOptionRequest is what the schema says of the members of SetSessionConfigOptionRequest beyond their types.
-var membersSetSessionConfigOptionRequest = &acpjson.Members{What: "acpv1: SetSessionConfigOptionRequest", Set: []string{"sessionId", "configId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSetSessionConfigOptionRequest = &acpjson.Members{What: "acpv1: SetSessionConfigOptionRequest", Set: []string{"sessionId", "configId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SetSessionConfigOptionRequest's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -5636,7 +5636,7 @@ type SessionConfigBooleanValue struct {
 }
 
 // membersSessionConfigBooleanValue is what the schema says of the members of SessionConfigBooleanValue beyond their types.
-var membersSessionConfigBooleanValue = &acpjson.Members{What: "acpv1: SessionConfigBooleanValue", Set: []string{"value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionConfigBooleanValue = &acpjson.Members{What: "acpv1: SessionConfigBooleanValue", Set: []string{"value"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigBooleanValue, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5667,7 +5667,7 @@ type SessionConfigIDValue struct {
 }
 
 // membersSessionConfigIDValue is what the schema says of the members of SessionConfigIDValue beyond their types.
-var membersSessionConfigIDValue = &acpjson.Members{What: "acpv1: SessionConfigIDValue", Set: []string{"value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionConfigIDValue = &acpjson.Members{What: "acpv1: SessionConfigIDValue", Set: []string{"value"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigIDValue, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5725,7 +5725,7 @@ func (v PromptRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersPromptRequest is what the schema says of the members of PromptRequest beyond their types.
-var membersPromptRequest = &acpjson.Members{What: "acpv1: PromptRequest", Set: []string{"sessionId", "prompt"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPromptRequest = &acpjson.Members{What: "acpv1: PromptRequest", Set: []string{"sessionId", "prompt"}, Present: nil, Lists: []string{"prompt"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PromptRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5764,7 +5764,7 @@ type ReadTextFileResponse struct {
 }
 
 // membersReadTextFileResponse is what the schema says of the members of ReadTextFileResponse beyond their types.
-var membersReadTextFileResponse = &acpjson.Members{What: "acpv1: ReadTextFileResponse", Set: []string{"content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersReadTextFileResponse = &acpjson.Members{What: "acpv1: ReadTextFileResponse", Set: []string{"content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ReadTextFileResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5793,7 +5793,7 @@ type RequestPermissionResponse struct {
 }
 
 // membersRequestPermissionResponse is what the schema says of the members of RequestPermissionResponse beyond their types.
-var membersRequestPermissionResponse = &acpjson.Members{What: "acpv1: RequestPermissionResponse", Set: []string{"outcome"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersRequestPermissionResponse = &acpjson.Members{What: "acpv1: RequestPermissionResponse", Set: []string{"outcome"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the RequestPermissionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5886,7 +5886,7 @@ type SelectedPermissionOutcome struct {
 }
 
 // membersSelectedPermissionOutcome is what the schema says of the members of SelectedPermissionOutcome beyond their types.
-var membersSelectedPermissionOutcome = &acpjson.Members{What: "acpv1: SelectedPermissionOutcome", Set: []string{"optionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSelectedPermissionOutcome = &acpjson.Members{What: "acpv1: SelectedPermissionOutcome", Set: []string{"optionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SelectedPermissionOutcome, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5919,7 +5919,7 @@ type CreateTerminalResponse struct {
 }
 
 // membersCreateTerminalResponse is what the schema says of the members of CreateTerminalResponse beyond their types.
-var membersCreateTerminalResponse = &acpjson.Members{What: "acpv1: CreateTerminalResponse", Set: []string{"terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCreateTerminalResponse = &acpjson.Members{What: "acpv1: CreateTerminalResponse", Set: []string{"terminalId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CreateTerminalResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5952,7 +5952,7 @@ type TerminalOutputResponse struct {
 }
 
 // membersTerminalOutputResponse is what the schema says of the members of TerminalOutputResponse beyond their types.
-var membersTerminalOutputResponse = &acpjson.Members{What: "acpv1: TerminalOutputResponse", Set: []string{"output", "truncated"}, Present: nil, DefaultOnError: []string{"exitStatus"}, SkipInvalid: nil}
+var membersTerminalOutputResponse = &acpjson.Members{What: "acpv1: TerminalOutputResponse", Set: []string{"output", "truncated"}, Present: nil, Lists: nil, DefaultOnError: []string{"exitStatus"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalOutputResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5983,7 +5983,7 @@ type TerminalExitStatus struct {
 }
 
 // membersTerminalExitStatus is what the schema says of the members of TerminalExitStatus beyond their types.
-var membersTerminalExitStatus = &acpjson.Members{What: "acpv1: TerminalExitStatus", Set: nil, Present: nil, DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
+var membersTerminalExitStatus = &acpjson.Members{What: "acpv1: TerminalExitStatus", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalExitStatus, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6024,7 +6024,7 @@ type WaitForTerminalExitResponse struct {
 }
 
 // membersWaitForTerminalExitResponse is what the schema says of the members of WaitForTerminalExitResponse beyond their types.
-var membersWaitForTerminalExitResponse = &acpjson.Members{What: "acpv1: WaitForTerminalExitResponse", Set: nil, Present: nil, DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
+var membersWaitForTerminalExitResponse = &acpjson.Members{What: "acpv1: WaitForTerminalExitResponse", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the WaitForTerminalExitResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6273,7 +6273,7 @@ type CancelNotification struct {
 }
 
 // membersCancelNotification is what the schema says of the members of CancelNotification beyond their types.
-var membersCancelNotification = &acpjson.Members{What: "acpv1: CancelNotification", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCancelNotification = &acpjson.Members{What: "acpv1: CancelNotification", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CancelNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6304,7 +6304,7 @@ type CancelRequestNotification struct {
 }
 
 // membersCancelRequestNotification is what the schema says of the members of CancelRequestNotification beyond their types.
-var membersCancelRequestNotification = &acpjson.Members{What: "acpv1: CancelRequestNotification", Set: nil, Present: []string{"requestId"}, DefaultOnError: nil, SkipInvalid: nil}
+var membersCancelRequestNotification = &acpjson.Members{What: "acpv1: CancelRequestNotification", Set: nil, Present: []string{"requestId"}, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CancelRequestNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema

@@ -36,7 +36,7 @@ type MessageMCPRequest struct {
 }
 
 // membersMessageMCPRequest is what the schema says of the members of MessageMCPRequest beyond their types.
-var membersMessageMCPRequest = &acpjson.Members{What: "acpv1: MessageMCPRequest", Set: []string{"serverId", "requestId", "method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMessageMCPRequest = &acpjson.Members{What: "acpv1: MessageMCPRequest", Set: []string{"serverId", "requestId", "method"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MessageMCPRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -100,7 +100,7 @@ type SessionSystemPromptCapabilities struct {
 }
 
 // membersSessionSystemPromptCapabilities is what the schema says of the members of SessionSystemPromptCapabilities beyond their types.
-var membersSessionSystemPromptCapabilities = &acpjson.Members{What: "acpv1: SessionSystemPromptCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"mode"}, SkipInvalid: nil}
+var membersSessionSystemPromptCapabilities = &acpjson.Members{What: "acpv1: SessionSystemPromptCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"mode"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionSystemPromptCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -142,7 +142,7 @@ type SessionSystemPromptModeCapabilities struct {
 }
 
 // membersSessionSystemPromptModeCapabilities is what the schema says of the members of SessionSystemPromptModeCapabilities beyond their types.
-var membersSessionSystemPromptModeCapabilities = &acpjson.Members{What: "acpv1: SessionSystemPromptModeCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"override"}, SkipInvalid: nil}
+var membersSessionSystemPromptModeCapabilities = &acpjson.Members{What: "acpv1: SessionSystemPromptModeCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"override"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionSystemPromptModeCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -315,7 +315,7 @@ func (v ListProvidersResponse) MarshalJSON() ([]byte, error) {
 }
 
 // membersListProvidersResponse is what the schema says of the members of ListProvidersResponse beyond their types.
-var membersListProvidersResponse = &acpjson.Members{What: "acpv1: ListProvidersResponse", Set: []string{"providers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersListProvidersResponse = &acpjson.Members{What: "acpv1: ListProvidersResponse", Set: []string{"providers"}, Present: nil, Lists: []string{"providers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ListProvidersResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -367,7 +367,7 @@ func (v ProviderInfo) MarshalJSON() ([]byte, error) {
 }
 
 // membersProviderInfo is what the schema says of the members of ProviderInfo beyond their types.
-var membersProviderInfo = &acpjson.Members{What: "acpv1: ProviderInfo", Set: []string{"providerId", "supported", "required"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"supported"}}
+var membersProviderInfo = &acpjson.Members{What: "acpv1: ProviderInfo", Set: []string{"providerId", "supported", "required"}, Present: nil, Lists: []string{"supported"}, DefaultOnError: nil, SkipInvalid: []string{"supported"}}
 
 // UnmarshalJSON reads the ProviderInfo, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -442,7 +442,7 @@ type ProviderCurrentConfig struct {
 }
 
 // membersProviderCurrentConfig is what the schema says of the members of ProviderCurrentConfig beyond their types.
-var membersProviderCurrentConfig = &acpjson.Members{What: "acpv1: ProviderCurrentConfig", Set: []string{"apiType", "baseUrl"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersProviderCurrentConfig = &acpjson.Members{What: "acpv1: ProviderCurrentConfig", Set: []string{"apiType", "baseUrl"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ProviderCurrentConfig, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -518,7 +518,7 @@ type AuthStatusResponse struct {
 }
 
 // membersAuthStatusResponse is what the schema says of the members of AuthStatusResponse beyond their types.
-var membersAuthStatusResponse = &acpjson.Members{What: "acpv1: AuthStatusResponse", Set: []string{"state"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+var membersAuthStatusResponse = &acpjson.Members{What: "acpv1: AuthStatusResponse", Set: []string{"state"}, Present: nil, Lists: []string{"accounts"}, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
 
 // UnmarshalJSON reads the AuthStatusResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -604,7 +604,7 @@ type AuthAccount struct {
 }
 
 // membersAuthAccount is what the schema says of the members of AuthAccount beyond their types.
-var membersAuthAccount = &acpjson.Members{What: "acpv1: AuthAccount", Set: []string{"label"}, Present: nil, DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
+var membersAuthAccount = &acpjson.Members{What: "acpv1: AuthAccount", Set: []string{"label"}, Present: nil, Lists: nil, DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthAccount, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -645,7 +645,7 @@ type ForkSessionResponse struct {
 }
 
 // membersForkSessionResponse is what the schema says of the members of ForkSessionResponse beyond their types.
-var membersForkSessionResponse = &acpjson.Members{What: "acpv1: ForkSessionResponse", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
+var membersForkSessionResponse = &acpjson.Members{What: "acpv1: ForkSessionResponse", Set: []string{"sessionId"}, Present: nil, Lists: []string{"configOptions"}, DefaultOnError: []string{"modes"}, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the ForkSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -717,7 +717,7 @@ type SessionStatusResponse struct {
 }
 
 // membersSessionStatusResponse is what the schema says of the members of SessionStatusResponse beyond their types.
-var membersSessionStatusResponse = &acpjson.Members{What: "acpv1: SessionStatusResponse", Set: []string{"status"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionStatusResponse = &acpjson.Members{What: "acpv1: SessionStatusResponse", Set: []string{"status"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionStatusResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -785,7 +785,7 @@ type SetSessionTitleResponse struct {
 }
 
 // membersSetSessionTitleResponse is what the schema says of the members of SetSessionTitleResponse beyond their types.
-var membersSetSessionTitleResponse = &acpjson.Members{What: "acpv1: SetSessionTitleResponse", Set: []string{"title"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSetSessionTitleResponse = &acpjson.Members{What: "acpv1: SetSessionTitleResponse", Set: []string{"title"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SetSessionTitleResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -830,7 +830,7 @@ type Usage struct {
 }
 
 // membersUsage is what the schema says of the members of Usage beyond their types.
-var membersUsage = &acpjson.Members{What: "acpv1: Usage", Set: []string{"totalTokens", "inputTokens", "outputTokens"}, Present: nil, DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
+var membersUsage = &acpjson.Members{What: "acpv1: Usage", Set: []string{"totalTokens", "inputTokens", "outputTokens"}, Present: nil, Lists: nil, DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Usage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -946,7 +946,7 @@ func (v PlanItems) MarshalJSON() ([]byte, error) {
 }
 
 // membersPlanItems is what the schema says of the members of PlanItems beyond their types.
-var membersPlanItems = &acpjson.Members{What: "acpv1: PlanItems", Set: []string{"planId", "entries"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"entries"}}
+var membersPlanItems = &acpjson.Members{What: "acpv1: PlanItems", Set: []string{"planId", "entries"}, Present: nil, Lists: []string{"entries"}, DefaultOnError: nil, SkipInvalid: []string{"entries"}}
 
 // UnmarshalJSON reads the PlanItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -985,7 +985,7 @@ type PlanFile struct {
 }
 
 // membersPlanFile is what the schema says of the members of PlanFile beyond their types.
-var membersPlanFile = &acpjson.Members{What: "acpv1: PlanFile", Set: []string{"planId", "uri"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanFile = &acpjson.Members{What: "acpv1: PlanFile", Set: []string{"planId", "uri"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanFile, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1024,7 +1024,7 @@ type PlanMarkdown struct {
 }
 
 // membersPlanMarkdown is what the schema says of the members of PlanMarkdown beyond their types.
-var membersPlanMarkdown = &acpjson.Members{What: "acpv1: PlanMarkdown", Set: []string{"planId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanMarkdown = &acpjson.Members{What: "acpv1: PlanMarkdown", Set: []string{"planId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanMarkdown, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1061,7 +1061,7 @@ type PlanUpdate struct {
 }
 
 // membersPlanUpdate is what the schema says of the members of PlanUpdate beyond their types.
-var membersPlanUpdate = &acpjson.Members{What: "acpv1: PlanUpdate", Set: []string{"plan"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanUpdate = &acpjson.Members{What: "acpv1: PlanUpdate", Set: []string{"plan"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1098,7 +1098,7 @@ type PlanRemoved struct {
 }
 
 // membersPlanRemoved is what the schema says of the members of PlanRemoved beyond their types.
-var membersPlanRemoved = &acpjson.Members{What: "acpv1: PlanRemoved", Set: []string{"planId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanRemoved = &acpjson.Members{What: "acpv1: PlanRemoved", Set: []string{"planId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanRemoved, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1138,7 +1138,7 @@ type SubagentSessionCapabilities struct {
 }
 
 // membersSubagentSessionCapabilities is what the schema says of the members of SubagentSessionCapabilities beyond their types.
-var membersSubagentSessionCapabilities = &acpjson.Members{What: "acpv1: SubagentSessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+var membersSubagentSessionCapabilities = &acpjson.Members{What: "acpv1: SubagentSessionCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SubagentSessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1296,7 +1296,7 @@ type ErrorStopReason struct {
 }
 
 // membersErrorStopReason is what the schema says of the members of ErrorStopReason beyond their types.
-var membersErrorStopReason = &acpjson.Members{What: "acpv1: ErrorStopReason", Set: nil, Present: nil, DefaultOnError: []string{"error"}, SkipInvalid: nil}
+var membersErrorStopReason = &acpjson.Members{What: "acpv1: ErrorStopReason", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"error"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ErrorStopReason, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1342,7 +1342,7 @@ type IdleStateUpdate struct {
 }
 
 // membersIdleStateUpdate is what the schema says of the members of IdleStateUpdate beyond their types.
-var membersIdleStateUpdate = &acpjson.Members{What: "acpv1: IdleStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"usage", "error"}, SkipInvalid: nil}
+var membersIdleStateUpdate = &acpjson.Members{What: "acpv1: IdleStateUpdate", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"usage", "error"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the IdleStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1503,7 +1503,7 @@ type SubagentUpdate struct {
 }
 
 // membersSubagentUpdate is what the schema says of the members of SubagentUpdate beyond their types.
-var membersSubagentUpdate = &acpjson.Members{What: "acpv1: SubagentUpdate", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
+var membersSubagentUpdate = &acpjson.Members{What: "acpv1: SubagentUpdate", Set: []string{"sessionId"}, Present: nil, Lists: []string{"additionalDirectories"}, DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SubagentUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1561,7 +1561,7 @@ type SessionMessage struct {
 }
 
 // membersSessionMessage is what the schema says of the members of SessionMessage beyond their types.
-var membersSessionMessage = &acpjson.Members{What: "acpv1: SessionMessage", Set: []string{"messageId"}, Present: nil, DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
+var membersSessionMessage = &acpjson.Members{What: "acpv1: SessionMessage", Set: []string{"messageId"}, Present: nil, Lists: []string{"content"}, DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the SessionMessage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1601,7 +1601,7 @@ type SessionMessageChunk struct {
 }
 
 // membersSessionMessageChunk is what the schema says of the members of SessionMessageChunk beyond their types.
-var membersSessionMessageChunk = &acpjson.Members{What: "acpv1: SessionMessageChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionMessageChunk = &acpjson.Members{What: "acpv1: SessionMessageChunk", Set: []string{"messageId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1653,7 +1653,7 @@ type AuthStatusUpdateNotification struct {
 }
 
 // membersAuthStatusUpdateNotification is what the schema says of the members of AuthStatusUpdateNotification beyond their types.
-var membersAuthStatusUpdateNotification = &acpjson.Members{What: "acpv1: AuthStatusUpdateNotification", Set: []string{"state"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+var membersAuthStatusUpdateNotification = &acpjson.Members{What: "acpv1: AuthStatusUpdateNotification", Set: []string{"state"}, Present: nil, Lists: []string{"accounts"}, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
 
 // UnmarshalJSON reads the AuthStatusUpdateNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1748,7 +1748,7 @@ type SetProviderRequest struct {
 }
 
 // membersSetProviderRequest is what the schema says of the members of SetProviderRequest beyond their types.
-var membersSetProviderRequest = &acpjson.Members{What: "acpv1: SetProviderRequest", Set: []string{"providerId", "apiType", "baseUrl"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSetProviderRequest = &acpjson.Members{What: "acpv1: SetProviderRequest", Set: []string{"providerId", "apiType", "baseUrl"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SetProviderRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1783,7 +1783,7 @@ type DisableProviderRequest struct {
 }
 
 // membersDisableProviderRequest is what the schema says of the members of DisableProviderRequest beyond their types.
-var membersDisableProviderRequest = &acpjson.Members{What: "acpv1: DisableProviderRequest", Set: []string{"providerId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDisableProviderRequest = &acpjson.Members{What: "acpv1: DisableProviderRequest", Set: []string{"providerId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DisableProviderRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1847,7 +1847,7 @@ type MCPServerACP struct {
 }
 
 // membersMCPServerACP is what the schema says of the members of MCPServerACP beyond their types.
-var membersMCPServerACP = &acpjson.Members{What: "acpv1: MCPServerACP", Set: []string{"name", "serverId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMCPServerACP = &acpjson.Members{What: "acpv1: MCPServerACP", Set: []string{"name", "serverId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPServerACP, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1912,7 +1912,7 @@ func (v SystemPrompt) MarshalJSON() ([]byte, error) {
 }
 
 // membersSystemPrompt is what the schema says of the members of SystemPrompt beyond their types.
-var membersSystemPrompt = &acpjson.Members{What: "acpv1: SystemPrompt", Set: []string{"mode", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSystemPrompt = &acpjson.Members{What: "acpv1: SystemPrompt", Set: []string{"mode", "content"}, Present: nil, Lists: []string{"content"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SystemPrompt, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2039,7 +2039,7 @@ type ForkSessionRequest struct {
 }
 
 // membersForkSessionRequest is what the schema says of the members of ForkSessionRequest beyond their types.
-var membersForkSessionRequest = &acpjson.Members{What: "acpv1: ForkSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersForkSessionRequest = &acpjson.Members{What: "acpv1: ForkSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, Lists: []string{"additionalDirectories", "mcpServers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ForkSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2081,7 +2081,7 @@ type ArchiveSessionRequest struct {
 }
 
 // membersArchiveSessionRequest is what the schema says of the members of ArchiveSessionRequest beyond their types.
-var membersArchiveSessionRequest = &acpjson.Members{What: "acpv1: ArchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersArchiveSessionRequest = &acpjson.Members{What: "acpv1: ArchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ArchiveSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2124,7 +2124,7 @@ type UnarchiveSessionRequest struct {
 }
 
 // membersUnarchiveSessionRequest is what the schema says of the members of UnarchiveSessionRequest beyond their types.
-var membersUnarchiveSessionRequest = &acpjson.Members{What: "acpv1: UnarchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersUnarchiveSessionRequest = &acpjson.Members{What: "acpv1: UnarchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UnarchiveSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2165,7 +2165,7 @@ type SessionStatusRequest struct {
 }
 
 // membersSessionStatusRequest is what the schema says of the members of SessionStatusRequest beyond their types.
-var membersSessionStatusRequest = &acpjson.Members{What: "acpv1: SessionStatusRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionStatusRequest = &acpjson.Members{What: "acpv1: SessionStatusRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionStatusRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2215,7 +2215,7 @@ type SetSessionTitleRequest struct {
 }
 
 // membersSetSessionTitleRequest is what the schema says of the members of SetSessionTitleRequest beyond their types.
-var membersSetSessionTitleRequest = &acpjson.Members{What: "acpv1: SetSessionTitleRequest", Set: []string{"sessionId", "title"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSetSessionTitleRequest = &acpjson.Members{What: "acpv1: SetSessionTitleRequest", Set: []string{"sessionId", "title"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SetSessionTitleRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2296,7 +2296,7 @@ type MessageMCPResult struct {
 }
 
 // membersMessageMCPResult is what the schema says of the members of MessageMCPResult beyond their types.
-var membersMessageMCPResult = &acpjson.Members{What: "acpv1: MessageMCPResult", Set: nil, Present: []string{"result"}, DefaultOnError: nil, SkipInvalid: nil}
+var membersMessageMCPResult = &acpjson.Members{What: "acpv1: MessageMCPResult", Set: nil, Present: []string{"result"}, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MessageMCPResult, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2325,7 +2325,7 @@ type MessageMCPError struct {
 }
 
 // membersMessageMCPError is what the schema says of the members of MessageMCPError beyond their types.
-var membersMessageMCPError = &acpjson.Members{What: "acpv1: MessageMCPError", Set: []string{"error"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMessageMCPError = &acpjson.Members{What: "acpv1: MessageMCPError", Set: []string{"error"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MessageMCPError, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2361,7 +2361,7 @@ type MCPError struct {
 }
 
 // membersMCPError is what the schema says of the members of MCPError beyond their types.
-var membersMCPError = &acpjson.Members{What: "acpv1: MCPError", Set: []string{"code", "message"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMCPError = &acpjson.Members{What: "acpv1: MCPError", Set: []string{"code", "message"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPError, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2407,7 +2407,7 @@ type MessageMCPNotification struct {
 }
 
 // membersMessageMCPNotification is what the schema says of the members of MessageMCPNotification beyond their types.
-var membersMessageMCPNotification = &acpjson.Members{What: "acpv1: MessageMCPNotification", Set: []string{"serverId", "requestId", "method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMessageMCPNotification = &acpjson.Members{What: "acpv1: MessageMCPNotification", Set: []string{"serverId", "requestId", "method"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MessageMCPNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2484,7 +2484,7 @@ type ProxySuccessorRequest struct {
 }
 
 // membersProxySuccessorRequest is what the schema says of the members of ProxySuccessorRequest beyond their types.
-var membersProxySuccessorRequest = &acpjson.Members{What: "acpv1: ProxySuccessorRequest", Set: []string{"method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersProxySuccessorRequest = &acpjson.Members{What: "acpv1: ProxySuccessorRequest", Set: []string{"method"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ProxySuccessorRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2557,7 +2557,7 @@ type ProxySuccessorNotification struct {
 }
 
 // membersProxySuccessorNotification is what the schema says of the members of ProxySuccessorNotification beyond their types.
-var membersProxySuccessorNotification = &acpjson.Members{What: "acpv1: ProxySuccessorNotification", Set: []string{"method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersProxySuccessorNotification = &acpjson.Members{What: "acpv1: ProxySuccessorNotification", Set: []string{"method"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ProxySuccessorNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema

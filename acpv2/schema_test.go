@@ -1,7 +1,11 @@
 package acpv2
 
 import (
+	"encoding/json"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc/internal/interoptest"
 )
@@ -26,4 +30,21 @@ func TestDecodeChecks(t *testing.T) {
 		interoptest.Invalid("RequestPermissionRequest", `{"sessionId":"s","title":"t","options":[{"optionId":"o","name":"n"}]}`),
 		interoptest.Invalid("RequestPermissionRequest", `{"sessionId":"s","options":[]}`),
 	})
+}
+
+// A null element of a list is refused, as the SDK's validators refuse it,
+// and a member met twice is read as its last, as JSON.parse reads it: a
+// union's discriminator and a required member alike.
+func TestNullListElementsAndRepeatedMembers(t *testing.T) {
+	interoptest.DecodeChecksAgree(t, 2, "../interop", schemaTypes, []interoptest.DecodeCase{
+		interoptest.Invalid("PromptRequest", `{"sessionId":"s","prompt":[null]}`),
+		interoptest.Invalid("RequestPermissionRequest", `{"sessionId":"s","title":"t","options":[null]}`),
+		interoptest.Valid("ContentBlock", `{"type":"text","type":"image","data":"d","mimeType":"image/png"}`),
+		interoptest.Invalid("ContentBlock", `{"type":"image","data":"d","mimeType":"image/png","type":"text"}`),
+		interoptest.Invalid("PromptRequest", `{"sessionId":"s","sessionId":null,"prompt":[{"type":"text","text":"x"}]}`),
+		interoptest.Valid("PromptRequest", `{"sessionId":null,"sessionId":"s","prompt":[{"type":"text","text":"x"}]}`),
+	})
+	var b ContentBlock
+	require.NoError(t, json.Unmarshal([]byte(`{"type":"text","text":"t","type":"image","data":"d","mimeType":"image/png"}`), &b))
+	assert.IsType(t, ImageContent{}, b.Value)
 }

@@ -121,7 +121,7 @@ func (v RequestPermissionRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersRequestPermissionRequest is what the schema says of the members of RequestPermissionRequest beyond their types.
-var membersRequestPermissionRequest = &acpjson.Members{What: "acpv2: RequestPermissionRequest", Set: []string{"sessionId", "title", "options"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersRequestPermissionRequest = &acpjson.Members{What: "acpv2: RequestPermissionRequest", Set: []string{"sessionId", "title", "options"}, Present: nil, Lists: []string{"options"}, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the RequestPermissionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -297,7 +297,7 @@ type ToolCallUpdate struct {
 }
 
 // membersToolCallUpdate is what the schema says of the members of ToolCallUpdate beyond their types.
-var membersToolCallUpdate = &acpjson.Members{What: "acpv2: ToolCallUpdate", Set: []string{"toolCallId"}, Present: nil, DefaultOnError: []string{"name", "title", "kind", "status", "rawInput", "rawOutput", "capabilities"}, SkipInvalid: []string{"content", "locations"}}
+var membersToolCallUpdate = &acpjson.Members{What: "acpv2: ToolCallUpdate", Set: []string{"toolCallId"}, Present: nil, Lists: []string{"content", "locations"}, DefaultOnError: []string{"name", "title", "kind", "status", "rawInput", "rawOutput", "capabilities"}, SkipInvalid: []string{"content", "locations"}}
 
 // UnmarshalJSON reads the ToolCallUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -609,7 +609,7 @@ type Annotations struct {
 }
 
 // membersAnnotations is what the schema says of the members of Annotations beyond their types.
-var membersAnnotations = &acpjson.Members{What: "acpv2: Annotations", Set: nil, Present: nil, DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
+var membersAnnotations = &acpjson.Members{What: "acpv2: Annotations", Set: nil, Present: nil, Lists: []string{"audience"}, DefaultOnError: []string{"lastModified", "priority"}, SkipInvalid: []string{"audience"}}
 
 // UnmarshalJSON reads the Annotations, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -658,7 +658,7 @@ type TextContent struct {
 }
 
 // membersTextContent is what the schema says of the members of TextContent beyond their types.
-var membersTextContent = &acpjson.Members{What: "acpv2: TextContent", Set: []string{"text"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+var membersTextContent = &acpjson.Members{What: "acpv2: TextContent", Set: []string{"text"}, Present: nil, Lists: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TextContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -702,7 +702,7 @@ type ImageContent struct {
 }
 
 // membersImageContent is what the schema says of the members of ImageContent beyond their types.
-var membersImageContent = &acpjson.Members{What: "acpv2: ImageContent", Set: []string{"data", "mimeType"}, Present: nil, DefaultOnError: []string{"uri", "annotations"}, SkipInvalid: nil}
+var membersImageContent = &acpjson.Members{What: "acpv2: ImageContent", Set: []string{"data", "mimeType"}, Present: nil, Lists: nil, DefaultOnError: []string{"uri", "annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ImageContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -739,7 +739,7 @@ type AudioContent struct {
 }
 
 // membersAudioContent is what the schema says of the members of AudioContent beyond their types.
-var membersAudioContent = &acpjson.Members{What: "acpv2: AudioContent", Set: []string{"data", "mimeType"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+var membersAudioContent = &acpjson.Members{What: "acpv2: AudioContent", Set: []string{"data", "mimeType"}, Present: nil, Lists: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AudioContent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -788,7 +788,7 @@ type Icon struct {
 }
 
 // membersIcon is what the schema says of the members of Icon beyond their types.
-var membersIcon = &acpjson.Members{What: "acpv2: Icon", Set: []string{"src"}, Present: nil, DefaultOnError: []string{"mimeType", "theme"}, SkipInvalid: []string{"sizes"}}
+var membersIcon = &acpjson.Members{What: "acpv2: Icon", Set: []string{"src"}, Present: nil, Lists: []string{"sizes"}, DefaultOnError: []string{"mimeType", "theme"}, SkipInvalid: []string{"sizes"}}
 
 // UnmarshalJSON reads the Icon, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -859,7 +859,7 @@ type ResourceLink struct {
 }
 
 // membersResourceLink is what the schema says of the members of ResourceLink beyond their types.
-var membersResourceLink = &acpjson.Members{What: "acpv2: ResourceLink", Set: []string{"name", "uri"}, Present: nil, DefaultOnError: []string{"title", "description", "mimeType", "size", "annotations"}, SkipInvalid: []string{"icons"}}
+var membersResourceLink = &acpjson.Members{What: "acpv2: ResourceLink", Set: []string{"name", "uri"}, Present: nil, Lists: []string{"icons"}, DefaultOnError: []string{"title", "description", "mimeType", "size", "annotations"}, SkipInvalid: []string{"icons"}}
 
 // UnmarshalJSON reads the ResourceLink, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -939,7 +939,7 @@ type TextResourceContents struct {
 }
 
 // membersTextResourceContents is what the schema says of the members of TextResourceContents beyond their types.
-var membersTextResourceContents = &acpjson.Members{What: "acpv2: TextResourceContents", Set: []string{"text", "uri"}, Present: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+var membersTextResourceContents = &acpjson.Members{What: "acpv2: TextResourceContents", Set: []string{"text", "uri"}, Present: nil, Lists: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TextResourceContents, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -976,7 +976,7 @@ type BlobResourceContents struct {
 }
 
 // membersBlobResourceContents is what the schema says of the members of BlobResourceContents beyond their types.
-var membersBlobResourceContents = &acpjson.Members{What: "acpv2: BlobResourceContents", Set: []string{"blob", "uri"}, Present: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
+var membersBlobResourceContents = &acpjson.Members{What: "acpv2: BlobResourceContents", Set: []string{"blob", "uri"}, Present: nil, Lists: nil, DefaultOnError: []string{"mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BlobResourceContents, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1011,7 +1011,7 @@ type EmbeddedResource struct {
 }
 
 // membersEmbeddedResource is what the schema says of the members of EmbeddedResource beyond their types.
-var membersEmbeddedResource = &acpjson.Members{What: "acpv2: EmbeddedResource", Set: []string{"resource"}, Present: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
+var membersEmbeddedResource = &acpjson.Members{What: "acpv2: EmbeddedResource", Set: []string{"resource"}, Present: nil, Lists: nil, DefaultOnError: []string{"annotations"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EmbeddedResource, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1042,7 +1042,7 @@ type Content struct {
 }
 
 // membersContent is what the schema says of the members of Content beyond their types.
-var membersContent = &acpjson.Members{What: "acpv2: Content", Set: []string{"content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersContent = &acpjson.Members{What: "acpv2: Content", Set: []string{"content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Content, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1101,7 +1101,7 @@ func (v DiffChange) MarshalJSON() ([]byte, error) {
 }
 
 // membersDiffChange is what the schema says of the members of DiffChange beyond their types.
-var membersDiffChange = &acpjson.Members{What: "acpv2: DiffChange", Set: nil, Present: nil, DefaultOnError: []string{"fileType", "mimeType"}, SkipInvalid: nil}
+var membersDiffChange = &acpjson.Members{What: "acpv2: DiffChange", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"fileType", "mimeType"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffChange's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -1156,7 +1156,7 @@ type DiffAdd struct {
 }
 
 // membersDiffAdd is what the schema says of the members of DiffAdd beyond their types.
-var membersDiffAdd = &acpjson.Members{What: "acpv2: DiffAdd", Set: []string{"path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDiffAdd = &acpjson.Members{What: "acpv2: DiffAdd", Set: []string{"path"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffAdd, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1181,7 +1181,7 @@ type DiffDelete struct {
 }
 
 // membersDiffDelete is what the schema says of the members of DiffDelete beyond their types.
-var membersDiffDelete = &acpjson.Members{What: "acpv2: DiffDelete", Set: []string{"path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDiffDelete = &acpjson.Members{What: "acpv2: DiffDelete", Set: []string{"path"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffDelete, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1206,7 +1206,7 @@ type DiffModify struct {
 }
 
 // membersDiffModify is what the schema says of the members of DiffModify beyond their types.
-var membersDiffModify = &acpjson.Members{What: "acpv2: DiffModify", Set: []string{"path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDiffModify = &acpjson.Members{What: "acpv2: DiffModify", Set: []string{"path"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffModify, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1233,7 +1233,7 @@ type DiffMove struct {
 }
 
 // membersDiffMove is what the schema says of the members of DiffMove beyond their types.
-var membersDiffMove = &acpjson.Members{What: "acpv2: DiffMove", Set: []string{"oldPath", "path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDiffMove = &acpjson.Members{What: "acpv2: DiffMove", Set: []string{"oldPath", "path"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffMove, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1260,7 +1260,7 @@ type DiffCopy struct {
 }
 
 // membersDiffCopy is what the schema says of the members of DiffCopy beyond their types.
-var membersDiffCopy = &acpjson.Members{What: "acpv2: DiffCopy", Set: []string{"oldPath", "path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDiffCopy = &acpjson.Members{What: "acpv2: DiffCopy", Set: []string{"oldPath", "path"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffCopy, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1342,7 +1342,7 @@ type DiffPathChange struct {
 }
 
 // membersDiffPathChange is what the schema says of the members of DiffPathChange beyond their types.
-var membersDiffPathChange = &acpjson.Members{What: "acpv2: DiffPathChange", Set: []string{"path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDiffPathChange = &acpjson.Members{What: "acpv2: DiffPathChange", Set: []string{"path"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffPathChange, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1367,7 +1367,7 @@ type DiffPathPairChange struct {
 }
 
 // membersDiffPathPairChange is what the schema says of the members of DiffPathPairChange beyond their types.
-var membersDiffPathPairChange = &acpjson.Members{What: "acpv2: DiffPathPairChange", Set: []string{"oldPath", "path"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDiffPathPairChange = &acpjson.Members{What: "acpv2: DiffPathPairChange", Set: []string{"oldPath", "path"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffPathPairChange, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1398,7 +1398,7 @@ type DiffPatch struct {
 }
 
 // membersDiffPatch is what the schema says of the members of DiffPatch beyond their types.
-var membersDiffPatch = &acpjson.Members{What: "acpv2: DiffPatch", Set: []string{"format", "text"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDiffPatch = &acpjson.Members{What: "acpv2: DiffPatch", Set: []string{"format", "text"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DiffPatch, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1474,7 +1474,7 @@ func (v Diff) MarshalJSON() ([]byte, error) {
 }
 
 // membersDiff is what the schema says of the members of Diff beyond their types.
-var membersDiff = &acpjson.Members{What: "acpv2: Diff", Set: []string{"changes"}, Present: nil, DefaultOnError: []string{"patch"}, SkipInvalid: []string{"changes"}}
+var membersDiff = &acpjson.Members{What: "acpv2: Diff", Set: []string{"changes"}, Present: nil, Lists: []string{"changes"}, DefaultOnError: []string{"patch"}, SkipInvalid: []string{"changes"}}
 
 // UnmarshalJSON reads the Diff, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1511,7 +1511,7 @@ type Terminal struct {
 }
 
 // membersTerminal is what the schema says of the members of Terminal beyond their types.
-var membersTerminal = &acpjson.Members{What: "acpv2: Terminal", Set: []string{"terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersTerminal = &acpjson.Members{What: "acpv2: Terminal", Set: []string{"terminalId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Terminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1550,7 +1550,7 @@ type ToolCallLocation struct {
 }
 
 // membersToolCallLocation is what the schema says of the members of ToolCallLocation beyond their types.
-var membersToolCallLocation = &acpjson.Members{What: "acpv2: ToolCallLocation", Set: []string{"path"}, Present: nil, DefaultOnError: []string{"line"}, SkipInvalid: nil}
+var membersToolCallLocation = &acpjson.Members{What: "acpv2: ToolCallLocation", Set: []string{"path"}, Present: nil, Lists: nil, DefaultOnError: []string{"line"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ToolCallLocation, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1587,7 +1587,7 @@ type ToolCallCapabilities struct {
 }
 
 // membersToolCallCapabilities is what the schema says of the members of ToolCallCapabilities beyond their types.
-var membersToolCallCapabilities = &acpjson.Members{What: "acpv2: ToolCallCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+var membersToolCallCapabilities = &acpjson.Members{What: "acpv2: ToolCallCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ToolCallCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1632,7 +1632,7 @@ type ToolCallPermissionSubject struct {
 }
 
 // membersToolCallPermissionSubject is what the schema says of the members of ToolCallPermissionSubject beyond their types.
-var membersToolCallPermissionSubject = &acpjson.Members{What: "acpv2: ToolCallPermissionSubject", Set: []string{"toolCall"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersToolCallPermissionSubject = &acpjson.Members{What: "acpv2: ToolCallPermissionSubject", Set: []string{"toolCall"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ToolCallPermissionSubject, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1671,7 +1671,7 @@ type CommandPermissionSubject struct {
 }
 
 // membersCommandPermissionSubject is what the schema says of the members of CommandPermissionSubject beyond their types.
-var membersCommandPermissionSubject = &acpjson.Members{What: "acpv2: CommandPermissionSubject", Set: []string{"command", "cwd"}, Present: nil, DefaultOnError: []string{"toolCallId", "terminalId"}, SkipInvalid: nil}
+var membersCommandPermissionSubject = &acpjson.Members{What: "acpv2: CommandPermissionSubject", Set: []string{"command", "cwd"}, Present: nil, Lists: nil, DefaultOnError: []string{"toolCallId", "terminalId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CommandPermissionSubject, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1706,7 +1706,7 @@ type PermissionOption struct {
 }
 
 // membersPermissionOption is what the schema says of the members of PermissionOption beyond their types.
-var membersPermissionOption = &acpjson.Members{What: "acpv2: PermissionOption", Set: []string{"optionId", "name", "kind"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPermissionOption = &acpjson.Members{What: "acpv2: PermissionOption", Set: []string{"optionId", "name", "kind"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PermissionOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1795,7 +1795,7 @@ func (v CreateElicitationRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersCreateElicitationRequest is what the schema says of the members of CreateElicitationRequest beyond their types.
-var membersCreateElicitationRequest = &acpjson.Members{What: "acpv2: CreateElicitationRequest", Set: []string{"message"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCreateElicitationRequest = &acpjson.Members{What: "acpv2: CreateElicitationRequest", Set: []string{"message"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CreateElicitationRequest's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -1888,7 +1888,7 @@ type ElicitationSessionScope struct {
 }
 
 // membersElicitationSessionScope is what the schema says of the members of ElicitationSessionScope beyond their types.
-var membersElicitationSessionScope = &acpjson.Members{What: "acpv2: ElicitationSessionScope", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
+var membersElicitationSessionScope = &acpjson.Members{What: "acpv2: ElicitationSessionScope", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: []string{"toolCallId"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationSessionScope, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1916,7 +1916,7 @@ type ElicitationRequestScope struct {
 }
 
 // membersElicitationRequestScope is what the schema says of the members of ElicitationRequestScope beyond their types.
-var membersElicitationRequestScope = &acpjson.Members{What: "acpv2: ElicitationRequestScope", Set: []string{"requestId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersElicitationRequestScope = &acpjson.Members{What: "acpv2: ElicitationRequestScope", Set: []string{"requestId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationRequestScope, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1975,7 +1975,7 @@ func (v ElicitationSchema) MarshalJSON() ([]byte, error) {
 }
 
 // membersElicitationSchema is what the schema says of the members of ElicitationSchema beyond their types.
-var membersElicitationSchema = &acpjson.Members{What: "acpv2: ElicitationSchema", Set: []string{"type", "properties"}, Present: nil, DefaultOnError: []string{"title", "description"}, SkipInvalid: nil}
+var membersElicitationSchema = &acpjson.Members{What: "acpv2: ElicitationSchema", Set: []string{"type", "properties"}, Present: nil, Lists: []string{"required"}, DefaultOnError: []string{"title", "description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationSchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2144,7 +2144,7 @@ type EnumOption struct {
 }
 
 // membersEnumOption is what the schema says of the members of EnumOption beyond their types.
-var membersEnumOption = &acpjson.Members{What: "acpv2: EnumOption", Set: []string{"const", "title"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersEnumOption = &acpjson.Members{What: "acpv2: EnumOption", Set: []string{"const", "title"}, Present: nil, Lists: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EnumOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2212,7 +2212,7 @@ type StringPropertySchema struct {
 }
 
 // membersStringPropertySchema is what the schema says of the members of StringPropertySchema beyond their types.
-var membersStringPropertySchema = &acpjson.Members{What: "acpv2: StringPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+var membersStringPropertySchema = &acpjson.Members{What: "acpv2: StringPropertySchema", Set: nil, Present: nil, Lists: []string{"enum", "oneOf"}, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the StringPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2261,7 +2261,7 @@ type NumberPropertySchema struct {
 }
 
 // membersNumberPropertySchema is what the schema says of the members of NumberPropertySchema beyond their types.
-var membersNumberPropertySchema = &acpjson.Members{What: "acpv2: NumberPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+var membersNumberPropertySchema = &acpjson.Members{What: "acpv2: NumberPropertySchema", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the NumberPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2310,7 +2310,7 @@ type IntegerPropertySchema struct {
 }
 
 // membersIntegerPropertySchema is what the schema says of the members of IntegerPropertySchema beyond their types.
-var membersIntegerPropertySchema = &acpjson.Members{What: "acpv2: IntegerPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+var membersIntegerPropertySchema = &acpjson.Members{What: "acpv2: IntegerPropertySchema", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the IntegerPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2351,7 +2351,7 @@ type BooleanPropertySchema struct {
 }
 
 // membersBooleanPropertySchema is what the schema says of the members of BooleanPropertySchema beyond their types.
-var membersBooleanPropertySchema = &acpjson.Members{What: "acpv2: BooleanPropertySchema", Set: nil, Present: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
+var membersBooleanPropertySchema = &acpjson.Members{What: "acpv2: BooleanPropertySchema", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"title", "description", "default"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BooleanPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2466,7 +2466,7 @@ func (v StringMultiSelectItems) MarshalJSON() ([]byte, error) {
 }
 
 // membersStringMultiSelectItems is what the schema says of the members of StringMultiSelectItems beyond their types.
-var membersStringMultiSelectItems = &acpjson.Members{What: "acpv2: StringMultiSelectItems", Set: []string{"enum"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersStringMultiSelectItems = &acpjson.Members{What: "acpv2: StringMultiSelectItems", Set: []string{"enum"}, Present: nil, Lists: []string{"enum"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the StringMultiSelectItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2506,7 +2506,7 @@ func (v TitledMultiSelectItems) MarshalJSON() ([]byte, error) {
 }
 
 // membersTitledMultiSelectItems is what the schema says of the members of TitledMultiSelectItems beyond their types.
-var membersTitledMultiSelectItems = &acpjson.Members{What: "acpv2: TitledMultiSelectItems", Set: []string{"anyOf"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersTitledMultiSelectItems = &acpjson.Members{What: "acpv2: TitledMultiSelectItems", Set: []string{"anyOf"}, Present: nil, Lists: []string{"anyOf"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TitledMultiSelectItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2557,7 +2557,7 @@ type MultiSelectPropertySchema struct {
 }
 
 // membersMultiSelectPropertySchema is what the schema says of the members of MultiSelectPropertySchema beyond their types.
-var membersMultiSelectPropertySchema = &acpjson.Members{What: "acpv2: MultiSelectPropertySchema", Set: []string{"items"}, Present: nil, DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
+var membersMultiSelectPropertySchema = &acpjson.Members{What: "acpv2: MultiSelectPropertySchema", Set: []string{"items"}, Present: nil, Lists: []string{"default"}, DefaultOnError: []string{"title", "description"}, SkipInvalid: []string{"default"}}
 
 // UnmarshalJSON reads the MultiSelectPropertySchema, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2601,7 +2601,7 @@ func (v ElicitationFormMode) MarshalJSON() ([]byte, error) {
 }
 
 // membersElicitationFormMode is what the schema says of the members of ElicitationFormMode beyond their types.
-var membersElicitationFormMode = &acpjson.Members{What: "acpv2: ElicitationFormMode", Set: []string{"requestedSchema"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersElicitationFormMode = &acpjson.Members{What: "acpv2: ElicitationFormMode", Set: []string{"requestedSchema"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationFormMode's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -2669,7 +2669,7 @@ func (v ElicitationURLMode) MarshalJSON() ([]byte, error) {
 }
 
 // membersElicitationURLMode is what the schema says of the members of ElicitationURLMode beyond their types.
-var membersElicitationURLMode = &acpjson.Members{What: "acpv2: ElicitationURLMode", Set: []string{"elicitationId", "url"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersElicitationURLMode = &acpjson.Members{What: "acpv2: ElicitationURLMode", Set: []string{"elicitationId", "url"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationURLMode's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -2745,7 +2745,7 @@ type InitializeResponse struct {
 }
 
 // membersInitializeResponse is what the schema says of the members of InitializeResponse beyond their types.
-var membersInitializeResponse = &acpjson.Members{What: "acpv2: InitializeResponse", Set: []string{"protocolVersion", "info"}, Present: nil, DefaultOnError: []string{"capabilities"}, SkipInvalid: []string{"authMethods"}}
+var membersInitializeResponse = &acpjson.Members{What: "acpv2: InitializeResponse", Set: []string{"protocolVersion", "info"}, Present: nil, Lists: []string{"authMethods"}, DefaultOnError: []string{"capabilities"}, SkipInvalid: []string{"authMethods"}}
 
 // UnmarshalJSON reads the InitializeResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2793,7 +2793,7 @@ type Implementation struct {
 }
 
 // membersImplementation is what the schema says of the members of Implementation beyond their types.
-var membersImplementation = &acpjson.Members{What: "acpv2: Implementation", Set: []string{"name", "version"}, Present: nil, DefaultOnError: []string{"title"}, SkipInvalid: nil}
+var membersImplementation = &acpjson.Members{What: "acpv2: Implementation", Set: []string{"name", "version"}, Present: nil, Lists: nil, DefaultOnError: []string{"title"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Implementation, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2851,7 +2851,7 @@ type AgentCapabilities struct {
 }
 
 // membersAgentCapabilities is what the schema says of the members of AgentCapabilities beyond their types.
-var membersAgentCapabilities = &acpjson.Members{What: "acpv2: AgentCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"session", "auth", "providers"}, SkipInvalid: nil}
+var membersAgentCapabilities = &acpjson.Members{What: "acpv2: AgentCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"session", "auth", "providers"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2972,7 +2972,7 @@ type SessionCapabilities struct {
 }
 
 // membersSessionCapabilities is what the schema says of the members of SessionCapabilities beyond their types.
-var membersSessionCapabilities = &acpjson.Members{What: "acpv2: SessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"prompt", "mcp", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title"}, SkipInvalid: nil}
+var membersSessionCapabilities = &acpjson.Members{What: "acpv2: SessionCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"prompt", "mcp", "delete", "additionalDirectories", "systemPrompt", "fork", "archive", "status", "title"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3028,7 +3028,7 @@ type PromptCapabilities struct {
 }
 
 // membersPromptCapabilities is what the schema says of the members of PromptCapabilities beyond their types.
-var membersPromptCapabilities = &acpjson.Members{What: "acpv2: PromptCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
+var membersPromptCapabilities = &acpjson.Members{What: "acpv2: PromptCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"image", "audio", "embeddedContext"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PromptCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3112,7 +3112,7 @@ type MCPCapabilities struct {
 }
 
 // membersMCPCapabilities is what the schema says of the members of MCPCapabilities beyond their types.
-var membersMCPCapabilities = &acpjson.Members{What: "acpv2: MCPCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"stdio", "http", "acp"}, SkipInvalid: nil}
+var membersMCPCapabilities = &acpjson.Members{What: "acpv2: MCPCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"stdio", "http", "acp"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3205,7 +3205,7 @@ type AgentAuthCapabilities struct {
 }
 
 // membersAgentAuthCapabilities is what the schema says of the members of AgentAuthCapabilities beyond their types.
-var membersAgentAuthCapabilities = &acpjson.Members{What: "acpv2: AgentAuthCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"status"}, SkipInvalid: nil}
+var membersAgentAuthCapabilities = &acpjson.Members{What: "acpv2: AgentAuthCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"status"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentAuthCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3326,7 +3326,7 @@ type EnvVariable struct {
 }
 
 // membersEnvVariable is what the schema says of the members of EnvVariable beyond their types.
-var membersEnvVariable = &acpjson.Members{What: "acpv2: EnvVariable", Set: []string{"name", "value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersEnvVariable = &acpjson.Members{What: "acpv2: EnvVariable", Set: []string{"name", "value"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the EnvVariable, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3373,7 +3373,7 @@ type AuthMethodTerminal struct {
 }
 
 // membersAuthMethodTerminal is what the schema says of the members of AuthMethodTerminal beyond their types.
-var membersAuthMethodTerminal = &acpjson.Members{What: "acpv2: AuthMethodTerminal", Set: []string{"methodId", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersAuthMethodTerminal = &acpjson.Members{What: "acpv2: AuthMethodTerminal", Set: []string{"methodId", "name"}, Present: nil, Lists: []string{"args", "env"}, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthMethodTerminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3412,7 +3412,7 @@ type AuthMethodAgent struct {
 }
 
 // membersAuthMethodAgent is what the schema says of the members of AuthMethodAgent beyond their types.
-var membersAuthMethodAgent = &acpjson.Members{What: "acpv2: AuthMethodAgent", Set: []string{"methodId", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersAuthMethodAgent = &acpjson.Members{What: "acpv2: AuthMethodAgent", Set: []string{"methodId", "name"}, Present: nil, Lists: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthMethodAgent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3483,7 +3483,7 @@ type NewSessionResponse struct {
 }
 
 // membersNewSessionResponse is what the schema says of the members of NewSessionResponse beyond their types.
-var membersNewSessionResponse = &acpjson.Members{What: "acpv2: NewSessionResponse", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
+var membersNewSessionResponse = &acpjson.Members{What: "acpv2: NewSessionResponse", Set: []string{"sessionId"}, Present: nil, Lists: []string{"configOptions", "availableCommands"}, DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
 
 // UnmarshalJSON reads the NewSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3541,7 +3541,7 @@ func (v SessionConfigOption) MarshalJSON() ([]byte, error) {
 }
 
 // membersSessionConfigOption is what the schema says of the members of SessionConfigOption beyond their types.
-var membersSessionConfigOption = &acpjson.Members{What: "acpv2: SessionConfigOption", Set: []string{"configId", "name"}, Present: nil, DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
+var membersSessionConfigOption = &acpjson.Members{What: "acpv2: SessionConfigOption", Set: []string{"configId", "name"}, Present: nil, Lists: nil, DefaultOnError: []string{"description", "category"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigOption's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -3731,7 +3731,7 @@ type SessionConfigSelectOption struct {
 }
 
 // membersSessionConfigSelectOption is what the schema says of the members of SessionConfigSelectOption beyond their types.
-var membersSessionConfigSelectOption = &acpjson.Members{What: "acpv2: SessionConfigSelectOption", Set: []string{"value", "name"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersSessionConfigSelectOption = &acpjson.Members{What: "acpv2: SessionConfigSelectOption", Set: []string{"value", "name"}, Present: nil, Lists: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigSelectOption, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3773,7 +3773,7 @@ func (v SessionConfigSelectGroup) MarshalJSON() ([]byte, error) {
 }
 
 // membersSessionConfigSelectGroup is what the schema says of the members of SessionConfigSelectGroup beyond their types.
-var membersSessionConfigSelectGroup = &acpjson.Members{What: "acpv2: SessionConfigSelectGroup", Set: []string{"groupId", "name", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"options"}}
+var membersSessionConfigSelectGroup = &acpjson.Members{What: "acpv2: SessionConfigSelectGroup", Set: []string{"groupId", "name", "options"}, Present: nil, Lists: []string{"options"}, DefaultOnError: nil, SkipInvalid: []string{"options"}}
 
 // UnmarshalJSON reads the SessionConfigSelectGroup, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3802,7 +3802,7 @@ type SessionConfigSelect struct {
 }
 
 // membersSessionConfigSelect is what the schema says of the members of SessionConfigSelect beyond their types.
-var membersSessionConfigSelect = &acpjson.Members{What: "acpv2: SessionConfigSelect", Set: []string{"currentValue", "options"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionConfigSelect = &acpjson.Members{What: "acpv2: SessionConfigSelect", Set: []string{"currentValue", "options"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigSelect, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -3827,7 +3827,7 @@ type SessionConfigBoolean struct {
 }
 
 // membersSessionConfigBoolean is what the schema says of the members of SessionConfigBoolean beyond their types.
-var membersSessionConfigBoolean = &acpjson.Members{What: "acpv2: SessionConfigBoolean", Set: []string{"currentValue"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionConfigBoolean = &acpjson.Members{What: "acpv2: SessionConfigBoolean", Set: []string{"currentValue"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigBoolean, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4028,7 +4028,7 @@ type TextCommandInput struct {
 }
 
 // membersTextCommandInput is what the schema says of the members of TextCommandInput beyond their types.
-var membersTextCommandInput = &acpjson.Members{What: "acpv2: TextCommandInput", Set: []string{"hint"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersTextCommandInput = &acpjson.Members{What: "acpv2: TextCommandInput", Set: []string{"hint"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TextCommandInput, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4069,7 +4069,7 @@ type Command struct {
 }
 
 // membersCommand is what the schema says of the members of Command beyond their types.
-var membersCommand = &acpjson.Members{What: "acpv2: Command", Set: []string{"name", "description"}, Present: nil, DefaultOnError: []string{"input"}, SkipInvalid: nil}
+var membersCommand = &acpjson.Members{What: "acpv2: Command", Set: []string{"name", "description"}, Present: nil, Lists: nil, DefaultOnError: []string{"input"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Command, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4113,7 +4113,7 @@ func (v ListSessionsResponse) MarshalJSON() ([]byte, error) {
 }
 
 // membersListSessionsResponse is what the schema says of the members of ListSessionsResponse beyond their types.
-var membersListSessionsResponse = &acpjson.Members{What: "acpv2: ListSessionsResponse", Set: []string{"sessions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"sessions"}}
+var membersListSessionsResponse = &acpjson.Members{What: "acpv2: ListSessionsResponse", Set: []string{"sessions"}, Present: nil, Lists: []string{"sessions"}, DefaultOnError: nil, SkipInvalid: []string{"sessions"}}
 
 // UnmarshalJSON reads the ListSessionsResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4169,7 +4169,7 @@ type SessionInfo struct {
 }
 
 // membersSessionInfo is what the schema says of the members of SessionInfo beyond their types.
-var membersSessionInfo = &acpjson.Members{What: "acpv2: SessionInfo", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: nil}
+var membersSessionInfo = &acpjson.Members{What: "acpv2: SessionInfo", Set: []string{"sessionId", "cwd"}, Present: nil, Lists: []string{"additionalDirectories"}, DefaultOnError: []string{"title", "updatedAt", "archived"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionInfo, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4436,7 +4436,7 @@ type BackgroundTerminal struct {
 }
 
 // membersBackgroundTerminal is what the schema says of the members of BackgroundTerminal beyond their types.
-var membersBackgroundTerminal = &acpjson.Members{What: "acpv2: BackgroundTerminal", Set: []string{"terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersBackgroundTerminal = &acpjson.Members{What: "acpv2: BackgroundTerminal", Set: []string{"terminalId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BackgroundTerminal, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4467,7 +4467,7 @@ type BackgroundToolCall struct {
 }
 
 // membersBackgroundToolCall is what the schema says of the members of BackgroundToolCall beyond their types.
-var membersBackgroundToolCall = &acpjson.Members{What: "acpv2: BackgroundToolCall", Set: []string{"toolCallId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersBackgroundToolCall = &acpjson.Members{What: "acpv2: BackgroundToolCall", Set: []string{"toolCallId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BackgroundToolCall, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4505,7 +4505,7 @@ type RunningStateUpdate struct {
 }
 
 // membersRunningStateUpdate is what the schema says of the members of RunningStateUpdate beyond their types.
-var membersRunningStateUpdate = &acpjson.Members{What: "acpv2: RunningStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"background"}, SkipInvalid: nil}
+var membersRunningStateUpdate = &acpjson.Members{What: "acpv2: RunningStateUpdate", Set: nil, Present: nil, Lists: []string{"background"}, DefaultOnError: []string{"background"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the RunningStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4546,7 +4546,7 @@ type Error struct {
 }
 
 // membersError is what the schema says of the members of Error beyond their types.
-var membersError = &acpjson.Members{What: "acpv2: Error", Set: []string{"code", "message"}, Present: nil, DefaultOnError: []string{"data"}, SkipInvalid: nil}
+var membersError = &acpjson.Members{What: "acpv2: Error", Set: []string{"code", "message"}, Present: nil, Lists: nil, DefaultOnError: []string{"data"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Error, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4624,7 +4624,7 @@ func (v UnsupportedProtocolVersionErrorData) MarshalJSON() ([]byte, error) {
 }
 
 // membersUnsupportedProtocolVersionErrorData is what the schema says of the members of UnsupportedProtocolVersionErrorData beyond their types.
-var membersUnsupportedProtocolVersionErrorData = &acpjson.Members{What: "acpv2: UnsupportedProtocolVersionErrorData", Set: []string{"requested", "supported"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersUnsupportedProtocolVersionErrorData = &acpjson.Members{What: "acpv2: UnsupportedProtocolVersionErrorData", Set: []string{"requested", "supported"}, Present: nil, Lists: []string{"supported"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UnsupportedProtocolVersionErrorData, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4656,7 +4656,7 @@ type SessionNotFoundErrorData struct {
 }
 
 // membersSessionNotFoundErrorData is what the schema says of the members of SessionNotFoundErrorData beyond their types.
-var membersSessionNotFoundErrorData = &acpjson.Members{What: "acpv2: SessionNotFoundErrorData", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionNotFoundErrorData = &acpjson.Members{What: "acpv2: SessionNotFoundErrorData", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionNotFoundErrorData, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4682,7 +4682,7 @@ type ErrorStopReason struct {
 }
 
 // membersErrorStopReason is what the schema says of the members of ErrorStopReason beyond their types.
-var membersErrorStopReason = &acpjson.Members{What: "acpv2: ErrorStopReason", Set: nil, Present: nil, DefaultOnError: []string{"error"}, SkipInvalid: nil}
+var membersErrorStopReason = &acpjson.Members{What: "acpv2: ErrorStopReason", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"error"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ErrorStopReason, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4749,7 +4749,7 @@ type IdleStateUpdate struct {
 }
 
 // membersIdleStateUpdate is what the schema says of the members of IdleStateUpdate beyond their types.
-var membersIdleStateUpdate = &acpjson.Members{What: "acpv2: IdleStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"usage", "background", "error"}, SkipInvalid: nil}
+var membersIdleStateUpdate = &acpjson.Members{What: "acpv2: IdleStateUpdate", Set: nil, Present: nil, Lists: []string{"background"}, DefaultOnError: []string{"usage", "background", "error"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the IdleStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4833,7 +4833,7 @@ type RequiresActionStateUpdate struct {
 }
 
 // membersRequiresActionStateUpdate is what the schema says of the members of RequiresActionStateUpdate beyond their types.
-var membersRequiresActionStateUpdate = &acpjson.Members{What: "acpv2: RequiresActionStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"background"}, SkipInvalid: nil}
+var membersRequiresActionStateUpdate = &acpjson.Members{What: "acpv2: RequiresActionStateUpdate", Set: nil, Present: nil, Lists: []string{"background"}, DefaultOnError: []string{"background"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the RequiresActionStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4880,7 +4880,7 @@ type ResumeSessionResponse struct {
 }
 
 // membersResumeSessionResponse is what the schema says of the members of ResumeSessionResponse beyond their types.
-var membersResumeSessionResponse = &acpjson.Members{What: "acpv2: ResumeSessionResponse", Set: nil, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
+var membersResumeSessionResponse = &acpjson.Members{What: "acpv2: ResumeSessionResponse", Set: nil, Present: nil, Lists: []string{"configOptions", "availableCommands"}, DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
 
 // UnmarshalJSON reads the ResumeSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4948,7 +4948,7 @@ func (v SetSessionConfigOptionResponse) MarshalJSON() ([]byte, error) {
 }
 
 // membersSetSessionConfigOptionResponse is what the schema says of the members of SetSessionConfigOptionResponse beyond their types.
-var membersSetSessionConfigOptionResponse = &acpjson.Members{What: "acpv2: SetSessionConfigOptionResponse", Set: []string{"configOptions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+var membersSetSessionConfigOptionResponse = &acpjson.Members{What: "acpv2: SetSessionConfigOptionResponse", Set: []string{"configOptions"}, Present: nil, Lists: []string{"configOptions"}, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the SetSessionConfigOptionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -4992,7 +4992,7 @@ type PromptResponse struct {
 }
 
 // membersPromptResponse is what the schema says of the members of PromptResponse beyond their types.
-var membersPromptResponse = &acpjson.Members{What: "acpv2: PromptResponse", Set: []string{"messageId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPromptResponse = &acpjson.Members{What: "acpv2: PromptResponse", Set: []string{"messageId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PromptResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5041,7 +5041,7 @@ type UpdateSessionNotification struct {
 }
 
 // membersUpdateSessionNotification is what the schema says of the members of UpdateSessionNotification beyond their types.
-var membersUpdateSessionNotification = &acpjson.Members{What: "acpv2: UpdateSessionNotification", Set: []string{"sessionId", "update"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersUpdateSessionNotification = &acpjson.Members{What: "acpv2: UpdateSessionNotification", Set: []string{"sessionId", "update"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UpdateSessionNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5172,7 +5172,7 @@ type UserMessageChunk struct {
 }
 
 // membersUserMessageChunk is what the schema says of the members of UserMessageChunk beyond their types.
-var membersUserMessageChunk = &acpjson.Members{What: "acpv2: UserMessageChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersUserMessageChunk = &acpjson.Members{What: "acpv2: UserMessageChunk", Set: []string{"messageId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UserMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5209,7 +5209,7 @@ type AgentMessageChunk struct {
 }
 
 // membersAgentMessageChunk is what the schema says of the members of AgentMessageChunk beyond their types.
-var membersAgentMessageChunk = &acpjson.Members{What: "acpv2: AgentMessageChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersAgentMessageChunk = &acpjson.Members{What: "acpv2: AgentMessageChunk", Set: []string{"messageId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5248,7 +5248,7 @@ type AgentThoughtChunk struct {
 }
 
 // membersAgentThoughtChunk is what the schema says of the members of AgentThoughtChunk beyond their types.
-var membersAgentThoughtChunk = &acpjson.Members{What: "acpv2: AgentThoughtChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersAgentThoughtChunk = &acpjson.Members{What: "acpv2: AgentThoughtChunk", Set: []string{"messageId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AgentThoughtChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5322,7 +5322,7 @@ type ContentChunk struct {
 }
 
 // membersContentChunk is what the schema says of the members of ContentChunk beyond their types.
-var membersContentChunk = &acpjson.Members{What: "acpv2: ContentChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersContentChunk = &acpjson.Members{What: "acpv2: ContentChunk", Set: []string{"messageId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ContentChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5368,7 +5368,7 @@ type UserMessage struct {
 }
 
 // membersUserMessage is what the schema says of the members of UserMessage beyond their types.
-var membersUserMessage = &acpjson.Members{What: "acpv2: UserMessage", Set: []string{"messageId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"content"}}
+var membersUserMessage = &acpjson.Members{What: "acpv2: UserMessage", Set: []string{"messageId"}, Present: nil, Lists: []string{"content"}, DefaultOnError: nil, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the UserMessage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5416,7 +5416,7 @@ type AgentMessage struct {
 }
 
 // membersAgentMessage is what the schema says of the members of AgentMessage beyond their types.
-var membersAgentMessage = &acpjson.Members{What: "acpv2: AgentMessage", Set: []string{"messageId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"content"}}
+var membersAgentMessage = &acpjson.Members{What: "acpv2: AgentMessage", Set: []string{"messageId"}, Present: nil, Lists: []string{"content"}, DefaultOnError: nil, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the AgentMessage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5464,7 +5464,7 @@ type AgentThought struct {
 }
 
 // membersAgentThought is what the schema says of the members of AgentThought beyond their types.
-var membersAgentThought = &acpjson.Members{What: "acpv2: AgentThought", Set: []string{"messageId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"content"}}
+var membersAgentThought = &acpjson.Members{What: "acpv2: AgentThought", Set: []string{"messageId"}, Present: nil, Lists: []string{"content"}, DefaultOnError: nil, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the AgentThought, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5503,7 +5503,7 @@ type ToolCallContentChunk struct {
 }
 
 // membersToolCallContentChunk is what the schema says of the members of ToolCallContentChunk beyond their types.
-var membersToolCallContentChunk = &acpjson.Members{What: "acpv2: ToolCallContentChunk", Set: []string{"toolCallId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersToolCallContentChunk = &acpjson.Members{What: "acpv2: ToolCallContentChunk", Set: []string{"toolCallId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ToolCallContentChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5536,7 +5536,7 @@ type TerminalOutput struct {
 }
 
 // membersTerminalOutput is what the schema says of the members of TerminalOutput beyond their types.
-var membersTerminalOutput = &acpjson.Members{What: "acpv2: TerminalOutput", Set: []string{"data"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersTerminalOutput = &acpjson.Members{What: "acpv2: TerminalOutput", Set: []string{"data"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalOutput, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5575,7 +5575,7 @@ type TerminalExitStatus struct {
 }
 
 // membersTerminalExitStatus is what the schema says of the members of TerminalExitStatus beyond their types.
-var membersTerminalExitStatus = &acpjson.Members{What: "acpv2: TerminalExitStatus", Set: nil, Present: nil, DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
+var membersTerminalExitStatus = &acpjson.Members{What: "acpv2: TerminalExitStatus", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"exitCode", "signal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalExitStatus, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5606,7 +5606,7 @@ type TerminalSize struct {
 }
 
 // membersTerminalSize is what the schema says of the members of TerminalSize beyond their types.
-var membersTerminalSize = &acpjson.Members{What: "acpv2: TerminalSize", Set: []string{"cols", "rows"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersTerminalSize = &acpjson.Members{What: "acpv2: TerminalSize", Set: []string{"cols", "rows"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalSize, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5643,7 +5643,7 @@ type TerminalCapabilities struct {
 }
 
 // membersTerminalCapabilities is what the schema says of the members of TerminalCapabilities beyond their types.
-var membersTerminalCapabilities = &acpjson.Members{What: "acpv2: TerminalCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+var membersTerminalCapabilities = &acpjson.Members{What: "acpv2: TerminalCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5711,7 +5711,7 @@ type TerminalUpdate struct {
 }
 
 // membersTerminalUpdate is what the schema says of the members of TerminalUpdate beyond their types.
-var membersTerminalUpdate = &acpjson.Members{What: "acpv2: TerminalUpdate", Set: []string{"terminalId"}, Present: nil, DefaultOnError: []string{"command", "cwd", "output", "exitStatus", "size", "capabilities"}, SkipInvalid: nil}
+var membersTerminalUpdate = &acpjson.Members{What: "acpv2: TerminalUpdate", Set: []string{"terminalId"}, Present: nil, Lists: nil, DefaultOnError: []string{"command", "cwd", "output", "exitStatus", "size", "capabilities"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5745,7 +5745,7 @@ type TerminalOutputChunk struct {
 }
 
 // membersTerminalOutputChunk is what the schema says of the members of TerminalOutputChunk beyond their types.
-var membersTerminalOutputChunk = &acpjson.Members{What: "acpv2: TerminalOutputChunk", Set: []string{"terminalId", "data"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersTerminalOutputChunk = &acpjson.Members{What: "acpv2: TerminalOutputChunk", Set: []string{"terminalId", "data"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the TerminalOutputChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5878,7 +5878,7 @@ type PlanEntry struct {
 }
 
 // membersPlanEntry is what the schema says of the members of PlanEntry beyond their types.
-var membersPlanEntry = &acpjson.Members{What: "acpv2: PlanEntry", Set: []string{"content", "priority", "status"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanEntry = &acpjson.Members{What: "acpv2: PlanEntry", Set: []string{"content", "priority", "status"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanEntry, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5966,7 +5966,7 @@ func (v PlanItems) MarshalJSON() ([]byte, error) {
 }
 
 // membersPlanItems is what the schema says of the members of PlanItems beyond their types.
-var membersPlanItems = &acpjson.Members{What: "acpv2: PlanItems", Set: []string{"planId", "entries"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"entries"}}
+var membersPlanItems = &acpjson.Members{What: "acpv2: PlanItems", Set: []string{"planId", "entries"}, Present: nil, Lists: []string{"entries"}, DefaultOnError: nil, SkipInvalid: []string{"entries"}}
 
 // UnmarshalJSON reads the PlanItems, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -5997,7 +5997,7 @@ type PlanUpdate struct {
 }
 
 // membersPlanUpdate is what the schema says of the members of PlanUpdate beyond their types.
-var membersPlanUpdate = &acpjson.Members{What: "acpv2: PlanUpdate", Set: []string{"plan"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanUpdate = &acpjson.Members{What: "acpv2: PlanUpdate", Set: []string{"plan"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6037,7 +6037,7 @@ func (v AvailableCommandsUpdate) MarshalJSON() ([]byte, error) {
 }
 
 // membersAvailableCommandsUpdate is what the schema says of the members of AvailableCommandsUpdate beyond their types.
-var membersAvailableCommandsUpdate = &acpjson.Members{What: "acpv2: AvailableCommandsUpdate", Set: []string{"availableCommands"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
+var membersAvailableCommandsUpdate = &acpjson.Members{What: "acpv2: AvailableCommandsUpdate", Set: []string{"availableCommands"}, Present: nil, Lists: []string{"availableCommands"}, DefaultOnError: nil, SkipInvalid: []string{"availableCommands"}}
 
 // UnmarshalJSON reads the AvailableCommandsUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6079,7 +6079,7 @@ func (v ConfigOptionUpdate) MarshalJSON() ([]byte, error) {
 }
 
 // membersConfigOptionUpdate is what the schema says of the members of ConfigOptionUpdate beyond their types.
-var membersConfigOptionUpdate = &acpjson.Members{What: "acpv2: ConfigOptionUpdate", Set: []string{"configOptions"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
+var membersConfigOptionUpdate = &acpjson.Members{What: "acpv2: ConfigOptionUpdate", Set: []string{"configOptions"}, Present: nil, Lists: []string{"configOptions"}, DefaultOnError: nil, SkipInvalid: []string{"configOptions"}}
 
 // UnmarshalJSON reads the ConfigOptionUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6124,7 +6124,7 @@ type SessionInfoUpdate struct {
 }
 
 // membersSessionInfoUpdate is what the schema says of the members of SessionInfoUpdate beyond their types.
-var membersSessionInfoUpdate = &acpjson.Members{What: "acpv2: SessionInfoUpdate", Set: nil, Present: nil, DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
+var membersSessionInfoUpdate = &acpjson.Members{What: "acpv2: SessionInfoUpdate", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"title", "updatedAt"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionInfoUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6160,7 +6160,7 @@ type Cost struct {
 }
 
 // membersCost is what the schema says of the members of Cost beyond their types.
-var membersCost = &acpjson.Members{What: "acpv2: Cost", Set: []string{"amount", "currency"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCost = &acpjson.Members{What: "acpv2: Cost", Set: []string{"amount", "currency"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Cost, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6195,7 +6195,7 @@ type UsageUpdate struct {
 }
 
 // membersUsageUpdate is what the schema says of the members of UsageUpdate beyond their types.
-var membersUsageUpdate = &acpjson.Members{What: "acpv2: UsageUpdate", Set: []string{"used", "size"}, Present: nil, DefaultOnError: []string{"cost"}, SkipInvalid: nil}
+var membersUsageUpdate = &acpjson.Members{What: "acpv2: UsageUpdate", Set: []string{"used", "size"}, Present: nil, Lists: nil, DefaultOnError: []string{"cost"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UsageUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6255,7 +6255,7 @@ type Notice struct {
 }
 
 // membersNotice is what the schema says of the members of Notice beyond their types.
-var membersNotice = &acpjson.Members{What: "acpv2: Notice", Set: []string{"severity", "title"}, Present: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
+var membersNotice = &acpjson.Members{What: "acpv2: Notice", Set: []string{"severity", "title"}, Present: nil, Lists: nil, DefaultOnError: []string{"description"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Notice, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6323,7 +6323,7 @@ type CompactionUpdate struct {
 }
 
 // membersCompactionUpdate is what the schema says of the members of CompactionUpdate beyond their types.
-var membersCompactionUpdate = &acpjson.Members{What: "acpv2: CompactionUpdate", Set: []string{"compactionId", "status"}, Present: nil, DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
+var membersCompactionUpdate = &acpjson.Members{What: "acpv2: CompactionUpdate", Set: []string{"compactionId", "status"}, Present: nil, Lists: []string{"summary"}, DefaultOnError: []string{"error"}, SkipInvalid: []string{"summary"}}
 
 // UnmarshalJSON reads the CompactionUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6358,7 +6358,7 @@ type CompactionSummaryChunk struct {
 }
 
 // membersCompactionSummaryChunk is what the schema says of the members of CompactionSummaryChunk beyond their types.
-var membersCompactionSummaryChunk = &acpjson.Members{What: "acpv2: CompactionSummaryChunk", Set: []string{"compactionId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCompactionSummaryChunk = &acpjson.Members{What: "acpv2: CompactionSummaryChunk", Set: []string{"compactionId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CompactionSummaryChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6393,7 +6393,7 @@ type CompleteElicitationNotification struct {
 }
 
 // membersCompleteElicitationNotification is what the schema says of the members of CompleteElicitationNotification beyond their types.
-var membersCompleteElicitationNotification = &acpjson.Members{What: "acpv2: CompleteElicitationNotification", Set: []string{"elicitationId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCompleteElicitationNotification = &acpjson.Members{What: "acpv2: CompleteElicitationNotification", Set: []string{"elicitationId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CompleteElicitationNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6437,7 +6437,7 @@ type InitializeRequest struct {
 }
 
 // membersInitializeRequest is what the schema says of the members of InitializeRequest beyond their types.
-var membersInitializeRequest = &acpjson.Members{What: "acpv2: InitializeRequest", Set: []string{"protocolVersion", "info"}, Present: nil, DefaultOnError: []string{"capabilities"}, SkipInvalid: nil}
+var membersInitializeRequest = &acpjson.Members{What: "acpv2: InitializeRequest", Set: []string{"protocolVersion", "info"}, Present: nil, Lists: nil, DefaultOnError: []string{"capabilities"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the InitializeRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6482,7 +6482,7 @@ type ClientCapabilities struct {
 }
 
 // membersClientCapabilities is what the schema says of the members of ClientCapabilities beyond their types.
-var membersClientCapabilities = &acpjson.Members{What: "acpv2: ClientCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"auth", "elicitation"}, SkipInvalid: nil}
+var membersClientCapabilities = &acpjson.Members{What: "acpv2: ClientCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"auth", "elicitation"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ClientCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6520,7 +6520,7 @@ type ClientAuthCapabilities struct {
 }
 
 // membersClientAuthCapabilities is what the schema says of the members of ClientAuthCapabilities beyond their types.
-var membersClientAuthCapabilities = &acpjson.Members{What: "acpv2: ClientAuthCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
+var membersClientAuthCapabilities = &acpjson.Members{What: "acpv2: ClientAuthCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"terminal"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ClientAuthCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6571,7 +6571,7 @@ type ElicitationCapabilities struct {
 }
 
 // membersElicitationCapabilities is what the schema says of the members of ElicitationCapabilities beyond their types.
-var membersElicitationCapabilities = &acpjson.Members{What: "acpv2: ElicitationCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
+var membersElicitationCapabilities = &acpjson.Members{What: "acpv2: ElicitationCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"form", "url"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ElicitationCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6631,7 +6631,7 @@ type LoginAuthRequest struct {
 }
 
 // membersLoginAuthRequest is what the schema says of the members of LoginAuthRequest beyond their types.
-var membersLoginAuthRequest = &acpjson.Members{What: "acpv2: LoginAuthRequest", Set: []string{"methodId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersLoginAuthRequest = &acpjson.Members{What: "acpv2: LoginAuthRequest", Set: []string{"methodId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the LoginAuthRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6698,7 +6698,7 @@ type NewSessionRequest struct {
 }
 
 // membersNewSessionRequest is what the schema says of the members of NewSessionRequest beyond their types.
-var membersNewSessionRequest = &acpjson.Members{What: "acpv2: NewSessionRequest", Set: []string{"cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersNewSessionRequest = &acpjson.Members{What: "acpv2: NewSessionRequest", Set: []string{"cwd"}, Present: nil, Lists: []string{"additionalDirectories", "mcpServers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the NewSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6822,7 +6822,7 @@ type HTTPHeader struct {
 }
 
 // membersHTTPHeader is what the schema says of the members of HTTPHeader beyond their types.
-var membersHTTPHeader = &acpjson.Members{What: "acpv2: HTTPHeader", Set: []string{"name", "value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersHTTPHeader = &acpjson.Members{What: "acpv2: HTTPHeader", Set: []string{"name", "value"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the HTTPHeader, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6856,7 +6856,7 @@ type MCPServerHTTP struct {
 }
 
 // membersMCPServerHTTP is what the schema says of the members of MCPServerHTTP beyond their types.
-var membersMCPServerHTTP = &acpjson.Members{What: "acpv2: MCPServerHTTP", Set: []string{"name", "url"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMCPServerHTTP = &acpjson.Members{What: "acpv2: MCPServerHTTP", Set: []string{"name", "url"}, Present: nil, Lists: []string{"headers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPServerHTTP, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6894,7 +6894,7 @@ type MCPServerStdio struct {
 }
 
 // membersMCPServerStdio is what the schema says of the members of MCPServerStdio beyond their types.
-var membersMCPServerStdio = &acpjson.Members{What: "acpv2: MCPServerStdio", Set: []string{"name", "command"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMCPServerStdio = &acpjson.Members{What: "acpv2: MCPServerStdio", Set: []string{"name", "command"}, Present: nil, Lists: []string{"args", "env"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPServerStdio, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -6960,7 +6960,7 @@ type DeleteSessionRequest struct {
 }
 
 // membersDeleteSessionRequest is what the schema says of the members of DeleteSessionRequest beyond their types.
-var membersDeleteSessionRequest = &acpjson.Members{What: "acpv2: DeleteSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDeleteSessionRequest = &acpjson.Members{What: "acpv2: DeleteSessionRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DeleteSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7035,7 +7035,7 @@ type ResumeSessionRequest struct {
 }
 
 // membersResumeSessionRequest is what the schema says of the members of ResumeSessionRequest beyond their types.
-var membersResumeSessionRequest = &acpjson.Members{What: "acpv2: ResumeSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersResumeSessionRequest = &acpjson.Members{What: "acpv2: ResumeSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, Lists: []string{"additionalDirectories", "mcpServers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ResumeSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7181,7 +7181,7 @@ type CloseSessionRequest struct {
 }
 
 // membersCloseSessionRequest is what the schema says of the members of CloseSessionRequest beyond their types.
-var membersCloseSessionRequest = &acpjson.Members{What: "acpv2: CloseSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCloseSessionRequest = &acpjson.Members{What: "acpv2: CloseSessionRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CloseSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7223,7 +7223,7 @@ type CancelToolCallRequest struct {
 }
 
 // membersCancelToolCallRequest is what the schema says of the members of CancelToolCallRequest beyond their types.
-var membersCancelToolCallRequest = &acpjson.Members{What: "acpv2: CancelToolCallRequest", Set: []string{"sessionId", "toolCallId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCancelToolCallRequest = &acpjson.Members{What: "acpv2: CancelToolCallRequest", Set: []string{"sessionId", "toolCallId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CancelToolCallRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7266,7 +7266,7 @@ type CancelTerminalRequest struct {
 }
 
 // membersCancelTerminalRequest is what the schema says of the members of CancelTerminalRequest beyond their types.
-var membersCancelTerminalRequest = &acpjson.Members{What: "acpv2: CancelTerminalRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCancelTerminalRequest = &acpjson.Members{What: "acpv2: CancelTerminalRequest", Set: []string{"sessionId", "terminalId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CancelTerminalRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7322,7 +7322,7 @@ func (v SetSessionConfigOptionRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersSetSessionConfigOptionRequest is what the schema says of the members of SetSessionConfigOptionRequest beyond their types.
-var membersSetSessionConfigOptionRequest = &acpjson.Members{What: "acpv2: SetSessionConfigOptionRequest", Set: []string{"sessionId", "configId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSetSessionConfigOptionRequest = &acpjson.Members{What: "acpv2: SetSessionConfigOptionRequest", Set: []string{"sessionId", "configId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SetSessionConfigOptionRequest's own fields and its variant from the same object;
 // null, which the schema makes the same as an omitted member, changes nothing.
@@ -7371,7 +7371,7 @@ type SessionConfigIDValue struct {
 }
 
 // membersSessionConfigIDValue is what the schema says of the members of SessionConfigIDValue beyond their types.
-var membersSessionConfigIDValue = &acpjson.Members{What: "acpv2: SessionConfigIDValue", Set: []string{"value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionConfigIDValue = &acpjson.Members{What: "acpv2: SessionConfigIDValue", Set: []string{"value"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigIDValue, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7396,7 +7396,7 @@ type SessionConfigBooleanValue struct {
 }
 
 // membersSessionConfigBooleanValue is what the schema says of the members of SessionConfigBooleanValue beyond their types.
-var membersSessionConfigBooleanValue = &acpjson.Members{What: "acpv2: SessionConfigBooleanValue", Set: []string{"value"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionConfigBooleanValue = &acpjson.Members{What: "acpv2: SessionConfigBooleanValue", Set: []string{"value"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionConfigBooleanValue, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7493,7 +7493,7 @@ func (v PromptRequest) MarshalJSON() ([]byte, error) {
 }
 
 // membersPromptRequest is what the schema says of the members of PromptRequest beyond their types.
-var membersPromptRequest = &acpjson.Members{What: "acpv2: PromptRequest", Set: []string{"sessionId", "prompt"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPromptRequest = &acpjson.Members{What: "acpv2: PromptRequest", Set: []string{"sessionId", "prompt"}, Present: nil, Lists: []string{"prompt"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PromptRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7522,7 +7522,7 @@ type RequestPermissionResponse struct {
 }
 
 // membersRequestPermissionResponse is what the schema says of the members of RequestPermissionResponse beyond their types.
-var membersRequestPermissionResponse = &acpjson.Members{What: "acpv2: RequestPermissionResponse", Set: []string{"outcome"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersRequestPermissionResponse = &acpjson.Members{What: "acpv2: RequestPermissionResponse", Set: []string{"outcome"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the RequestPermissionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7651,7 +7651,7 @@ type SelectedPermissionOutcome struct {
 }
 
 // membersSelectedPermissionOutcome is what the schema says of the members of SelectedPermissionOutcome beyond their types.
-var membersSelectedPermissionOutcome = &acpjson.Members{What: "acpv2: SelectedPermissionOutcome", Set: []string{"optionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSelectedPermissionOutcome = &acpjson.Members{What: "acpv2: SelectedPermissionOutcome", Set: []string{"optionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SelectedPermissionOutcome, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7920,7 +7920,7 @@ type CancelSessionNotification struct {
 }
 
 // membersCancelSessionNotification is what the schema says of the members of CancelSessionNotification beyond their types.
-var membersCancelSessionNotification = &acpjson.Members{What: "acpv2: CancelSessionNotification", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCancelSessionNotification = &acpjson.Members{What: "acpv2: CancelSessionNotification", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CancelSessionNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -7952,7 +7952,7 @@ type CancelRequestNotification struct {
 }
 
 // membersCancelRequestNotification is what the schema says of the members of CancelRequestNotification beyond their types.
-var membersCancelRequestNotification = &acpjson.Members{What: "acpv2: CancelRequestNotification", Set: []string{"requestId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersCancelRequestNotification = &acpjson.Members{What: "acpv2: CancelRequestNotification", Set: []string{"requestId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the CancelRequestNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema

@@ -32,7 +32,7 @@ type MessageMCPRequest struct {
 }
 
 // membersMessageMCPRequest is what the schema says of the members of MessageMCPRequest beyond their types.
-var membersMessageMCPRequest = &acpjson.Members{What: "acpv2: MessageMCPRequest", Set: []string{"serverId", "requestId", "method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMessageMCPRequest = &acpjson.Members{What: "acpv2: MessageMCPRequest", Set: []string{"serverId", "requestId", "method"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MessageMCPRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -111,7 +111,7 @@ type SessionSystemPromptCapabilities struct {
 }
 
 // membersSessionSystemPromptCapabilities is what the schema says of the members of SessionSystemPromptCapabilities beyond their types.
-var membersSessionSystemPromptCapabilities = &acpjson.Members{What: "acpv2: SessionSystemPromptCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"mode"}, SkipInvalid: nil}
+var membersSessionSystemPromptCapabilities = &acpjson.Members{What: "acpv2: SessionSystemPromptCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"mode"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionSystemPromptCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -153,7 +153,7 @@ type SessionSystemPromptModeCapabilities struct {
 }
 
 // membersSessionSystemPromptModeCapabilities is what the schema says of the members of SessionSystemPromptModeCapabilities beyond their types.
-var membersSessionSystemPromptModeCapabilities = &acpjson.Members{What: "acpv2: SessionSystemPromptModeCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"override"}, SkipInvalid: nil}
+var membersSessionSystemPromptModeCapabilities = &acpjson.Members{What: "acpv2: SessionSystemPromptModeCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"override"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionSystemPromptModeCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -326,7 +326,7 @@ func (v ListProvidersResponse) MarshalJSON() ([]byte, error) {
 }
 
 // membersListProvidersResponse is what the schema says of the members of ListProvidersResponse beyond their types.
-var membersListProvidersResponse = &acpjson.Members{What: "acpv2: ListProvidersResponse", Set: []string{"providers"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersListProvidersResponse = &acpjson.Members{What: "acpv2: ListProvidersResponse", Set: []string{"providers"}, Present: nil, Lists: []string{"providers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ListProvidersResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -378,7 +378,7 @@ func (v ProviderInfo) MarshalJSON() ([]byte, error) {
 }
 
 // membersProviderInfo is what the schema says of the members of ProviderInfo beyond their types.
-var membersProviderInfo = &acpjson.Members{What: "acpv2: ProviderInfo", Set: []string{"providerId", "supported", "required"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"supported"}}
+var membersProviderInfo = &acpjson.Members{What: "acpv2: ProviderInfo", Set: []string{"providerId", "supported", "required"}, Present: nil, Lists: []string{"supported"}, DefaultOnError: nil, SkipInvalid: []string{"supported"}}
 
 // UnmarshalJSON reads the ProviderInfo, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -457,7 +457,7 @@ type ProviderCurrentConfig struct {
 }
 
 // membersProviderCurrentConfig is what the schema says of the members of ProviderCurrentConfig beyond their types.
-var membersProviderCurrentConfig = &acpjson.Members{What: "acpv2: ProviderCurrentConfig", Set: []string{"apiType", "baseUrl"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersProviderCurrentConfig = &acpjson.Members{What: "acpv2: ProviderCurrentConfig", Set: []string{"apiType", "baseUrl"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ProviderCurrentConfig, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -533,7 +533,7 @@ type AuthStatusResponse struct {
 }
 
 // membersAuthStatusResponse is what the schema says of the members of AuthStatusResponse beyond their types.
-var membersAuthStatusResponse = &acpjson.Members{What: "acpv2: AuthStatusResponse", Set: []string{"state"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+var membersAuthStatusResponse = &acpjson.Members{What: "acpv2: AuthStatusResponse", Set: []string{"state"}, Present: nil, Lists: []string{"accounts"}, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
 
 // UnmarshalJSON reads the AuthStatusResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -619,7 +619,7 @@ type AuthAccount struct {
 }
 
 // membersAuthAccount is what the schema says of the members of AuthAccount beyond their types.
-var membersAuthAccount = &acpjson.Members{What: "acpv2: AuthAccount", Set: []string{"label"}, Present: nil, DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
+var membersAuthAccount = &acpjson.Members{What: "acpv2: AuthAccount", Set: []string{"label"}, Present: nil, Lists: nil, DefaultOnError: []string{"active", "name", "email", "organization"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the AuthAccount, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -666,7 +666,7 @@ type ForkSessionResponse struct {
 }
 
 // membersForkSessionResponse is what the schema says of the members of ForkSessionResponse beyond their types.
-var membersForkSessionResponse = &acpjson.Members{What: "acpv2: ForkSessionResponse", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
+var membersForkSessionResponse = &acpjson.Members{What: "acpv2: ForkSessionResponse", Set: []string{"sessionId"}, Present: nil, Lists: []string{"configOptions", "availableCommands"}, DefaultOnError: nil, SkipInvalid: []string{"configOptions", "availableCommands"}}
 
 // UnmarshalJSON reads the ForkSessionResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -746,7 +746,7 @@ type SessionStatusResponse struct {
 }
 
 // membersSessionStatusResponse is what the schema says of the members of SessionStatusResponse beyond their types.
-var membersSessionStatusResponse = &acpjson.Members{What: "acpv2: SessionStatusResponse", Set: []string{"status"}, Present: nil, DefaultOnError: []string{"state"}, SkipInvalid: nil}
+var membersSessionStatusResponse = &acpjson.Members{What: "acpv2: SessionStatusResponse", Set: []string{"status"}, Present: nil, Lists: nil, DefaultOnError: []string{"state"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionStatusResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -811,7 +811,7 @@ type BackgroundSubagent struct {
 }
 
 // membersBackgroundSubagent is what the schema says of the members of BackgroundSubagent beyond their types.
-var membersBackgroundSubagent = &acpjson.Members{What: "acpv2: BackgroundSubagent", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersBackgroundSubagent = &acpjson.Members{What: "acpv2: BackgroundSubagent", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the BackgroundSubagent, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -864,7 +864,7 @@ type Usage struct {
 }
 
 // membersUsage is what the schema says of the members of Usage beyond their types.
-var membersUsage = &acpjson.Members{What: "acpv2: Usage", Set: []string{"totalTokens", "inputTokens", "outputTokens"}, Present: nil, DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
+var membersUsage = &acpjson.Members{What: "acpv2: Usage", Set: []string{"totalTokens", "inputTokens", "outputTokens"}, Present: nil, Lists: nil, DefaultOnError: []string{"thoughtTokens", "cachedReadTokens", "cachedWriteTokens"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the Usage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -914,7 +914,7 @@ type UnknownStateUpdate struct {
 }
 
 // membersUnknownStateUpdate is what the schema says of the members of UnknownStateUpdate beyond their types.
-var membersUnknownStateUpdate = &acpjson.Members{What: "acpv2: UnknownStateUpdate", Set: nil, Present: nil, DefaultOnError: []string{"background"}, SkipInvalid: nil}
+var membersUnknownStateUpdate = &acpjson.Members{What: "acpv2: UnknownStateUpdate", Set: nil, Present: nil, Lists: []string{"background"}, DefaultOnError: []string{"background"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UnknownStateUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -954,7 +954,7 @@ type SetSessionTitleResponse struct {
 }
 
 // membersSetSessionTitleResponse is what the schema says of the members of SetSessionTitleResponse beyond their types.
-var membersSetSessionTitleResponse = &acpjson.Members{What: "acpv2: SetSessionTitleResponse", Set: []string{"title"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSetSessionTitleResponse = &acpjson.Members{What: "acpv2: SetSessionTitleResponse", Set: []string{"title"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SetSessionTitleResponse, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -991,7 +991,7 @@ type PlanFile struct {
 }
 
 // membersPlanFile is what the schema says of the members of PlanFile beyond their types.
-var membersPlanFile = &acpjson.Members{What: "acpv2: PlanFile", Set: []string{"planId", "uri"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanFile = &acpjson.Members{What: "acpv2: PlanFile", Set: []string{"planId", "uri"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanFile, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1030,7 +1030,7 @@ type PlanMarkdown struct {
 }
 
 // membersPlanMarkdown is what the schema says of the members of PlanMarkdown beyond their types.
-var membersPlanMarkdown = &acpjson.Members{What: "acpv2: PlanMarkdown", Set: []string{"planId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanMarkdown = &acpjson.Members{What: "acpv2: PlanMarkdown", Set: []string{"planId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanMarkdown, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1067,7 +1067,7 @@ type PlanRemoved struct {
 }
 
 // membersPlanRemoved is what the schema says of the members of PlanRemoved beyond their types.
-var membersPlanRemoved = &acpjson.Members{What: "acpv2: PlanRemoved", Set: []string{"planId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersPlanRemoved = &acpjson.Members{What: "acpv2: PlanRemoved", Set: []string{"planId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the PlanRemoved, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1109,7 +1109,7 @@ type SubagentSessionCapabilities struct {
 }
 
 // membersSubagentSessionCapabilities is what the schema says of the members of SubagentSessionCapabilities beyond their types.
-var membersSubagentSessionCapabilities = &acpjson.Members{What: "acpv2: SubagentSessionCapabilities", Set: nil, Present: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
+var membersSubagentSessionCapabilities = &acpjson.Members{What: "acpv2: SubagentSessionCapabilities", Set: nil, Present: nil, Lists: nil, DefaultOnError: []string{"cancel"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SubagentSessionCapabilities, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1230,7 +1230,7 @@ type SubagentUpdate struct {
 }
 
 // membersSubagentUpdate is what the schema says of the members of SubagentUpdate beyond their types.
-var membersSubagentUpdate = &acpjson.Members{What: "acpv2: SubagentUpdate", Set: []string{"sessionId"}, Present: nil, DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
+var membersSubagentUpdate = &acpjson.Members{What: "acpv2: SubagentUpdate", Set: []string{"sessionId"}, Present: nil, Lists: []string{"additionalDirectories"}, DefaultOnError: []string{"title", "description", "capabilities", "state"}, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SubagentUpdate, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1293,7 +1293,7 @@ type SessionMessage struct {
 }
 
 // membersSessionMessage is what the schema says of the members of SessionMessage beyond their types.
-var membersSessionMessage = &acpjson.Members{What: "acpv2: SessionMessage", Set: []string{"messageId"}, Present: nil, DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
+var membersSessionMessage = &acpjson.Members{What: "acpv2: SessionMessage", Set: []string{"messageId"}, Present: nil, Lists: []string{"content"}, DefaultOnError: []string{"senderSessionId", "recipientSessionId", "senderMessageId", "recipientMessageId"}, SkipInvalid: []string{"content"}}
 
 // UnmarshalJSON reads the SessionMessage, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1336,7 +1336,7 @@ type SessionMessageChunk struct {
 }
 
 // membersSessionMessageChunk is what the schema says of the members of SessionMessageChunk beyond their types.
-var membersSessionMessageChunk = &acpjson.Members{What: "acpv2: SessionMessageChunk", Set: []string{"messageId", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionMessageChunk = &acpjson.Members{What: "acpv2: SessionMessageChunk", Set: []string{"messageId", "content"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionMessageChunk, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1388,7 +1388,7 @@ type AuthStatusUpdateNotification struct {
 }
 
 // membersAuthStatusUpdateNotification is what the schema says of the members of AuthStatusUpdateNotification beyond their types.
-var membersAuthStatusUpdateNotification = &acpjson.Members{What: "acpv2: AuthStatusUpdateNotification", Set: []string{"state"}, Present: nil, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
+var membersAuthStatusUpdateNotification = &acpjson.Members{What: "acpv2: AuthStatusUpdateNotification", Set: []string{"state"}, Present: nil, Lists: []string{"accounts"}, DefaultOnError: nil, SkipInvalid: []string{"accounts"}}
 
 // UnmarshalJSON reads the AuthStatusUpdateNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1448,7 +1448,7 @@ type SetProviderRequest struct {
 }
 
 // membersSetProviderRequest is what the schema says of the members of SetProviderRequest beyond their types.
-var membersSetProviderRequest = &acpjson.Members{What: "acpv2: SetProviderRequest", Set: []string{"providerId", "apiType", "baseUrl"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSetProviderRequest = &acpjson.Members{What: "acpv2: SetProviderRequest", Set: []string{"providerId", "apiType", "baseUrl"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SetProviderRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1483,7 +1483,7 @@ type DisableProviderRequest struct {
 }
 
 // membersDisableProviderRequest is what the schema says of the members of DisableProviderRequest beyond their types.
-var membersDisableProviderRequest = &acpjson.Members{What: "acpv2: DisableProviderRequest", Set: []string{"providerId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersDisableProviderRequest = &acpjson.Members{What: "acpv2: DisableProviderRequest", Set: []string{"providerId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the DisableProviderRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1547,7 +1547,7 @@ type MCPServerACP struct {
 }
 
 // membersMCPServerACP is what the schema says of the members of MCPServerACP beyond their types.
-var membersMCPServerACP = &acpjson.Members{What: "acpv2: MCPServerACP", Set: []string{"name", "serverId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMCPServerACP = &acpjson.Members{What: "acpv2: MCPServerACP", Set: []string{"name", "serverId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPServerACP, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1611,7 +1611,7 @@ func (v SystemPrompt) MarshalJSON() ([]byte, error) {
 }
 
 // membersSystemPrompt is what the schema says of the members of SystemPrompt beyond their types.
-var membersSystemPrompt = &acpjson.Members{What: "acpv2: SystemPrompt", Set: []string{"mode", "content"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSystemPrompt = &acpjson.Members{What: "acpv2: SystemPrompt", Set: []string{"mode", "content"}, Present: nil, Lists: []string{"content"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SystemPrompt, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1738,7 +1738,7 @@ type ForkSessionRequest struct {
 }
 
 // membersForkSessionRequest is what the schema says of the members of ForkSessionRequest beyond their types.
-var membersForkSessionRequest = &acpjson.Members{What: "acpv2: ForkSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersForkSessionRequest = &acpjson.Members{What: "acpv2: ForkSessionRequest", Set: []string{"sessionId", "cwd"}, Present: nil, Lists: []string{"additionalDirectories", "mcpServers"}, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ForkSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1780,7 +1780,7 @@ type ArchiveSessionRequest struct {
 }
 
 // membersArchiveSessionRequest is what the schema says of the members of ArchiveSessionRequest beyond their types.
-var membersArchiveSessionRequest = &acpjson.Members{What: "acpv2: ArchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersArchiveSessionRequest = &acpjson.Members{What: "acpv2: ArchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ArchiveSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1823,7 +1823,7 @@ type UnarchiveSessionRequest struct {
 }
 
 // membersUnarchiveSessionRequest is what the schema says of the members of UnarchiveSessionRequest beyond their types.
-var membersUnarchiveSessionRequest = &acpjson.Members{What: "acpv2: UnarchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersUnarchiveSessionRequest = &acpjson.Members{What: "acpv2: UnarchiveSessionRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the UnarchiveSessionRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1864,7 +1864,7 @@ type SessionStatusRequest struct {
 }
 
 // membersSessionStatusRequest is what the schema says of the members of SessionStatusRequest beyond their types.
-var membersSessionStatusRequest = &acpjson.Members{What: "acpv2: SessionStatusRequest", Set: []string{"sessionId"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSessionStatusRequest = &acpjson.Members{What: "acpv2: SessionStatusRequest", Set: []string{"sessionId"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SessionStatusRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -1914,7 +1914,7 @@ type SetSessionTitleRequest struct {
 }
 
 // membersSetSessionTitleRequest is what the schema says of the members of SetSessionTitleRequest beyond their types.
-var membersSetSessionTitleRequest = &acpjson.Members{What: "acpv2: SetSessionTitleRequest", Set: []string{"sessionId", "title"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersSetSessionTitleRequest = &acpjson.Members{What: "acpv2: SetSessionTitleRequest", Set: []string{"sessionId", "title"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the SetSessionTitleRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2000,7 +2000,7 @@ type MessageMCPResult struct {
 }
 
 // membersMessageMCPResult is what the schema says of the members of MessageMCPResult beyond their types.
-var membersMessageMCPResult = &acpjson.Members{What: "acpv2: MessageMCPResult", Set: nil, Present: []string{"result"}, DefaultOnError: nil, SkipInvalid: nil}
+var membersMessageMCPResult = &acpjson.Members{What: "acpv2: MessageMCPResult", Set: nil, Present: []string{"result"}, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MessageMCPResult, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2034,7 +2034,7 @@ type MessageMCPError struct {
 }
 
 // membersMessageMCPError is what the schema says of the members of MessageMCPError beyond their types.
-var membersMessageMCPError = &acpjson.Members{What: "acpv2: MessageMCPError", Set: []string{"error"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMessageMCPError = &acpjson.Members{What: "acpv2: MessageMCPError", Set: []string{"error"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MessageMCPError, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2070,7 +2070,7 @@ type MCPError struct {
 }
 
 // membersMCPError is what the schema says of the members of MCPError beyond their types.
-var membersMCPError = &acpjson.Members{What: "acpv2: MCPError", Set: []string{"code", "message"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMCPError = &acpjson.Members{What: "acpv2: MCPError", Set: []string{"code", "message"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MCPError, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2111,7 +2111,7 @@ type MessageMCPNotification struct {
 }
 
 // membersMessageMCPNotification is what the schema says of the members of MessageMCPNotification beyond their types.
-var membersMessageMCPNotification = &acpjson.Members{What: "acpv2: MessageMCPNotification", Set: []string{"serverId", "requestId", "method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersMessageMCPNotification = &acpjson.Members{What: "acpv2: MessageMCPNotification", Set: []string{"serverId", "requestId", "method"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the MessageMCPNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2188,7 +2188,7 @@ type ProxySuccessorRequest struct {
 }
 
 // membersProxySuccessorRequest is what the schema says of the members of ProxySuccessorRequest beyond their types.
-var membersProxySuccessorRequest = &acpjson.Members{What: "acpv2: ProxySuccessorRequest", Set: []string{"method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersProxySuccessorRequest = &acpjson.Members{What: "acpv2: ProxySuccessorRequest", Set: []string{"method"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ProxySuccessorRequest, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema
@@ -2261,7 +2261,7 @@ type ProxySuccessorNotification struct {
 }
 
 // membersProxySuccessorNotification is what the schema says of the members of ProxySuccessorNotification beyond their types.
-var membersProxySuccessorNotification = &acpjson.Members{What: "acpv2: ProxySuccessorNotification", Set: []string{"method"}, Present: nil, DefaultOnError: nil, SkipInvalid: nil}
+var membersProxySuccessorNotification = &acpjson.Members{What: "acpv2: ProxySuccessorNotification", Set: []string{"method"}, Present: nil, Lists: nil, DefaultOnError: nil, SkipInvalid: nil}
 
 // UnmarshalJSON reads the ProxySuccessorNotification, refusing it without its required members or with
 // a value its closed enums do not list, and reading the members the schema

@@ -7,7 +7,8 @@ import (
 )
 
 // What decoding checks, beyond what encoding/json does: a struct's required
-// members are present (and not null, unless the schema lets them be), and
+// members are present (and not null, unless the schema lets them be), a
+// list's elements are not null unless the schema lets them be, and
 // a field of a closed enum, one whose schema lists every value it takes,
 // holds one of them. A newer peer's new optional members are ignored, and
 // open enums (v2's, and v1's that accept other values) take any value;
@@ -27,6 +28,9 @@ func (m *model) markChecks() {
 			if takesAnyNull(m, f.Type) {
 				f.Nullable = true
 			}
+			if takesAnyNull(m, name) {
+				f.NoNullItems = false // a list of any JSON, or of a union null is a value of
+			}
 		}
 	}
 }
@@ -35,7 +39,7 @@ func (m *model) markChecks() {
 // leniently.
 func hasChecks(d *decl) bool {
 	for _, f := range d.Fields {
-		if f.Required || f.Enum != "" || lenient(f) {
+		if f.Required || f.Enum != "" || lenient(f) || f.NoNullItems {
 			return true
 		}
 	}
@@ -49,8 +53,11 @@ func lenient(f *field) bool { return (f.DefaultOnError || f.SkipInvalid) && f.Ty
 
 // membersVar writes d's acpjson.Members, and returns its name, or "nil".
 func (w *writer) membersVar(d *decl) string {
-	var set, present, def, skip []string
+	var set, present, lists, def, skip []string
 	for _, f := range d.Fields {
+		if f.NoNullItems {
+			lists = append(lists, strconv.Quote(f.JSON))
+		}
 		switch {
 		case f.Required && f.Nullable:
 			present = append(present, strconv.Quote(f.JSON))
@@ -65,13 +72,13 @@ func (w *writer) membersVar(d *decl) string {
 			def = append(def, strconv.Quote(f.JSON))
 		}
 	}
-	if len(set)+len(present)+len(def)+len(skip) == 0 {
+	if len(set)+len(present)+len(lists)+len(def)+len(skip) == 0 {
 		return "nil"
 	}
 	name := "members" + d.Name
 	w.p("// %s is what the schema says of the members of %s beyond their types.", name, d.Name)
-	w.p("var %s = &acpjson.Members{What: %q, Set: %s, Present: %s, DefaultOnError: %s, SkipInvalid: %s}\n",
-		name, w.pkg+": "+d.Name, stringList(set), stringList(present), stringList(def), stringList(skip))
+	w.p("var %s = &acpjson.Members{What: %q, Set: %s, Present: %s, Lists: %s, DefaultOnError: %s, SkipInvalid: %s}\n",
+		name, w.pkg+": "+d.Name, stringList(set), stringList(present), stringList(lists), stringList(def), stringList(skip))
 	return name
 }
 

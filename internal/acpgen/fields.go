@@ -55,6 +55,7 @@ func (m *model) field(s, stable *acpschema.Schema, p string) (*field, error) {
 	f.Type, f.Omit = typ, omission(sh, required, nullable)
 	f.Required, f.Nullable, f.DefaultOnError = s.IsRequired(p), nullable, prop.XDefaultOnError
 	f.SkipInvalid = prop.XSkipInvalidItems && sh == shapeList
+	f.NoNullItems = sh == shapeList && inner.Items != nil && !schemaTakesNull(inner.Items)
 	switch {
 	case required && !nullable && (sh == shapeList || sh == shapeMap):
 		f.NilFix = typ + "{}"
@@ -68,6 +69,15 @@ func (m *model) field(s, stable *acpschema.Schema, p string) (*field, error) {
 		f.Type = "*" + typ
 	}
 	return f, nil
+}
+
+// schemaTakesNull reports whether the schema s has null among its values.
+func schemaTakesNull(s *acpschema.Schema) bool {
+	inner, nullable := s.Nullable()
+	if _, null := inner.MainType(); null {
+		nullable = true
+	}
+	return nullable || inner.IsNull()
 }
 
 // metaType is the generated type of _meta, a map that reads a value other

@@ -54,6 +54,7 @@ type field struct {
 	Required, Nullable    bool   // the schema requires the member; null is one of its values
 	DefaultOnError        bool   // the schema reads a malformed value as absent
 	SkipInvalid           bool   // the schema leaves a list's malformed elements out
+	NoNullItems           bool   // a list whose elements may not be null
 	Enum                  string // the closed enum the field holds, or a list of
 	EnumList              bool
 }

@@ -179,17 +179,40 @@ func FirstElement(data []byte) ([]byte, error) {
 }
 
 // Member returns the raw value of the top-level member key of the object
-// data, or nil when there is none.
+// data, or nil when there is none. A member met more than once is read as
+// JSON.parse, encoding/json and the wire parse read it: the last one wins.
 func Member(data []byte, key string) ([]byte, error) {
 	var found []byte
 	err := eachMember(data, func(name string, _, value []byte) bool {
 		if name == key {
 			found = value
-			return false
 		}
 		return true
 	})
 	return found, err
+}
+
+// nullElement returns the index of the first null element of the JSON
+// array data, or -1 when it has none or is not an array.
+func nullElement(data []byte) int {
+	s := scanner{data: data}
+	if !s.byte('[') {
+		return -1
+	}
+	for i := 0; ; i++ {
+		s.space()
+		switch s.peek() {
+		case ']', 0:
+			return -1
+		case 'n':
+			return i
+		}
+		if s.skipValue() != nil {
+			return -1
+		}
+		s.space()
+		s.byte(',')
+	}
 }
 
 // members calls f with each member of the object data, as its key and its

@@ -59,13 +59,16 @@ func TestFirstElement(t *testing.T) {
 }
 
 // FuzzMember checks the scanner against encoding/json: on any valid
-// object, every top-level member it finds is the one encoding/json finds.
+// object, every top-level member it finds is the one encoding/json finds,
+// the last of a member met twice.
 func FuzzMember(f *testing.F) {
 	for _, seed := range []string{
 		`{"type":"text","text":"a \"quoted\" } ] { [ string"}`,
 		`{"a":{"b":[{"c":"}"}]},"b":-1.5e3,"c":true,"d":null,"e\u0041":"x"}`,
 		`{ "x" : [ ] , "y" : { } }`,
 		`{"\\":"\\\\","k":"v"}`,
+		`{"type":"text","text":"t","type":"image"}`,
+		`{"sessionId":"s","sessionId":null}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -83,24 +86,21 @@ func FuzzMember(f *testing.F) {
 			var a, b any
 			require.NoError(t, json.Unmarshal(value, &a))
 			require.NoError(t, json.Unmarshal(got, &b), "member %q: %q", key, got)
-			if countKey(data, key) == 1 {
-				assert.Equal(t, a, b, "member %q", key)
-			}
+			assert.Equal(t, a, b, "member %q", key)
 		}
 	})
 }
 
-// countKey counts the top-level members named key: encoding/json keeps the
-// last of duplicates, the scanner the first, and both are valid readings.
-func countKey(data []byte, key string) int {
-	n := 0
-	_ = eachMember(data, func(name string, _, _ []byte) bool {
-		if name == key {
-			n++
-		}
-		return true
-	})
-	return n
+// A repeated member is read as its last occurrence, as JSON.parse and
+// encoding/json read it: a union's discriminator and the required check.
+func TestRepeatedMemberLastWins(t *testing.T) {
+	tag, ok, err := Tag([]byte(`{"type":"text","text":"t","type":"image"}`), "type")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "image", tag)
+	err = Require([]byte(`{"sessionId":"s","sessionId":null}`), "x", []string{"sessionId"}, nil)
+	assert.EqualError(t, err, `x: "sessionId" is null, which the schema does not allow`)
+	assert.NoError(t, Require([]byte(`{"sessionId":null,"sessionId":"s"}`), "x", []string{"sessionId"}, nil))
 }
 
 // TestKindOf: a scalar union's variant is chosen by the value's JSON type,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf16"
@@ -148,11 +149,12 @@ func decodeStructWith(data []byte, rv reflect.Value, l *Members) ([]bool, error)
 			return false
 		}
 		seen[i] = true
+		fv := rv.Field(info.index[i])
 		if skip, ok := l.of(name); ok {
-			decodeLenient(value, rv.Field(info.index[i]), skip)
+			decodeLenient(value, fv, skip, l.noNulls(name))
 			return true
 		}
-		err = decodeValid(value, rv.Field(info.index[i]))
+		err = decodeValid(value, fv)
 		return err == nil
 	})
 	if walkErr != nil {
@@ -366,23 +368,29 @@ func hex4(b []byte) rune {
 
 // Members is what the schema says of a struct's members beyond their
 // types: the required ones, present and not null (Set) or present (Present,
-// null being one of their values), and those it reads leniently, as the
-// SDK's validators do: a value of DefaultOnError that does not decode
-// reads as unset (x-deserialize-default-on-error), and the elements of a
-// list of SkipInvalid that do not decode are left out
-// (x-deserialize-skip-invalid-items). What names the struct in errors.
+// null being one of their values), the lists whose elements may not be
+// null (Lists), and those it reads leniently, as the SDK's validators do: a
+// value of DefaultOnError that does not decode reads as unset
+// (x-deserialize-default-on-error), and the elements of a list of
+// SkipInvalid that do not decode, null among them for a list of Lists, are
+// left out (x-deserialize-skip-invalid-items); a lenient list with a null
+// element where none may be reads as unset. A member met twice is read
+// as its last. What names the struct in errors.
 type Members struct {
 	What                        string
 	Set, Present                []string
+	Lists                       []string
 	DefaultOnError, SkipInvalid []string
 }
 
-// newFound is the record of which required members a walk found.
+// newFound is the record of a walk: which required members it found, and
+// which lists hold a null element, each as the member's last occurrence
+// has it.
 func (l *Members) newFound() []bool {
-	if l == nil || len(l.Set)+len(l.Present) == 0 {
+	if l == nil || len(l.Set)+len(l.Present)+len(l.Lists) == 0 {
 		return nil
 	}
-	return make([]bool, len(l.Set)+len(l.Present))
+	return make([]bool, len(l.Set)+len(l.Present)+len(l.Lists))
 }
 
 // note records the member name, of the given value, in found.
@@ -391,8 +399,8 @@ func (l *Members) note(found []bool, name string, value []byte) {
 		return
 	}
 	for i, k := range l.Set {
-		if k == name && value[0] != 'n' {
-			found[i] = true
+		if k == name {
+			found[i] = value[0] != 'n'
 		}
 	}
 	for i, k := range l.Present {
@@ -400,24 +408,46 @@ func (l *Members) note(found []bool, name string, value []byte) {
 			found[len(l.Set)+i] = true
 		}
 	}
+	for i, k := range l.Lists {
+		if _, lenient := l.of(name); k == name && !lenient {
+			found[len(l.Set)+len(l.Present)+i] = nullElement(value) >= 0
+		}
+	}
 }
 
 // missing is the error for the first required member found does not
-// hold, or nil.
+// hold, or the first list that holds a null element, or nil.
 func (l *Members) missing(data []byte, found []bool) error {
-	for i, ok := range found {
-		switch {
-		case ok:
-		case i >= len(l.Set):
-			return fmt.Errorf("%s without %q, which the schema requires", l.What, l.Present[i-len(l.Set)])
-		default:
-			if raw, _ := Member(data, l.Set[i]); raw != nil {
-				return fmt.Errorf("%s: %q is null, which the schema does not allow", l.What, l.Set[i])
-			}
-			return fmt.Errorf("%s without %q, which the schema requires", l.What, l.Set[i])
+	if found == nil {
+		return nil
+	}
+	for i, k := range l.Set {
+		if found[i] {
+			continue
+		}
+		if raw, _ := Member(data, k); raw != nil {
+			return fmt.Errorf("%s: %q is null, which the schema does not allow", l.What, k)
+		}
+		return fmt.Errorf("%s without %q, which the schema requires", l.What, k)
+	}
+	for i, k := range l.Present {
+		if !found[len(l.Set)+i] {
+			return fmt.Errorf("%s without %q, which the schema requires", l.What, k)
+		}
+	}
+	for i, k := range l.Lists {
+		if found[len(l.Set)+len(l.Present)+i] {
+			raw, _ := Member(data, k)
+			return fmt.Errorf("%s: %q[%d] is null, which the schema does not allow", l.What, k, nullElement(raw))
 		}
 	}
 	return nil
+}
+
+// noNulls reports whether the elements of the list member name may not be
+// null.
+func (l *Members) noNulls(name string) bool {
+	return l != nil && slices.Contains(l.Lists, name)
 }
 
 // of reports whether the member name is read leniently, and whether its
@@ -440,10 +470,10 @@ func (l *Members) of(name string) (skip, ok bool) {
 }
 
 // decodeLenient decodes a lenient member into fv, leaving out what does
-// not decode.
-func decodeLenient(value []byte, fv reflect.Value, skip bool) {
+// not decode, and, with noNulls, the null elements of a list.
+func decodeLenient(value []byte, fv reflect.Value, skip, noNulls bool) {
 	if !skip || value[0] != '[' || fv.Kind() != reflect.Slice {
-		if decodeMember(value, fv) != nil {
+		if (noNulls && nullElement(value) >= 0) || decodeMember(value, fv) != nil {
 			fv.SetZero()
 		}
 		return
@@ -461,7 +491,9 @@ func decodeLenient(value []byte, fv reflect.Value, skip bool) {
 			break
 		}
 		e := reflect.New(fv.Type().Elem()).Elem()
-		if decodeMember(value[start:s.i], e) == nil {
+		if noNulls && value[start] == 'n' {
+			// left out, as an invalid element
+		} else if decodeMember(value[start:s.i], e) == nil {
 			out = reflect.Append(out, e)
 		}
 		s.space()
@@ -486,8 +518,8 @@ func decodeMember(value []byte, fv reflect.Value) error {
 // required members noted on the way, when v holds its zero value, and
 // with json.Unmarshal, which merges into what v holds, otherwise or when
 // the pass declines or fails. That json.Unmarshal is not lenient: a struct
-// decoded into again, or one with a member twice or a key that matches a
-// field only without regard to case, fails on a malformed lenient member.
+// decoded into again, or one with a key that matches a field only without
+// regard to case, or a member twice, fails on a malformed lenient member.
 func Into(data []byte, v any, l *Members) error {
 	rv := reflect.ValueOf(v).Elem()
 	if rv.IsZero() {
@@ -497,20 +529,19 @@ func Into(data []byte, v any, l *Members) error {
 		}
 		rv.SetZero()
 	}
-	if l != nil {
-		if err := Require(data, l.What, l.Set, l.Present); err != nil {
-			return err
-		}
+	if err := l.check(data); err != nil {
+		return err
 	}
 	return json.Unmarshal(data, v)
 }
 
-// Require checks, in one walk over the object data's top-level members,
-// that each of set is present and not null, and each of present is
-// present; what names the value in the error.
-func Require(data []byte, what string, set, present []string) error {
-	l := &Members{What: what, Set: set, Present: present}
+// check checks, in one walk over the object data's top-level members, what
+// l requires of them; l may be nil.
+func (l *Members) check(data []byte) error {
 	found := l.newFound()
+	if found == nil {
+		return nil
+	}
 	err := eachMember(data, func(name string, _, value []byte) bool {
 		l.note(found, name, value)
 		return true
@@ -519,4 +550,11 @@ func Require(data []byte, what string, set, present []string) error {
 		return err
 	}
 	return l.missing(data, found)
+}
+
+// Require checks, in one walk over the object data's top-level members,
+// that each of set is present and not null, and each of present is
+// present; what names the value in the error.
+func Require(data []byte, what string, set, present []string) error {
+	return (&Members{What: what, Set: set, Present: present}).check(data)
 }

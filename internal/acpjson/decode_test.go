@@ -3,8 +3,11 @@ package acpjson
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -168,4 +171,83 @@ func TestIntoChecksMembers(t *testing.T) {
 	var v fuzzValue
 	require.NoError(t, Into([]byte(`{"text":"a","any":null,"count":"many"}`), &v, l))
 	assert.Equal(t, fuzzValue{Text: "a"}, v, "a count that does not decode reads as unset")
+}
+
+// membersOfFuzzValue are checks of every kind on fuzzValue's members.
+var membersOfFuzzValue = &Members{What: "fuzz", Set: []string{"text"}, Present: []string{"ptr"}, Lists: []string{"list", "unions"}}
+
+var membersSeeds = []string{
+	`{"text":"t","ptr":null,"list":[],"unions":[]}`,
+	`{"text":"t","ptr":null,"list":[null]}`,
+	`{"text":"t","ptr":null,"unions":[{"a":1},null]}`,
+	`{"text":"t","ptr":null,"list":[null],"list":[{"s":"x"}]}`,
+	`{"text":"t","ptr":null,"list":[{}],"list":[null]}`,
+	`{"text":"t","text":null,"ptr":{}}`,
+	`{"text":null,"text":"t","ptr":{}}`,
+	`{"ptr":{}}`, `{"text":"t"}`, `{"text":"t","ptr":null,"unions":null}`,
+}
+
+// FuzzMembersCheck checks Into's checks against a reading of the object by
+// encoding/json, which keeps the last of a member met twice, as JSON.parse
+// and the SDK's validators do: a required member missing or null, or a
+// list holding null, is refused, and nothing else is.
+func FuzzMembersCheck(f *testing.F) {
+	for _, seed := range membersSeeds {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var members map[string]json.RawMessage
+		if !utf8.Valid(data) || json.Unmarshal(data, &members) != nil || members == nil {
+			return
+		}
+		data = trimSpace(data)
+		var plain fuzzValue
+		if json.Unmarshal(data, &plain) != nil {
+			return // a type error: not what the checks are about
+		}
+		wantErr := membersOfFuzzValue.reference(members)
+		var v fuzzValue
+		err := Into(data, &v, membersOfFuzzValue)
+		if wantErr != "" {
+			require.Error(t, err, "%s", data)
+			assert.Contains(t, err.Error(), wantErr, "%s", data)
+			return
+		}
+		require.NoError(t, err, "%s", data)
+		assert.Equal(t, plain, v, "%s", data)
+	})
+}
+
+// reference is what the checks of l refuse in the object members, read by
+// encoding/json, as the start of the error, or "".
+func (l *Members) reference(members map[string]json.RawMessage) string {
+	for _, k := range l.Set {
+		if v, ok := members[k]; !ok || string(v) == "null" {
+			return strconv.Quote(k)
+		}
+	}
+	for _, k := range l.Present {
+		if _, ok := members[k]; !ok {
+			return strconv.Quote(k)
+		}
+	}
+	for _, k := range l.Lists {
+		var elems []json.RawMessage
+		if json.Unmarshal(members[k], &elems) != nil {
+			continue
+		}
+		for i, e := range elems {
+			if string(e) == "null" {
+				return fmt.Sprintf("%q[%d] is null", k, i)
+			}
+		}
+	}
+	return ""
+}
+
+// TestNullElementNamed: a list that holds null is refused with its place.
+func TestNullElementNamed(t *testing.T) {
+	var v fuzzValue
+	err := Into([]byte(`{"text":"t","ptr":null,"list":[{"s":"a"},null]}`), &v, membersOfFuzzValue)
+	assert.EqualError(t, err, `fuzz: "list"[1] is null, which the schema does not allow`)
 }
