@@ -3,6 +3,7 @@ package acpv1
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
@@ -133,5 +134,27 @@ func TestScalarUnion(t *testing.T) {
 	for _, bad := range []string{`null`, `{}`, `[1]`} {
 		var v ElicitationContentValue
 		assert.Error(t, json.Unmarshal([]byte(bad), &v), "v1 has no variant for %s, as the SDK has none", bad)
+	}
+}
+
+// An integer RequestID is read exactly however it is spelled, as the wire
+// reads a request's ID, so a $/cancel_request names the request the wire
+// took: no float64 rounds 9007199254740993.0 to its neighbour or refuses
+// 9223372036854775807.0 as beyond 64 bits.
+func TestRequestIDIntegerIsExact(t *testing.T) {
+	for in, want := range map[string]RequestIDNumber{
+		`9223372036854775807.0`:   math.MaxInt64,
+		`92233720368547758070e-1`: math.MaxInt64,
+		`-9223372036854775808.0`:  math.MinInt64,
+		`9007199254740993.0`:      9007199254740993,
+		`9007199254740993e0`:      9007199254740993,
+	} {
+		var n CancelRequestNotification
+		require.NoError(t, json.Unmarshal([]byte(`{"requestId":`+in+`}`), &n), in)
+		assert.Equal(t, want, n.RequestID.Value, in)
+	}
+	for _, in := range []string{`9223372036854775808.0`, `9223372036854775807.5`, `1e19`} {
+		var id RequestID
+		assert.Error(t, json.Unmarshal([]byte(in), &id), in)
 	}
 }

@@ -16,9 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
-	"strconv"
 
 	"github.com/acpkit/acprpc/internal/wire"
 )
@@ -414,15 +412,14 @@ func KindOf(data []byte) Kind {
 }
 
 // Integer returns the value of the JSON number data, which must be an
-// integer that an int64 holds.
+// integer that an int64 holds. It is read exactly, as the wire reads an
+// ID (no float64 rounds 9007199254740993.0, or takes
+// 9223372036854775807.0 beyond 64 bits).
 func Integer(data []byte) (int64, error) {
 	data = bytes.TrimSpace(data)
-	if n, err := strconv.ParseInt(string(data), 10, 64); err == nil {
-		return n, nil
-	}
-	f, err := strconv.ParseFloat(string(data), 64)
-	if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+	n, ok := wire.Integer(data)
+	if !ok {
 		return 0, fmt.Errorf("acpjson: %.40s is not an integer of 64 bits", data)
 	}
-	return int64(f), nil
+	return n, nil
 }

@@ -58,6 +58,10 @@ func (k Key) Own() (int64, bool) {
 	return k.num, k.valid && !k.isStr && k.num > 0
 }
 
+// Integer is integer, for the packages that read an integer as the wire
+// reads an ID: exactly, however it is spelled.
+func Integer(raw []byte) (int64, bool) { return integer(raw) }
+
 // integer reads a JSON number whose value is an integer that fits in
 // int64, however it is spelled: 1, 1.0, 1e0 and 10e-1 are all 1. The value
 // is exact (no float is involved), so a number is an integer only when its
