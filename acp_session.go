@@ -22,7 +22,13 @@ func (c *Conn) onSessionCancel(sessionID string) []*inRequest {
 }
 
 // CancelSession is a client's cancellation of a prompt turn, as ACP's
-// diagram draws it. It sends the agent session/cancel for sessionID, then:
+// diagram draws it. It takes the session's ID as the generated types hold
+// it (acpv1.SessionID, acpv2.SessionID) or as a string, so a client passes
+// session.SessionID as it came:
+//
+//	err := acprpc.CancelSession(ctx, conn, session.SessionID)
+//
+// It sends the agent session/cancel for sessionID on c, then:
 //
 //   - answers at once, with the cancelled outcome, every
 //     session/request_permission of that session the agent has in flight
@@ -39,7 +45,12 @@ func (c *Conn) onSessionCancel(sessionID string) []*inRequest {
 // agent that answers "end_turn"). session/cancel is queued before any local
 // request is cancelled, so the agent always reads it ahead of their cancelled
 // answers.
-func (c *Conn) CancelSession(ctx context.Context, sessionID string) error {
+func CancelSession[S ~string](ctx context.Context, c *Conn, sessionID S) error {
+	return c.cancelSession(ctx, string(sessionID))
+}
+
+// cancelSession is CancelSession for a session ID as the wire has it.
+func (c *Conn) cancelSession(ctx context.Context, sessionID string) error {
 	c.cancelTurns(sessionID)
 	preempts := sessionID != "" && c.protocol().clientPreempts // v2 leaves every request to the agent's $/cancel_request
 	if preempts {

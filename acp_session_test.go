@@ -128,7 +128,7 @@ func TestSessionCancelMethodsOption(t *testing.T) {
 	assert.ErrorIs(t, cause, acprpc.ErrSessionCancelled)
 }
 
-// Conn.CancelSession sends session/cancel and cancels this side's requests
+// CancelSession sends session/cancel and cancels this side's requests
 // of that session (the agent's permission requests), which answer with the
 // cancelled outcome; other sessions are left alone.
 func TestSessionCancelSession(t *testing.T) {
@@ -141,7 +141,7 @@ func TestSessionCancelSession(t *testing.T) {
 		a.NextStart(t, ctx)
 		a.NextStart(t, ctx)
 
-		require.NoError(t, c.CancelSession(ctx, "s1"))
+		require.NoError(t, acprpc.CancelSession(ctx, c, "s1"))
 		m := p.ExpectNotification(ctx, "session/cancel")
 		assert.Equal(t, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`, m.Raw)
 		p.ExpectResult(ctx, "7", `{"outcome":{"outcome":"cancelled"}}`)
@@ -151,7 +151,7 @@ func TestSessionCancelSession(t *testing.T) {
 		assert.Equal(t, 1, c.Stats().IncomingInFlight)
 
 		// A session with nothing in flight here: only the notification.
-		require.NoError(t, c.CancelSession(ctx, "s3"))
+		require.NoError(t, acprpc.CancelSession(ctx, c, "s3"))
 		p.ExpectNotification(ctx, "session/cancel")
 		assert.Equal(t, 1, c.Stats().IncomingInFlight)
 	})
@@ -250,7 +250,7 @@ func TestSessionCancelBothSides(t *testing.T) {
 		var res struct{ StopReason string }
 		done := goCall(l.A, ctx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
 		wiretest.Recv(t, ctx, (<-chan struct{})(permAsked))
-		require.NoError(t, l.A.CancelSession(ctx, "s"))
+		require.NoError(t, acprpc.CancelSession(ctx, l.A, "s"))
 
 		require.NoError(t, wiretest.Recv(t, ctx, done))
 		assert.Equal(t, "cancelled", res.StopReason)
@@ -296,7 +296,7 @@ func TestCancelSessionLeavesOtherRequestsToTheCascade(t *testing.T) {
 		wiretest.Recv(t, ctx, started)
 		wiretest.Recv(t, ctx, started)
 
-		require.NoError(t, c.CancelSession(ctx, "s1"))
+		require.NoError(t, acprpc.CancelSession(ctx, c, "s1"))
 		p.ExpectNotification(ctx, "session/cancel")
 		p.ExpectResult(ctx, "7", `{"outcome":{"outcome":"cancelled"}}`)
 		assert.Equal(t, 1, c.Stats().IncomingInFlight, "terminal/create waits for the agent's cancel")
@@ -339,7 +339,7 @@ func TestCancelSessionCauseWinsOverTheAgentsCascade(t *testing.T) {
 		id := strconv.Itoa(i)
 		p.Request(id, "session/request_permission", `{"sessionId":"s1","toolCall":{"toolCallId":"t"},"options":[]}`)
 		pending <- wiretest.Recv(t, ctx, asked)
-		require.NoError(t, c.CancelSession(ctx, "s1"))
+		require.NoError(t, acprpc.CancelSession(ctx, c, "s1"))
 		require.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled, "round %d", i)
 		p.ExpectNotification(ctx, "session/cancel")
 		p.ExpectResult(ctx, id, `{"outcome":{"outcome":"cancelled"}}`)
@@ -359,7 +359,7 @@ func TestCancelSessionCancelsWhatTheAgentLeaves(t *testing.T) {
 		&acprpc.Options{CancelGrace: 50 * time.Millisecond})
 	p.Request("8", "terminal/create", `{"sessionId":"s1","command":"make"}`)
 	wiretest.Recv(t, ctx, started)
-	require.NoError(t, c.CancelSession(ctx, "s1"))
+	require.NoError(t, acprpc.CancelSession(ctx, c, "s1"))
 	p.ExpectNotification(ctx, "session/cancel")
 	m := p.ExpectError(ctx, "8", acprpc.CodeRequestCancelled)
 	assert.Contains(t, m.Raw, "Request cancelled")
@@ -427,7 +427,7 @@ func TestReportCancelledTurns(t *testing.T) {
 		c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
 		got := prompt(ctx, c, "s")
 		m := p.ExpectRequest(ctx, "session/prompt")
-		require.NoError(t, c.CancelSession(ctx, "s"))
+		require.NoError(t, acprpc.CancelSession(ctx, c, "s"))
 		p.ExpectNotification(ctx, "session/cancel")
 		p.Respond(string(m.ID), `{"stopReason":"end_turn"}`)
 		assert.Equal(t, "end_turn", wiretest.Recv(t, ctx, got).StopReason)
@@ -441,7 +441,7 @@ func TestReportCancelledTurns(t *testing.T) {
 		second := p.ExpectRequest(ctx, "session/prompt")
 		refused := prompt(ctx, c, "s")
 		third := p.ExpectRequest(ctx, "session/prompt")
-		require.NoError(t, c.CancelSession(ctx, "s"))
+		require.NoError(t, acprpc.CancelSession(ctx, c, "s"))
 		p.ExpectNotification(ctx, "session/cancel")
 		p.Respond(string(first.ID), `{"stopReason":"end_turn","_meta":{"tokens":3}}`)
 		p.Respond(string(second.ID), `{"stopReason":"end_turn"}`)

@@ -36,7 +36,7 @@ func TestPinnedVersionStays(t *testing.T) {
 		// at once.
 		p.Request("1", "session/request_permission", `{"sessionId":"s"}`)
 		wiretest.Recv(t, ctx, perm)
-		require.NoError(t, c.CancelSession(ctx, "s"))
+		require.NoError(t, acprpc.CancelSession(ctx, c, "s"))
 		p.ExpectNotification(ctx, "session/cancel")
 		p.ExpectResult(ctx, "1", `{"outcome":{"outcome":"cancelled"}}`)
 	})
@@ -212,7 +212,7 @@ func TestVersionLearntFromInitialize(t *testing.T) {
 		permCtx := wiretest.Recv(t, ctx, perm)
 		// v2: CancelSession leaves the permission request to the agent's
 		// $/cancel_request.
-		require.NoError(t, c.CancelSession(ctx, "s"))
+		require.NoError(t, acprpc.CancelSession(ctx, c, "s"))
 		p.ExpectNotification(ctx, "session/cancel")
 		assert.NoError(t, permCtx.Err(), "v2: CancelSession does not answer the agent's requests itself")
 		p.Cancel("1")

@@ -839,7 +839,7 @@ func BenchmarkTurnCancel(b *testing.B) {
 				var res benchPromptResult
 				go func() { done <- client.Call(context.Background(), "session/prompt", benchPrompt, &res) }()
 				<-started
-				if err := client.CancelSession(context.Background(), "s1"); err != nil {
+				if err := acprpc.CancelSession(context.Background(), client, "s1"); err != nil {
 					b.Fatal(err)
 				}
 				if err := <-done; err != nil || res.StopReason != "cancelled" {
@@ -861,7 +861,7 @@ func BenchmarkTurnCancel(b *testing.B) {
 				if err := client.Call(context.Background(), "session/prompt", benchPrompt, &res); err != nil {
 					b.Fatal(err)
 				}
-				if err := client.CancelSession(context.Background(), "s1"); err != nil {
+				if err := acprpc.CancelSession(context.Background(), client, "s1"); err != nil {
 					b.Fatal(err)
 				}
 				if reason := <-idle; reason != "cancelled" {

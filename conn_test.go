@@ -591,7 +591,7 @@ func closeRace(t *testing.T, seed uint64) {
 			echo(i)
 		})
 		loop(func(i int) {
-			check("cancel", conn.CancelSession(ctx, fmt.Sprint("s", i%3)))
+			check("cancel", acprpc.CancelSession(ctx, conn, fmt.Sprint("s", i%3)))
 			echo(i)
 		})
 		loop(func(i int) {

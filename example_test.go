@@ -174,7 +174,7 @@ func ExampleHandlerFunc() {
 // for that session is answered with the cancelled outcome. The agent's turn
 // ends with stopReason "cancelled", after its last updates, which the client
 // has all handled when Call returns.
-func ExampleConn_CancelSession() {
+func ExampleCancelSession() {
 	agentHandler := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
 		if req.Method != "session/prompt" {
 			return nil, nil // session/cancel goes by here too; acprpc has acted on it
@@ -230,7 +230,7 @@ func ExampleConn_CancelSession() {
 	ctx := context.Background()
 	go func() {
 		<-asked // the user presses Stop while the permission dialog is open
-		_ = client.CancelSession(ctx, "sess_1")
+		_ = acprpc.CancelSession(ctx, client, "sess_1")
 	}()
 	var res struct {
 		StopReason string `json:"stopReason"`

@@ -306,7 +306,7 @@ func (h *stressRig) callSessionCancel(t *testing.T, p stressParams) {
 		case <-callDone: // Call returned first: only on failure
 			return
 		}
-		if err := h.client.CancelSession(context.Background(), p.SessionID); err != nil {
+		if err := acprpc.CancelSession(context.Background(), h.client, p.SessionID); err != nil {
 			t.Errorf("CancelSession: %v", err)
 		}
 	}()
@@ -714,7 +714,7 @@ func (s *soak) one(rng *rand.Rand, from *acprpc.Conn, toAgent bool, i int) {
 	case soakPrompt:
 		session := fmt.Sprint("sess_", rng.IntN(soakSessions))
 		if rng.IntN(2) == 0 {
-			timer := time.AfterFunc(cancelAfter, func() { _ = from.CancelSession(s.ctx, session) })
+			timer := time.AfterFunc(cancelAfter, func() { _ = acprpc.CancelSession(s.ctx, from, session) })
 			defer timer.Stop()
 		}
 		var out struct{ StopReason string }

@@ -76,5 +76,5 @@ func (c acprpcClient) Prompt(ctx context.Context, sessionID, text string) (strin
 // CancelSession sends session/cancel, as an ACP client does beside the
 // $/cancel_request of the prompt it cancels.
 func (c acprpcClient) CancelSession(ctx context.Context, sessionID string) error {
-	return c.conn.CancelSession(ctx, sessionID)
+	return acprpc.CancelSession(ctx, c.conn, sessionID)
 }

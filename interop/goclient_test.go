@@ -526,7 +526,7 @@ func TestGoClientCancelSession(t *testing.T) {
 	sid := a.handshake(ctx)
 	p := a.prompt(ctx, sid, "please be slow")
 	a.awaitRequests(ctx)
-	require.NoError(t, a.conn.CancelSession(ctx, sid))
+	require.NoError(t, acprpc.CancelSession(ctx, a.conn, sid))
 	p.wait(t, ctx)
 	require.NoError(t, p.err)
 	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(p.result))

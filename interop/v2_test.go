@@ -371,7 +371,7 @@ func v2CancelledTurn(t *testing.T, ctx context.Context, c *acprpc.Conn, g *v2GoC
 	}, &answer), "a v2 prompt is answered once inserted")
 	assert.NotEmpty(t, answer.MessageID)
 	awaitBoth(t, ctx, g)
-	require.NoError(t, c.CancelSession(ctx, sid))
+	require.NoError(t, acprpc.CancelSession(ctx, c, sid))
 	assert.Equal(t, "cancelled", recvOr(t, ctx, g.idle, "the idle state_update"))
 	for _, m := range []string{"session/request_permission", "terminal/create"} {
 		assert.ErrorIs(t, g.cause(m), acprpc.ErrPeerCancelled, "%s ended by the agent's $/cancel_request", m)
@@ -452,7 +452,7 @@ func TestV1GoClientCancelsTSRouterV1(t *testing.T) {
 		}, &answer)
 	}()
 	awaitBoth(t, ctx, g)
-	require.NoError(t, agent.CancelSession(ctx, sid))
+	require.NoError(t, acprpc.CancelSession(ctx, agent.Conn, sid))
 	require.NoError(t, recvOr(t, ctx, done, "the prompt's answer"))
 	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(answer))
 	// v1's CancelSession answers the permission request at once; the

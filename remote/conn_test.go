@@ -193,7 +193,7 @@ func TestSessionCancelCascadesThroughNestedRequests(t *testing.T) {
 				turn <- client.Call(ctx, "session/prompt", map[string]any{"sessionId": "s1", "prompt": []any{}}, &result)
 			}()
 			assert.ElementsMatch(t, []string{"session/request_permission", "terminal/create"}, []string{<-arrived, <-arrived})
-			require.NoError(t, client.CancelSession(ctx, "s1"))
+			require.NoError(t, acprpc.CancelSession(ctx, client, "s1"))
 			require.NoError(t, <-turn)
 			assert.Equal(t, "cancelled", result.StopReason)
 			assert.ErrorIs(t, <-terminalCause, acprpc.ErrPeerCancelled, "the agent sent $/cancel_request for its nested request")

@@ -239,7 +239,7 @@ func driveTypeScriptAgent(t *testing.T, url, how string) {
 	}()
 	assert.ElementsMatch(t, []string{"session/request_permission", "terminal/create"}, []string{<-arrived, <-arrived})
 	if how == "session/cancel" {
-		require.NoError(t, client.CancelSession(ctx, sess.SessionID))
+		require.NoError(t, acprpc.CancelSession(ctx, client, sess.SessionID))
 	} else {
 		cancelPrompt() // $/cancel_request for the prompt; the answer is awaited
 	}

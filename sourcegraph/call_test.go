@@ -61,7 +61,7 @@ func TestAcprpcClientCancelsEngineHandler(t *testing.T) {
 
 	go func() { done <- client.Call(ctx, "session/prompt", params, &res) }()
 	wiretest.Recv(t, ctx, started)
-	require.NoError(t, client.CancelSession(ctx, "s"))
+	require.NoError(t, acprpc.CancelSession(ctx, client, "s"))
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled)
 	require.NoError(t, wiretest.Recv(t, ctx, done))
 	assert.Equal(t, "cancelled", res.StopReason)

@@ -333,7 +333,7 @@ func (r *runner) sessionCancel() {
 		}
 	}
 	mark := r.w.next()
-	_ = r.conn.CancelSession(r.ctx, session)
+	_ = acprpc.CancelSession(r.ctx, r.conn, session)
 	cancelLine, _ := r.w.await(r.ctx, mark, sent(acpv1.MethodSessionCancel))
 	ans, ok := r.answer(p.req, r.o.CancelWait)
 	r.hold.Store(false)
@@ -408,7 +408,7 @@ func (r *runner) cancelRequest() {
 	switch {
 	case !ok:
 		r.res.notBrought(ruleCancelRequest, "the agent did not answer the prompt within %s of $/cancel_request (v1 lets it ignore the cancel; the turn was then ended with session/cancel)", r.o.CancelWait)
-		_ = r.conn.CancelSession(r.ctx, session)
+		_ = acprpc.CancelSession(r.ctx, r.conn, session)
 		r.answer(p.req, r.o.Timeout)
 	case ans.msg.Error != nil && ans.msg.Error.Code != acprpc.CodeRequestCancelled:
 		r.res.fail(ruleCancelRequest, lines, "the prompt was answered with error %d %q, where a cancelled request owes a result or -32800", ans.msg.Error.Code, ans.msg.Error.Message)

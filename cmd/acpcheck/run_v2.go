@@ -203,7 +203,7 @@ func (r *runner) cancelV2() {
 	r.promptAnswerV2(p)
 	open := r.openRequests(session)
 	mark := r.w.next()
-	_ = r.conn.CancelSession(r.ctx, session)
+	_ = acprpc.CancelSession(r.ctx, r.conn, session)
 	cancelLine, _ := r.w.await(r.ctx, mark, sent(acpv2.MethodSessionCancel))
 	idle, ok := r.awaitIdle(session, cancelLine.Seq, r.o.CancelWait)
 	switch {

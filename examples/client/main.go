@@ -2,7 +2,7 @@
 // agent as a subprocess, opens a session, sends a prompt and serves the
 // agent's requests like an editor: a permission request waits for the user,
 // and a terminal takes a moment to start. After -delay it cancels the turn,
-// by session/cancel (Conn.CancelSession) or, with -cancel=request, by
+// by session/cancel (acprpc.CancelSession) or, with -cancel=request, by
 // cancelling the prompt's Call, which sends $/cancel_request. It prints the
 // turn's stop reason. On SIGINT or SIGTERM it shuts the connection down
 // gracefully (acprpc.Conn.Shutdown): the agent's pending requests are

@@ -162,7 +162,7 @@ func (tu *turn) working(ctx context.Context) error {
 // took to come.
 func (tu *turn) cancel(ctx context.Context) (time.Duration, turnEnd, error) {
 	sent := time.Now()
-	if err := tu.e.conn.CancelSession(ctx, tu.e.session); err != nil {
+	if err := acprpc.CancelSession(ctx, tu.e.conn, tu.e.session); err != nil {
 		return 0, turnEnd{}, err
 	}
 	end, err := tu.end(ctx)

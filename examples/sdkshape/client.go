@@ -97,7 +97,7 @@ func (c *Connection) cancelTurnOnEnd(ctx context.Context, sessionID string, stop
 // Cancel cancels the session's turn: session/cancel to the agent, and the
 // agent's permission requests of the session answered as cancelled here.
 func (c *Connection) Cancel(ctx context.Context, sessionID string) error {
-	return fromCall(c.conn.CancelSession(ctx, sessionID))
+	return fromCall(acprpc.CancelSession(ctx, c.conn, sessionID))
 }
 
 // ProtocolVersion is the ACP version the connection speaks: always v1.

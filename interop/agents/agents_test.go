@@ -270,7 +270,7 @@ func runAgent(t *testing.T, spec agentSpec) {
 	res := slowTurn(ctx, agent, sid)
 	require.NoError(t, model.Await(ctx, slowRequests(1, false)))
 	cancelled := time.Now()
-	require.NoError(t, agent.CancelSession(ctx, string(sid)))
+	require.NoError(t, acprpc.CancelSession(ctx, agent.Conn, sid))
 	r := wiretest.Recv(t, ctx, res)
 	require.NoError(t, r.err)
 	assert.Equal(t, acpv1.StopReasonCancelled, r.StopReason, "session/cancel ends the turn with stopReason cancelled")
@@ -315,7 +315,7 @@ func runAgent(t *testing.T, spec agentSpec) {
 		assert.Equal(t, int64(acprpc.CodeMethodNotFound), idless[0].Code, "an ID-less -32601 for the notification: %+v", idless[0])
 	}
 	assert.Equal(t, 1, countSlow(model.Requests(), true), "the model request outlives $/cancel_request")
-	require.NoError(t, agent.CancelSession(ctx, string(sid2)))
+	require.NoError(t, acprpc.CancelSession(ctx, agent.Conn, sid2))
 	require.NoError(t, model.Await(ctx, slowRequests(2, true)), "session/cancel ends what $/cancel_request did not")
 	if !spec.requestCancelAnswered {
 		assert.Empty(t, cl.idlessAnswers())

@@ -17,7 +17,7 @@ const ClientName = "acprpc-demo-client"
 
 // How a client cancels a turn.
 const (
-	CancelSession = "session" // session/cancel, by Conn.CancelSession
+	CancelSession = "session" // session/cancel, by acprpc.CancelSession
 	CancelRequest = "request" // $/cancel_request on the prompt, by ending the Call's context
 	CancelNone    = "none"    // let the turn end on its own
 )
@@ -328,7 +328,7 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 			t.OnCancel(t.Cancel)
 		}
 		if t.Cancel == CancelSession {
-			if err := conn.CancelSession(ctx, res.SessionID); err != nil {
+			if err := acprpc.CancelSession(ctx, conn, res.SessionID); err != nil {
 				return res, err
 			}
 		} else {
