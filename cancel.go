@@ -45,7 +45,7 @@ func (c *Conn) CancelRequest(id ID, cause error) bool {
 	if id.IsZero() {
 		return false
 	}
-	r := c.incoming.get(keyOf([]byte(id.raw)))
+	r := c.incoming.get(id.Key().key)
 	if r == nil {
 		return false
 	}

@@ -187,6 +187,9 @@ func (c *Conn) receive(msg []byte) {
 	c.route(m)
 }
 
+// message is one parsed message; see wire.Reader.
+type message = wire.Message
+
 // route sends each message down one of four ways, on the read goroutine in
 // the order read: answers to our calls (deliver); what the protocol acts on
 // at once, such as cancels (acp.read); then the tracker and serving for a

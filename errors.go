@@ -135,32 +135,19 @@ func answerFor(err error) *Error {
 	return &Error{Code: CodeInternalError, Message: err.Error()}
 }
 
-// ownError is errors.As for an *Error, in the same order, except that it
-// does not look inside a *CallError.
+// ownError is errors.As for an *Error, except that it does not look inside
+// a *CallError.
 func ownError(err error) *Error {
-	switch e := err.(type) {
-	case nil, *CallError:
-		return nil
-	case *Error:
-		return e
-	}
-	if a, ok := err.(interface{ As(any) bool }); ok {
-		var target *Error
-		if a.As(&target) {
-			return target
+	var own *Error
+	ownCause(err, func(e error) bool {
+		if x, ok := e.(*Error); ok {
+			own = x
+			return true
 		}
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return ownError(u.Unwrap())
-	case interface{ Unwrap() []error }:
-		for _, e := range u.Unwrap() {
-			if own := ownError(e); own != nil {
-				return own
-			}
-		}
-	}
-	return nil
+		a, ok := e.(interface{ As(any) bool })
+		return ok && a.As(&own)
+	})
+	return own
 }
 
 // saysCancelled reports whether a handler's error says that its request was
@@ -168,27 +155,33 @@ func ownError(err error) *Error {
 // reached only through a *CallError is a nested call's cancellation, which
 // is that call's news, not an answer for this request.
 func saysCancelled(err error) bool {
-	switch e := err.(type) {
+	return ownCause(err, func(e error) bool {
+		is, ok := e.(interface{ Is(error) bool })
+		return e == ErrCancelled || ok && is.Is(ErrCancelled)
+	}) != nil
+}
+
+// ownCause walks err's tree in the order errors.Is and errors.As do, except
+// that it does not look inside a *CallError: what is reached only through
+// one is the peer's answer to a nested call, not this side's. It returns
+// the first error that match accepts, or nil.
+func ownCause(err error, match func(error) bool) error {
+	switch err.(type) {
 	case nil, *CallError:
-		return false
-	case *Error:
-		return e.Is(ErrCancelled)
+		return nil
 	}
-	if err == ErrCancelled {
-		return true
-	}
-	if is, ok := err.(interface{ Is(error) bool }); ok && is.Is(ErrCancelled) {
-		return true
+	if match(err) {
+		return err
 	}
 	switch u := err.(type) {
 	case interface{ Unwrap() error }:
-		return saysCancelled(u.Unwrap())
+		return ownCause(u.Unwrap(), match)
 	case interface{ Unwrap() []error }:
 		for _, e := range u.Unwrap() {
-			if saysCancelled(e) {
-				return true
+			if found := ownCause(e, match); found != nil {
+				return found
 			}
 		}
 	}
-	return false
+	return nil
 }

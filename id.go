@@ -58,18 +58,3 @@ func (id ID) Key() IDKey {
 	k, _ := wire.KeyOf([]byte(id.raw))
 	return IDKey{k}
 }
-
-// message is one parsed message; see wire.Parse.
-type message = wire.Message
-
-// keyOf returns the in-flight tables' key of a raw ID that the parse has
-// already accepted; wire.KeyOf is the one rule for which IDs are carried
-// and when two are the same.
-func keyOf(raw []byte) wire.Key {
-	k, _ := wire.KeyOf(raw)
-	return k
-}
-
-// parseOwnID reads an ID that may be one this side issued: a positive
-// integer.
-func parseOwnID(raw []byte) (int64, bool) { return keyOf(raw).Own() }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // pendingCall is one of our requests, from its registration to the one
@@ -158,7 +160,7 @@ func (t *callTable) closeAll() {
 
 // methodOf returns the method of the call rawID names, if one waits.
 func (t *callTable) methodOf(rawID []byte) string {
-	id, ok := parseOwnID(rawID)
+	id, ok := ownID(rawID)
 	if !ok {
 		return ""
 	}
@@ -173,6 +175,12 @@ func (t *callTable) methodOf(rawID []byte) string {
 	return ""
 }
 
+// ownID reads an ID that may be one this side issued: a positive integer.
+func ownID(raw []byte) (int64, bool) {
+	k, _ := wire.KeyOf(raw)
+	return k.Own()
+}
+
 func (t *callTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -185,7 +193,7 @@ func (t *callTable) len() int {
 // stray ID) is dropped.
 func (c *Conn) endCall(rawID, result, errObj []byte) {
 	var pc *pendingCall
-	if id, ok := parseOwnID(rawID); ok {
+	if id, ok := ownID(rawID); ok {
 		pc = c.calls.take(id)
 	}
 	if pc == nil {
@@ -302,27 +310,21 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 }
 
 // afterCancel ends a call that was cancelled, for why, and whose cancel is
-// sent: it waits as co says for the answer, and, with ReleaseOnCancel, a
-// call that returns without it leaves the calls awaiting answers.
+// sent: it waits up to co's WaitAfterCancel for the answer, and, with
+// ReleaseOnCancel, a call that returns without it leaves the calls awaiting
+// answers.
 func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, result any, callErr func(error) error, co callOptions, why error) error {
-	err := c.awaitAfterCancel(ctx, pc, result, callErr, co.waitAfterCancel, why)
-	if co.releaseOnCancel {
-		c.calls.release(id)
-	}
-	return err
-}
-
-// awaitAfterCancel waits up to d for the answer to a call that was
-// cancelled, for why, and whose cancel is sent.
-func (c *Conn) awaitAfterCancel(ctx context.Context, pc *pendingCall, result any, callErr func(error) error, d time.Duration, why error) error {
-	if d > 0 {
-		wait, stop := context.WithTimeout(context.WithoutCancel(ctx), d)
+	if co.waitAfterCancel > 0 {
+		wait, stop := context.WithTimeout(context.WithoutCancel(ctx), co.waitAfterCancel)
 		defer stop()
 		select {
 		case <-pc.done:
 			return c.complete(wait, pc, result, callErr, why)
 		case <-wait.Done():
 		}
+	}
+	if co.releaseOnCancel {
+		c.calls.release(id)
 	}
 	return callErr(cancelledCall{ctxErr: why})
 }

@@ -31,14 +31,13 @@ func (c *Conn) serve(m *message, needs acpNeeds) {
 	r := c.newInRequest(m)
 	if !c.incoming.add(r) {
 		r.cancel(errRequestDone)
+		var f *frame
 		if c.incoming.isDraining() { // Shutdown: no new work, answered as cancelled
-			f := c.cancelledFrameFor(m.ID, m.Method)
-			f.info.ctx = r.handlerCtx
-			c.replyOwn(m.Method, f)
-			return
+			f = c.cancelledFrame(m.ID, m.Method)
+		} else {
+			f = errorFrame(m.ID, &Error{Code: CodeInvalidRequest,
+				Message: "Invalid request: request id " + string(m.ID) + " is already in flight"})
 		}
-		f := errorFrame(m.ID, &Error{Code: CodeInvalidRequest,
-			Message: "Invalid request: request id " + string(m.ID) + " is already in flight"})
 		f.info.ctx = r.handlerCtx
 		c.replyOwn(m.Method, f)
 		return
@@ -57,7 +56,7 @@ func (c *Conn) refuse(m *message, e *Error) {
 // replyOwn sends an answer the library built itself to a request of method
 // ("" when it is not known), labelled so for the Sent hook. Every answer
 // that no handler returned goes out here, or through answer with a frame
-// of cancelledFrameFor, which labels it the same way.
+// of cancelledFrame, which labels it the same way.
 func (c *Conn) replyOwn(method string, f *frame) {
 	f.info.method, f.info.generated = method, true
 	c.reply(f)
@@ -122,26 +121,21 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 		err = &Error{Code: CodeInternalError, Message: "Internal error: cannot encode result: " + encErr.Error()}
 	}
 	if r.cancelledBy() != nil || saysCancelled(err) {
-		c.answer(r, c.cancelledFrame(r))
+		c.answerCancelled(r)
 		return
 	}
 	c.answer(r, errorFrame(r.rawID, c.acp.errorAnswer(r, answerFor(err))))
 }
 
-// answerCancelled answers a cancelled request whose handler has not
-// returned within its grace period.
+// answerCancelled answers a cancelled request: its handler gave up or
+// failed, or has not returned within its grace period.
 func (c *Conn) answerCancelled(r *inRequest) {
-	c.answer(r, c.cancelledFrame(r))
+	c.answer(r, c.cancelledFrame(r.rawID, r.req.Method))
 }
 
-// cancelledFrame is the answer of a cancelled request: its method's marker,
-// or -32800.
-func (c *Conn) cancelledFrame(r *inRequest) *frame {
-	return c.cancelledFrameFor(r.rawID, r.req.Method)
-}
-
-// cancelledFrameFor is the cancelled answer of the request rawID of method.
-func (c *Conn) cancelledFrameFor(rawID []byte, method string) *frame {
+// cancelledFrame is the answer of the cancelled request rawID of method:
+// the method's marker, or -32800.
+func (c *Conn) cancelledFrame(rawID []byte, method string) *frame {
 	var f *frame
 	if marker, ok := c.acp.marker(method); ok {
 		f, _ = resultFrame(rawID, marker)
@@ -250,12 +244,13 @@ func (p *workerPool) work(j job) {
 		idle.Reset(p.idleFor)
 		select {
 		case j = <-p.take:
-			p.waiting.Add(-1)
 		case <-p.closed:
-			p.waiting.Add(-1)
-			return
+			j = nil
 		case <-idle.C:
-			p.waiting.Add(-1)
+			j = nil
+		}
+		p.waiting.Add(-1)
+		if j == nil {
 			return
 		}
 	}

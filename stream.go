@@ -94,13 +94,11 @@ func polled(x any) bool {
 // handed over by a parent process, refuses deadlines, and closing it does
 // not interrupt the system call in progress.
 func closeInterrupts(x any) bool {
-	switch f := x.(type) {
-	case *os.File:
-		return !errors.Is(f.SetDeadline(time.Time{}), os.ErrNoDeadline)
-	case io.Closer:
-		return true
+	if _, isFile := x.(*os.File); isFile {
+		return polled(x)
 	}
-	return false
+	_, ok := x.(io.Closer)
+	return ok
 }
 
 // interruptible reports whether Close ends a Recv or Send in progress.

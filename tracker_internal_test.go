@@ -16,7 +16,7 @@ func TestIncomingTableSessions(t *testing.T) {
 	var tab incomingTable
 	req := func(id int, session string) *inRequest {
 		raw := []byte(strconv.Itoa(id))
-		r := &inRequest{rawID: raw, key: keyOf(raw), req: Request{SessionID: session}}
+		r := &inRequest{rawID: raw, key: Int64ID(int64(id)).Key().key, req: Request{SessionID: session}}
 		require.True(t, tab.add(r))
 		return r
 	}
@@ -39,7 +39,7 @@ func TestIncomingTableSessions(t *testing.T) {
 
 	// A request that never got in (its ID was busy) is not removed in the
 	// place of the one that holds the ID.
-	dup := &inRequest{rawID: []byte("7"), key: keyOf([]byte("7")), req: Request{SessionID: "a"}}
+	dup := &inRequest{rawID: []byte("7"), key: Int64ID(7).Key().key, req: Request{SessionID: "a"}}
 	require.False(t, tab.add(dup))
 	tab.remove(dup)
 	assert.Equal(t, []*inRequest{a[2], late}, tab.inScope("a"))

@@ -214,6 +214,15 @@ func (m *members) classify(r *Reader) (Message, *Problem) {
 	return msg, nil
 }
 
+// methodName is Unquote for a method name checked by the scanner: one of
+// the Reader's Names is shared, any other is decoded and copied.
+func (r *Reader) methodName(raw []byte) string {
+	if name, ok := r.Names[string(raw[1:len(raw)-1])]; ok { // the conversion in a lookup does not allocate
+		return name
+	}
+	return Unquote(raw)
+}
+
 // isVersion20 reports whether v is the JSON string "2.0", however spelled.
 func isVersion20(v []byte) bool {
 	return bytes.Equal(v, version20) || v[0] == '"' && Unquote(v) == "2.0"
