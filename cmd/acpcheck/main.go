@@ -20,13 +20,20 @@
 // forwards every byte both ways unchanged, records the wire, and reports on
 // stderr each rule the conversation breaks, as it happens.
 //
-// The exit status of run is 0 when every rule that could be brought about passed, 1
-// when any failed, and 2 when the agent could not be run at all.
+//	acpcheck report [-json] [-html FILE] RECORDING
+//
+// reads the proxy's record back and reports each of the rules the proxy
+// watches as passed, failed or not brought about. Both run and report write
+// -html FILE, one self-contained web page: what was checked and what failed,
+// and the conversation as a timeline whose rows open to their wire lines.
+//
+// The exit status of run and report is 0 when every rule that could be
+// brought about passed, 1 when any failed, and 2 when the agent could not be
+// run at all (or the recording not read).
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -50,8 +57,9 @@ func main() {
 const usage = `usage:
   acpcheck run [flags] -- AGENT_CMD [ARGS...]     check an agent over stdio
   acpcheck proxy [flags] -- AGENT_CMD [ARGS...]   run an agent for an editor, watching the conversation
+  acpcheck report [flags] RECORDING               check a conversation the proxy recorded
 
-Run 'acpcheck run -h' or 'acpcheck proxy -h' for the flags.
+Run 'acpcheck run -h', 'acpcheck proxy -h' or 'acpcheck report -h' for the flags.
 `
 
 // mainCode runs acpcheck with args and returns its exit status.
@@ -65,6 +73,8 @@ func mainCode(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return runCommand(ctx, args[1:], stdout, stderr)
 	case "proxy":
 		return proxyCommand(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "report":
+		return reportCommand(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -86,6 +96,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.DurationVar(&o.ExitWait, "exit-wait", 3*time.Second, "how long the agent may take to exit after its stdin closed")
 	fs.DurationVar(&o.Settle, "settle", 300*time.Millisecond, "how long to watch for answers that must not come")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	htmlOut := fs.String("html", "", "also write the report as a self-contained web page to `FILE`")
 	verbose := fs.Bool("v", false, "copy the agent's stderr to acpcheck's")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: acpcheck run [flags] -- AGENT_CMD [ARGS...]\n\nflags:\n")
@@ -117,14 +128,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "acpcheck: %v\n", err)
 		return 2
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
-	} else {
-		rep.WriteText(stdout)
-	}
-	return rep.ExitCode()
+	return printReport(rep, *asJSON, *htmlOut, stdout, stderr)
 }
 
 // validate refuses options no run could use.

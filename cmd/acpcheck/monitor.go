@@ -27,6 +27,9 @@ type monitor struct {
 	// idle holds the sessions whose last prompt was answered, with the
 	// line of the answer, until their next prompt.
 	idle map[string]int
+	// checked holds the rules the conversation so far gave a chance to
+	// break: a rule no line could have broken is not passed by a replay.
+	checked map[string]bool
 }
 
 // inFlight is a request awaiting its answer.
@@ -52,6 +55,7 @@ func newMonitor(report func(violation)) *monitor {
 		answered: map[string]map[string]bool{toAgent: {}, fromAgent: {}},
 		unparsed: map[string]int{},
 		idle:     map[string]int{},
+		checked:  map[string]bool{},
 	}
 	return m
 }
@@ -84,6 +88,7 @@ func (m *monitor) line(dir string, raw []byte) int {
 }
 
 func (m *monitor) request(dir string, seq int, p parsed) {
+	m.checked[ruleOneAnswer.ID], m.checked[ruleUnknownID.ID] = true, true
 	m.pending[dir][string(p.ID)] = &inFlight{seq: seq, method: p.Method, session: p.sessionID()}
 	if dir == toAgent && p.Method == "session/prompt" {
 		delete(m.idle, p.sessionID())
@@ -91,6 +96,7 @@ func (m *monitor) request(dir string, seq int, p parsed) {
 }
 
 func (m *monitor) notification(dir string, seq int, p parsed) {
+	m.checked[ruleNoteUnanswered.ID] = true
 	switch {
 	case p.Method == "$/cancel_request":
 		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
@@ -135,9 +141,11 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 		return
 	}
 	m.idle[r.session] = seq
+	m.checked[ruleUpdateAfter.ID] = true
 	if r.cancelled != "session/cancel" {
 		return
 	}
+	m.checked[ruleCancelStop.ID] = true
 	switch {
 	case p.Error != nil:
 		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
@@ -160,6 +168,14 @@ func (m *monitor) end() {
 			m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
 		}
 	}
+}
+
+// wasChecked reports whether the conversation so far gave rule a chance to
+// be broken.
+func (m *monitor) wasChecked(rule Rule) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.checked[rule.ID]
 }
 
 func (m *monitor) flag(rule Rule, lines []int, format string, args ...any) {

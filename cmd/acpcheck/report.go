@@ -37,7 +37,12 @@ type Result struct {
 
 // Report is a run's outcome: each rule's result, and the whole wire.
 type Report struct {
-	Agent   []string `json:"agent"`
+	Agent []string `json:"agent"` // the command run; empty for a replay
+	// Recording is the file a replayed conversation was read from, and
+	// AgentName how the agent named itself in its initialize answer there.
+	Recording string `json:"recording,omitempty"`
+	AgentName string `json:"agent_name,omitempty"`
+
 	Results []Result `json:"results"`
 	Wire    []Line   `json:"wire"`
 	WireV2  []Line   `json:"wire_v2,omitempty"` // the v2 connection's, if the agent offers v2
@@ -132,7 +137,7 @@ const maxShown = 400
 // WriteText writes the report for people: each rule's status, and for each
 // finding its wire lines.
 func (rep *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "acpcheck: %s\n\n", strings.Join(rep.Agent, " "))
+	fmt.Fprintf(w, "acpcheck: %s\n\n", rep.subject())
 	counts := map[Status]int{}
 	for _, r := range rep.Results {
 		counts[r.Status]++
@@ -154,6 +159,19 @@ func (rep *Report) WriteText(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "\n%d passed, %d failed, %d not brought about\n", counts[Pass], counts[Fail], counts[NotBrought])
+}
+
+// subject names what the report is about: the agent's command, or the
+// recording and the agent's name in it.
+func (rep *Report) subject() string {
+	if rep.Recording == "" {
+		return strings.Join(rep.Agent, " ")
+	}
+	s := "the conversation recorded in " + rep.Recording
+	if rep.AgentName != "" {
+		s += ", with " + rep.AgentName
+	}
+	return s
 }
 
 func arrow(dir string) string {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/interoptest"
 	"github.com/acpkit/acprpc/remote"
 )
 
@@ -80,7 +80,7 @@ run().catch(e => { out.error = String(e); }).finally(() => {
 // DELETE. Every request but the first carries headers a browser asks
 // about with a preflight first, without credentials.
 func TestPageOfAllowedOriginUsesAServerThatRequiresAToken(t *testing.T) {
-	chromium := findChromium(t)
+	chromium := interoptest.RequireChromium(t)
 
 	pages := httptest.NewServer(nil) // its address is the page's origin; its handler is set below
 	defer pages.Close()
@@ -152,21 +152,4 @@ func runPage(t *testing.T, chromium, url string) string {
 	text, err := chromedp.Run(bctx, chromedp.Text("#result"))
 	require.NoError(t, err)
 	return text
-}
-
-// findChromium returns the browser to run, failing the test when there is
-// none unless the skip was asked for.
-func findChromium(t *testing.T) string {
-	t.Helper()
-	if os.Getenv("ACPRPC_SKIP_BROWSER") == "1" {
-		t.Skip("ACPRPC_SKIP_BROWSER=1")
-	}
-	path := os.Getenv("ACPRPC_CHROMIUM")
-	if path == "" {
-		path = "/usr/bin/chromium"
-	}
-	if _, err := exec.LookPath(path); err != nil {
-		t.Fatalf("the browser tests need Chromium: %v; install it (apt-get install -y chromium), name it with ACPRPC_CHROMIUM, or set ACPRPC_SKIP_BROWSER=1 to skip them knowingly", err)
-	}
-	return path
 }

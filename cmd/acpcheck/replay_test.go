@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// writeRecording writes lines to a file as the proxy records them, in the
+// order given.
+func writeRecording(t *testing.T, lines []Line) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, l := range lines {
+		raw, err := json.Marshal(l)
+		require.NoError(t, err)
+		b.Write(append(raw, '\n'))
+	}
+	path := filepath.Join(t.TempDir(), "wire.jsonl")
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o600))
+	return path
+}
+
+// statuses maps each rule of rep to its status.
+func statuses(rep *Report) map[string]Status {
+	out := map[string]Status{}
+	for _, r := range rep.Results {
+		out[r.ID] = r.Status
+	}
+	return out
+}
+
+// A recorded conversation read back finds what the proxy found as it
+// happened, with the same lines, and passes the watched rules the
+// conversation gave a chance to be broken.
+func TestReplayFindsWhatTheProxyFound(t *testing.T) {
+	for _, fault := range []string{"correct", faultCancelError, faultCancelTwice, faultUpdateAfterCancel, faultAnswerNote, faultAnswerUnknownID, faultCancelIgnored} {
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			_, _, record, v := proxyTo(t, "correct,"+fault, func(w io.WriteCloser) { chunked(w, []byte(conversation)) })
+			f, err := os.Open(writeRecording(t, record))
+			require.NoError(t, err)
+			defer f.Close()
+			lines, err := readRecording(f)
+			require.NoError(t, err)
+			rep := replay("wire.jsonl", lines)
+
+			var want []violation
+			v.mu.Lock()
+			want = append(want, v.got...)
+			v.mu.Unlock()
+			var got []violation
+			for _, r := range rep.Results {
+				for _, f := range r.Findings {
+					got = append(got, violation{Rule: r.Rule, Detail: f.Detail, Lines: f.Lines})
+				}
+			}
+			assert.ElementsMatch(t, want, got)
+			assert.Len(t, rep.Results, len(watchedRules))
+			for id, s := range statuses(rep) {
+				if s != Fail {
+					// The conversation has requests, notifications, a
+					// prompt cancelled with session/cancel, and its answer
+					// but for the agent that ignores the cancel.
+					want := Pass
+					if fault == faultCancelIgnored && (id == ruleCancelStop.ID || id == ruleUpdateAfter.ID) {
+						want = NotBrought
+					}
+					assert.Equal(t, want, s, id)
+				}
+			}
+			assert.Equal(t, len(want) > 0, rep.ExitCode() == 1)
+		})
+	}
+}
+
+// The proxy writes the two directions from two goroutines: a record whose
+// file order differs from its sequence is read in sequence, and a line not
+// UTF-8 is read byte for byte.
+func TestReadRecordingOrdersBySequence(t *testing.T) {
+	lines := []Line{
+		{Seq: 2, Dir: fromAgent, Raw: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentInfo":{"name":"x","version":"1.2"}}}`},
+		{Seq: 1, Dir: toAgent, Raw: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`},
+		{Seq: 3, Dir: toAgent, Base64: []byte("\xff\xfe not UTF-8")},
+	}
+	f, err := os.Open(writeRecording(t, lines))
+	require.NoError(t, err)
+	defer f.Close()
+	got, err := readRecording(f)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	assert.Equal(t, toAgent, got[0].Dir)
+	assert.Contains(t, got[0].Raw, `"initialize"`)
+	assert.Equal(t, []byte("\xff\xfe not UTF-8"), got[2].bytes())
+	rep := replay("r.jsonl", got)
+	assert.Equal(t, "x 1.2", rep.AgentName)
+	assert.Equal(t, NotBrought, rep.result(ruleNoteUnanswered.ID).Status)
+	assert.Equal(t, whyNotWatched[ruleNoteUnanswered.ID], rep.result(ruleNoteUnanswered.ID).Why)
+	assert.Equal(t, Pass, rep.result(ruleOneAnswer.ID).Status)
+}
+
+// A v2 conversation is reported on the v2 wire, its findings citing it.
+func TestReplayOfV2Conversation(t *testing.T) {
+	lines := []Line{
+		{Seq: 1, Dir: toAgent, Raw: `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}`},
+		{Seq: 2, Dir: fromAgent, Raw: `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2,"info":{"name":"y"}}}`},
+		{Seq: 3, Dir: toAgent, Raw: `{"jsonrpc":"2.0","method":"_x/note"}`},
+		{Seq: 4, Dir: fromAgent, Raw: `{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}`},
+	}
+	rep := replay("v2.jsonl", lines)
+	assert.Empty(t, rep.Wire)
+	assert.Len(t, rep.WireV2, 4)
+	assert.Equal(t, "y", rep.AgentName)
+	res := rep.result(ruleNoteUnanswered.ID)
+	require.Equal(t, Fail, res.Status)
+	assert.Equal(t, 2, res.Findings[0].Protocol)
+	var text bytes.Buffer
+	rep.WriteText(&text)
+	assert.Contains(t, text.String(), "the conversation recorded in v2.jsonl, with y")
+	assert.Contains(t, text.String(), `#4    agent→client {"jsonrpc":"2.0","error"`)
+}
+
+// acpcheck report prints the replay as text or JSON, writes the page, and
+// exits 1 for a finding; a file that is not a recording exits 2.
+func TestReportCommand(t *testing.T) {
+	_, _, record, _ := proxyTo(t, "correct,"+faultAnswerNote, func(w io.WriteCloser) { chunked(w, []byte(conversation)) })
+	path := writeRecording(t, record)
+	page := filepath.Join(t.TempDir(), "report.html")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 1, mainCode(context.Background(), []string{"report", "-json", "-html", page, path}, &stdout, &stderr), stderr.String())
+	var rep Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	assert.Equal(t, path, rep.Recording)
+	assert.Equal(t, Fail, rep.result(ruleNoteUnanswered.ID).Status)
+	html, err := os.ReadFile(page)
+	require.NoError(t, err)
+	assert.Contains(t, string(html), `data-rule="notification-unanswered"`)
+	assert.NotContains(t, string(html), "http://", "the page loads nothing")
+	assert.NotContains(t, string(html), "<script src")
+
+	stdout.Reset()
+	require.Equal(t, 1, mainCode(context.Background(), []string{"report", path}, &stdout, &stderr))
+	assert.Contains(t, stdout.String(), "FAIL notification-unanswered")
+
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte("{\"seq\":1,\"dir\":\"to_agent\",\"raw\":\"{}\"}\nnot a record\n"), 0o600))
+	for _, args := range [][]string{{"report"}, {"report", bad}, {"report", filepath.Join(t.TempDir(), "none")}, {"report", "a", "b"}} {
+		stderr.Reset()
+		assert.Equal(t, 2, mainCode(context.Background(), args, &stdout, &stderr), "%q", args)
+		assert.NotEmpty(t, stderr.String())
+	}
+	assert.True(t, strings.Contains(stderr.String(), "give one recording"))
+}
