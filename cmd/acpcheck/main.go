@@ -35,7 +35,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -84,8 +83,7 @@ func mainCode(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("acpcheck run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("acpcheck run", "acpcheck run [flags] -- AGENT_CMD [ARGS...]", stderr)
 	var o runOptions
 	fs.StringVar(&o.Prompt, "prompt", "Say hello.", "the text of a prompt whose turn ends by itself")
 	fs.StringVar(&o.SlowPrompt, "slow-prompt", "Count slowly from one to a thousand, one number per line.", "the text of a prompt whose turn lasts long enough to cancel")
@@ -98,15 +96,8 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	htmlOut := fs.String("html", "", "also write the report as a self-contained web page to `FILE`")
 	verbose := fs.Bool("v", false, "copy the agent's stderr to acpcheck's")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: acpcheck run [flags] -- AGENT_CMD [ARGS...]\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	o.Argv = fs.Args()
 	if len(o.Argv) == 0 {

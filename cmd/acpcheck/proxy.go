@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -158,18 +157,10 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 }
 
 func proxyCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("acpcheck proxy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("acpcheck proxy", "acpcheck proxy [flags] -- AGENT_CMD [ARGS...]", stderr)
 	record := fs.String("record", "", "write the wire to `FILE`, a JSON object per message with its time and direction")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: acpcheck proxy [flags] -- AGENT_CMD [ARGS...]\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	o := proxyOptions{Argv: fs.Args()}
 	if len(o.Argv) == 0 {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -159,19 +158,11 @@ func (i *implementation) name() string {
 // reportCommand is `acpcheck report`: a recorded conversation read back
 // into a report, as text, JSON or a web page.
 func reportCommand(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("acpcheck report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := commandFlags("acpcheck report", "acpcheck report [flags] RECORDING\n\nRECORDING is a file acpcheck proxy -record wrote.", stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	htmlOut := fs.String("html", "", "also write the report as a self-contained web page to `FILE`")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: acpcheck report [flags] RECORDING\n\nRECORDING is a file acpcheck proxy -record wrote.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, done := parseFlags(fs, args); done {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "acpcheck report: give one recording, as in acpcheck report wire.jsonl")
