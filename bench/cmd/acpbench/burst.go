@@ -29,6 +29,33 @@ import (
 // burstAgent is one agent under test: a name and its command line.
 type burstAgent struct{ name, argv string }
 
+// burstRowNames are the agents burst knows: examples/agent in its graceful
+// and its prompt mode, coder's SDK serving the same turn, and the same turn
+// again on acprpc in the bench's server, without examples/agent's log and
+// with each phase of the cascade stamped (bench/turns_acprpc.go).
+var burstRowNames = []string{"acprpc", "acprpc-prompt", "coder", "acprpc-phases", "acprpc-phases-prompt"}
+
+// burstAgents returns the command line of each agent named, examples/agent
+// being the binary agent and the bench's server the binary server.
+func burstAgents(agent, server string, names []string) ([]burstAgent, error) {
+	argv := map[string]string{
+		"acprpc":               agent,
+		"acprpc-prompt":        agent + " -graceful=false",
+		"coder":                server + " -peer coder -turns",
+		"acprpc-phases":        server + " -peer acprpc -turns",
+		"acprpc-phases-prompt": server + " -peer acprpc -turns -graceful=false",
+	}
+	var out []burstAgent
+	for _, n := range names {
+		a, ok := argv[n]
+		if !ok {
+			return nil, fmt.Errorf("burst: unknown agent %q (known: %s)", n, strings.Join(burstRowNames, ", "))
+		}
+		out = append(out, burstAgent{n, a})
+	}
+	return out, nil
+}
+
 type burstResult struct {
 	Agent string `json:"agent"`
 	N     int    `json:"n"`
@@ -38,9 +65,28 @@ type burstResult struct {
 	CancelRequests int64   `json:"cancelRequests"`
 	Answers        int64   `json:"cancelledAnswers"`
 	AllAnswerMs    float64 `json:"allAnsweredMs"` // from the write of the cancels to the last answer
-	AgentCPUMs     float64 `json:"agentCpuMs"`    // the agent's CPU time over the same span
-	Load           string  `json:"load"`          // the load average when the run ended
-	Error          string  `json:"error,omitempty"`
+	// StartMono is the write of the cancels on CLOCK_MONOTONIC (ns), to
+	// line the run up with a trace or perf record taken of the agent.
+	StartMono int64 `json:"startMono"`
+	// The agent's CPU time and context switches, every thread, from the
+	// write of the cancels to the last answer.
+	AgentCPUMs    float64 `json:"agentCpuMs"`
+	AgentSwitches int64   `json:"agentSwitches"`
+	// Phases are the agent's stamps (the acprpc-phases rows only).
+	Phases []burstPhase `json:"phases,omitempty"`
+	Load   string       `json:"load"` // the load average when the run ended
+	Error  string       `json:"error,omitempty"`
+}
+
+// burstPhase is one phase of the cascade as the agent stamped it: how many
+// stamps, and the first, median and last, in ms from the write of the
+// cancels.
+type burstPhase struct {
+	Name     string  `json:"name"`
+	Count    int     `json:"count"`
+	FirstMs  float64 `json:"firstMs"`
+	MedianMs float64 `json:"medianMs"`
+	LastMs   float64 `json:"lastMs"`
 }
 
 func runBurst(cfg *config, agents []burstAgent, n, runs int, wait time.Duration) error {
@@ -67,7 +113,7 @@ type burstClient struct {
 	allHeld   chan struct{}
 	cancels   atomic.Int64
 	answers   atomic.Int64
-	last      atomic.Int64 // bench.Mono of the last cancelled answer
+	last      atomic.Int64 // bench.MonoNow of the last cancelled answer
 	allAnswer chan struct{}
 	counting  atomic.Bool
 	n         int64
@@ -164,7 +210,7 @@ func (c *burstClient) handle(line []byte) {
 		id, _ := strconv.ParseInt(string(m.ID), 10, 64)
 		if id >= burstPromptBase {
 			if m.Error != nil && m.Error.Code == bench.CodeRequestCancelled || bytes.Contains(m.Result, []byte(`"cancelled"`)) {
-				c.last.Store(bench.Mono())
+				c.last.Store(bench.MonoNow())
 				if c.answers.Add(1) == c.n {
 					close(c.allAnswer)
 				}
@@ -184,11 +230,24 @@ func burstOnce(a burstAgent, n int, wait time.Duration) (res burstResult, err er
 	if err != nil {
 		return res, err
 	}
+	var t0 int64
+	closed := false
 	defer func() {
+		if closed {
+			return
+		}
 		if cerr := p.close(); err == nil && cerr != nil {
 			err = fmt.Errorf("agent: %w", cerr)
 		}
 	}()
+	closeAgent := func() error {
+		closed = true
+		if err := p.close(); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		res.Phases = burstPhases(p.phases, t0)
+		return nil
+	}
 	c := &burstClient{out: bufio.NewWriterSize(p.stdin, 1<<20), replies: make(chan burstReply, n+1),
 		allHeld: make(chan struct{}), allAnswer: make(chan struct{}), n: int64(n), heldBy: map[string]string{}}
 	go c.read(bufio.NewReaderSize(p.stdout, 1<<16))
@@ -252,14 +311,20 @@ func burstOnce(a burstAgent, n int, wait time.Duration) (res burstResult, err er
 		fmt.Fprintf(&batch, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`+"\n", s)
 	}
 	c.counting.Store(true)
-	cpu0 := procCPU(strconv.Itoa(p.cmd.Process.Pid))
-	t0 := bench.Mono()
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	cpu0, switches0 := procSched(pid)
+	t0 = bench.MonoNow()
+	res.StartMono = t0
 	if err := c.write(batch.Bytes()); err != nil {
 		return res, err
 	}
 	select {
 	case <-c.allAnswer:
 	case <-time.After(wait):
+	}
+	if cpu1, switches1 := procSched(pid); cpu0 >= 0 && cpu1 >= 0 {
+		res.AgentCPUMs = float64(cpu1-cpu0) / float64(time.Millisecond)
+		res.AgentSwitches = switches1 - switches0
 	}
 	res.Answers = c.answers.Load()
 	if res.Answers > 0 {
@@ -272,14 +337,30 @@ func burstOnce(a burstAgent, n int, wait time.Duration) (res burstResult, err er
 		time.Sleep(200 * time.Millisecond)
 	}
 	res.CancelRequests = c.cancels.Load()
-	if cpu1 := procCPU(strconv.Itoa(p.cmd.Process.Pid)); cpu0 >= 0 && cpu1 >= 0 {
-		res.AgentCPUMs = float64(cpu1-cpu0) / float64(time.Millisecond)
-	}
 	res.Load = loadAverage()
+	if err := closeAgent(); err != nil {
+		return res, err
+	}
 	if res.Answers < int64(n) {
 		return res, fmt.Errorf("%d of %d prompts answered cancelled", res.Answers, n)
 	}
 	return res, nil
+}
+
+// burstPhases reads the agent's "P" lines (see cmd/server), CLOCK_MONOTONIC
+// stamps, relative to t0.
+func burstPhases(lines []string, t0 int64) []burstPhase {
+	var out []burstPhase
+	ms := func(ns int64) float64 { return float64(ns-t0) / 1e6 }
+	for _, l := range lines {
+		var ph, count int
+		var first, med, last int64
+		if _, err := fmt.Sscan(l, &ph, &count, &first, &med, &last); err != nil || ph < 0 || ph >= len(bench.PhaseNames) {
+			continue
+		}
+		out = append(out, burstPhase{Name: bench.PhaseNames[ph], Count: count, FirstMs: ms(first), MedianMs: ms(med), LastMs: ms(last)})
+	}
+	return out
 }
 
 // loadAverage is /proc/loadavg's first three fields, or "" where it cannot be read.
@@ -296,29 +377,71 @@ func burstTable(results []burstResult, agents []burstAgent) string {
 	fmt.Fprintf(&b, "A burst of cancels over stdio: N sessions on a spawned agent, each with a prompt turn holding two requests\n")
 	fmt.Fprintf(&b, "to the client (session/request_permission, terminal/create); then N session/cancel in one write. \"held\" counts\n")
 	fmt.Fprintf(&b, "the requests held before it, \"$/cancel\" the $/cancel_request the agent sent after it (2N owed), \"answers\" the\n")
-	fmt.Fprintf(&b, "prompts answered cancelled, \"all answered\" the time from the write to the last of them, \"agent cpu\" the\n")
-	fmt.Fprintf(&b, "agent's CPU time over the run from the write on. One line per run, runs interleaved; then the medians.\n\n")
-	fmt.Fprintf(&b, "%-16s %6s %6s %9s %8s %15s %13s  %s\n", "agent", "N", "held", "$/cancel", "answers", "all answered ms", "agent cpu ms", "load")
+	fmt.Fprintf(&b, "prompts answered cancelled, \"all answered\" the time from the write to the last of them, \"agent cpu\" and\n")
+	fmt.Fprintf(&b, "\"switches\" the agent's CPU time and context switches (all threads) over the same span. acprpc is\n")
+	fmt.Fprintf(&b, "examples/agent, -prompt its -graceful=false; acprpc-phases is the same turn in the bench's server, without\n")
+	fmt.Fprintf(&b, "the example's log and with each phase stamped. One line per run, runs interleaved; then the medians.\n\n")
+	fmt.Fprintf(&b, "%-20s %6s %6s %9s %8s %15s %13s %9s  %s\n", "agent", "N", "held", "$/cancel", "answers", "all answered ms", "agent cpu ms", "switches", "load")
 	for _, r := range results {
-		fmt.Fprintf(&b, "%-16s %6d %6d %9d %8d %15.1f %13.1f  %s\n", r.Agent, r.N, r.Held, r.CancelRequests, r.Answers, r.AllAnswerMs, r.AgentCPUMs, r.Load)
+		fmt.Fprintf(&b, "%-20s %6d %6d %9d %8d %15.1f %13.1f %9d  %s\n", r.Agent, r.N, r.Held, r.CancelRequests, r.Answers, r.AllAnswerMs, r.AgentCPUMs, r.AgentSwitches, r.Load)
 		if r.Error != "" {
-			fmt.Fprintf(&b, "%-16s   error: %s\n", "", r.Error)
+			fmt.Fprintf(&b, "%-20s   error: %s\n", "", r.Error)
 		}
 	}
 	fmt.Fprintf(&b, "\nmedians of the runs where every prompt was answered cancelled:\n")
-	fmt.Fprintf(&b, "%-16s %5s %15s %13s %9s\n", "agent", "runs", "all answered ms", "agent cpu ms", "$/cancel")
+	fmt.Fprintf(&b, "%-20s %5s %15s %13s %9s %9s\n", "agent", "runs", "all answered ms", "agent cpu ms", "switches", "$/cancel")
 	for _, a := range agents {
-		var all, cpu, creq []float64
-		for _, r := range results {
-			if r.Agent == a.name && r.Answers == int64(r.N) {
-				all, cpu, creq = append(all, r.AllAnswerMs), append(cpu, r.AgentCPUMs), append(creq, float64(r.CancelRequests))
-			}
+		var all, cpu, sw, creq []float64
+		for _, r := range complete(results, a.name) {
+			all, cpu = append(all, r.AllAnswerMs), append(cpu, r.AgentCPUMs)
+			sw, creq = append(sw, float64(r.AgentSwitches)), append(creq, float64(r.CancelRequests))
 		}
 		if len(all) == 0 {
-			fmt.Fprintf(&b, "%-16s %5d %15s\n", a.name, 0, "–")
+			fmt.Fprintf(&b, "%-20s %5d %15s\n", a.name, 0, "–")
 			continue
 		}
-		fmt.Fprintf(&b, "%-16s %5d %15.1f %13.1f %9.0f\n", a.name, len(all), median(all), median(cpu), median(creq))
+		fmt.Fprintf(&b, "%-20s %5d %15.1f %13.1f %9.0f %9.0f\n", a.name, len(all), median(all), median(cpu), median(sw), median(creq))
 	}
+	phaseTable(&b, results, agents)
 	return b.String()
+}
+
+// complete returns the runs of agent in which every prompt was answered
+// cancelled.
+func complete(results []burstResult, agent string) []burstResult {
+	var out []burstResult
+	for _, r := range results {
+		if r.Agent == agent && r.Answers == int64(r.N) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// phaseTable writes, for each agent that stamped its phases, each phase's
+// first, median and last stamp, each the median over the complete runs.
+func phaseTable(b *strings.Builder, results []burstResult, agents []burstAgent) {
+	for _, a := range agents {
+		runs := complete(results, a.name)
+		if len(runs) == 0 || len(runs[0].Phases) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "\n%s, the phases: ms from the write of the cancels (medians of %d runs)\n", a.name, len(runs))
+		fmt.Fprintf(b, "%-26s %6s %8s %8s %8s\n", "phase", "count", "first", "median", "last")
+		for i, ph := range runs[0].Phases {
+			var first, med, last, count []float64
+			for _, r := range runs {
+				if i < len(r.Phases) && r.Phases[i].Name == ph.Name {
+					p := r.Phases[i]
+					first, med, last, count = append(first, p.FirstMs), append(med, p.MedianMs), append(last, p.LastMs), append(count, float64(p.Count))
+				}
+			}
+			fmt.Fprintf(b, "%-26s %6.0f %8.1f %8.1f %8.1f\n", ph.Name, median(count), median(first), median(med), median(last))
+		}
+		var all []float64
+		for _, r := range runs {
+			all = append(all, r.AllAnswerMs)
+		}
+		fmt.Fprintf(b, "%-26s %6d %8s %8s %8.1f\n", "answers read by the client", runs[0].N, "", "", median(all))
+	}
 }

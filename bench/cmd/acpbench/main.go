@@ -86,16 +86,15 @@ func main() {
 		n := fs.Int("n", 1000, "sessions, each with a turn in flight")
 		runs := fs.Int("runs", 3, "runs per agent, interleaved; the median is reported")
 		agent := fs.String("agent", "", "path of the built examples/agent binary")
+		rows := fs.String("agents", strings.Join(burstRowNames, ","), "agents to run, of "+strings.Join(burstRowNames, ", "))
 		wait := fs.Duration("wait", 20e9, "longest wait for each phase")
 		parse(fs, args, &cfg, new(string))
 		if *agent == "" || cfg.server == "" {
 			check(errors.New("burst needs -agent and -server"))
 		}
-		check(runBurst(&cfg, []burstAgent{
-			{"acprpc", *agent},
-			{"acprpc-prompt", *agent + " -graceful=false"},
-			{"coder", cfg.server + " -peer coder -turns"},
-		}, *n, *runs, *wait))
+		agents, err := burstAgents(*agent, cfg.server, strings.Split(*rows, ","))
+		check(err)
+		check(runBurst(&cfg, agents, *n, *runs, *wait))
 	case "sessions-one": // one peer in a fresh process; used by sessions
 		peer := fs.String("peer", "", "peer")
 		n := fs.Int("n", 1000, "sessions")

@@ -38,6 +38,7 @@ type proc struct {
 	// Stamps from the server's stderr, by tag.
 	started  chan int64
 	seen     chan int64
+	phases   []string // "P" lines: read once stderrWG is closed
 	stderrWG chan struct{}
 }
 
@@ -82,6 +83,8 @@ func spawnLogging(argv []string, echo bool) (*proc, error) {
 				p.started <- v
 			case ok && err == nil && tag == "C":
 				p.seen <- v
+			case ok && tag == "P":
+				p.phases = append(p.phases, ns)
 			case echo:
 				fmt.Fprintf(os.Stderr, "server %s: %s\n", filepath.Base(argv[0]), sc.Text())
 			}

@@ -25,15 +25,12 @@ func main() {
 	linger := flag.Duration("linger", 0, "how long to keep answering after stdin ends")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file")
-	turns := flag.Bool("turns", false, "serve the turn workload instead (coder only): each prompt asks the client for permission and a terminal, then waits for its cancel")
+	turns := flag.Bool("turns", false, "serve the turn workload instead (coder or acprpc): each prompt asks the client for permission and a terminal, then waits for its cancel")
+	graceful := flag.Bool("graceful", true, "with -turns -peer acprpc: after a cancel, wait for the client to answer the requests it cut short, as examples/agent does")
 	flag.Parse()
 	defer record(*cpuProfile, *traceFile)()
 	if *turns {
-		if *name != "coder" {
-			fmt.Fprintln(os.Stderr, "server: -turns is for -peer coder only")
-			os.Exit(2)
-		}
-		<-bench.ServeCoderTurns(os.Stdin, os.Stdout)
+		serveTurns(*name, *graceful)
 		return
 	}
 	p, ok := bench.Lookup(*name)
@@ -114,4 +111,26 @@ func (e *eofReader) Read(p []byte) (int, error) {
 		e.once.Do(func() { close(e.done) })
 	}
 	return n, err
+}
+
+// serveTurns serves the turn workload with peer name until stdin ends. For
+// acprpc it then writes each phase's stamps to stderr, one line per phase:
+// "P <phase> <count> <first> <median> <last>", CLOCK_MONOTONIC nanoseconds.
+func serveTurns(name string, graceful bool) {
+	switch name {
+	case "coder":
+		<-bench.ServeCoderTurns(os.Stdin, os.Stdout)
+	case "acprpc":
+		phases := bench.NewPhases(1 << 16)
+		<-bench.ServeAcprpcTurns(os.Stdin, os.Stdout, graceful, phases)
+		for ph := range bench.PhaseNames {
+			s := phases.Stamps(bench.Phase(ph))
+			if len(s) > 0 {
+				fmt.Fprintf(os.Stderr, "P %d %d %d %d %d\n", ph, len(s), s[0], s[len(s)/2], s[len(s)-1])
+			}
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "server: -turns is for -peer coder or acprpc")
+		os.Exit(2)
+	}
 }
