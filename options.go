@@ -8,19 +8,20 @@ import (
 	"time"
 )
 
-// The defaults of Options; each can be changed there.
+// DefaultCancelGrace is how long a cancelled request's handler may take to
+// return before the request is answered for it, unless Options.CancelGrace
+// says otherwise.
+const DefaultCancelGrace = 2 * time.Second
+
+// The defaults of Options' bounds, each given by value in its field's
+// documentation.
 const (
-	// DefaultCancelGrace is how long a cancelled request's handler may take
-	// to return before the request is answered for it.
-	DefaultCancelGrace = 2 * time.Second
-
-	DefaultMaxInFlight            = 100_000
-	DefaultMaxOutgoing            = 100_000
-	DefaultMaxQueuedNotifications = 10_000
-	DefaultMaxQueuedWrite         = 32 << 20
-
-	DefaultMaxInFlightBytes           = 256 << 20
-	DefaultMaxQueuedNotificationBytes = 64 << 20
+	defaultMaxInFlight                = 100_000
+	defaultMaxOutgoing                = 100_000
+	defaultMaxQueuedNotifications     = 10_000
+	defaultMaxQueuedWrite             = 32 << 20
+	defaultMaxInFlightBytes           = 256 << 20
+	defaultMaxQueuedNotificationBytes = 64 << 20
 )
 
 // Options configure a Conn. The zero value (or a nil *Options) is ready for
@@ -51,7 +52,7 @@ type Options struct {
 
 	// MaxInFlight bounds the peer's requests in flight at once, waiting or
 	// running. A request over the limit is answered at once with -32603
-	// and never queued. Zero means DefaultMaxInFlight.
+	// and never queued. Zero means 100,000.
 	MaxInFlight int
 
 	// MaxInFlightBytes bounds the bytes of the peer's requests held in
@@ -61,7 +62,7 @@ type Options struct {
 	// bound is answered at once with -32603, like one over MaxInFlight, and
 	// never queued: the reader never waits for it, so the cancels and the
 	// answers that end the requests in flight are always read. Zero means
-	// DefaultMaxInFlightBytes; it is never below MaxMessageSize.
+	// 256 MiB; it is never below MaxMessageSize.
 	MaxInFlightBytes int
 
 	// MaxOutgoing bounds this side's calls awaiting an answer, counting
@@ -69,7 +70,7 @@ type Options struct {
 	// until it comes), except those made with ReleaseOnCancel. Over it, Call fails at once with ErrTooManyCalls and
 	// sends nothing, so a peer that never answers cannot make the calls and
 	// cancels waiting for it grow without end; no cancel is ever dropped.
-	// Zero means DefaultMaxOutgoing.
+	// Zero means 100,000.
 	MaxOutgoing int
 
 	// MaxQueuedNotifications bounds the notifications waiting for the
@@ -79,14 +80,13 @@ type Options struct {
 	// behind the notifications that fill the queue, so the reader goes on
 	// reading up to four times the bound (in number and in bytes); past
 	// that it waits again, and such a call ends only with its context.
-	// Zero means DefaultMaxQueuedNotifications.
+	// Zero means 10,000.
 	MaxQueuedNotifications int
 
 	// MaxQueuedNotificationBytes bounds the same queue by the bytes of its
 	// messages: the reader waits while the next notification would take
 	// the queue over it. A notification is always let in when the queue is
-	// empty. Zero means DefaultMaxQueuedNotificationBytes; it is never
-	// below MaxMessageSize.
+	// empty. Zero means 64 MiB; it is never below MaxMessageSize.
 	MaxQueuedNotificationBytes int
 
 	// MaxQueuedWrite bounds the bytes of answers waiting to be written.
@@ -94,7 +94,7 @@ type Options struct {
 	// more than this is queued, the connection stops reading until it
 	// drains, so memory stays bounded. This side's own requests,
 	// notifications and cancels are never held back and do not count:
-	// their volume is the application's. Zero means DefaultMaxQueuedWrite.
+	// their volume is the application's. Zero means 32 MiB.
 	MaxQueuedWrite int
 
 	// WaitAfterCancel is how long Call waits, once its context has ended
@@ -191,12 +191,12 @@ func (o *Options) settled() Options {
 		s.MaxMessageSize = DefaultMaxMessageSize
 	}
 	// A limit of zero or less means its default.
-	s.MaxInFlight = cmp.Or(max(s.MaxInFlight, 0), DefaultMaxInFlight)
-	s.MaxOutgoing = cmp.Or(max(s.MaxOutgoing, 0), DefaultMaxOutgoing)
-	s.MaxQueuedNotifications = cmp.Or(max(s.MaxQueuedNotifications, 0), DefaultMaxQueuedNotifications)
-	s.MaxQueuedWrite = cmp.Or(max(s.MaxQueuedWrite, 0), DefaultMaxQueuedWrite)
-	s.MaxInFlightBytes = max(cmp.Or(max(s.MaxInFlightBytes, 0), DefaultMaxInFlightBytes), s.MaxMessageSize)
-	s.MaxQueuedNotificationBytes = max(cmp.Or(max(s.MaxQueuedNotificationBytes, 0), DefaultMaxQueuedNotificationBytes), s.MaxMessageSize)
+	s.MaxInFlight = cmp.Or(max(s.MaxInFlight, 0), defaultMaxInFlight)
+	s.MaxOutgoing = cmp.Or(max(s.MaxOutgoing, 0), defaultMaxOutgoing)
+	s.MaxQueuedNotifications = cmp.Or(max(s.MaxQueuedNotifications, 0), defaultMaxQueuedNotifications)
+	s.MaxQueuedWrite = cmp.Or(max(s.MaxQueuedWrite, 0), defaultMaxQueuedWrite)
+	s.MaxInFlightBytes = max(cmp.Or(max(s.MaxInFlightBytes, 0), defaultMaxInFlightBytes), s.MaxMessageSize)
+	s.MaxQueuedNotificationBytes = max(cmp.Or(max(s.MaxQueuedNotificationBytes, 0), defaultMaxQueuedNotificationBytes), s.MaxMessageSize)
 	if s.CancelMarkers == nil {
 		s.CancelMarkers = markersV1 // read by no one: the Conn's markers follow its version (rulesFor)
 	}
