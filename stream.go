@@ -3,12 +3,10 @@ package acprpc
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
-	"os"
 	"sync"
-	"time"
 
+	"github.com/acpkit/acprpc/internal/fdio"
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
@@ -32,8 +30,8 @@ type Stream struct {
 
 	// The write side. Send, trySend and Flush are never called at once.
 	out     io.Writer
-	noWait  *noWaitWriter // out written without waiting, or nil
-	pending *[]byte       // sent bytes not yet written, in a pooled buffer; nil when none
+	noWait  *fdio.NoWaitWriter // out written without waiting, or nil
+	pending *[]byte            // sent bytes not yet written, in a pooled buffer; nil when none
 
 	readParks bool // a read that waits parks in the runtime's poller
 
@@ -66,39 +64,12 @@ func newStream(r io.Reader, w io.Writer, closers ...io.Closer) *Stream {
 	return &Stream{
 		r:         bufio.NewReaderSize(r, readBufferSize),
 		out:       w,
-		noWait:    newNoWaitWriter(w),
+		noWait:    fdio.NewNoWaitWriter(w),
 		limit:     DefaultMaxMessageSize,
 		closers:   closers,
-		canCut:    closeInterrupts(r) && closeInterrupts(w),
-		readParks: polled(r),
+		canCut:    fdio.CloseInterrupts(r) && fdio.CloseInterrupts(w),
+		readParks: fdio.Polled(r),
 	}
-}
-
-// polled reports whether the runtime polls x, so that a wait on it parks
-// the goroutine and frees its thread: true for a network connection and for
-// a file the runtime polls (os.Pipe's), false for a file it cannot (the
-// blocking stdin and stdout os/exec hands a child) and for what it cannot
-// tell.
-func polled(x any) bool {
-	switch f := x.(type) {
-	case *os.File:
-		return !errors.Is(f.SetDeadline(time.Time{}), os.ErrNoDeadline)
-	case interface{ SetReadDeadline(time.Time) error }: // a net.Conn
-		return true
-	}
-	return false
-}
-
-// closeInterrupts reports whether closing x ends a read or write blocked on
-// it. A file the runtime cannot poll, such as a blocking stdin or stdout
-// handed over by a parent process, refuses deadlines, and closing it does
-// not interrupt the system call in progress.
-func closeInterrupts(x any) bool {
-	if _, isFile := x.(*os.File); isFile {
-		return polled(x)
-	}
-	_, ok := x.(io.Closer)
-	return ok
 }
 
 // interruptible reports whether Close ends a Recv or Send in progress.
@@ -272,7 +243,7 @@ func (s *Stream) trySend(msg []byte) (unflushed bool, err error) {
 		return true, nil
 	}
 	b := *s.pending
-	n, err := s.noWait.tryWrite(b)
+	n, err := s.noWait.TryWrite(b)
 	if n == len(b) {
 		s.release()
 		return false, err

@@ -3,6 +3,8 @@ package acprpc
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -299,23 +301,12 @@ func (t *incomingTable) emptied() <-chan struct{} {
 	return t.empty.wait()
 }
 
-// matching returns the requests in flight for which keep is true. The
-// table's lock is released before the caller acts on them.
-func (t *incomingTable) matching(keep func(*inRequest) bool) []*inRequest {
+// all returns every request in flight. The table's lock is released
+// before the caller acts on them.
+func (t *incomingTable) all() []*inRequest {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []*inRequest
-	for _, r := range t.m {
-		if keep(r) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// all returns every request in flight.
-func (t *incomingTable) all() []*inRequest {
-	return t.matching(func(*inRequest) bool { return true })
+	return slices.Collect(maps.Values(t.m))
 }
 
 // inScope returns the requests in flight of the scope,
