@@ -14,6 +14,14 @@
 // show it and the page of the specification that states it) or not brought
 // about, when a scenario could not be made to happen.
 //
+//	acpcheck run [flags] -url ws://HOST/acp    (or http://HOST/acp)
+//
+// checks an agent served over WebSocket or Streamable HTTP the same way, a
+// fresh connection standing for a fresh process; what needs the agent's
+// process (its stdin closed, what it leaves behind) is not brought about,
+// nor, over Streamable HTTP, a line that is not JSON, which that transport
+// refuses before any agent reads it.
+//
 //	acpcheck proxy [-record FILE] -- AGENT_CMD ARGS...
 //
 // is given to an editor as the agent's command: it starts the agent,
@@ -55,6 +63,7 @@ func main() {
 
 const usage = `usage:
   acpcheck run [flags] -- AGENT_CMD [ARGS...]     check an agent over stdio
+  acpcheck run [flags] -url URL                   check an agent served over WebSocket or Streamable HTTP
   acpcheck proxy [flags] -- AGENT_CMD [ARGS...]   run an agent for an editor, watching the conversation
   acpcheck report [flags] RECORDING               check a conversation the proxy recorded
 
@@ -83,7 +92,7 @@ func mainCode(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := commandFlags("acpcheck run", "acpcheck run [flags] -- AGENT_CMD [ARGS...]", stderr)
+	fs := commandFlags("acpcheck run", "acpcheck run [flags] -- AGENT_CMD [ARGS...]\n       acpcheck run [flags] -url URL", stderr)
 	var o runOptions
 	fs.StringVar(&o.Prompt, "prompt", "Say hello.", "the text of a prompt whose turn ends by itself")
 	fs.StringVar(&o.SlowPrompt, "slow-prompt", "Count slowly from one to a thousand, one number per line.", "the text of a prompt whose turn lasts long enough to cancel")
@@ -96,14 +105,11 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	htmlOut := fs.String("html", "", "also write the report as a self-contained web page to `FILE`")
 	verbose := fs.Bool("v", false, "copy the agent's stderr to acpcheck's")
+	o.registerRemote(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
 	o.Argv = fs.Args()
-	if len(o.Argv) == 0 {
-		fmt.Fprintln(stderr, "acpcheck run: no agent command: give it after the flags, as in acpcheck run -- my-agent --stdio")
-		return 2
-	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintf(stderr, "acpcheck run: %v\n", err)
 		return 2
@@ -124,6 +130,9 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 
 // validate refuses options no run could use.
 func (o *runOptions) validate() error {
+	if err := o.validateTarget(); err != nil {
+		return err
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration

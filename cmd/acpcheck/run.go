@@ -17,8 +17,9 @@ import (
 
 // runOptions say what agent to check and how long to give it.
 type runOptions struct {
-	Argv []string // the agent's command
-	Env  []string // added to the agent's environment
+	Argv   []string     // the agent's command
+	Env    []string     // added to the agent's environment
+	Remote remoteTarget // or the agent's URL, when it is served remotely
 
 	Prompt     string // a prompt whose turn ends by itself
 	SlowPrompt string // a prompt whose turn lasts long enough to cancel
@@ -80,7 +81,7 @@ func runChecks(ctx context.Context, o runOptions) (*Report, error) {
 	}
 	r.closeStdin()
 	r.wireRules()
-	rep := &Report{Agent: o.Argv, Wire: r.w.all(), Stderr: r.agent.stderr.String()}
+	rep := &Report{Agent: o.target(), Wire: r.w.all(), Stderr: r.stderr()}
 
 	res.proto = 2
 	if r2, err := newRunner(ctx, o, res, true); err == nil {
@@ -89,21 +90,31 @@ func runChecks(ctx context.Context, o runOptions) (*Report, error) {
 		rep.WireV2 = r2.w.all()
 	} else {
 		for _, rule := range append([]Rule{ruleV2Initialize}, v2Rules...) {
-			res.notBrought(rule, "the agent could not be started again for v2: %v", err)
+			res.notBrought(rule, "the agent could not be reached again for v2: %v", err)
 		}
 	}
 	rep.Results = res.list()
 	return rep, nil
 }
 
-// newRunner starts the agent and connects to it as a client of v1 or v2.
+// newRunner starts the agent, or connects to the remote one afresh, as a
+// client of v1 or v2.
 func newRunner(ctx context.Context, o runOptions, res *results, v2 bool) (*runner, error) {
-	agent, err := startAgent(o.Argv, o.Env, o.Stderr)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errNotRun, err)
+	r := &runner{o: o, ctx: ctx, w: newTranscript(), res: res, v2: v2}
+	if o.isRemote() {
+		tr, err := o.Remote.dial(ctx, o.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		r.t = &tap{s: tr, w: r.w}
+	} else {
+		agent, err := startAgent(o.Argv, o.Env, o.Stderr)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errNotRun, err)
+		}
+		r.agent = agent
+		r.t = &tap{s: acprpc.NewStreamPipes(agent.stdout, agent.stdin), w: r.w}
 	}
-	r := &runner{o: o, ctx: ctx, w: newTranscript(), agent: agent, res: res, v2: v2}
-	r.t = &tap{s: acprpc.NewStreamPipes(agent.stdout, agent.stdin), w: r.w}
 	h := r.client().Router()
 	if v2 {
 		h = r.clientV2().Router()
@@ -127,8 +138,18 @@ func (r *runner) scenarios() {
 // finish stops whatever is left of the agent and the calls to it.
 func (r *runner) finish() {
 	r.conn.Close()
-	r.agent.stop()
+	if r.agent != nil {
+		r.agent.stop()
+	}
 	r.calls.Wait()
+}
+
+// stderr is the agent's last words on stderr, if acpcheck started it.
+func (r *runner) stderr() string {
+	if r.agent == nil {
+		return ""
+	}
+	return r.agent.stderr.String()
 }
 
 // client is acpcheck's side of the conversation: it grants permission
@@ -179,8 +200,12 @@ func (r *runner) initialize() error {
 	req, _ := r.w.await(ctx, mark, sent(acpv1.MethodInitialize))
 	r.initID = string(req.msg.ID)
 	switch {
+	case errors.Is(err, acprpc.ErrConnClosed) && r.o.isRemote():
+		return fmt.Errorf("%w: the connection ended before initialize was answered (%v)", errNotRun, err)
 	case errors.Is(err, acprpc.ErrConnClosed):
 		return fmt.Errorf("%w: it ended its output before answering initialize (%v)%s", errNotRun, err, r.exitNote())
+	case r.transportRefused(err):
+		return fmt.Errorf("%w: the server refused initialize: %v", errNotRun, err)
 	case ctx.Err() != nil:
 		r.res.fail(ruleInitialize, []int{req.Seq}, "initialize was not answered within %s", r.o.Timeout)
 	case err != nil:
@@ -195,6 +220,9 @@ func (r *runner) initialize() error {
 
 // exitNote says how the agent ended, if it has.
 func (r *runner) exitNote() string {
+	if r.agent == nil {
+		return ""
+	}
 	select {
 	case <-r.agent.exited:
 		return fmt.Sprintf("; the agent exited: %v", r.agent.waitErr)
@@ -453,34 +481,24 @@ func (r *runner) settle() {
 	}
 }
 
-// badInput writes a line that is not JSON, then a request for an unknown
-// method, then opens a session: the connection must live through both.
+// badInput writes a line that is not JSON (where the transport carries
+// one), then a request for an unknown method, then opens a session: the
+// connection must live through both.
 func (r *runner) badInput() {
-	seq, err := r.t.inject(`{this is not JSON`)
-	if err != nil {
-		r.res.notBrought(ruleParseError, "the line could not be written: %v", err)
+	seq, ok := r.parseErrorProbe()
+	if !ok {
 		return
 	}
-	ctx, cancel := r.bounded(r.o.CancelWait)
-	ans, ok := r.w.await(ctx, seq+1, func(l Line) bool { return l.Dir == fromAgent && l.msg.isAnswer() && !l.msg.hasID() })
-	cancel()
-	switch {
-	case !ok:
-		r.res.fail(ruleParseError, []int{seq}, "the line that is not JSON was not answered within %s", r.o.CancelWait)
-	case ans.msg.Error == nil || ans.msg.Error.Code != acprpc.CodeParseError:
-		r.parseProbe = [2]int{seq, ans.Seq}
-		r.res.fail(ruleParseError, []int{seq, ans.Seq}, "the line that is not JSON was answered %s, not -32700", answerText(ans))
-	default:
-		r.parseProbe = [2]int{seq, ans.Seq}
-	}
-
-	ctx, cancel = r.bounded(r.o.Timeout)
+	ctx, cancel := r.bounded(r.o.Timeout)
 	defer cancel()
 	mark := r.w.next()
-	err = r.conn.Call(ctx, "acpcheck/no_such_method", struct{}{}, nil)
+	err := r.conn.Call(ctx, "acpcheck/no_such_method", struct{}{}, nil)
 	req, _ := r.w.await(ctx, mark, sent("acpcheck/no_such_method"))
 	var rpcErr *acprpc.Error
 	switch {
+	case (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)) && seq == 0:
+		r.res.fail(ruleMethodNotFound, r.linesOf(req), "the request for an unknown method was not answered: %v", err)
+		return
 	case ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed):
 		lines := []int{seq} // the line that is not JSON, and the request if it could still be sent
 		if req.Seq != 0 {
@@ -494,14 +512,47 @@ func (r *runner) badInput() {
 	default:
 		r.res.fail(ruleMethodNotFound, r.linesOf(req), "the request for an unknown method was answered %v, not -32601", orResult(err))
 	}
-	if _, ok := r.newSession(); ok && r.res.byID[ruleParseError.ID].Status != Fail {
+	if _, ok := r.newSession(); ok && seq != 0 && r.res.byID[ruleParseError.ID].Status != Fail {
 		r.res.pass(ruleParseError)
 	}
+}
+
+// parseErrorProbe writes a line that is not JSON and checks its answer; it
+// returns the line's number (0 where the transport cannot carry it), and
+// whether the run can go on.
+func (r *runner) parseErrorProbe() (int, bool) {
+	if !r.canWriteNonJSON() {
+		r.res.notBrought(ruleParseError, whyHTTPParse)
+		return 0, true
+	}
+	seq, err := r.t.inject(`{this is not JSON`)
+	if err != nil {
+		r.res.notBrought(ruleParseError, "the line could not be written: %v", err)
+		return seq, false
+	}
+	ctx, cancel := r.bounded(r.o.CancelWait)
+	defer cancel()
+	ans, ok := r.w.await(ctx, seq+1, func(l Line) bool { return l.Dir == fromAgent && l.msg.isAnswer() && !l.msg.hasID() })
+	switch {
+	case !ok:
+		r.res.fail(ruleParseError, []int{seq}, "the line that is not JSON was not answered within %s", r.o.CancelWait)
+	case ans.msg.Error == nil || ans.msg.Error.Code != acprpc.CodeParseError:
+		r.parseProbe = [2]int{seq, ans.Seq}
+		r.res.fail(ruleParseError, []int{seq, ans.Seq}, "the line that is not JSON was answered %s, not -32700", answerText(ans))
+	default:
+		r.parseProbe = [2]int{seq, ans.Seq}
+	}
+	return seq, true
 }
 
 // closeStdin closes the agent's stdin and checks that it exits, and that
 // nothing it started outlives it.
 func (r *runner) closeStdin() {
+	if r.agent == nil {
+		r.res.notBrought(ruleStdinExit, whyRemoteProcess)
+		r.res.notBrought(ruleNoLeftover, whyRemoteProcess)
+		return
+	}
 	pid := r.agent.cmd.Process.Pid
 	before := family(pid)
 	closed := time.Now()
@@ -643,8 +694,8 @@ func noteBurst(lines []Line, seq int) []int {
 func (r *runner) updatesAfterAnswers(lines []Line, requests map[string]Line, answers map[string][]Line) {
 	checked := false
 	for id, req := range requests {
-		if req.msg.Method != acpv1.MethodSessionPrompt || len(answers[id]) == 0 {
-			continue
+		if req.msg.Method != acpv1.MethodSessionPrompt || len(answers[id]) != 1 {
+			continue // a prompt answered twice is one-answer's finding: which answer its updates precede is moot
 		}
 		checked = true
 		session, ans := req.msg.sessionID(), answers[id][0]

@@ -252,10 +252,19 @@ func (r *runner) ownRequestsCancelled(open []Line, cancelLine, end Line) {
 		r.res.notBrought(ruleOwnRequests, "the cancelled work had no request open at the client (in v1, other than session/request_permission)")
 		return
 	}
+	until := end.Seq
+	if r.o.isRemote() && r.o.Remote.isStreamableHTTP() {
+		// The agent's $/cancel_request names no session, and comes on the
+		// connection's stream; the work's end comes on the session's. SSE
+		// streams are not ordered with one another: the cancel counts if it
+		// comes within Settle of the end.
+		r.settle()
+		until = r.w.next()
+	}
 	lines := r.w.all()
 	for _, req := range open {
 		found := false
-		for _, l := range lines[cancelLine.Seq:end.Seq] {
+		for _, l := range lines[cancelLine.Seq : until-1] {
 			if l.Dir == fromAgent && l.msg.Method == "$/cancel_request" && string(l.msg.param("requestId")) == string(req.msg.ID) {
 				found = true
 				break

@@ -98,8 +98,11 @@ func testAgentMain() bool {
 		child.Env = append(os.Environ(), childEnv+"=1")
 		_ = child.Start() // in the agent's process group, stdio not shared
 	}
-	a := &rawAgent{out: bufio.NewWriter(os.Stdout), faults: faults, pending: map[string]string{}, cancelled: map[string]bool{}}
-	a.serve(os.Stdin)
+	if os.Getenv(listenEnv) != "" {
+		listenRaw(faults)
+		return true
+	}
+	newRawAgent(os.Stdout, faults).serve(os.Stdin)
 	if faults[faultIgnoreEOF] {
 		time.Sleep(20 * time.Second) // bounded: acpcheck kills it long before
 	}
@@ -128,6 +131,10 @@ type rawMsg struct {
 			Text string `json:"text"`
 		} `json:"prompt"`
 	} `json:"params"`
+}
+
+func newRawAgent(out io.Writer, faults map[string]bool) *rawAgent {
+	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, cancelled: map[string]bool{}}
 }
 
 func (a *rawAgent) serve(in io.Reader) {

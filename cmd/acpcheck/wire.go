@@ -177,12 +177,13 @@ func (w *transcript) await(ctx context.Context, from int, match func(Line) bool)
 	}
 }
 
-// tap is the client's transport to the agent: the agent's stdio, with a way
-// to write lines the Conn would never write (a malformed line, a cancel for
-// an ID it never used), in order with the Conn's own.
+// tap is the client's transport to the agent: the agent's stdio or a
+// remote connection, with a way to write lines the Conn would never write
+// (a malformed line, a cancel for an ID it never used), in order with the
+// Conn's own.
 type tap struct {
 	mu sync.Mutex
-	s  *acprpc.Stream
+	s  acprpc.Transport
 	w  *transcript
 }
 
@@ -197,7 +198,15 @@ func (t *tap) Send(msg []byte) error {
 func (t *tap) Flush() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s.Flush()
+	return t.flush()
+}
+
+// flush flushes a transport that buffers, as a Stream does.
+func (t *tap) flush() error {
+	if f, ok := t.s.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
 }
 
 func (t *tap) Close() error { return t.s.Close() }
@@ -211,5 +220,5 @@ func (t *tap) inject(raw string) (int, error) {
 	if err := t.s.Send([]byte(raw)); err != nil {
 		return seq, err
 	}
-	return seq, t.s.Flush()
+	return seq, t.flush()
 }
