@@ -6,6 +6,7 @@
 //	acpbench scale  [flags]   many requests blocked on one connection, then cancelled
 //	acpbench sessions [flags] many sessions with a turn in flight, every turn then cancelled the ACP way
 //	acpbench burst [flags]    a burst of session/cancel over a spawned agent's stdio, each turn holding two requests to the client
+//	acpbench remote [flags]   acprpc's remote server and the TypeScript SDK's over WebSocket and Streamable HTTP
 //
 // Each writes NAME.json (raw figures) and NAME.txt (the table) into -out.
 // Rows are "client:server" pairs of peer names; "ts" is the TypeScript SDK,
@@ -20,6 +21,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/acpkit/acprpc/bench/remotebench"
 )
 
 type config struct {
@@ -95,6 +99,23 @@ func main() {
 		agents, err := burstAgents(*agent, cfg.server, strings.Split(*rows, ","))
 		check(err)
 		check(runBurst(&cfg, agents, *n, *runs, *wait))
+	case "remote":
+		rowsFlag := fs.String("rows", "acprpc:ws,ts:ws,acprpc:http,ts:http", "comma-separated server:transport pairs (servers acprpc and ts, transports ws and http)")
+		remoteServer := fs.String("remoteserver", "", "path of the built cmd/remoteserver binary")
+		runs := fs.Int("runs", 3, "runs per row, interleaved, each in a fresh server; the median is reported")
+		var rc remotebench.Config
+		fs.IntVar(&rc.Conns, "conns", 1000, "connections open at once")
+		fs.IntVar(&rc.Warmup, "warmup", 500, "turns on one connection before anything is timed")
+		fs.DurationVar(&rc.Duration, "duration", 3*time.Second, "how long each turns-per-second phase runs")
+		fs.IntVar(&rc.Cancels, "cancels", 1000, "cancels timed one at a time")
+		fs.DurationVar(&rc.Settle, "settle", time.Second, "the wait before each reading of the server's memory")
+		parse(fs, args, &cfg, new(string))
+		rows, err := parseRemoteRows(*rowsFlag)
+		check(err)
+		if *remoteServer == "" {
+			check(errors.New("remote needs -remoteserver"))
+		}
+		check(runRemote(&cfg, rows, *remoteServer, rc, *runs))
 	case "sessions-one": // one peer in a fresh process; used by sessions
 		peer := fs.String("peer", "", "peer")
 		n := fs.Int("n", 1000, "sessions")
@@ -133,7 +154,7 @@ func parse(fs *flag.FlagSet, args []string, cfg *config, rows *string) {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: acpbench stdio|cancel|scale|sessions|burst [flags]")
+	fmt.Fprintln(os.Stderr, "usage: acpbench stdio|cancel|scale|sessions|burst|remote [flags]")
 	os.Exit(2)
 }
 

@@ -1,0 +1,188 @@
+package remotebench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// NewHTTPClient returns the HTTP client every Streamable HTTP connection of
+// one load generator shares: keep-alive connections for the POSTs, as
+// many as the connections need, dropped after 4 s idle (before a server's
+// own keep-alive timeout, Node's 5 s, can close one under a POST).
+func NewHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: 1 << 14,
+		IdleConnTimeout:     4 * time.Second,
+		DisableCompression:  true,
+	}}
+}
+
+// httpWire is a Streamable HTTP connection: each client message a POST,
+// the server's messages read from the connection's SSE stream until the
+// session opens, then from the session's.
+type httpWire struct {
+	hc      *http.Client
+	url     string
+	id      string // Acp-Connection-Id
+	session string // Acp-Session-Id, once opened
+	initial []byte // initialize's answer, read first
+	conn    *sseStream
+	sess    *sseStream
+}
+
+// dialHTTP opens a Streamable HTTP connection with the POST of initialize
+// and its connection's SSE stream.
+func dialHTTP(ctx context.Context, hc *http.Client, url string, initialize []byte) (*httpWire, error) {
+	w := &httpWire{hc: hc, url: url}
+	res, err := w.post(ctx, initialize)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, statusError("initialize", res)
+	}
+	if w.id = res.Header.Get("Acp-Connection-Id"); w.id == "" {
+		return nil, fmt.Errorf("remotebench: initialize answered without Acp-Connection-Id")
+	}
+	if w.initial, err = io.ReadAll(res.Body); err != nil {
+		return nil, err
+	}
+	if w.conn, err = w.stream(ctx, ""); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *httpWire) post(ctx context.Context, msg []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(msg))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if w.id != "" {
+		req.Header.Set("Acp-Connection-Id", w.id)
+	}
+	if w.session != "" {
+		req.Header.Set("Acp-Session-Id", w.session)
+	}
+	return w.hc.Do(req)
+}
+
+func (w *httpWire) send(ctx context.Context, msg []byte) error {
+	res, err := w.post(ctx, msg)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, res.Body) // so that the keep-alive connection is reused
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		return statusError("POST", res)
+	}
+	return nil
+}
+
+func (w *httpWire) recv() ([]byte, error) {
+	if w.initial != nil {
+		m := w.initial
+		w.initial = nil
+		return m, nil
+	}
+	if w.sess != nil {
+		return w.sess.next()
+	}
+	return w.conn.next()
+}
+
+func (w *httpWire) opened(ctx context.Context, session string) error {
+	w.session = session
+	s, err := w.stream(ctx, session)
+	w.sess = s
+	return err
+}
+
+// stream opens the SSE stream of session ("" for the connection's).
+func (w *httpWire) stream(ctx context.Context, session string) (*sseStream, error) {
+	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, w.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Acp-Connection-Id", w.id)
+	if session != "" {
+		req.Header.Set("Acp-Session-Id", session)
+	}
+	res, err := w.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		defer res.Body.Close()
+		return nil, statusError("GET", res)
+	}
+	return &sseStream{body: res.Body, r: bufio.NewReaderSize(res.Body, 4<<10)}, nil
+}
+
+func (w *httpWire) close() error {
+	req, err := http.NewRequest(http.MethodDelete, w.url, nil)
+	if err == nil {
+		req.Header.Set("Acp-Connection-Id", w.id)
+		var res *http.Response
+		if res, err = w.hc.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}
+	for _, s := range []*sseStream{w.conn, w.sess} {
+		if s != nil {
+			s.body.Close()
+		}
+	}
+	return err
+}
+
+func statusError(what string, res *http.Response) error {
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+	return fmt.Errorf("remotebench: %s answered %s: %s", what, res.Status, bytes.TrimSpace(body))
+}
+
+// sseStream reads the events of one SSE stream: each event's data lines,
+// joined; comments (the keep-alives) and other fields are skipped.
+type sseStream struct {
+	body io.ReadCloser
+	r    *bufio.Reader
+}
+
+func (s *sseStream) next() ([]byte, error) {
+	var data []byte
+	for {
+		line, err := s.r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: gather it whole.
+			rest, err2 := s.r.ReadBytes('\n')
+			line, err = append(append([]byte(nil), line...), rest...), err2
+		}
+		if err != nil {
+			return nil, fmt.Errorf("remotebench: SSE stream: %w", err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0:
+			if data != nil {
+				return data, nil
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(line[len("data:"):], []byte(" "))...)
+		}
+	}
+}
