@@ -7,6 +7,7 @@
 #   cancel.txt/json  cancel latency over stdio, p50/p99
 #   scale.txt/json   10,000 and 100,000 requests in flight, then cancelled
 #   sessions.txt/json 1,000 sessions with a turn in flight, every turn cancelled the ACP way
+#   remote.txt/json  acprpc's remote server beside the TypeScript SDK's (remote.sh)
 #   chart.svg        round trip and cancel latency per peer
 #   env.txt          machine, toolchains and peer versions
 # About 5 minutes on 2 cores. QUICK=1 runs a short smoke version.
@@ -79,6 +80,9 @@ step "scale: $SCALE_N requests in flight"
 
 step "sessions: $SESSIONS turns in flight, cancelled at once, $RUNS runs per peer"
 "$tmp/acpbench" sessions -out "$out" -n "$SESSIONS" -runs "$RUNS"
+
+step "remote: acprpc's and the TypeScript SDK's servers over WebSocket and Streamable HTTP"
+RUNS=$RUNS QUICK=${QUICK:-} ./remote.sh
 
 step "chart"
 go run ./cmd/chart -in "$out" -out "$out/chart.svg"

@@ -34,6 +34,12 @@ type Result struct {
 
 	TurnsPerSec1 float64 `json:"turnsPerSec1"` // one connection, turn after turn
 	TurnsPerSecN float64 `json:"turnsPerSecN"` // Conns connections, each turn after turn
+	// The server's CPU time per turn in those two phases (user and system,
+	// every thread): its own cost, which other work on the machine does
+	// not inflate as it does the clock. The generator's beside it.
+	ServerCPUUs1 float64 `json:"serverCpuUs1"`
+	ServerCPUUsN float64 `json:"serverCpuUsN"`
+	ClientCPUUsN float64 `json:"clientCpuUsN"`
 	// The time from session/cancel sent to the cancelled answer read, one
 	// turn at a time.
 	CancelP50Us float64 `json:"cancelP50Us"`
@@ -78,9 +84,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if res.CancelAllMs, err = cancelAll(ctx, cfg, clients, &res); err != nil {
 		return res, fmt.Errorf("cancelling every turn: %w", err)
 	}
-	if res.TurnsPerSecN, err = turnsPerSecond(ctx, cfg, clients); err != nil {
+	tp, err := turnsPerSecond(ctx, cfg, clients)
+	if err != nil {
 		return res, fmt.Errorf("turns on %d connections: %w", cfg.Conns, err)
 	}
+	res.TurnsPerSecN, res.ServerCPUUsN, res.ClientCPUUsN = tp.perSecond, tp.serverCPUUs, tp.clientCPUUs
 	return res, nil
 }
 
@@ -97,9 +105,11 @@ func oneConnection(ctx context.Context, cfg Config, hc *http.Client, res *Result
 			return err
 		}
 	}
-	if res.TurnsPerSec1, err = turnsPerSecond(ctx, cfg, []*Client{c}); err != nil {
+	var tp turnPhase
+	if tp, err = turnsPerSecond(ctx, cfg, []*Client{c}); err != nil {
 		return err
 	}
+	res.TurnsPerSec1, res.ServerCPUUs1 = tp.perSecond, tp.serverCPUUs
 	lat := make([]time.Duration, 0, cfg.Cancels)
 	for range cfg.Cancels {
 		id, err := c.StartWait(ctx)
@@ -119,12 +129,20 @@ func oneConnection(ctx context.Context, cfg Config, hc *http.Client, res *Result
 	return nil
 }
 
-// turnsPerSecond runs turns on every client at once for cfg.Duration and
-// returns how many ended per second.
-func turnsPerSecond(ctx context.Context, cfg Config, clients []*Client) (float64, error) {
+// turnPhase is what a turns-per-second phase measured.
+type turnPhase struct {
+	perSecond   float64
+	serverCPUUs float64 // the server's CPU µs per turn
+	clientCPUUs float64 // the generator's
+}
+
+// turnsPerSecond runs turns on every client at once for cfg.Duration.
+func turnsPerSecond(ctx context.Context, cfg Config, clients []*Client) (turnPhase, error) {
 	var turns atomic.Int64
-	deadline := time.Now().Add(cfg.Duration)
+	pid := strconv.Itoa(cfg.PID)
+	server0, client0 := ProcessCPU(pid), ProcessCPU("self")
 	start := time.Now()
+	deadline := start.Add(cfg.Duration)
 	err := each(clients, func(_ int, c *Client) error {
 		for time.Now().Before(deadline) {
 			if err := c.Turn(ctx); err != nil {
@@ -134,7 +152,13 @@ func turnsPerSecond(ctx context.Context, cfg Config, clients []*Client) (float64
 		}
 		return nil
 	})
-	return float64(turns.Load()) / time.Since(start).Seconds(), err
+	n := float64(turns.Load())
+	perTurn := func(d time.Duration) float64 { return float64(d.Microseconds()) / n }
+	return turnPhase{
+		perSecond:   n / time.Since(start).Seconds(),
+		serverCPUUs: perTurn(ProcessCPU(pid) - server0),
+		clientCPUUs: perTurn(ProcessCPU("self") - client0),
+	}, err
 }
 
 // openAll opens cfg.Conns connections, a few dozen at a time.

@@ -84,6 +84,8 @@ type remoteColumn struct {
 var remoteColumns = []remoteColumn{
 	{"%.0f", func(x remotebench.Result) float64 { return x.TurnsPerSec1 }},
 	{"%.0f", func(x remotebench.Result) float64 { return x.TurnsPerSecN }},
+	{"%.0f", func(x remotebench.Result) float64 { return x.ServerCPUUs1 }},
+	{"%.0f", func(x remotebench.Result) float64 { return x.ServerCPUUsN }},
 	{"%.0f", func(x remotebench.Result) float64 { return x.CancelP50Us }},
 	{"%.0f", func(x remotebench.Result) float64 { return x.CancelP99Us }},
 	{"%.1f", func(x remotebench.Result) float64 { return x.IdleKiBPerConn }},
@@ -97,8 +99,8 @@ func remoteTable(results []remoteRun, rows []remoteRow, rc remotebench.Config) s
 	var b strings.Builder
 	fmt.Fprintf(&b, "remote: %d connections; turns/s phases of %v; %d cancels one at a time; medians of the runs (min–max)\n\n",
 		rc.Conns, rc.Duration, rc.Cancels)
-	fmt.Fprintf(&b, "| server | transport | turns/s, 1 conn | turns/s, %d conns | cancel p50 µs | cancel p99 µs | KiB/conn idle | KiB/conn mid-turn | %d turns cancelled at once, ms | runs |\n", rc.Conns, rc.Conns)
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| server | transport | turns/s, 1 conn | turns/s, %d conns | server CPU µs/turn, 1 conn | the same, %d conns | cancel p50 µs | cancel p99 µs | KiB/conn idle | KiB/conn mid-turn | %d turns cancelled at once, ms | runs |\n", rc.Conns, rc.Conns, rc.Conns)
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	med := map[remoteRow][]float64{}
 	for _, r := range rows {
 		var ok []remotebench.Result
@@ -137,16 +139,16 @@ func remoteTable(results []remoteRun, rows []remoteRow, rc remotebench.Config) s
 	for _, t := range []string{remotebench.WebSocket, remotebench.HTTP} {
 		a, ts := med[remoteRow{"acprpc", t}], med[remoteRow{"ts", t}]
 		if len(a) == len(remoteColumns) && len(ts) == len(remoteColumns) {
-			fmt.Fprintf(&b, "acprpc against ts over %s (medians): turns/s %.2fx at 1 conn, %.2fx at %d conns; the time of the cancel answer %.2fx at p50, %.2fx at p99; memory %.2fx idle, %.2fx mid-turn; the time of the cancel-all %.2fx\n",
+			fmt.Fprintf(&b, "acprpc against ts over %s (medians): turns/s %.2fx at 1 conn, %.2fx at %d conns; server CPU per turn %.2fx, %.2fx; the time of the cancel answer %.2fx at p50, %.2fx at p99; memory %.2fx idle, %.2fx mid-turn; the time of the cancel-all %.2fx\n",
 				t, over(a[0], ts[0]), over(a[1], ts[1]), rc.Conns, over(a[2], ts[2]), over(a[3], ts[3]),
-				over(a[4], ts[4]), over(a[5], ts[5]), over(a[6], ts[6]))
+				over(a[4], ts[4]), over(a[5], ts[5]), over(a[6], ts[6]), over(a[7], ts[7]), over(a[8], ts[8]))
 		}
 	}
 	for _, s := range []string{"acprpc", "ts"} {
 		ws, h := med[remoteRow{s, remotebench.WebSocket}], med[remoteRow{s, remotebench.HTTP}]
 		if len(ws) == len(remoteColumns) && len(h) == len(remoteColumns) {
-			fmt.Fprintf(&b, "%s: a Streamable HTTP turn takes %.2fx the time of a WebSocket turn at 1 conn, %.2fx at %d conns\n",
-				s, over(ws[0], h[0]), over(ws[1], h[1]), rc.Conns)
+			fmt.Fprintf(&b, "%s: a Streamable HTTP turn takes %.2fx the time of a WebSocket turn at 1 conn, %.2fx at %d conns; %.2fx and %.2fx its server CPU\n",
+				s, over(ws[0], h[0]), over(ws[1], h[1]), rc.Conns, over(h[2], ws[2]), over(h[3], ws[3]))
 		}
 	}
 	return b.String()
