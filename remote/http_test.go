@@ -270,3 +270,34 @@ func TestHTTPSSEKeepsAliveWhenIdle(t *testing.T) {
 	for range events {
 	}
 }
+
+// TestHTTPStreamLeavesNetHTTPAndEndsWhenTheClientHangsUp opens the
+// connection's SSE stream over HTTP/1.1: the stream runs on its connection
+// taken from net/http, so its answer is not chunked (the body ends with the
+// connection, which the answer says it closes). Messages flow on it; when
+// the client hangs up, the server notices at once, without a write to fail:
+// the stream is released, which starts the idle clock that then closes the
+// connection.
+func TestHTTPStreamLeavesNetHTTPAndEndsWhenTheClientHangsUp(t *testing.T) {
+	const idle = 2 * time.Second // room for the GET after initialize on a loaded machine
+	ts := startServer(t, &Options{IdleTimeout: idle})
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	resp := c.open(http.MethodGet, "", HeaderConnectionID, id, "Accept", "text/event-stream")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, 1, resp.ProtoMajor)
+	assert.Empty(t, resp.TransferEncoding, "the body is not chunked: it ends with the connection")
+	assert.True(t, resp.Close, "Connection: close")
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	events := sseEvents(resp)
+	send(t, server, `{"jsonrpc":"2.0","method":"n"}`)
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"n"}`, <-events)
+
+	hungUp := time.Now()
+	require.NoError(t, resp.Body.Close())
+	for range events {
+	}
+	_, err := recv(t, server)
+	require.ErrorContains(t, err, "no SSE stream open", "the stream was released when the client hung up")
+	assert.Less(t, time.Since(hungUp), wait)
+}

@@ -260,6 +260,14 @@ func (h *httpConn) attach(session string, hurry func()) (*outStream, error) {
 	return st, nil
 }
 
+// setHurry replaces st's hurry, once its GET's connection is taken from
+// net/http (hijackStream), so that it holds no reference to net/http's.
+func (h *httpConn) setHurry(st *outStream, hurry func()) {
+	h.mu.Lock()
+	st.hurry = hurry
+	h.mu.Unlock()
+}
+
 // detach releases a GET's stream. A session stream left empty is dropped;
 // the connection's own starts the idle clock.
 func (h *httpConn) detach(session string, st *outStream) {

@@ -227,16 +227,27 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Not Found: the connection is closed", http.StatusNotFound)
 		return
 	}
-	defer h.detach(session, st)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // tell proxies not to hold events back
 	w.Header().Set("Connection", "close")     // a stream that ends leaves no idle connection behind
+	if sink := s.hijackStream(w, r, h, st); sink != nil {
+		go func() { // net/http's goroutine returns, and its buffers go with it
+			defer s.rawStreams.Done()
+			defer h.detach(session, st)
+			defer sink.close()
+			if sink.head(h.writeDeadline()) == nil {
+				s.stream(sink, h, st)
+			}
+		}()
+		return
+	}
+	defer h.detach(session, st)
 	w.WriteHeader(http.StatusOK)
 	if flushBy(rc, h.writeDeadline()) != nil {
 		return
 	}
-	s.stream(w, rc, r, h, st)
+	s.stream(&responseSink{w: w, rc: rc, done: r.Context().Done()}, h, st)
 }
 
 // flushBy flushes what was written, failing at the deadline (none when
@@ -247,11 +258,11 @@ func flushBy(rc *http.ResponseController, deadline time.Time) error {
 	return rc.Flush()
 }
 
-// stream writes st's messages as they come, with a keep-alive comment when
-// there is nothing to write for KeepAlive. A message leaves the queue only
-// once it was written, so one that a broken GET did not write goes to the
-// next.
-func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, h *httpConn, st *outStream) {
+// stream writes st's messages to sink as they come, with a keep-alive
+// comment when there is nothing to write for KeepAlive. A message leaves
+// the queue only once it was written, so one that a broken GET did not
+// write goes to the next.
+func (s *Server) stream(sink eventSink, h *httpConn, st *outStream) {
 	var keepAlive <-chan time.Time
 	if d := s.opts.KeepAlive; d > 0 {
 		t := time.NewTicker(d)
@@ -260,7 +271,7 @@ func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *h
 	}
 	for {
 		if msg, ok := h.head(st); ok {
-			if writeEvent(w, rc, msg, h.writeDeadline()) != nil {
+			if sink.event(msg, h.writeDeadline()) != nil {
 				return
 			}
 			h.taken(st)
@@ -273,10 +284,10 @@ func (s *Server) stream(w http.ResponseWriter, rc *http.ResponseController, r *h
 		case <-st.wake:
 		case <-h.closed: // write what is left, by drainBy
 		case <-keepAlive:
-			if _, err := w.Write(sseKeepAlive); err != nil || flushBy(rc, h.writeDeadline()) != nil {
+			if sink.keepAlive(h.writeDeadline()) != nil {
 				return
 			}
-		case <-r.Context().Done():
+		case <-sink.gone():
 			return
 		}
 	}

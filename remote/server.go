@@ -64,6 +64,10 @@ type Server struct {
 	reserved  int            // POSTs of initialize whose bodies are being read
 	servers   []*http.Server // those of Serve, to shut down with Close
 	wg        sync.WaitGroup // the servers' Serve calls
+	// rawStreams counts the SSE streams running on connections taken from
+	// net/http (hijackStream), which Close waits for as http.Server's
+	// Shutdown waits for the others.
+	rawStreams sync.WaitGroup
 
 	draining  bool          // Shutdown has begun: new connections are refused
 	accepting int           // connections admitted and not yet handed to accept
@@ -302,6 +306,18 @@ func (s *Server) reserve() *refusal {
 	return nil
 }
 
+// startRawStream counts one more stream among rawStreams, unless Close has
+// begun (and may be waiting for them already).
+func (s *Server) startRawStream() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.rawStreams.Add(1)
+	return true
+}
+
 // unreserve gives back the place of reserve.
 func (s *Server) unreserve() {
 	s.mu.Lock()
@@ -397,6 +413,7 @@ func (s *Server) Close() error {
 		_ = t.Close()
 	}
 	s.awaitHandover()
+	s.rawStreams.Wait() // each writes what is queued, by its connection's drainBy
 	var errs []error
 	for _, hs := range servers {
 		ctx, cancel := context.WithTimeout(context.Background(), closeWait)

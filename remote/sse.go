@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"time"
 
@@ -18,20 +19,129 @@ var (
 	sseKeepAlive = []byte(":\n\n")
 )
 
-// writeEvent writes one message as an SSE event and flushes it to the
-// client by deadline.
-func writeEvent(w http.ResponseWriter, rc *http.ResponseController, msg []byte, deadline time.Time) error {
-	_ = rc.SetWriteDeadline(deadline)
-	if _, err := w.Write(sseData); err != nil {
+// eventSink is where an SSE stream's events are written: net/http's
+// response (responseSink), or the stream's own HTTP/1 connection, taken
+// from net/http (connSink). Every write has a deadline.
+type eventSink interface {
+	event(msg []byte, deadline time.Time) error
+	keepAlive(deadline time.Time) error
+	gone() <-chan struct{} // closed when the client has gone
+}
+
+// responseSink writes events through net/http's response, each flushed.
+type responseSink struct {
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	done <-chan struct{} // the request's context's
+}
+
+func (r *responseSink) event(msg []byte, deadline time.Time) error {
+	_ = r.rc.SetWriteDeadline(deadline)
+	if _, err := r.w.Write(sseData); err != nil {
 		return err
 	}
-	if _, err := w.Write(msg); err != nil {
+	if _, err := r.w.Write(msg); err != nil {
 		return err
 	}
-	if _, err := w.Write(sseEnd); err != nil {
+	if _, err := r.w.Write(sseEnd); err != nil {
 		return err
 	}
-	return rc.Flush()
+	return r.rc.Flush()
+}
+
+func (r *responseSink) keepAlive(deadline time.Time) error {
+	if _, err := r.w.Write(sseKeepAlive); err != nil {
+		return err
+	}
+	return flushBy(r.rc, deadline)
+}
+
+func (r *responseSink) gone() <-chan struct{} { return r.done }
+
+// connSink writes events straight to the stream's connection, each in one
+// system call, after a response head of its own whose body ends when the
+// connection closes (HTTP/1's rule for a response without a length, and
+// the stream's answer says Connection: close). A stream so taken from
+// net/http holds none of its buffers (8 KiB for reading and writing the
+// connection, 2 KiB for the response) nor its goroutine, which would hold
+// them for the stream's life: only the stream's own goroutine and one
+// that waits for the client to hang up.
+type connSink struct {
+	c      net.Conn
+	header []byte        // the response head, until written
+	hangUp chan struct{} // closed when a read of c fails: the client has gone
+	vec    [3][]byte     // bufs' backing
+	bufs   net.Buffers   // kept here to spare an allocation per event
+}
+
+// hijackStream takes the connection of a stream's GET from net/http, when
+// it is HTTP/1 and the Server is not closed, and returns the connSink that
+// writes to it, with w's headers as its response's; the caller runs the
+// stream on a goroutine of its own, after head, and ends it with close
+// and rawStreams.Done. It returns nil when the connection stays net/http's
+// (HTTP/2, a ResponseWriter that cannot hijack).
+func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, h *httpConn, st *outStream) *connSink {
+	if r.ProtoMajor != 1 || !s.startRawStream() {
+		return nil
+	}
+	var head bytes.Buffer
+	head.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = w.Header().Write(&head)
+	head.WriteString("\r\n")
+	c, _, err := http.NewResponseController(w).Hijack() // bytes sent after the GET, if any, are not read
+	if err != nil {
+		s.rawStreams.Done()
+		return nil
+	}
+	sink := &connSink{c: c, header: head.Bytes(), hangUp: make(chan struct{})}
+	h.setHurry(st, func() { _ = c.SetWriteDeadline(h.drainBy) })
+	go sink.awaitHangUp()
+	return sink
+}
+
+// head writes the response's status line and headers.
+func (k *connSink) head(deadline time.Time) error {
+	_ = k.c.SetWriteDeadline(deadline)
+	_, err := k.c.Write(k.header)
+	k.header = nil
+	return err
+}
+
+func (k *connSink) event(msg []byte, deadline time.Time) error {
+	_ = k.c.SetWriteDeadline(deadline)
+	k.vec = [3][]byte{sseData, msg, sseEnd}
+	k.bufs = k.vec[:]
+	_, err := k.bufs.WriteTo(k.c)
+	k.vec[1] = nil // msg is only lent
+	return err
+}
+
+func (k *connSink) keepAlive(deadline time.Time) error {
+	_ = k.c.SetWriteDeadline(deadline)
+	_, err := k.c.Write(sseKeepAlive)
+	return err
+}
+
+func (k *connSink) gone() <-chan struct{} { return k.hangUp }
+
+// awaitHangUp reads the connection until the client closes it (or close
+// does); a client sends nothing more on a stream's connection, and what
+// it sends anyway is dropped.
+func (k *connSink) awaitHangUp() {
+	defer close(k.hangUp)
+	var b [64]byte
+	for {
+		if _, err := k.c.Read(b[:]); err != nil {
+			return
+		}
+	}
+}
+
+// close closes the connection, which ends the stream's response, and
+// waits for awaitHangUp to return.
+func (k *connSink) close() {
+	_ = k.c.Close()
+	<-k.hangUp
 }
 
 // sseReader reads the events of an SSE stream. It keeps the data lines
