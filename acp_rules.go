@@ -49,9 +49,9 @@ type acpCall struct {
 	turn *turnWatch // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
 }
 
-func (a *acpRules) init(c *Conn, opts *Options, h Handler) {
+func (a *acpRules) init(c *Conn, h Handler) {
 	a.conn = c
-	a.versions.init(opts, &c.opts, h)
+	a.versions.init(&c.opts, h)
 	c.reader = acpReader()
 }
 

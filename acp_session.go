@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"sync/atomic"
+
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // onSessionCancel cancels every incoming request in flight whose params name
@@ -97,13 +99,6 @@ type sessionParams struct {
 	SessionID string `json:"sessionId"`
 }
 
-// methodSessionPrompt's answer on v1 carries the turn's stopReason; these
-// are the two that Options.ReportCancelledTurns tells apart.
-const (
-	endTurnJSON   = `"end_turn"`
-	cancelledJSON = `"cancelled"`
-)
-
 // turnWatch follows one of this side's session/prompt calls, with
 // Options.ReportCancelledTurns, to learn whether this side cancelled its
 // turn before the answer came.
@@ -118,13 +113,10 @@ func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
 	if !c.opts.ReportCancelledTurns || pc.method != methodSessionPrompt {
 		return
 	}
-	var req struct {
-		Params struct {
-			SessionID string `json:"sessionId"`
-		} `json:"params"`
+	pc.acp.turn = &turnWatch{} // a prompt without a string sessionId is watched for its own cancel alone
+	if sid := wire.Member(wire.Member(f.Buf.Bytes(), "params"), "sessionId"); len(sid) > 0 && sid[0] == '"' {
+		pc.acp.turn.sessionID = wire.Unquote(sid)
 	}
-	_ = json.Unmarshal(f.Buf.Bytes(), &req) // a prompt without a string sessionId is watched for its own cancel alone
-	pc.acp.turn = &turnWatch{sessionID: req.Params.SessionID}
 }
 
 // cancelTurn records that the call's own cancel is being sent.
@@ -158,10 +150,10 @@ func (pc *pendingCall) turnResult(result []byte) []byte {
 		return result
 	}
 	var members map[string]json.RawMessage
-	if json.Unmarshal(result, &members) != nil || string(members["stopReason"]) != endTurnJSON {
+	if json.Unmarshal(result, &members) != nil || string(members["stopReason"]) != `"`+stopReasonEndTurn+`"` {
 		return result
 	}
-	members["stopReason"] = json.RawMessage(cancelledJSON)
+	members["stopReason"] = json.RawMessage(`"` + stopReasonCancelled + `"`)
 	out, err := json.Marshal(members)
 	if err != nil {
 		return result

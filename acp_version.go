@@ -34,11 +34,14 @@ type protocol struct {
 // rulesFor returns the rules of version v. markers are the application's
 // Options.CancelMarkers, or nil for the version's own.
 func rulesFor(v ProtocolVersion, markers map[string]json.RawMessage) *protocol {
-	if markers == nil {
-		markers = versionMarkers(v)
-	}
 	if v >= ProtocolV2 {
+		if markers == nil {
+			markers = markersV2
+		}
 		return &protocol{version: v, markers: markers, foreground: true, entityCancels: true}
+	}
+	if markers == nil {
+		markers = markersV1
 	}
 	return &protocol{version: v, markers: markers, clientPreempts: true}
 }
@@ -50,14 +53,6 @@ var (
 	markersV1 = ACPCancelMarkers(ProtocolV1)
 	markersV2 = ACPCancelMarkers(ProtocolV2)
 )
-
-// versionMarkers returns the shared markers of version v.
-func versionMarkers(v ProtocolVersion) map[string]json.RawMessage {
-	if v >= ProtocolV2 {
-		return markersV2
-	}
-	return markersV1
-}
 
 // versioning is the Conn's knowledge of its protocol version.
 type versioning struct {
@@ -78,10 +73,8 @@ type versionedHandler interface {
 	ProtocolVersions() []ProtocolVersion
 }
 
-func (v *versioning) init(opts *Options, settled *Options, h Handler) {
-	if opts != nil {
-		v.markers = opts.CancelMarkers
-	}
+func (v *versioning) init(settled *Options, h Handler) {
+	v.markers = settled.CancelMarkers
 	v.supported = slices.Clone(settled.SupportedVersions)
 	if vh, ok := h.(versionedHandler); ok && v.supported == nil {
 		v.supported = vh.ProtocolVersions()

@@ -79,7 +79,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c.log = slog.New(c.logs)
 	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
 	c.pool.init(c.opts.MaxConcurrentRequests, c.closed)
-	c.acp.init(c, opts, h)
+	c.acp.init(c, h)
 	if l, ok := t.(readLimiter); ok {
 		l.SetReadLimit(c.opts.MaxMessageSize)
 	}

@@ -197,9 +197,6 @@ func (o *Options) settled() Options {
 	s.MaxQueuedWrite = cmp.Or(max(s.MaxQueuedWrite, 0), defaultMaxQueuedWrite)
 	s.MaxInFlightBytes = max(cmp.Or(max(s.MaxInFlightBytes, 0), defaultMaxInFlightBytes), s.MaxMessageSize)
 	s.MaxQueuedNotificationBytes = max(cmp.Or(max(s.MaxQueuedNotificationBytes, 0), defaultMaxQueuedNotificationBytes), s.MaxMessageSize)
-	if s.CancelMarkers == nil {
-		s.CancelMarkers = markersV1 // read by no one: the Conn's markers follow its version (rulesFor)
-	}
 	if s.SessionCancelMethods == nil {
 		s.SessionCancelMethods = []string{methodSessionCancel, methodSessionClose}
 	}

@@ -3,6 +3,7 @@ package acprpc
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,10 +87,7 @@ func (r *Router) update(change func(*routeTable)) {
 	defer r.mu.Unlock()
 	next := &routeTable{methods: make(map[string]Handler)}
 	if cur := r.table.Load(); cur != nil {
-		for m, h := range cur.methods {
-			next.methods[m] = h
-		}
-		next.fallback = cur.fallback
+		next.methods, next.fallback = maps.Clone(cur.methods), cur.fallback
 	}
 	change(next)
 	r.table.Store(next)

@@ -255,14 +255,15 @@ func (w *writer) drain(ctx context.Context) {
 // for every transport that can be interrupted; done is closed then.
 func (w *writer) stop() {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.busy {
+		w.finish()
+		return
+	}
 	if w.err == nil {
 		w.err = ErrConnClosed
 	}
 	w.dropQueue()
-	if !w.busy {
-		w.finish()
-	}
-	w.mu.Unlock()
 }
 
 // frame is one outgoing message, built by wire.Frame, with what the writer
