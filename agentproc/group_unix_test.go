@@ -55,6 +55,16 @@ func watchTree(t *testing.T, cmd *exec.Cmd) *treeWatch {
 // started drops this process's copy of the write end.
 func (tw *treeWatch) started() { _ = tw.w.Close() }
 
+// startWatched starts cmd as an agent with opts, its tree watched.
+func startWatched(t *testing.T, cmd *exec.Cmd, opts *agentproc.Options) (*agentproc.Process, *treeWatch) {
+	t.Helper()
+	tree := watchTree(t, cmd)
+	agent, err := agentproc.Start(wiretest.Context(t), cmd, nil, opts)
+	require.NoError(t, err)
+	tree.started()
+	return agent, tree
+}
+
 // childOf asks a lingers or orphans agent for its child's process ID, and
 // makes sure the child ends with the test.
 func childOf(t *testing.T, agent *agentproc.Process) int {
@@ -74,13 +84,10 @@ func childOf(t *testing.T, agent *agentproc.Process) int {
 func TestStartCloseEscalatesToSIGTERM(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("lingers")
-	tree := watchTree(t, cmd)
-	agent, err := agentproc.Start(ctx, cmd, nil, nil) // the defaults
-	require.NoError(t, err)
-	tree.started()
+	agent, tree := startWatched(t, cmd, nil) // the defaults
 	childOf(t, agent)
 	start := time.Now()
-	err = agent.Close()
+	err := agent.Close()
 	took := time.Since(start)
 	require.ErrorIs(t, err, agentproc.ErrTerminated)
 	assert.NotErrorIs(t, err, agentproc.ErrKilled)
@@ -95,12 +102,9 @@ func TestStartCloseEscalatesToSIGTERM(t *testing.T) {
 func TestStartSIGTERMReachesTheChildren(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("tends-child")
-	tree := watchTree(t, cmd)
-	agent, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{ExitTimeout: time.Millisecond})
-	require.NoError(t, err)
-	tree.started()
+	agent, tree := startWatched(t, cmd, &agentproc.Options{ExitTimeout: time.Millisecond})
 	childOf(t, agent)
-	err = agent.Close()
+	err := agent.Close()
 	require.ErrorIs(t, err, agentproc.ErrTerminated)
 	require.NotErrorIs(t, err, agentproc.ErrKilled, "the child never had the SIGTERM its parent waited for")
 	require.NoError(t, agent.Wait(), "the agent caught SIGTERM, waited for its child and exited 0")
@@ -112,10 +116,7 @@ func TestStartSIGTERMReachesTheChildren(t *testing.T) {
 func TestStartChildrenEndWithTheAgent(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("orphans")
-	tree := watchTree(t, cmd)
-	agent, err := agentproc.Start(ctx, cmd, nil, nil)
-	require.NoError(t, err)
-	tree.started()
+	agent, tree := startWatched(t, cmd, nil)
 	childOf(t, agent)
 	require.NoError(t, agent.Close())
 	wiretest.Recv(t, ctx, tree.gone)
@@ -140,10 +141,7 @@ func TestStartCallersSysProcAttr(t *testing.T) {
 			ctx := wiretest.Context(t)
 			cmd := helperAgent("lingers")
 			cmd.SysProcAttr = tc.attr
-			tree := watchTree(t, cmd)
-			agent, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{ExitTimeout: time.Millisecond})
-			require.NoError(t, err)
-			tree.started()
+			agent, tree := startWatched(t, cmd, &agentproc.Options{ExitTimeout: time.Millisecond})
 			child := childOf(t, agent)
 			require.ErrorIs(t, agent.Close(), agentproc.ErrTerminated)
 			if tc.ownGroup {
@@ -312,17 +310,38 @@ func childPidOn3(t *testing.T, cmd *exec.Cmd) (started func()) {
 func TestStartSignalsAnAgentThatLeftItsGroup(t *testing.T) {
 	ctx := wiretest.Context(t)
 	cmd := helperAgent("leaves-group")
-	tree := watchTree(t, cmd)
-	agent, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{ExitTimeout: time.Millisecond, TermTimeout: time.Second})
-	require.NoError(t, err)
-	tree.started()
+	agent, tree := startWatched(t, cmd, &agentproc.Options{ExitTimeout: time.Millisecond, TermTimeout: time.Second})
 	pid := agent.Pid()
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // this process's group is its own now
 	childOf(t, agent)
 	closed := make(chan error, 1)
 	go func() { closed <- agent.Close() }()
-	err = wiretest.Recv(t, ctx, closed)
+	err := wiretest.Recv(t, ctx, closed)
 	require.ErrorIs(t, err, agentproc.ErrTerminated, "the agent itself had the SIGTERM")
 	assert.Equal(t, syscall.SIGTERM, exitSignal(t, agent.Wait()))
 	wiretest.Recv(t, ctx, tree.gone)
+}
+
+// A call written to an agent that has exited, before the connection has
+// read the end of its stdout (a child outside the agent's group holds it),
+// finds the agent's stdin broken, and ends with the agent's exit and its
+// status all the same, not with the broken pipe.
+func TestStartWriteToAnExitedAgentEndsWithItsExit(t *testing.T) {
+	ctx := wiretest.Context(t)
+	cmd := exec.Command("sh", "-c", `sleep 60 </dev/null 3>&- & echo $! >&3; exit 3`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	started := childPidOn3(t, cmd)
+	agent, err := agentproc.Start(ctx, cmd, nil, nil)
+	require.NoError(t, err)
+	started()
+	require.Equal(t, 3, exitCode(agent.Wait()))
+	err = agent.Call(ctx, "initialize", nil, nil)
+	require.ErrorIs(t, err, acprpc.ErrConnClosed)
+	require.ErrorIs(t, err, agentproc.ErrExited)
+	assert.Equal(t, 3, exitCode(err), "the call's error carries the exit status: %v", err)
+	wiretest.Recv(t, ctx, agent.Done())
+	// A call or notification made once the connection has closed says why.
+	assert.ErrorIs(t, agent.Call(ctx, "echo", nil, nil), agentproc.ErrExited)
+	assert.ErrorIs(t, agent.Notify(ctx, "note", nil), agentproc.ErrExited)
+	assert.Equal(t, 3, exitCode(agent.Close()))
 }

@@ -3,6 +3,7 @@
 package agentproc_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -55,6 +57,9 @@ func helperAgent(mode string) *exec.Cmd {
 //	polite-child run until SIGTERM, then exit 0
 //	leaves-group start a child, join this process's group, leaving the child in
 //	             its own; serve, and stay when stdin ends, until SIGTERM
+//	heavy        as lingers, with a heavy-child, served once the child holds its memory
+//	heavy-child  as child, holding 1 GiB of memory, which takes the kernel a
+//	             while to give back once it is killed; says so on stdout
 //
 // In lingers and orphans, "child" answers the child's process ID, and the
 // child holds descriptor 3, which the test passes to the agent (see
@@ -81,7 +86,14 @@ func runHelperAgent(mode string) int {
 	case "child":
 		signal.Ignore(syscall.SIGTERM)
 		waitForever()
-
+	case "heavy-child":
+		signal.Ignore(syscall.SIGTERM)
+		if err := holdMemory(1 << 30); err != nil {
+			fmt.Fprintln(os.Stderr, "holding memory:", err)
+			return 5
+		}
+		fmt.Println("holding")
+		waitForever()
 	case "polite-child":
 		term := make(chan os.Signal, 1)
 		signal.Notify(term, syscall.SIGTERM)
@@ -94,13 +106,16 @@ func runHelperAgent(mode string) int {
 	}
 	childPid := 0
 	var child *exec.Cmd
-	if mode == "lingers" || mode == "orphans" || mode == "tends-child" || mode == "leaves-group" {
+	if mode == "lingers" || mode == "orphans" || mode == "tends-child" || mode == "leaves-group" || mode == "heavy" {
 		child = helperAgent("child")
-		if mode == "tends-child" {
+		switch mode {
+		case "tends-child":
 			child = helperAgent("polite-child")
+		case "heavy":
+			child = helperAgent("heavy-child")
 		}
 		child.ExtraFiles = []*os.File{os.NewFile(3, "tree")}
-		if err := child.Start(); err != nil {
+		if err := startChild(child); err != nil {
 			fmt.Fprintln(os.Stderr, "starting the child:", err)
 			return 5
 		}
@@ -141,7 +156,7 @@ func runHelperAgent(mode string) int {
 	<-conn.Done()
 	_ = conn.Close()
 	switch mode {
-	case "ignore-eof", "lingers", "leaves-group":
+	case "ignore-eof", "lingers", "leaves-group", "heavy":
 		waitForever()
 	case "tends-child":
 		// A parent that ends its children before itself, as it should:
@@ -157,6 +172,27 @@ func runHelperAgent(mode string) int {
 		}
 	}
 	return 0
+}
+
+// startChild starts child; a heavy-child is waited for until it holds its
+// memory. Its stdout is a pipe only for that: none of the agent's pipes
+// reach it.
+func startChild(child *exec.Cmd) error {
+	if !slices.Contains(child.Env, helperAgentEnv+"=heavy-child") {
+		return child.Start()
+	}
+	out, err := child.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := child.Start(); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if line != "holding\n" {
+		return fmt.Errorf("the child said %q: %w", line, err)
+	}
+	return nil
 }
 
 // waitForever blocks until the process is killed.
@@ -299,12 +335,9 @@ func TestStartExitsBeforeItsFirstRequest(t *testing.T) {
 	ctx := wiretest.Context(t)
 	for range 8 {
 		cmd := exec.Command("sh", "-c", "echo no API key >&2; exit 3")
-		tree := watchTree(t, cmd)
-		agent, err := agentproc.Start(ctx, cmd, nil, &agentproc.Options{Stderr: &interoptest.SyncBuffer{}})
-		require.NoError(t, err)
-		tree.started()
+		agent, tree := startWatched(t, cmd, &agentproc.Options{Stderr: &interoptest.SyncBuffer{}})
 		wiretest.Recv(t, ctx, tree.gone)
-		err = agent.Call(ctx, "initialize", nil, nil)
+		err := agent.Call(ctx, "initialize", nil, nil)
 		require.ErrorIs(t, err, acprpc.ErrConnClosed)
 		require.ErrorIs(t, err, agentproc.ErrExited)
 		assert.Equal(t, 3, exitCode(err), "the call's error carries the exit status: %v", err)

@@ -326,7 +326,7 @@ func runAgent(t *testing.T, spec agentSpec) {
 	cl.mu.Unlock()
 
 	// Close, and no process of the agent's left.
-	tree := processTree(agent.Pid())
+	tree := interoptest.ProcessTree(agent.Pid())
 	require.NotEmpty(t, tree)
 	t.Logf("%s: %d processes before Close: %v", spec.name, len(tree), tree)
 	start := time.Now()
@@ -342,8 +342,8 @@ func runAgent(t *testing.T, spec agentSpec) {
 		_, logged := records.FindLogged(slog.LevelWarn, "acprpc: the peer answered a message it could not read")
 		assert.True(t, logged, "the ID-less answer is logged")
 	}
-	assert.Empty(t, stillAlive(tree), "no process of the agent's is alive once Close has returned")
-	assert.Empty(t, groupMembers(agent.Pid()), "nothing is left in the agent's process group")
+	assert.Empty(t, interoptest.StillAlive(tree), "no process of the agent's is alive once Close has returned")
+	assert.Empty(t, interoptest.GroupMembers(agent.Pid()), "nothing is left in the agent's process group")
 
 	checkWire(t, spec, wire.Messages())
 }
