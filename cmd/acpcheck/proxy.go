@@ -21,14 +21,27 @@ type proxyOptions struct {
 	Record io.Writer // the wire as JSON lines, if not nil
 }
 
-// splitter cuts a byte stream into lines for the monitor and the record,
-// after the bytes were forwarded.
+// splitter cuts a byte stream into lines for the monitor and the record.
+// It numbers the lines a chunk ends before the chunk is forwarded, and
+// hands them to the sequencer after.
 type splitter struct {
 	dir     string
+	q       *sequencer
 	partial []byte
-	emit    func(dir string, line []byte)
+	// seq and ms are the number of the next line handed over and when its
+	// chunk went.
+	seq int
+	ms  float64
 }
 
+// reserve numbers the lines that chunk ends, before it is forwarded.
+func (s *splitter) reserve(chunk []byte) {
+	if n := bytes.Count(chunk, []byte("\n")); n > 0 {
+		s.seq, s.ms = s.q.reserve(n)
+	}
+}
+
+// write hands over the lines chunk ends, once it was forwarded.
 func (s *splitter) write(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
@@ -41,7 +54,8 @@ func (s *splitter) write(b []byte) {
 			line = append(s.partial, line...)
 			s.partial = s.partial[:0]
 		}
-		s.emit(s.dir, bytes.TrimSuffix(line, []byte("\r")))
+		s.q.put(s.seq, s.ms, s.dir, bytes.TrimSuffix(line, []byte("\r")))
+		s.seq++
 		b = b[i+1:]
 	}
 }
@@ -49,23 +63,29 @@ func (s *splitter) write(b []byte) {
 // flush hands on a last line that had no newline.
 func (s *splitter) flush() {
 	if len(s.partial) > 0 {
-		s.emit(s.dir, s.partial)
+		seq, ms := s.q.reserve(1)
+		s.q.put(seq, ms, s.dir, s.partial)
 		s.partial = nil
 	}
 }
 
 // forward copies src to dst byte for byte, as it comes, and shows each
-// chunk to the splitter once it is written. It returns at src's end or at
-// a failed write.
+// chunk to the splitter: its lines are numbered before it is written, and
+// handed over after, also when the write fails, so that the other
+// direction's lines are not held for them. It returns at src's end or at a
+// failed write.
 func forward(dst io.Writer, src io.Reader, s *splitter) error {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			s.reserve(buf[:n])
+			_, werr := dst.Write(buf[:n])
+			s.write(buf[:n])
+			if werr != nil {
+				s.flush()
 				return werr
 			}
-			s.write(buf[:n])
 		}
 		if err != nil {
 			s.flush()
@@ -79,15 +99,14 @@ func forward(dst io.Writer, src io.Reader, s *splitter) error {
 
 // recorder writes the wire as JSON lines, one per message.
 type recorder struct {
-	mu    sync.Mutex
-	w     *bufio.Writer
-	start time.Time
+	mu sync.Mutex
+	w  *bufio.Writer
 }
 
-func (r *recorder) line(seq int, dir string, raw []byte) {
+func (r *recorder) line(seq int, ms float64, dir string, raw []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	l := Line{Seq: seq, Ms: float64(time.Since(r.start).Microseconds()) / 1000, Dir: dir, Raw: string(raw)}
+	l := Line{Seq: seq, Ms: ms, Dir: dir, Raw: string(raw)}
 	if !utf8.Valid(raw) {
 		l.Raw, l.Base64 = "", raw
 	}
@@ -115,24 +134,24 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	m := newMonitor(report)
 	var rec *recorder
 	if o.Record != nil {
-		rec = &recorder{w: bufio.NewWriter(o.Record), start: time.Now()}
+		rec = &recorder{w: bufio.NewWriter(o.Record)}
 		defer rec.flush()
 	}
-	emit := func(dir string, line []byte) {
-		seq := m.line(dir, line)
+	q := newSequencer(func(seq int, ms float64, dir string, line []byte) {
+		m.line(dir, line) // numbers it seq too: the lines come in order
 		if rec != nil {
-			rec.line(seq, dir, line)
+			rec.line(seq, ms, dir, line)
 		}
-	}
+	})
 	go func() {
 		// The editor's input to the agent: at its end, the agent's stdin
 		// closes too. It may outlive runProxy when stdin never ends; it
 		// writes to a closed pipe then and returns.
-		_ = forward(agent.stdin, stdin, &splitter{dir: toAgent, emit: emit})
+		_ = forward(agent.stdin, stdin, &splitter{dir: toAgent, q: q})
 		agent.stdin.Close()
 	}()
 	outDone := make(chan error, 1)
-	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, emit: emit}) }()
+	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}) }()
 
 	select {
 	case <-ctx.Done():
