@@ -222,3 +222,42 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	assert.Greater(t, target.Wire.H, 0.0, "the link opened the row of line %d", reqFinding.Lines[0])
 	assert.Contains(t, target.Tags, "cancelled by $/cancel_request")
 }
+
+// The page of the recorded conversation with codex-acp: the prompt
+// cancelled twice carries both cancels on its track, and the answer to the
+// $/cancel_request notification is a row of its own, marked with the rule
+// it breaks, which opens to the answer as it was on the wire.
+func TestHTMLReplayInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	rep := replayFile(t, codexRecording)
+	path := filepath.Join(t.TempDir(), "replay.html")
+	require.NoError(t, writeHTMLFile(path, rep))
+	b.open(path)
+	d := b.read()
+	require.Len(t, d.Timelines, 1)
+	rows := d.Timelines[0].Rows
+	assert.Len(t, rows, len(timeline(rep.Wire)))
+	require.Len(t, d.Cards, 1)
+	assert.Equal(t, ruleNoteUnanswered.ID, d.Cards[0].Rule)
+	assert.Equal(t, ruleNoteUnanswered.Spec, d.Cards[0].Spec)
+
+	f := rep.result(ruleNoteUnanswered.ID).Findings[0]
+	prompt := rowWith(t, rows, lineAnchor(1, f.Lines[0]))
+	assert.Contains(t, prompt.Label, "session/prompt")
+	assert.Contains(t, prompt.Tags, "cancelled by $/cancel_request and session/cancel")
+	require.Len(t, prompt.Cancels, 2)
+	for _, c := range prompt.Cancels {
+		assert.True(t, c.shown() && c.within(prompt.Track), "a cancel mark %+v on the track %+v", c, prompt.Track)
+	}
+	assert.Less(t, prompt.Cancels[0].X, prompt.Cancels[1].X, "$/cancel_request came first")
+
+	answer := rowWith(t, rows, lineAnchor(1, f.Lines[1]))
+	assert.Equal(t, "answer without an ID", answer.Label)
+	assert.Contains(t, answer.Cls, "finding")
+	assert.Contains(t, answer.Tags, ruleNoteUnanswered.ID)
+	b.click("#" + answer.ID + " .head")
+	opened := rowWith(t, b.read().Timelines[0].Rows, lineAnchor(1, f.Lines[1]))
+	require.Len(t, opened.Lines, 1)
+	assert.True(t, opened.Lines[0].Visible && opened.Lines[0].Cited)
+	assert.Equal(t, rep.Wire[f.Lines[1]-1].Raw, opened.Lines[0].Raw)
+}

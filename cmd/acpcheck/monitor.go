@@ -27,6 +27,9 @@ type monitor struct {
 	// idle holds the sessions whose last prompt was answered, with the
 	// line of the answer, until their next prompt.
 	idle map[string]int
+	// lastNote holds, for each direction, the last notification sent that
+	// way: an answer without an ID is laid at it.
+	lastNote map[string]int
 	// checked holds the rules the conversation so far gave a chance to
 	// break: a rule no line could have broken is not passed by a replay.
 	checked map[string]bool
@@ -56,6 +59,7 @@ func newMonitor(report func(violation)) *monitor {
 		unparsed: map[string]int{},
 		idle:     map[string]int{},
 		checked:  map[string]bool{},
+		lastNote: map[string]int{},
 	}
 	return m
 }
@@ -97,6 +101,7 @@ func (m *monitor) request(dir string, seq int, p parsed) {
 
 func (m *monitor) notification(dir string, seq int, p parsed) {
 	m.checked[ruleNoteUnanswered.ID] = true
+	m.lastNote[dir] = seq
 	switch {
 	case p.Method == "$/cancel_request":
 		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
@@ -122,7 +127,11 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 			m.unparsed[reqDir]--
 			return
 		}
-		m.flag(ruleNoteUnanswered, []int{seq}, "an answer without an ID: notifications are never answered")
+		if note, ok := m.lastNote[reqDir]; ok {
+			m.flag(ruleNoteUnanswered, []int{note, seq}, "an answer without an ID, after the notification on line %d: notifications are never answered", note)
+			return
+		}
+		m.flag(ruleNoteUnanswered, []int{seq}, "an answer without an ID, to no notification: notifications are never answered")
 		return
 	}
 	id := string(p.ID)

@@ -159,3 +159,41 @@ func TestReportCommand(t *testing.T) {
 	}
 	assert.True(t, strings.Contains(stderr.String(), "give one recording"))
 }
+
+// codexRecording is a conversation with codex-acp 0.16.0 through the
+// proxy (testdata/README.md says how it was made).
+const codexRecording = "testdata/codex-acp-0.16.0.jsonl"
+
+func replayFile(t *testing.T, path string) *Report {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	lines, err := readRecording(f)
+	require.NoError(t, err)
+	return replay(path, lines)
+}
+
+// The recorded conversation with codex-acp, replayed: its known fault, the
+// answer to the $/cancel_request notification, is the one finding, citing
+// the cancel and the ID-less answer; its session/cancel is answered
+// cancelled, and every other watched rule passes.
+func TestReplayOfRecordedCodex(t *testing.T) {
+	rep := replayFile(t, codexRecording)
+	assert.Equal(t, "codex-acp 0.16.0", rep.AgentName)
+	assert.Equal(t, map[string]Status{
+		ruleCancelStop.ID: Pass, ruleNoteUnanswered.ID: Fail, ruleOneAnswer.ID: Pass, ruleUnknownID.ID: Pass, ruleUpdateAfter.ID: Pass,
+	}, statuses(rep))
+	findings := rep.result(ruleNoteUnanswered.ID).Findings
+	require.Len(t, findings, 1)
+	require.Len(t, findings[0].Lines, 2)
+	note, answer := rep.Wire[findings[0].Lines[0]-1], rep.Wire[findings[0].Lines[1]-1]
+	assert.Equal(t, toAgent, note.Dir)
+	assert.Equal(t, "$/cancel_request", parse(note.bytes()).Method)
+	assert.Equal(t, fromAgent, answer.Dir)
+	p := parse(answer.bytes())
+	require.NotNil(t, p.Error)
+	assert.False(t, p.hasID())
+	assert.EqualValues(t, -32601, p.Error.Code)
+	assert.Equal(t, 1, rep.ExitCode())
+}

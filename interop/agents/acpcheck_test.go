@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -46,9 +45,7 @@ func (r acpcheckReport) statuses() map[string]string {
 // starts, with the fake model, and returns its exit status and report.
 func runAcpcheck(t *testing.T, spec agentSpec) (int, acpcheckReport) {
 	requireAgents(t)
-	bin := filepath.Join(t.TempDir(), "acpcheck")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/acpkit/acprpc/cmd/acpcheck").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := buildAcpcheck(t)
 
 	model := newModelServer(t)
 	agent := spec.command(t, model.URL())
@@ -62,7 +59,7 @@ func runAcpcheck(t *testing.T, spec agentSpec) (int, acpcheckReport) {
 	check.Env, check.Dir = agent.Env, t.TempDir()
 	var stdout, stderr bytes.Buffer
 	check.Stdout, check.Stderr = &stdout, &stderr
-	err = check.Run()
+	err := check.Run()
 	var exit *exec.ExitError
 	require.True(t, err == nil || errors.As(err, &exit), "acpcheck: %v\n%s", err, stderr.String())
 	var rep acpcheckReport
