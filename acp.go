@@ -36,6 +36,11 @@ const (
 	methodSessionClose      = "session/close"
 	methodRequestPermission = "session/request_permission" // answered "cancelled" as soon as its turn is
 	methodSessionPrompt     = "session/prompt"
+	methodSessionNew        = "session/new" // this and the four below need initialize first
+	methodSessionLoad       = "session/load"
+	methodSessionResume     = "session/resume"
+	methodSessionFork       = "session/fork"
+	methodSessionList       = "session/list"
 	methodSessionUpdate     = "session/update"
 	methodToolCallCancel    = "tool_call/cancel" // v2: cancels one tool call
 	methodTerminalCancel    = "terminal/cancel"  // v2: cancels one terminal

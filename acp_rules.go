@@ -3,6 +3,7 @@ package acprpc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,9 +27,10 @@ import (
 //   - marker: a cancelled answer built (the method's marker);
 //   - beforeAnswer: an answer about to be written (the version an
 //     initialize result names, a v2 prompt's work starting);
-//   - callSent, cancelCall, callAnswered and notifying: this side's call
-//     sent, cancelled (its $/cancel_request), answered, and a notification
-//     about to be sent (a v2 work's session/update);
+//   - mayCall, callSent, cancelCall, callAnswered and notifying: this
+//     side's call about to be made (refused before initialize when it
+//     opens a session), sent, cancelled (its $/cancel_request), answered,
+//     and a notification about to be sent (a v2 work's session/update);
 //   - shutdown and quiet: Shutdown begins, and waits for the protocol's own
 //     work to end.
 type acpRules struct {
@@ -97,7 +99,13 @@ func (a *acpRules) read(m *message) (needs acpNeeds, used bool) {
 	}
 	switch p := c.protocol(); {
 	case m.Method == methodInitialize:
+		a.versions.initialized.Store(true)
 		return needs, c.negotiate(m)
+	case needsInitialize(m.Method) && !a.initialized():
+		// ACP orders the client, not the agent: a client that skipped
+		// initialize is served, and its mistake is logged.
+		c.log.Warn("acprpc: the client sent a session method before initialize, which ACP requires first",
+			"method", m.Method, "id", string(m.ID))
 	case p.entityCancels && (m.Method == methodToolCallCancel || m.Method == methodTerminalCancel):
 		return needs, c.onEntityCancel(m)
 	case c.isSessionCancel(m.Method):
@@ -166,6 +174,38 @@ func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64) *f
 	return f
 }
 
+// mayCall refuses a call ACP forbids at this point of the connection: a
+// method that opens or lists sessions before this side has had an
+// initialize answered, since ACP requires the client to initialize first,
+// and an agent would refuse it, or serve it without knowing the client's
+// capabilities. A connection whose version was set outside (Options.
+// PinnedVersion, SetProtocolVersion) counts as initialized.
+func (a *acpRules) mayCall(method string) error {
+	if !needsInitialize(method) || a.initialized() {
+		return nil
+	}
+	return fmt.Errorf("not sent: ACP requires initialize before %s, and this connection has had none: "+
+		"call initialize first (acpv1.ToAgent.Initialize.Call, or acpv2's), and wait for its answer", method)
+}
+
+// needsInitialize reports whether method is one that ACP allows only once
+// the connection is initialized and that cannot name a session opened
+// after that: the methods that open or list sessions. The others (a
+// prompt, a cancel) name a session one of these opened.
+func needsInitialize(method string) bool {
+	switch method {
+	case methodSessionNew, methodSessionLoad, methodSessionResume, methodSessionFork, methodSessionList:
+		return true
+	}
+	return false
+}
+
+// initialized reports whether the connection has had its initialize: an
+// answer to this side's, the peer's read, or a version set outside it.
+func (a *acpRules) initialized() bool {
+	return a.versions.initialized.Load() || a.conn.ProtocolVersion() != 0
+}
+
 // callSent starts following a call ACP reads the answer of: a prompt turn
 // with Options.ReportCancelledTurns. f is the call's request.
 func (a *acpRules) callSent(pc *pendingCall, f *frame) {
@@ -178,6 +218,7 @@ func (a *acpRules) callSent(pc *pendingCall, f *frame) {
 // turn that this side cancelled is reported cancelled.
 func (a *acpRules) callAnswered(pc *pendingCall, result []byte) []byte {
 	if pc.method == methodInitialize {
+		a.versions.initialized.Store(true)
 		a.conn.learnVersion(result)
 	}
 	return pc.turnResult(result)

@@ -62,6 +62,9 @@ type versioning struct {
 	// pinned: Options.PinnedVersion set the version, and no initialize
 	// exchange changes it.
 	pinned bool
+	// initialized: this side had an initialize answered, or read the
+	// peer's, so a session may be opened (acpRules.mayCall).
+	initialized atomic.Bool
 }
 
 // versionedHandler is a Handler that serves a fixed set of ACP versions, as
@@ -197,7 +200,7 @@ type VersionRouter struct {
 // Handle calls the handler of the connection's version.
 func (v VersionRouter) Handle(ctx context.Context, req *Request) (any, error) {
 	h := v.V1
-	if c := ConnFromContext(ctx); c != nil && c.ProtocolVersion() >= ProtocolV2 || h == nil {
+	if c := connOf(ctx); c != nil && c.ProtocolVersion() >= ProtocolV2 || h == nil {
 		h = v.V2
 	}
 	if h == nil {

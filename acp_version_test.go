@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -281,4 +282,64 @@ func TestNullIDByVersion(t *testing.T) {
 			expectQuiet(t, ctx, p, "1")
 		})
 	}
+}
+
+// ACP requires the client to initialize before it opens a session: a Call
+// of a method that opens or lists sessions before this side has had an
+// initialize answered is refused before it is sent, saying what to call;
+// an initialize answered with an error does not count, one answered with a
+// result does, and so does a version set outside the exchange.
+func TestSessionMethodsBeforeInitializeAreRefused(t *testing.T) {
+	refused := func(t *testing.T, ctx context.Context, c *acprpc.Conn, p *wiretest.Peer, method string) {
+		t.Helper()
+		err := c.Call(ctx, method, map[string]string{"cwd": "/"}, nil)
+		require.Error(t, err)
+		assert.Equal(t, "acprpc: "+method+": not sent: ACP requires initialize before "+method+
+			", and this connection has had none: call initialize first (acpv1.ToAgent.Initialize.Call, or acpv2's), "+
+			"and wait for its answer", err.Error())
+		assertNotSent(t, ctx, c, p)
+	}
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+	for _, method := range []string{"session/new", "session/load", "session/resume", "session/fork", "session/list"} {
+		refused(t, ctx, c, p, method)
+	}
+	failed := goCall(c, ctx, "initialize", map[string]int{"protocolVersion": 1}, nil)
+	p.RespondError(string(p.ExpectRequest(ctx, "initialize").ID), acprpc.CodeInternalError, "not today")
+	require.Error(t, wiretest.Recv(t, ctx, failed))
+	refused(t, ctx, c, p, "session/new")
+
+	initialized := goCall(c, ctx, "initialize", map[string]int{"protocolVersion": 1}, nil)
+	p.Respond(string(p.ExpectRequest(ctx, "initialize").ID), `{"protocolVersion":1}`)
+	require.NoError(t, wiretest.Recv(t, ctx, initialized))
+	opened := goCall(c, ctx, "session/new", map[string]string{"cwd": "/"}, nil)
+	p.Respond(string(p.ExpectRequest(ctx, "session/new").ID), `{"sessionId":"s"}`)
+	require.NoError(t, wiretest.Recv(t, ctx, opened))
+
+	t.Run("a version set outside", func(t *testing.T) {
+		c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{PinnedVersion: acprpc.ProtocolV1})
+		opened := goCall(c, ctx, "session/new", map[string]string{"cwd": "/"}, nil)
+		p.Respond(string(p.ExpectRequest(ctx, "session/new").ID), `{"sessionId":"s"}`)
+		require.NoError(t, wiretest.Recv(t, ctx, opened))
+	})
+}
+
+// An agent is served the session/new of a client that skipped initialize,
+// since ACP orders the client, and logs the client's mistake; after the
+// client's initialize, it logs nothing.
+func TestAgentWarnsOfSessionNewBeforeInitialize(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log := &wiretest.Recorder{}
+	h := wiretest.Mux{"initialize": wiretest.Echo, "session/new": wiretest.Echo}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{Logger: log.Logger()})
+	p.Request("1", "session/new", `{"cwd":"/"}`)
+	p.ExpectResult(ctx, "1", `{"cwd":"/"}`)
+	warning, ok := log.FindLogged(slog.LevelWarn, "before initialize")
+	require.True(t, ok, "no warning: %v", log.Logged())
+	assert.Equal(t, "acprpc: the client sent a session method before initialize, which ACP requires first", warning.Message)
+	p.Request("2", "initialize", `{"protocolVersion":1}`)
+	p.ExpectResult(ctx, "2", `{"protocolVersion":1}`)
+	p.Request("3", "session/new", `{"cwd":"/"}`)
+	p.ExpectResult(ctx, "3", `{"cwd":"/"}`)
+	assert.Len(t, log.Logged(), 1, "one warning, for the session/new before initialize")
 }

@@ -91,7 +91,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c.notes.byteLimit = c.opts.MaxQueuedNotificationBytes
 	c.calls.limit = c.opts.MaxOutgoing
 	go c.read()
-	c.stopParent = context.AfterFunc(ctx, func() { c.closeNow(fmt.Errorf("%w: %w", ErrConnClosed, context.Cause(ctx))) })
+	c.stopParent = context.AfterFunc(ctx, func() { c.closeNow(fmt.Errorf("%w: NewConn's context ended: %w", ErrConnClosed, context.Cause(ctx))) })
 	close(c.ready)
 	return c
 }
@@ -151,7 +151,7 @@ func asTooLarge(err error) *MessageTooLargeError {
 // session/updates and its answer loses none of them.
 func (c *Conn) inputEnded(why error) {
 	c.notes.drain(inputEndDrain)
-	c.closeNow(fmt.Errorf("%w: input ended: %w", ErrConnClosed, why))
+	c.closeNow(fmt.Errorf("%w by the peer: its output ended: %w", ErrConnClosed, why))
 }
 
 // inputEndDrain bounds how long the notifications read before the end of
@@ -238,7 +238,7 @@ func (c *Conn) tooLarge(e *MessageTooLargeError) {
 // ErrConnClosed then finds its own context ended with it, so the request is
 // known to be cut short by the close, not answered with an error.
 func (c *Conn) writeFailed(err error) {
-	c.closeNow(fmt.Errorf("%w: write failed: %w", ErrConnClosed, err))
+	c.closeNow(fmt.Errorf("%w: a write to the peer failed: %w", ErrConnClosed, err))
 }
 
 // closeNow is the one way the connection closes, whatever the reason: every
@@ -284,7 +284,7 @@ const closeFlushTimeout = 250 * time.Millisecond
 // interrupted (a blocking stdin), is left to end on its own. It is safe to
 // call more than once, from any goroutine, a handler's included.
 func (c *Conn) Close() error {
-	c.closeNow(ErrConnClosed)
+	c.closeNow(errClosedHere)
 	t := time.NewTimer(readerExitWait)
 	defer t.Stop()
 	// A notification handler may call Close itself (an "exit" notification),
@@ -308,6 +308,9 @@ func (c *Conn) Close() error {
 	}
 	return nil
 }
+
+// errClosedHere is why a connection that Close closed is closed.
+var errClosedHere = fmt.Errorf("%w by this side (Close)", ErrConnClosed)
 
 // readerExitWait bounds how long Close waits for the notification handler
 // and the read loop to end.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Cancellation causes. A handler learns why its context ended with
@@ -19,9 +20,15 @@ var (
 	// ErrDeadline: Options.HandlerTimeout passed. It matches
 	// context.DeadlineExceeded too.
 	ErrDeadline error = deadlineError{}
-	// ErrConnClosed: the connection closed, by Close, by the peer's end of
-	// input, by a write failure, or by NewConn's context ending. A call
-	// that fails with it got no answer; no error the peer sends matches it.
+	// ErrConnClosed: the connection closed, by Close, by Shutdown, by the
+	// peer's end of input, by a write failure, or by NewConn's context
+	// ending. A call that fails with it got no answer; no error the peer
+	// sends matches it. The error a closed Conn gives (Err, and every Call
+	// and Notify it ends or refuses) matches it and says who closed the
+	// connection and why: "connection closed by this side (Close)", "... by
+	// this side (Shutdown)", "... by the peer: its output ended: EOF",
+	// "connection closed: a write to the peer failed: ...", "connection
+	// closed: NewConn's context ended: ...".
 	ErrConnClosed = errors.New("acprpc: connection closed")
 	// ErrShutdown: this side is shutting the connection down gracefully
 	// (Conn.Shutdown). The request is still answered, with its result, its
@@ -33,6 +40,16 @@ type deadlineError struct{}
 
 func (deadlineError) Error() string { return "acprpc: handler deadline exceeded" }
 func (deadlineError) Unwrap() error { return context.DeadlineExceeded }
+
+// statedError says text and matches each of errs: a reason worded as a
+// whole, where fmt.Errorf would repeat each error's own words.
+type statedError struct {
+	text string
+	errs []error
+}
+
+func (e statedError) Error() string   { return e.text }
+func (e statedError) Unwrap() []error { return e.errs }
 
 // ErrCancelled matches, with errors.Is, every error that means a request was
 // cancelled: a Call whose context ended, and a -32800 answer from the peer.
@@ -91,10 +108,12 @@ type CallError struct {
 
 // Error says which call failed and why.
 func (e *CallError) Error() string {
+	// The reason's own "acprpc: " would say the package twice.
+	why := strings.TrimPrefix(fmt.Sprint(e.Err), "acprpc: ")
 	if e.ID.IsZero() { // a notification, or a call that never got an ID
-		return fmt.Sprintf("acprpc: %s: %v", e.Method, e.Err)
+		return fmt.Sprintf("acprpc: %s: %s", e.Method, why)
 	}
-	return fmt.Sprintf("acprpc: call %s (id %s): %v", e.Method, e.ID, e.Err)
+	return fmt.Sprintf("acprpc: call %s (id %s): %s", e.Method, e.ID, why)
 }
 
 // Unwrap gives errors.Is and errors.As the reason.
@@ -114,6 +133,18 @@ func (e cancelledCall) Error() string {
 	}
 	return "cancelled: " + e.ctxErr.Error()
 }
+
+// cancelledNotify is the reason a Notify whose context had ended sent
+// nothing. It says how to send anyway, since an agent's last updates of a
+// cancelled turn are the usual case: ACP asks for them before the answer.
+type cancelledNotify struct{ ctxErr error }
+
+func (e cancelledNotify) Error() string {
+	return "not sent: its context is done (" + e.ctxErr.Error() + "); to send after a cancel, " +
+		"as a cancelled turn's last session/update, pass context.WithoutCancel(ctx)"
+}
+
+func (e cancelledNotify) Unwrap() []error { return []error{ErrCancelled, e.ctxErr} }
 
 func (e cancelledCall) Unwrap() []error {
 	if e.answer != nil {

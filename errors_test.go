@@ -154,6 +154,47 @@ func TestConnClosedMatchesEveryWayOfClosing(t *testing.T) {
 	}
 }
 
+// A call or notification after the connection closed says who closed it
+// and why, in the words Err gives: this side's Close or Shutdown, the peer
+// hanging up, a failed write, or NewConn's context.
+func TestCallAfterCloseSaysWhoClosedAndWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tr    wiretest.Transport
+		close func(c *acprpc.Conn, p *wiretest.Peer, stopParent context.CancelFunc)
+		says  string
+	}{
+		{"Close", wiretest.Transports[0], func(c *acprpc.Conn, _ *wiretest.Peer, _ context.CancelFunc) { _ = c.Close() },
+			"connection closed by this side (Close)"},
+		{"Shutdown", wiretest.Transports[0], func(c *acprpc.Conn, _ *wiretest.Peer, _ context.CancelFunc) {
+			_ = c.Shutdown(context.Background())
+		}, "connection closed by this side (Shutdown)"},
+		{"the peer hung up", wiretest.Transports[0], func(_ *acprpc.Conn, p *wiretest.Peer, _ context.CancelFunc) { p.CloseWrite() },
+			"connection closed by the peer: its output ended: EOF"},
+		{"a failed write", wiretest.BreakingAfter(0), func(c *acprpc.Conn, _ *wiretest.Peer, _ context.CancelFunc) {
+			_ = c.Notify(context.Background(), "_my/note", nil)
+		}, "connection closed: a write to the peer failed: wiretest: output broken"},
+		{"NewConn's context", wiretest.Transports[0], func(_ *acprpc.Conn, _ *wiretest.Peer, stop context.CancelFunc) { stop() },
+			"connection closed: NewConn's context ended: context canceled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			parent, stop := context.WithCancel(context.Background())
+			defer stop()
+			c, p := wiretest.Connect(t, tc.tr, nil, nil, wiretest.With{Parent: parent})
+			tc.close(c, p, stop)
+			<-c.Done()
+			assert.Equal(t, "acprpc: "+tc.says, c.Err().Error())
+			err := c.Call(ctx, "session/prompt", nil, nil)
+			assertClosedNotAnswered(t, err)
+			assert.Equal(t, "acprpc: session/prompt: "+tc.says, err.Error())
+			err = c.Notify(ctx, "session/update", nil)
+			assertClosedNotAnswered(t, err)
+			assert.Equal(t, "acprpc: session/update: "+tc.says, err.Error())
+		})
+	}
+}
+
 // A handler's nested call, pending when the connection closes, fails with
 // ErrConnClosed, not as a cancel, although the handler's context ends too.
 func TestConnClosedWinsOverTheHandlersContext(t *testing.T) {

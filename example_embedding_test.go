@@ -36,7 +36,7 @@ func ExampleOptions_handlerContext() {
 	}
 	work := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
 		ctx.Value(requestLoggerKey{}).(*slog.Logger).Info("working")
-		return map[string]string{"sessionId": "s1"}, nil
+		return map[string]string{"stopReason": "end_turn"}, nil
 	})
 	a, b := acprpc.Pipe()
 	ctx := context.Background()
@@ -46,11 +46,11 @@ func ExampleOptions_handlerContext() {
 	client := acprpc.NewConn(ctx, b, nil, nil)
 	defer client.Close()
 
-	var res struct{ SessionID string }
-	err := client.Call(ctx, "session/new", map[string]string{"cwd": "/"}, &res)
-	fmt.Println(res.SessionID, err)
+	var res struct{ StopReason string }
+	err := client.Call(ctx, "session/prompt", map[string]string{"sessionId": "s1"}, &res)
+	fmt.Println(res.StopReason, err)
 	// Output:
-	// level=INFO msg=working method=session/new id=1
-	// level=INFO msg=answered method=session/new id=1
-	// s1 <nil>
+	// level=INFO msg=working method=session/prompt id=1
+	// level=INFO msg=answered method=session/prompt id=1
+	// end_turn <nil>
 }

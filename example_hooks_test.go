@@ -30,10 +30,13 @@ func ExampleLogHooks() {
 	client := acprpc.NewConn(ctx, b, nil, &acprpc.Options{Hooks: acprpc.LogHooks(logger, slog.LevelInfo)})
 	defer client.Close()
 
+	_ = client.Call(ctx, "initialize", map[string]int{"protocolVersion": 1}, nil)
 	_ = client.Call(ctx, "session/new", map[string]string{"cwd": "/home/me"}, nil)
 	// Output:
-	// level=INFO msg="acprpc: sent" dir=sent kind=request size=75 id=1 method=session/new
-	// level=INFO msg="acprpc: received" dir=received kind=result size=52 id=1 method=session/new
+	// level=INFO msg="acprpc: sent" dir=sent kind=request size=77 id=1 method=initialize
+	// level=INFO msg="acprpc: received" dir=received kind=result size=55 id=1 method=initialize
+	// level=INFO msg="acprpc: sent" dir=sent kind=request size=75 id=2 method=session/new
+	// level=INFO msg="acprpc: received" dir=received kind=result size=52 id=2 method=session/new
 }
 
 // Metrics: answers counted by method and outcome, the library's own
@@ -60,13 +63,17 @@ func ExampleHooks_metrics() {
 	a, b := acprpc.Pipe()
 	ctx := context.Background()
 	handler := acprpc.HandlerFunc(func(_ context.Context, req *acprpc.Request) (any, error) {
-		if req.Method == "session/new" {
+		switch req.Method {
+		case "initialize":
+			return map[string]int{"protocolVersion": 1}, nil
+		case "session/new":
 			return map[string]string{"sessionId": "s1"}, nil
 		}
 		return nil, acprpc.MethodNotFound(req.Method)
 	})
 	agent := acprpc.NewConn(ctx, a, handler, &acprpc.Options{Hooks: hooks})
 	client := acprpc.NewConn(ctx, b, nil, nil)
+	_ = client.Call(ctx, "initialize", map[string]int{"protocolVersion": 1}, nil)
 	_ = client.Call(ctx, "session/new", map[string]string{}, nil)
 	_ = client.Call(ctx, "session/new", map[string]string{}, nil)
 	_ = client.Call(ctx, "session/load", map[string]string{}, nil)
@@ -86,6 +93,7 @@ func ExampleHooks_metrics() {
 	}
 	// Output:
 	// $/ping -32601 (library) 1
+	// initialize result 1
 	// session/load -32601 1
 	// session/new result 2
 }

@@ -133,9 +133,9 @@ func ExampleRouter_SetFallback() {
 	fmt.Println(ext, err)
 
 	// Once initialize has said the peer may use it, a method appears.
-	router.Register("session/load", acprpc.RequestHandler(
+	router.Register("session/set_mode", acprpc.RequestHandler(
 		func(ctx context.Context, p exCancelNotification) (any, error) { return nil, nil }))
-	_, err = acprpc.CallFor[any](ctx, client, "session/load", exCancelNotification{SessionID: "s"})
+	_, err = acprpc.CallFor[any](ctx, client, "session/set_mode", exCancelNotification{SessionID: "s"})
 	fmt.Println(err)
 	// Output:
 	// map[extension:zed/status] <nil>

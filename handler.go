@@ -99,9 +99,28 @@ func RequestFromContext(ctx context.Context) (*Request, bool) {
 	return r, ok
 }
 
-// ConnFromContext returns the Conn that delivered a handler's request, so the
-// handler can call the peer back.
+// ConnFromContext returns the Conn that delivered a handler's request or
+// notification, so the handler can call the peer back. ctx is the context
+// the handler was given (a Handler's, a Router's function's, an
+// acpv1.Agent's or acpv1.Client's function's), or one derived from it.
+//
+// Given any other context it panics, saying so, rather than return a nil
+// Conn that would panic later, far from the mistake: a context without a
+// Conn is always a program's error, such as a handler's goroutine started
+// with context.Background(). Outside a handler, use the *Conn that NewConn,
+// agentproc.Start or remote.Dial returned.
 func ConnFromContext(ctx context.Context) *Conn {
+	c := connOf(ctx)
+	if c == nil {
+		panic("acprpc: ConnFromContext: ctx is not a handler's context (it carries no Conn): " +
+			"pass the ctx the handler was given, or one derived from it; outside a handler, use the *Conn you made")
+	}
+	return c
+}
+
+// connOf returns the Conn a handler's context carries, or nil for any
+// other context.
+func connOf(ctx context.Context) *Conn {
 	c, _ := ctx.Value(connKey).(*Conn)
 	return c
 }

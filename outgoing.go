@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -236,8 +237,11 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 }
 
 // Call sends a request and waits for its answer, which it decodes into
-// result (unless result is nil). Params may be any value that encodes to a
-// JSON object or array, or nil.
+// result: a non-nil pointer, or nil to ignore the result. Params may be any
+// value that encodes to a JSON object or array, or nil for none. Call
+// refuses, before it sends anything, a result it could not decode into,
+// params of another kind, and a method ACP forbids at this point (a
+// session/new before initialize); the *CallError says what to do instead.
 //
 // If ctx ends first, the peer is sent exactly one $/cancel_request for this
 // request, and Call returns a *CallError that matches both ctx.Err() and
@@ -256,6 +260,12 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // notification handler (with its context) waits only for the notifications
 // before that one, since the others cannot run until it returns.
 func (c *Conn) Call(ctx context.Context, method string, params, result any, opts ...CallOption) error {
+	if err := resultTarget(result); err != nil {
+		return &CallError{Method: method, Err: err}
+	}
+	if err := c.acp.mayCall(method); err != nil {
+		return &CallError{Method: method, Err: err}
+	}
 	co := c.callOptions(opts)
 	if err := ctx.Err(); err != nil {
 		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
@@ -280,7 +290,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	f, err := requestFrame(rawID, method, params)
 	if err != nil {
 		c.calls.take(id)
-		return callErr(fmt.Errorf("cannot encode params: %w", err))
+		return &CallError{Method: method, Err: paramsError(err, params)} // not sent: no ID
 	}
 	f.info.ctx = ctx
 	c.acp.callSent(pc, f)
@@ -392,14 +402,14 @@ func (c *Conn) noteOf(ctx context.Context) *noteContext {
 // without waiting for the peer to read it.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
-		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
+		return &CallError{Method: method, Err: cancelledNotify{ctxErr: err}}
 	}
 	if err := c.Err(); err != nil { // closed, though the writer may not have stopped yet
 		return &CallError{Method: method, Err: err}
 	}
 	f, err := requestFrame(nil, method, params)
 	if err != nil {
-		return &CallError{Method: method, Err: fmt.Errorf("cannot encode params: %w", err)}
+		return &CallError{Method: method, Err: paramsError(err, params)}
 	}
 	f.info.ctx = ctx
 	if sent, err := c.acp.notifying(ctx, method, f); sent {
@@ -410,6 +420,39 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 		return &CallError{Method: method, Err: ErrConnClosed}
 	}
 	return nil
+}
+
+// resultTarget checks that Call can decode an answer into result: nil, to
+// ignore it, or a non-nil pointer. Anything else would fail only once the
+// whole turn had run, and json.Unmarshal's words would not say why.
+func resultTarget(result any) error {
+	if result == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(result); v.Kind() != reflect.Pointer || v.IsNil() {
+		return fmt.Errorf("not sent: the result is %s, which an answer cannot be decoded into: "+
+			"pass a pointer (&result), or nil to ignore the result", describeTarget(result, v))
+	}
+	return nil
+}
+
+// describeTarget names a result Call cannot decode into, and why.
+func describeTarget(result any, v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		return fmt.Sprintf("a nil %T", result)
+	}
+	return fmt.Sprintf("a %T, not a pointer", result)
+}
+
+// paramsError is the reason params that cannot go out are refused; either
+// way nothing was sent.
+func paramsError(err error, params any) error {
+	var kind *wire.ParamsKindError
+	if errors.As(err, &kind) {
+		return fmt.Errorf("not sent: the params (%T) encode to %s, and JSON-RPC's params are an object or an array: "+
+			"pass a struct, a map or a slice, or nil for none", params, kind.Kind)
+	}
+	return fmt.Errorf("not sent: cannot encode the params: %w", err)
 }
 
 // closedErr is the error of a call the connection's end left unanswered:

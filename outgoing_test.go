@@ -729,3 +729,89 @@ func TestReleaseOnCancelFreesThePlaceOfACallThePeerNeverAnswers(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.Empty(t, p.Rest(ctx), "a late answer was answered")
 }
+
+// assertNotSent checks that a refused Call or Notify sent nothing: the next
+// line the peer reads is the marker notification sent after it.
+func assertNotSent(t *testing.T, ctx context.Context, c *acprpc.Conn, p *wiretest.Peer) {
+	t.Helper()
+	require.NoError(t, c.Notify(ctx, "_marker", nil))
+	p.ExpectNotification(ctx, "_marker")
+}
+
+// A Call given a result it could not decode an answer into is refused
+// before anything is sent, saying what to pass, not after the whole turn
+// with json.Unmarshal's words.
+func TestCallRefusesAResultItCannotDecodeInto(t *testing.T) {
+	var nilPointer *map[string]any
+	for _, tc := range []struct {
+		name   string
+		result any
+		says   string
+	}{
+		{"a struct", struct{ StopReason string }{}, "the result is a struct { StopReason string }, not a pointer"},
+		{"a map", map[string]any{}, "the result is a map[string]interface {}, not a pointer"},
+		{"a nil pointer", nilPointer, "the result is a nil *map[string]interface {}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+			err := c.Call(ctx, "session/prompt", map[string]string{"sessionId": "s"}, tc.result)
+			require.Error(t, err)
+			assert.Equal(t, "acprpc: session/prompt: not sent: "+tc.says+
+				", which an answer cannot be decoded into: pass a pointer (&result), or nil to ignore the result", err.Error())
+			var ce *acprpc.CallError
+			require.ErrorAs(t, err, &ce)
+			assert.True(t, ce.ID.IsZero(), "a call never sent has no ID")
+			assertNotSent(t, ctx, c, p)
+		})
+	}
+}
+
+// Params that encode to neither an object nor an array, which JSON-RPC
+// does not allow, are refused before anything is sent, by Call and Notify
+// alike, naming what they encode to.
+func TestParamsThatAreNotAnObjectOrArrayAreRefused(t *testing.T) {
+	var nilParams *struct{ SessionID string }
+	for _, tc := range []struct {
+		params any
+		says   string
+	}{
+		{"hello", "the params (string) encode to a string"},
+		{42, "the params (int) encode to a number"},
+		{true, "the params (bool) encode to a boolean"},
+		{nilParams, "the params (*struct { SessionID string }) encode to null"},
+		{json.RawMessage(`"raw"`), "the params (json.RawMessage) encode to a string"},
+	} {
+		t.Run(fmt.Sprintf("%T", tc.params), func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+			want := ": not sent: " + tc.says +
+				", and JSON-RPC's params are an object or an array: pass a struct, a map or a slice, or nil for none"
+			err := c.Call(ctx, "_my/method", tc.params, nil)
+			require.Error(t, err)
+			assert.Equal(t, "acprpc: _my/method"+want, err.Error())
+			err = c.Notify(ctx, "_my/note", tc.params)
+			require.Error(t, err)
+			assert.Equal(t, "acprpc: _my/note"+want, err.Error())
+			assertNotSent(t, ctx, c, p)
+		})
+	}
+}
+
+// A Notify refused because its context is done says how to send after a
+// cancel, which is what an agent's last updates of a cancelled turn need;
+// the way it names then sends.
+func TestNotifyOnACancelledContextSaysHowToSendAfterACancel(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+	turn, cancel := context.WithCancel(ctx)
+	cancel()
+	err := c.Notify(turn, "session/update", map[string]string{"sessionId": "s"})
+	require.Error(t, err)
+	assert.Equal(t, "acprpc: session/update: not sent: its context is done (context canceled); to send after a cancel, "+
+		"as a cancelled turn's last session/update, pass context.WithoutCancel(ctx)", err.Error())
+	assert.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, c.Notify(context.WithoutCancel(turn), "session/update", map[string]string{"sessionId": "s"}))
+	p.ExpectNotification(ctx, "session/update")
+}

@@ -3,7 +3,6 @@ package acprpc
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 )
 
@@ -36,10 +35,13 @@ func (c *Conn) Shutdown(ctx context.Context) error {
 		_ = c.Close()
 		return ctx.Err()
 	}
-	c.closeFlushing(fmt.Errorf("%w: %w", ErrConnClosed, ErrShutdown), ctx)
+	c.closeFlushing(errClosedByShutdown, ctx)
 	_ = c.Close() // waits for the connection's goroutines
 	return ctx.Err()
 }
+
+// errClosedByShutdown is why a connection that Shutdown closed is closed.
+var errClosedByShutdown error = statedError{"acprpc: connection closed by this side (Shutdown)", []error{ErrConnClosed, ErrShutdown}}
 
 // beginShutdown stops new work and cancels what is in flight.
 func (c *Conn) beginShutdown() {

@@ -110,6 +110,8 @@ func TestTypedTurnCancelPassesThrough(t *testing.T) {
 func TestAgentDefaultSessionIDsUnderConcurrency(t *testing.T) {
 	ctx := wiretest.Context(t)
 	conn := wiretest.NewWire(t, wiretest.Side{Handler: Agent{}.Router()}, wiretest.Side{}).B
+	_, err := ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: Version})
+	require.NoError(t, err)
 	const calls = 64
 	ids := make(chan SessionID, calls)
 	errs := make(chan error, calls)

@@ -20,6 +20,29 @@ type Frame struct {
 // ErrRawInvalid is why a json.RawMessage cannot be sent.
 var ErrRawInvalid = errors.New("json.RawMessage is not valid JSON")
 
+// ParamsKindError is why params cannot be sent: JSON-RPC's params are a
+// JSON object or array, and these encode to a value of another Kind.
+type ParamsKindError struct {
+	Kind string // "a string", "a number", "a boolean" or "null"
+}
+
+func (e *ParamsKindError) Error() string {
+	return "params must be a JSON object or array, not " + e.Kind
+}
+
+// jsonKind names the kind of the JSON value that starts with first.
+func jsonKind(first byte) string {
+	switch first {
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
+}
+
 // Reset empties the frame for another message.
 func (f *Frame) Reset() {
 	f.Buf.Reset()
@@ -102,8 +125,12 @@ func (f *Frame) Request(id []byte, method string, params any) error {
 	f.String(method)
 	if params != nil {
 		f.Buf.WriteString(`,"params":`)
+		start := f.Buf.Len()
 		if err := f.Encode(params); err != nil {
 			return err
+		}
+		if first := f.Buf.Bytes()[start]; first != '{' && first != '[' {
+			return &ParamsKindError{Kind: jsonKind(first)}
 		}
 	}
 	f.Buf.WriteString("}")
