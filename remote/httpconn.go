@@ -306,24 +306,41 @@ func (h *httpConn) writeDeadline() time.Time {
 	return d
 }
 
-// head returns the oldest message of st without taking it, so that a
-// message a GET fails to write stays queued.
-func (h *httpConn) head(st *outStream) ([]byte, bool) {
+// The most a stream writes at once: the messages queued when it wakes, in
+// one system call, as many as fit in batchBytes (but always one, whatever
+// its size), at most batchMessages.
+const (
+	batchMessages = 64
+	batchBytes    = 64 << 10
+)
+
+// head returns the oldest messages of st (a batch of them) without taking
+// them, so that messages a GET fails to write stay queued; nil when none
+// is queued.
+func (h *httpConn) head(st *outStream) [][]byte {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(st.queue) == 0 {
-		return nil, false
+	n, size := 0, 0
+	for n < len(st.queue) && n < batchMessages && (n == 0 || size+len(st.queue[n]) <= batchBytes) {
+		size += len(st.queue[n])
+		n++
 	}
-	return st.queue[0], true
+	if n == 0 {
+		return nil
+	}
+	return append([][]byte(nil), st.queue[:n]...)
 }
 
-// taken removes st's oldest message, written by its GET, and makes room.
-func (h *httpConn) taken(st *outStream) {
+// taken removes st's n oldest messages, written by its GET, and makes
+// room.
+func (h *httpConn) taken(st *outStream, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.queued -= len(st.queue[0])
-	st.queue[0] = nil
-	st.queue = st.queue[1:]
+	for i := range n {
+		h.queued -= len(st.queue[i])
+		st.queue[i] = nil
+	}
+	st.queue = st.queue[n:]
 	if len(st.queue) == 0 {
 		st.queue = nil // let the array go
 	}

@@ -106,3 +106,43 @@ func TestHTTPClientRouteOfAnIDTheConnCannotCarry(t *testing.T) {
 	deliver(t, client, server, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	assert.Zero(t, routes(), "the answer, its ID spelled otherwise, takes its route")
 }
+
+// TestHTTPStreamWritesWhatIsQueuedTogether: a stream takes the messages
+// queued when it wakes as one batch, in order, up to batchMessages and to
+// batchBytes, but always the oldest, however large; they leave the queue
+// once written, and room is made for Send.
+func TestHTTPStreamWritesWhatIsQueuedTogether(t *testing.T) {
+	h := newHTTPConn(NewServer(nil, nil))
+	defer h.Close()
+	st := h.streams[""]
+	small := []byte(`{"n":1}`)
+	large := make([]byte, batchBytes+1)
+	h.mu.Lock()
+	st.queue = [][]byte{large, small, small}
+	for range batchMessages + 1 {
+		st.queue = append(st.queue, small)
+	}
+	h.queued = len(large) + (batchMessages+3)*len(small)
+	h.mu.Unlock()
+
+	batch := h.head(st)
+	require.Len(t, batch, 1, "the oldest, too large for a batch with others, goes alone")
+	assert.Len(t, batch[0], len(large))
+	room := h.room
+	h.taken(st, len(batch))
+	select {
+	case <-room:
+	default:
+		t.Fatal("taking made no room")
+	}
+
+	batch = h.head(st)
+	assert.Len(t, batch, batchMessages, "at most batchMessages at once")
+	h.taken(st, len(batch))
+	batch = h.head(st)
+	assert.Len(t, batch, 3)
+	h.taken(st, len(batch))
+	assert.Nil(t, h.head(st))
+	assert.Zero(t, h.queued)
+	assert.Nil(t, st.queue, "the queue's array is let go")
+}

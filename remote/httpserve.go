@@ -258,7 +258,8 @@ func flushBy(rc *http.ResponseController, deadline time.Time) error {
 	return rc.Flush()
 }
 
-// stream writes st's messages to sink as they come, with a keep-alive
+// stream writes st's messages to sink as they come (those queued together
+// at once), with a keep-alive
 // comment when there is nothing to write for KeepAlive. A message leaves
 // the queue only once it was written, so one that a broken GET did not
 // write goes to the next.
@@ -270,11 +271,11 @@ func (s *Server) stream(sink eventSink, h *httpConn, st *outStream) {
 		keepAlive = t.C
 	}
 	for {
-		if msg, ok := h.head(st); ok {
-			if sink.event(msg, h.writeDeadline()) != nil {
+		if msgs := h.head(st); msgs != nil {
+			if sink.events(msgs, h.writeDeadline()) != nil {
 				return
 			}
-			h.taken(st)
+			h.taken(st, len(msgs))
 			continue
 		}
 		if h.isClosed() {

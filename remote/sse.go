@@ -23,28 +23,27 @@ var (
 // response (responseSink), or the stream's own HTTP/1 connection, taken
 // from net/http (connSink). Every write has a deadline.
 type eventSink interface {
-	event(msg []byte, deadline time.Time) error
+	events(msgs [][]byte, deadline time.Time) error // the messages in order, each an event
 	keepAlive(deadline time.Time) error
 	gone() <-chan struct{} // closed when the client has gone
 }
 
-// responseSink writes events through net/http's response, each flushed.
+// responseSink writes events through net/http's response, flushed
+// together.
 type responseSink struct {
 	w    http.ResponseWriter
 	rc   *http.ResponseController
 	done <-chan struct{} // the request's context's
 }
 
-func (r *responseSink) event(msg []byte, deadline time.Time) error {
+func (r *responseSink) events(msgs [][]byte, deadline time.Time) error {
 	_ = r.rc.SetWriteDeadline(deadline)
-	if _, err := r.w.Write(sseData); err != nil {
-		return err
-	}
-	if _, err := r.w.Write(msg); err != nil {
-		return err
-	}
-	if _, err := r.w.Write(sseEnd); err != nil {
-		return err
+	for _, msg := range msgs {
+		for _, b := range [][]byte{sseData, msg, sseEnd} {
+			if _, err := r.w.Write(b); err != nil {
+				return err
+			}
+		}
 	}
 	return r.rc.Flush()
 }
@@ -58,8 +57,8 @@ func (r *responseSink) keepAlive(deadline time.Time) error {
 
 func (r *responseSink) gone() <-chan struct{} { return r.done }
 
-// connSink writes events straight to the stream's connection, each in one
-// system call, after a response head of its own whose body ends when the
+// connSink writes events straight to the stream's connection, those
+// written together in one system call, after a response head of its own whose body ends when the
 // connection closes (HTTP/1's rule for a response without a length, and
 // the stream's answer says Connection: close). A stream so taken from
 // net/http holds none of its buffers (8 KiB for reading and writing the
@@ -107,12 +106,20 @@ func (k *connSink) head(deadline time.Time) error {
 	return err
 }
 
-func (k *connSink) event(msg []byte, deadline time.Time) error {
+func (k *connSink) events(msgs [][]byte, deadline time.Time) error {
 	_ = k.c.SetWriteDeadline(deadline)
-	k.vec = [3][]byte{sseData, msg, sseEnd}
-	k.bufs = k.vec[:]
-	_, err := k.bufs.WriteTo(k.c)
-	k.vec[1] = nil // msg is only lent
+	if len(msgs) == 1 {
+		k.vec = [3][]byte{sseData, msgs[0], sseEnd}
+		k.bufs = k.vec[:]
+		_, err := k.bufs.WriteTo(k.c)
+		k.vec[1] = nil // msgs[0] is only lent
+		return err
+	}
+	bufs := make(net.Buffers, 0, 3*len(msgs))
+	for _, msg := range msgs {
+		bufs = append(bufs, sseData, msg, sseEnd)
+	}
+	_, err := bufs.WriteTo(k.c)
 	return err
 }
 

@@ -89,6 +89,8 @@ process.stdin.on("end", async () => {
 });
 process.stdin.resume();
 
-http.listen(0, "127.0.0.1", () => {
+// A backlog as deep as a Go listener's (the kernel's somaxconn) rather than Node's 511, so that a burst of
+// new connections is queued, not reset.
+http.listen({ port: 0, host: "127.0.0.1", backlog: 4096 }, () => {
   process.stdout.write(`http://127.0.0.1:${http.address().port}/acp\n`);
 });
