@@ -30,6 +30,10 @@ type monitor struct {
 	// lastNote holds, for each direction, the last notification sent that
 	// way: an answer without an ID is laid at it.
 	lastNote map[string]int
+	// v2 is set once initialize was answered with protocol version 2,
+	// where a prompt is answered as soon as it is taken and its turn goes on
+	// after the answer.
+	v2 bool
 	// checked holds the rules the conversation so far gave a chance to
 	// break: a rule no line could have broken is not passed by a replay.
 	checked map[string]bool
@@ -146,7 +150,16 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	}
 	delete(m.pending[reqDir], id)
 	m.answered[reqDir][id] = true
-	if reqDir != toAgent || r.method != "session/prompt" {
+	if reqDir == toAgent && r.method == "initialize" {
+		var res struct {
+			ProtocolVersion int `json:"protocolVersion"`
+		}
+		_ = json.Unmarshal(p.Result, &res)
+		m.v2 = res.ProtocolVersion == 2
+	}
+	// The rules of a prompt's answer are v1's: in v2 the answer says only
+	// that the prompt was taken.
+	if reqDir != toAgent || r.method != "session/prompt" || m.v2 {
 		return
 	}
 	m.idle[r.session] = seq

@@ -28,9 +28,9 @@ var whyNotWatched = map[string]string{
 }
 
 // readRecording reads the proxy's record: a JSON object per line, each a
-// Line. The lines come back in the order of their sequence numbers (the
-// proxy writes the two directions from two goroutines, so the file's order
-// may differ a little), numbered from 1 without gaps.
+// Line. The lines come back in the order of their sequence numbers, which
+// the proxy writes them in (a record cut or joined by hand may not be),
+// numbered from 1 without gaps.
 func readRecording(r io.Reader) ([]Line, error) {
 	var lines []Line
 	br := bufio.NewReader(r)
@@ -100,6 +100,9 @@ func replay(name string, recorded []Line) *Report {
 		}
 		if res.Status == Pass && !m.wasChecked(rule) {
 			res.Status, res.Why = NotBrought, whyNotWatched[rule.ID]
+			if proto == 2 && (rule.ID == ruleCancelStop.ID || rule.ID == ruleUpdateAfter.ID) {
+				res.Why = "a v2 prompt's answer does not end its turn: the rule is v1's"
+			}
 		}
 		rep.Results = append(rep.Results, res)
 	}

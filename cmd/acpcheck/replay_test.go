@@ -82,9 +82,8 @@ func TestReplayFindsWhatTheProxyFound(t *testing.T) {
 	}
 }
 
-// The proxy writes the two directions from two goroutines: a record whose
-// file order differs from its sequence is read in sequence, and a line not
-// UTF-8 is read byte for byte.
+// A record whose file order differs from its sequence (cut and joined by
+// hand) is read in sequence, and a line not UTF-8 is read byte for byte.
 func TestReadRecordingOrdersBySequence(t *testing.T) {
 	lines := []Line{
 		{Seq: 2, Dir: fromAgent, Raw: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentInfo":{"name":"x","version":"1.2"}}}`},
@@ -196,4 +195,35 @@ func TestReplayOfRecordedCodex(t *testing.T) {
 	assert.False(t, p.hasID())
 	assert.EqualValues(t, -32601, p.Error.Code)
 	assert.Equal(t, 1, rep.ExitCode())
+}
+
+// In v2 a prompt is answered as soon as it is taken, and its turn's
+// updates follow the answer: a v2 conversation's updates after a prompt's
+// answer break no rule, and a prompt's answer is no stop reason.
+func TestReplayOfV2TurnFindsNothing(t *testing.T) {
+	raw := []string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}`,
+		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":2}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s1","messageId":"m1","prompt":[]}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"messageId":"m1"}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","messageId":"r1","content":{"type":"text","text":"Hi"}}}}`,
+		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"state_update","state":"idle","stopReason":"cancelled"}}}`,
+	}
+	var lines []Line
+	for i, r := range raw {
+		dir := toAgent
+		if strings.Contains(r, `"result"`) || strings.Contains(r, `"session/update"`) {
+			dir = fromAgent
+		}
+		lines = append(lines, Line{Seq: i + 1, Dir: dir, Raw: r})
+	}
+	rep := replay("v2.jsonl", lines)
+	for _, r := range rep.Results {
+		assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
+	}
+	for _, id := range []string{ruleUpdateAfter.ID, ruleCancelStop.ID} {
+		assert.Equal(t, NotBrought, rep.result(id).Status, id)
+		assert.Contains(t, rep.result(id).Why, "v1's", id)
+	}
 }
