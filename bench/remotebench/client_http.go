@@ -6,14 +6,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"time"
 )
 
 // NewHTTPClient returns the HTTP client every Streamable HTTP connection of
-// one load generator shares: keep-alive connections for the POSTs, as
-// many as the connections need, dropped after 4 s idle (before a server's
-// own keep-alive timeout, Node's 5 s, can close one under a POST).
+// one load generator shares, for the POST of initialize, the SSE streams
+// and DELETE (the other POSTs go on each connection's own, postConn): idle
+// connections kept, as many as the connections need, for 4 s (less than a
+// server's own keep-alive timeout, Node's 5 s, which could close one under
+// a POST).
 func NewHTTPClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{
 		MaxIdleConns:        0,
@@ -34,6 +39,7 @@ type httpWire struct {
 	initial []byte // initialize's answer, read first
 	conn    *sseStream
 	sess    *sseStream
+	posts   *postConn // the POSTs after initialize's
 }
 
 // dialHTTP opens a Streamable HTTP connection with the POST of initialize
@@ -76,18 +82,99 @@ func (w *httpWire) post(ctx context.Context, msg []byte) (*http.Response, error)
 	return w.hc.Do(req)
 }
 
+// send POSTs msg on the connection's own keep-alive TCP connection,
+// written and read on the caller's goroutine: an http.Client would hand
+// each request to goroutines of its own, costs of the generator that
+// would weigh on a Streamable HTTP turn and not on a WebSocket one. A
+// request on a reused connection that the server closed meanwhile (Node
+// closes one idle for 5 s) got no byte of an answer and is sent again on
+// a new one.
 func (w *httpWire) send(ctx context.Context, msg []byte) error {
-	res, err := w.post(ctx, msg)
-	if err != nil {
-		return err
+	for {
+		reused := w.posts != nil
+		if !reused {
+			var err error
+			if w.posts, err = dialPosts(ctx, w.url); err != nil {
+				return err
+			}
+		}
+		status, answered, err := w.posts.post(w.id, w.session, msg)
+		if err == nil && status != http.StatusAccepted {
+			err = fmt.Errorf("remotebench: POST answered %d", status)
+		}
+		if err == nil {
+			return nil
+		}
+		w.posts.close()
+		w.posts = nil
+		if answered || !reused {
+			return err
+		}
 	}
-	_, _ = io.Copy(io.Discard, res.Body) // so that the keep-alive connection is reused
-	res.Body.Close()
-	if res.StatusCode != http.StatusAccepted {
-		return statusError("POST", res)
-	}
-	return nil
 }
+
+// postConn is a keep-alive HTTP/1.1 connection for one Streamable HTTP
+// connection's POSTs.
+type postConn struct {
+	c    net.Conn
+	r    *bufio.Reader
+	host string
+	path string
+	req  []byte // the request being written, its array kept
+	done bool   // the server said it closes the connection
+}
+
+func dialPosts(ctx context.Context, rawURL string) (*postConn, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return nil, err
+	}
+	return &postConn{c: c, r: bufio.NewReaderSize(c, 4<<10), host: u.Host, path: u.RequestURI()}, nil
+}
+
+// post sends one POST and reads its answer whole; answered says whether
+// any of the answer came.
+func (p *postConn) post(connID, session string, body []byte) (status int, answered bool, err error) {
+	if p.done {
+		return 0, false, io.EOF
+	}
+	b := append(p.req[:0], "POST "...)
+	b = append(b, p.path...)
+	b = append(b, " HTTP/1.1\r\nHost: "...)
+	b = append(b, p.host...)
+	b = append(b, "\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAcp-Connection-Id: "...)
+	b = append(b, connID...)
+	if session != "" {
+		b = append(b, "\r\nAcp-Session-Id: "...)
+		b = append(b, session...)
+	}
+	b = append(b, "\r\nContent-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	b = append(b, body...)
+	p.req = b
+	if _, err := p.c.Write(b); err != nil {
+		return 0, false, err
+	}
+	if _, err := p.r.Peek(1); err != nil {
+		return 0, false, err
+	}
+	res, err := http.ReadResponse(p.r, nil)
+	if err != nil {
+		return 0, true, err
+	}
+	_, err = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	p.done = res.Close
+	return res.StatusCode, true, err
+}
+
+func (p *postConn) close() { _ = p.c.Close() }
 
 func (w *httpWire) recv() ([]byte, error) {
 	if w.initial != nil {
@@ -139,6 +226,9 @@ func (w *httpWire) close() error {
 			_, _ = io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 		}
+	}
+	if w.posts != nil {
+		w.posts.close()
 	}
 	for _, s := range []*sseStream{w.conn, w.sess} {
 		if s != nil {
