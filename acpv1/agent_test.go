@@ -172,3 +172,21 @@ func TestNullPromptElementIsInvalidParams(t *testing.T) {
 	m := p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
 	assert.Contains(t, m.Error.Message, `"prompt"[1] is null`)
 }
+
+// A prompt naming its session twice, once in another case, is served in
+// the session the Conn reads, the one its session/cancel cancels: member
+// names match exactly, as JSON.parse and the SDK's validators match them.
+func TestPromptIsServedInTheSessionTheWireNames(t *testing.T) {
+	ctx := wiretest.Context(t)
+	sessions := make(chan SessionID, 1)
+	a := Agent{SessionPrompt: func(ctx context.Context, p PromptRequest) (PromptResponse, error) {
+		sessions <- p.SessionID
+		<-ctx.Done()
+		return PromptResponse{}, ctx.Err()
+	}}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], a.Router(), nil)
+	p.Request("1", MethodSessionPrompt, `{"sessionId":"a","SESSIONID":"b","prompt":[]}`)
+	assert.Equal(t, SessionID("a"), wiretest.Recv(t, ctx, sessions))
+	p.Notify(MethodSessionCancel, `{"sessionId":"a"}`)
+	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+}

@@ -91,6 +91,37 @@ func TestRepeatedMembersLastWins(t *testing.T) {
 	assert.Equal(t, SessionID("b"), r.SessionID)
 }
 
+// A member's name matches exactly, as JSON.parse and the SDK's validators
+// match it: a member whose name differs from a field's in case alone is
+// one the type does not know (encoding/json would take it for the field),
+// also when a member is met twice, which JSON.parse reads as its last.
+func TestMemberNamesMatchExactly(t *testing.T) {
+	cases := []struct{ def, json string }{
+		{"PromptRequest", `{"sessionId":"a","SESSIONID":"b","prompt":[]}`},
+		{"PromptRequest", `{"sessionId":"a","\u017fessionId":"b","prompt":[]}`},
+		{"PromptRequest", `{"sessionId":"x","sessionId":"a","SessionId":"b","prompt":[]}`},
+		{"ContentBlock", `{"type":"text","text":"a","TEXT":"b"}`},
+		{"SessionNotification", `{"sessionId":"a","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a","Text":"b"}}}`},
+	}
+	var valid []interoptest.DecodeCase
+	for _, c := range cases {
+		valid = append(valid, interoptest.Valid(c.def, c.json))
+	}
+	interoptest.DecodeChecksAgree(t, 1, "../interop", schemaTypes, valid)
+	var r PromptRequest
+	for _, c := range cases[:3] {
+		r = PromptRequest{}
+		require.NoError(t, json.Unmarshal([]byte(c.json), &r))
+		assert.Equal(t, SessionID("a"), r.SessionID, c.json)
+	}
+	var b ContentBlock
+	require.NoError(t, json.Unmarshal([]byte(cases[3].json), &b))
+	assert.Equal(t, TextContent{Text: "a"}, b.Value)
+	var n SessionNotification
+	require.NoError(t, json.Unmarshal([]byte(cases[4].json), &n))
+	assert.Equal(t, TextContent{Text: "a"}, n.Update.Value.(AgentMessageChunk).Content.Value)
+}
+
 // TestLenientMembers: what the schema reads leniently is read as the SDK
 // reads it: a plan entry that does not decode is left out of the list, an
 // audience that is not a Role too, and a tool call's kind the schema does

@@ -48,3 +48,15 @@ func TestNullListElementsAndRepeatedMembers(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"type":"text","text":"t","type":"image","data":"d","mimeType":"image/png"}`), &b))
 	assert.IsType(t, ImageContent{}, b.Value)
 }
+
+// A member's name matches exactly, as JSON.parse and the SDK's validators
+// match it: one whose name differs from a field's in case alone is a
+// member the type does not know.
+func TestMemberNamesMatchExactly(t *testing.T) {
+	in := `{"sessionId":"a","SESSIONID":"b","prompt":[{"type":"text","text":"x","TEXT":"y"}]}`
+	interoptest.DecodeChecksAgree(t, 2, "../interop", schemaTypes, []interoptest.DecodeCase{interoptest.Valid("PromptRequest", in)})
+	var r PromptRequest
+	require.NoError(t, json.Unmarshal([]byte(in), &r))
+	assert.Equal(t, SessionID("a"), r.SessionID)
+	assert.Equal(t, TextContent{Text: "x"}, r.Prompt[0].Value)
+}

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -21,11 +22,17 @@ import (
 // decodes such bytes in one pass of this package's scanner instead: it
 // walks an object's members, sets string fields itself, calls a member's
 // own UnmarshalJSON directly (the nested unions), and hands the rest, the
-// small values, to json.Unmarshal. It keeps json.Unmarshal's results
-// exactly by declining what it does not do the same way: any value it is
-// unsure of, a member met twice, a key that only matches a field without
-// regard to case, a type error. Declining returns errDecline, and As then
-// decodes the whole value with json.Unmarshal, as before.
+// small values, to json.Unmarshal. It reads member names as JSON.parse,
+// the SDK's validators and the wire's own parse read them, where
+// encoding/json does not: a name matches a field exactly (encoding/json
+// also takes "SESSIONID" for sessionId, so the same bytes named one session
+// to the Conn and another to the handler), and a member met twice is read
+// as its last, whole (encoding/json merges a repeated object into the
+// first). Otherwise it keeps json.Unmarshal's results exactly by declining
+// what it does not do the same way: any value it is unsure of, a type
+// error. Declining returns errDecline, and As then decodes the whole value
+// with json.Unmarshal, as before, without the members whose names match a
+// field only without regard to case (exactMembers).
 
 // errDecline says decodeValid leaves the value to json.Unmarshal.
 var errDecline = errors.New("acpjson: left to encoding/json")
@@ -136,20 +143,16 @@ func decodeStructWith(data []byte, rv reflect.Value, l *Members) ([]bool, error)
 		l.note(found, name, value)
 		i, ok := info.byName[name]
 		if !ok {
-			if info.foldMatch(name) {
-				err = errDecline
-			}
-			return err == nil
+			return true // a member the type does not know, whatever its case
 		}
 		if seen == nil {
 			seen = make([]bool, len(info.index))
 		}
+		fv := rv.Field(info.index[i])
 		if seen[i] {
-			err = errDecline // decoding into what the first one set
-			return false
+			fv.SetZero() // the last one wins whole, as in JSON.parse: nothing of the first is merged in
 		}
 		seen[i] = true
-		fv := rv.Field(info.index[i])
 		if skip, ok := l.of(name); ok {
 			decodeLenient(value, fv, skip, l.noNulls(name))
 			return true
@@ -195,22 +198,45 @@ type structFields struct {
 	index  []int          // the fields' indexes in the struct
 }
 
-// foldMatch reports whether a key that matches no field exactly would
-// match one to encoding/json, which also takes a key that differs from a
-// field's name only in case. The fields' names are ASCII; a key that is
-// not is declined, since Unicode case folding has more to it.
-func (f *structFields) foldMatch(key string) bool {
-	for i := 0; i < len(key); i++ {
-		if key[i] >= utf8.RuneSelf {
-			return true
-		}
+// folded reports whether key matches no field exactly but would match
+// one to encoding/json, which also takes a key that differs from a field's
+// name only in case (Unicode's simple folding: "ſessionId" is sessionId).
+func (f *structFields) folded(key string) bool {
+	if _, exact := f.byName[key]; exact {
+		return false
 	}
 	for name := range f.byName {
-		if len(name) == len(key) && bytes.EqualFold([]byte(name), []byte(key)) {
+		if strings.EqualFold(name, key) {
 			return true
 		}
 	}
 	return false
+}
+
+// exactMembers returns the object data without the members whose names
+// match a field of t only without regard to case, for json.Unmarshal,
+// which would take them for the field: JSON.parse and the SDK's
+// validators match names exactly, and so does the wire's own parse.
+func exactMembers(data []byte, t reflect.Type) []byte {
+	info := fieldsOf(t)
+	if info == nil {
+		return data
+	}
+	var kept [][]byte
+	dropped := false
+	err := eachMember(data, func(name string, member, _ []byte) bool {
+		if info.folded(name) {
+			dropped = true
+		} else {
+			kept = append(kept, member)
+		}
+		return true
+	})
+	if err != nil || !dropped {
+		return data
+	}
+	out := append([]byte{'{'}, bytes.Join(kept, []byte{','})...)
+	return append(out, '}')
 }
 
 var fieldCache sync.Map // reflect.Type to *structFields, nil when declined
@@ -517,9 +543,11 @@ func decodeMember(value []byte, fv reflect.Value) error {
 // members as l says (l may be nil): in one pass (decodeValid), the
 // required members noted on the way, when v holds its zero value, and
 // with json.Unmarshal, which merges into what v holds, otherwise or when
-// the pass declines or fails. That json.Unmarshal is not lenient: a struct
-// decoded into again, or one with a key that matches a field only without
-// regard to case, or a member twice, fails on a malformed lenient member.
+// the pass declines or fails, without the top-level members whose names
+// match a field only without regard to case. That json.Unmarshal is not
+// lenient: a struct decoded into again fails on a malformed lenient member,
+// and its nested structs of no UnmarshalJSON of their own take names in
+// another case and merge a repeated member, as encoding/json does.
 func Into(data []byte, v any, l *Members) error {
 	rv := reflect.ValueOf(v).Elem()
 	if rv.IsZero() {
@@ -532,7 +560,7 @@ func Into(data []byte, v any, l *Members) error {
 	if err := l.check(data); err != nil {
 		return err
 	}
-	return json.Unmarshal(data, v)
+	return json.Unmarshal(exactMembers(data, rv.Type()), v)
 }
 
 // check checks, in one walk over the object data's top-level members, what
