@@ -113,5 +113,7 @@ done < <(cd "$tmp/repo/examples" && go list -f '{{if eq .Name "main"}}{{.ImportP
 [ "$installed" -gt 0 ] || fail "the examples module has no commands"
 out=$("$tmp/bin/hello/client/client" "$tmp/bin/hello/agent/agent")
 [ "$out" = "You said: hello" ] || fail "the installed hello client printed \"$out\""
+out=$("$tmp/bin/cancel/client/client" "$tmp/bin/cancel/agent/agent" | tail -n 1)
+[ "$out" = "stop reason: cancelled" ] || fail "the installed cancel client ended with \"$out\""
 "$tmp/bin/client/client" -agent "$tmp/bin/agent/agent"
 echo "modproxy: $installed example commands installed at $version, a fresh module built and ran against the proxy"

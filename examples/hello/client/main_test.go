@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/acpkit/acprpc/examples/internal/agenttest"
 )
 
 // TestMain fails the tests if any goroutine outlives them.
@@ -19,9 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestHello runs the client against the agent, built: one prompt, one
 // message back.
 func TestHello(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "agent")
-	build, err := exec.Command("go", "build", "-o", bin, "../agent").CombinedOutput()
-	require.NoError(t, err, "%s", build)
+	bin := agenttest.Build(t, "../agent")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out bytes.Buffer

@@ -1,11 +1,14 @@
-// Package agenttest builds the example agent once for a test binary, so every
-// test of the examples drives the real subprocess.
+// Package agenttest builds the examples' agents for their tests, so every test
+// of the examples drives the real subprocess: the demo agent once for a test
+// binary (Main), or the agent beside a client (Build).
 package agenttest
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -30,4 +33,18 @@ func Main(m *testing.M, bin *string) {
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}))
+}
+
+// Build builds the command of the package at pkg (a path from the test's
+// folder, "../agent") into the test's temporary folder and returns the
+// binary's path, so a client's test drives the agent beside it as a user
+// runs it.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
 }
