@@ -20,15 +20,8 @@ func TestPinnedVersionStays(t *testing.T) {
 	pinned := &acprpc.Options{PinnedVersion: acprpc.ProtocolV1}
 	t.Run("client", func(t *testing.T) {
 		ctx := wiretest.Context(t)
-		perm := make(chan context.Context, 1)
-		h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-			perm <- ctx
-			<-ctx.Done()
-			return nil, context.Cause(ctx)
-		})
-		c, p := wiretest.Connect(t, wiretest.Transports[0], h, pinned)
-		done := make(chan error, 1)
-		go func() { done <- c.Call(ctx, "initialize", map[string]int{"protocolVersion": 1}, nil) }()
+		c, p, perm := holdingClient(t, pinned)
+		done := goCall(c, ctx, "initialize", map[string]int{"protocolVersion": 1}, nil)
 		init := p.ExpectRequest(ctx, "initialize")
 		p.Respond(string(init.ID), `{"protocolVersion":2}`)
 		require.NoError(t, wiretest.Recv(t, ctx, done))
@@ -194,15 +187,8 @@ func TestVersionLearntFromInitialize(t *testing.T) {
 	})
 	t.Run("client", func(t *testing.T) {
 		ctx := wiretest.Context(t)
-		perm := make(chan context.Context, 1)
-		h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-			perm <- ctx
-			<-ctx.Done()
-			return nil, ctx.Err()
-		})
-		c, p := wiretest.Connect(t, wiretest.Transports[0], h, nil)
-		done := make(chan error, 1)
-		go func() { done <- c.Call(ctx, "initialize", map[string]int{"protocolVersion": 2}, nil) }()
+		c, p, perm := holdingClient(t, nil)
+		done := goCall(c, ctx, "initialize", map[string]int{"protocolVersion": 2}, nil)
 		init := p.ExpectRequest(ctx, "initialize")
 		// The agent's answer and its first request in one write: the
 		// request is read under v2's rules.
@@ -342,4 +328,18 @@ func TestAgentWarnsOfSessionNewBeforeInitialize(t *testing.T) {
 	p.Request("3", "session/new", `{"cwd":"/"}`)
 	p.ExpectResult(ctx, "3", `{"cwd":"/"}`)
 	assert.Len(t, log.Logged(), 1, "one warning, for the session/new before initialize")
+}
+
+// holdingClient is a client's Conn whose handler hands each request's
+// context to perm and answers only once it is cancelled, as the answer to a
+// cancelled request.
+func holdingClient(t *testing.T, opts *acprpc.Options) (*acprpc.Conn, *wiretest.Peer, chan context.Context) {
+	perm := make(chan context.Context, 1)
+	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		perm <- ctx
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	})
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, opts)
+	return c, p, perm
 }

@@ -38,20 +38,3 @@ func TestReadEnvelopeAsTheConnReadsIt(t *testing.T) {
 		assert.Equal(t, tc.sess, env.SessionID, tc.msg)
 	}
 }
-
-// TestIDKeyMatchesIDsAsTheConnDoes: the spellings of one ID share a key,
-// a number and a string never do, and what no Conn carries has the zero
-// key.
-func TestIDKeyMatchesIDsAsTheConnDoes(t *testing.T) {
-	key := func(msg string) acprpc.IDKey { return acprpc.ReadEnvelope([]byte(msg)).ID.Key() }
-	answer := func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"result":null}` }
-	assert.Equal(t, acprpc.Int64ID(1).Key(), key(answer("1.0")))
-	assert.Equal(t, key(answer("1")), key(answer("1e0")))
-	assert.Equal(t, key(answer(`"a"`)), key(answer(`"\u0061"`)))
-	assert.Equal(t, acprpc.StringID("a").Key(), key(answer(`"a"`)))
-	assert.NotEqual(t, key(answer("1")), key(answer(`"1"`)))
-	assert.NotEqual(t, key(answer("1")), key(answer("2")))
-	assert.Equal(t, acprpc.IDKey{}, acprpc.ID{}.Key())
-	assert.Equal(t, acprpc.IDKey{}, key(answer("null")))
-	assert.NotEqual(t, acprpc.IDKey{}, acprpc.Int64ID(0).Key())
-}

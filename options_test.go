@@ -42,7 +42,7 @@ func TestLimitsMaxMessageSize(t *testing.T) {
 		p.ExpectError(ctx, "3", acprpc.CodeInvalidRequest)
 
 		// An over-long notification has no ID: its -32600 carries null.
-		p.Notify("session/update", `{"pad":"`+strings.Repeat("z", 2*limit)+`"}`)
+		p.Notify("x/note", `{"pad":"`+strings.Repeat("z", 2*limit)+`"}`)
 		p.ExpectAnswer(ctx, "null")
 
 		// The connection lives on.
@@ -190,11 +190,11 @@ func (h *heldNotes) Handle(ctx context.Context, req *acprpc.Request) (any, error
 	return nil, acprpc.MethodNotFound(req.Method)
 }
 
-// updateFlood is n session/update notifications, numbered, as lines.
+// updateFlood is n notifications, numbered, as lines.
 func updateFlood(n int) []string {
 	lines := make([]string, n)
 	for i := range lines {
-		lines[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":%d}}`, i)
+		lines[i] = fmt.Sprintf(`{"jsonrpc":"2.0","method":"x/note","params":{"n":%d}}`, i)
 	}
 	return lines
 }
@@ -427,12 +427,12 @@ func TestLimitsMaxOutgoing(t *testing.T) {
 // request, keep memory bounded without stopping the reader from reading
 // what would free it.
 
-// bpUpdates is session/update lines numbered from..to, each padded with
+// bpUpdates is notification lines numbered from..to, each padded with
 // pad bytes.
 func bpUpdates(from, to, pad int) string {
 	var b strings.Builder
 	for i := from; i <= to; i++ {
-		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","n":%d,"pad":"%s"}}`+"\n",
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"x/note","params":{"n":%d,"pad":"%s"}}`+"\n",
 			i, strings.Repeat("u", pad))
 	}
 	return b.String()
@@ -607,11 +607,11 @@ func TestBackpressureInFlightBytesHoldMemory(t *testing.T) {
 		<-ctx.Done()
 		return nil, context.Cause(ctx)
 	}
-	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"session/prompt": hold},
+	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"x/hold": hold},
 		&acprpc.Options{MaxInFlightBytes: limit, MaxMessageSize: 1 << 20})
 	before := bpHeap()
 	head := func(i int) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s%d","pad":"`, i, i)
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x/hold","params":{"n":%d,"pad":"`, i, i)
 	}
 	pad := strings.Repeat("p", size-len(head(10))-len(`"}}`))
 	written := make(chan error, 1)

@@ -181,9 +181,9 @@ func TestConnMethodNotFound(t *testing.T) {
 		assert.Zero(t, dollar.Load(), "a $/ request reached the handler")
 
 		_, nilPeer := wiretest.Connect(t, tr, nil, nil)
-		nilPeer.Request("1", "session/prompt", `{"sessionId":"s"}`)
+		nilPeer.Request("1", "x/work", `{"n":1}`)
 		nilPeer.ExpectError(ctx, "1", acprpc.CodeMethodNotFound)
-		nilPeer.Notify("session/update", `{}`)
+		nilPeer.Notify("x/note", `{}`)
 		nilPeer.Request("2", "x", "")
 		nilPeer.ExpectError(ctx, "2", acprpc.CodeMethodNotFound)
 	})
@@ -393,7 +393,7 @@ func TestHandlerContext(t *testing.T) {
 		}},
 	}
 	h := wiretest.Mux{
-		"session/prompt": func(ctx context.Context, req *acprpc.Request) (any, error) {
+		"x/hold": func(ctx context.Context, req *acprpc.Request) (any, error) {
 			seen <- ctx.Value(traceKey{}).(string)
 			r, ok := acprpc.RequestFromContext(ctx)
 			assert.True(t, ok && r == req, "RequestFromContext through the derived context")
@@ -408,12 +408,12 @@ func TestHandlerContext(t *testing.T) {
 		},
 	}
 	_, p := wiretest.Connect(t, wiretest.Transports[0], h, opts)
-	p.Request("7", "session/prompt", `{"sessionId":"s"}`)
-	assert.Equal(t, `session/prompt#7 {"sessionId":"s"}`, wiretest.Recv(t, ctx, seen))
+	p.Request("7", "x/hold", `{"n":1}`)
+	assert.Equal(t, `x/hold#7 {"n":1}`, wiretest.Recv(t, ctx, seen))
 	p.Cancel("7")
 	assert.Equal(t, acprpc.ErrPeerCancelled.Error(), wiretest.Recv(t, ctx, seen), "the peer's cancel reaches the derived context")
-	p.ExpectResult(ctx, "7", `{"stopReason":"cancelled"}`)
-	assert.Equal(t, `session/prompt#7 {"sessionId":"s"}`, wiretest.Recv(t, ctx, sentUnder), "the answer is sent under the handler's context")
+	p.ExpectError(ctx, "7", acprpc.CodeRequestCancelled)
+	assert.Equal(t, `x/hold#7 {"n":1}`, wiretest.Recv(t, ctx, sentUnder), "the answer is sent under the handler's context")
 	p.Notify("note", `[1]`)
 	assert.Equal(t, `note# [1]`, wiretest.Recv(t, ctx, seen))
 }
