@@ -211,8 +211,8 @@ func TestCallWaitAfterCancel(t *testing.T) {
 		// Marker: nil error, result decoded.
 		cctx, cancel := context.WithCancel(ctx)
 		var res struct{ StopReason string }
-		done := goCall(c, cctx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
-		req := p.ExpectRequest(ctx, "session/prompt")
+		done := goCall(c, cctx, "x/work", map[string]int{"n": 1}, &res)
+		req := p.ExpectRequest(ctx, "x/work")
 		cancel()
 		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
 		select {
@@ -264,8 +264,8 @@ func TestCallWaitAfterCancelPerCall(t *testing.T) {
 	c, p := wiretest.Connect(t, wiretest.Transports[2], nil, nil)
 	cctx, cancel := context.WithCancel(ctx)
 	var res map[string]any
-	done := goCall(c, cctx, "session/request_permission", nil, &res, acprpc.WaitAfterCancel(time.Minute))
-	req := p.ExpectRequest(ctx, "session/request_permission")
+	done := goCall(c, cctx, "x/ask", nil, &res, acprpc.WaitAfterCancel(time.Minute))
+	req := p.ExpectRequest(ctx, "x/ask")
 	cancel()
 	p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
 	p.Respond(string(req.ID), `{"outcome":{"outcome":"cancelled"}}`)
@@ -344,7 +344,7 @@ func TestCallAnswerAfterNotifications(t *testing.T) {
 		release := make(chan struct{})
 		var handled atomic.Int32
 		c, p := wiretest.Connect(t, tr, wiretest.Mux{
-			"session/update": func(_ context.Context, req *acprpc.Request) (any, error) {
+			"x/note": func(_ context.Context, req *acprpc.Request) (any, error) {
 				if strings.Contains(string(req.Params), `"last"`) {
 					<-release
 				}
@@ -357,14 +357,14 @@ func TestCallAnswerAfterNotifications(t *testing.T) {
 		var handledAtReturn int32
 		done := make(chan error, 1)
 		go func() {
-			err := c.Call(ctx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
+			err := c.Call(ctx, "x/work", map[string]int{"n": 1}, &res)
 			handledAtReturn = handled.Load()
 			done <- err
 		}()
-		req := p.ExpectRequest(ctx, "session/prompt")
-		p.Notify("session/update", `{"sessionId":"s","update":{"n":1}}`)
-		p.Notify("session/update", `{"sessionId":"s","update":{"n":2}}`)
-		p.Notify("session/update", `{"sessionId":"s","update":"last"}`)
+		req := p.ExpectRequest(ctx, "x/work")
+		p.Notify("x/note", `{"n":1}`)
+		p.Notify("x/note", `{"n":2}`)
+		p.Notify("x/note", `{"n":"last"}`)
 		p.Respond(string(req.ID), `{"stopReason":"end_turn"}`)
 		p.Request("1", "ping", "") // once answered, the response has been read
 		p.ExpectResult(ctx, "1", `"pong"`)
@@ -398,7 +398,7 @@ func TestCallAnswerBehindNotificationWhenContextEnds(t *testing.T) {
 			ctx := wiretest.Context(t)
 			release, handling := make(chan struct{}), make(chan struct{})
 			c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{
-				"session/update": func(context.Context, *acprpc.Request) (any, error) {
+				"x/note": func(context.Context, *acprpc.Request) (any, error) {
 					close(handling)
 					<-release
 					return nil, nil
@@ -408,20 +408,20 @@ func TestCallAnswerBehindNotificationWhenContextEnds(t *testing.T) {
 			defer close(release)
 			callCtx, cancel := context.WithCancel(ctx)
 			var res struct{ StopReason string }
-			done := goCall(c, callCtx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
-			req := p.ExpectRequest(ctx, "session/prompt")
-			p.Notify("session/update", `{"sessionId":"s","update":{}}`)
+			done := goCall(c, callCtx, "x/work", map[string]int{"n": 1}, &res)
+			req := p.ExpectRequest(ctx, "x/work")
+			p.Notify("x/note", `{}`)
 			if tc.code == 0 {
 				p.Respond(string(req.ID), tc.answer)
 			} else {
 				p.RespondError(string(req.ID), tc.code, "refused")
 			}
-			p.Request("1", "ping", "") // once answered, the prompt's answer has been read
+			p.Request("1", "ping", "") // once answered, the call's answer has been read
 			p.ExpectResult(ctx, "1", `"pong"`)
 			wiretest.Recv(t, ctx, handling)
 			cancel()
 			err := wiretest.Recv(t, ctx, done)
-			assertCancelledCall(t, err, context.Canceled, "session/prompt", string(req.ID))
+			assertCancelledCall(t, err, context.Canceled, "x/work", string(req.ID))
 			if tc.code == 0 {
 				assert.Equal(t, "end_turn", res.StopReason, "the answer travels with the error")
 			} else {
@@ -513,9 +513,9 @@ func TestCallCascadeThreeHops(t *testing.T) {
 func TestCallNotify(t *testing.T) {
 	ctx := wiretest.Context(t)
 	c, p := wiretest.Connect(t, wiretest.Transports[1], nil, nil)
-	require.NoError(t, c.Notify(ctx, "session/update", json.RawMessage(`{"sessionId":"s","update":{"a":"<b>"}}`)))
-	m := p.ExpectNotification(ctx, "session/update")
-	assert.Equal(t, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"a":"<b>"}}}`, m.Raw)
+	require.NoError(t, c.Notify(ctx, "x/note", json.RawMessage(`{"n":1,"update":{"a":"<b>"}}`)))
+	m := p.ExpectNotification(ctx, "x/note")
+	assert.Equal(t, `{"jsonrpc":"2.0","method":"x/note","params":{"n":1,"update":{"a":"<b>"}}}`, m.Raw)
 	require.NoError(t, c.Notify(ctx, "x/none", nil))
 	m = p.ExpectNotification(ctx, "x/none")
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"x/none"}`, m.Raw)
