@@ -137,14 +137,10 @@ func (e cancelledCall) Error() string {
 // cancelledNotify is the reason a Notify whose context had ended sent
 // nothing. It says how to send anyway, since an agent's last updates of a
 // cancelled turn are the usual case: ACP asks for them before the answer.
-type cancelledNotify struct{ ctxErr error }
-
-func (e cancelledNotify) Error() string {
-	return "not sent: its context is done (" + e.ctxErr.Error() + "); to send after a cancel, " +
-		"as a cancelled turn's last session/update, pass context.WithoutCancel(ctx)"
+func cancelledNotify(ctxErr error) error {
+	return statedError{"not sent: its context is done (" + ctxErr.Error() + "); to send after a cancel, " +
+		"as a cancelled turn's last session/update, pass context.WithoutCancel(ctx)", []error{ErrCancelled, ctxErr}}
 }
-
-func (e cancelledNotify) Unwrap() []error { return []error{ErrCancelled, e.ctxErr} }
 
 func (e cancelledCall) Unwrap() []error {
 	if e.answer != nil {

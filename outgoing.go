@@ -402,7 +402,7 @@ func (c *Conn) noteOf(ctx context.Context) *noteContext {
 // without waiting for the peer to read it.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
-		return &CallError{Method: method, Err: cancelledNotify{ctxErr: err}}
+		return &CallError{Method: method, Err: cancelledNotify(err)}
 	}
 	if err := c.Err(); err != nil { // closed, though the writer may not have stopped yet
 		return &CallError{Method: method, Err: err}
