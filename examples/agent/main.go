@@ -75,7 +75,13 @@ func main() {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logs := newLogWriter(os.Stderr) // a burst of turns logs in a few writes, not one per line
+	defer logs.Flush()
+	exit := func(code int) {
+		logs.Flush()
+		os.Exit(code)
+	}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -84,13 +90,13 @@ func main() {
 		opts, err := where.options()
 		if err != nil {
 			log.Error("bad flag", "error", err)
-			os.Exit(2)
+			exit(2)
 		}
-		os.Exit(serve(ctx, *listen, opts, log, *graceful))
+		exit(serve(ctx, *listen, opts, log, *graceful))
 	}
 	if where.set() {
 		log.Error("bad flag: -allow-host, -allow-peer, -allow-origin and -token-file apply to -listen only")
-		os.Exit(2)
+		exit(2)
 	}
 
 	agent := demo.NewAgent(log)
