@@ -25,9 +25,14 @@ type notifier struct {
 	callers int // Calls made by the notification handler, with its context, not yet returned
 	queued  uint64
 	handled uint64
-	changed signal // fired when handled grows
-	running bool   // the goroutine runs handlers
-	ended   bool   // stopped and done closed
+	// reached holds, for each count that someone waits for and handled has
+	// not reached, a channel closed once it does: each waiter wakes once,
+	// at its own count, not at every notification handled before it, which
+	// for answers queued behind a burst of notifications is a wake-up per
+	// waiter per notification.
+	reached map[uint64]chan struct{}
+	running bool // the goroutine runs handlers
+	ended   bool // stopped and done closed
 
 	handle  func(message) // set before the connection starts
 	pool    *workerPool   // runs the loop
@@ -137,21 +142,45 @@ func (n *notifier) barrier() uint64 {
 // notifier has stopped, or giveUp is closed. It reports whether they were
 // all handled.
 func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) bool {
-	for {
-		n.mu.Lock()
-		if n.handled >= target {
-			n.mu.Unlock()
-			return true
-		}
-		changed := n.changed.wait()
+	n.mu.Lock()
+	if n.handled >= target {
 		n.mu.Unlock()
-		select {
-		case <-changed:
-		case <-n.stopped:
-			return false
-		case <-giveUp:
-			return false
+		return true
+	}
+	reached := n.reachedChan(target)
+	n.mu.Unlock()
+	select {
+	case <-reached:
+		return true
+	case <-n.stopped:
+		return false
+	case <-giveUp:
+		return false
+	}
+}
+
+// reachedChan returns the channel closed once handled reaches target, which
+// it has not yet; n.mu is held. A waiter that gives up leaves it in place:
+// the count it waited for is one already queued, which the loop reaches.
+func (n *notifier) reachedChan(target uint64) <-chan struct{} {
+	ch := n.reached[target]
+	if ch == nil {
+		if n.reached == nil {
+			n.reached = make(map[uint64]chan struct{})
 		}
+		ch = make(chan struct{})
+		n.reached[target] = ch
+	}
+	return ch
+}
+
+// handledOne counts a notification handled and wakes those who waited for
+// that count; n.mu is held.
+func (n *notifier) handledOne() {
+	n.handled++
+	if ch, ok := n.reached[n.handled]; ok {
+		close(ch)
+		delete(n.reached, n.handled)
 	}
 }
 
@@ -173,8 +202,7 @@ func (n *notifier) run() {
 		}
 		n.handle(m)
 		n.mu.Lock()
-		n.handled++
-		n.changed.fire()
+		n.handledOne()
 		n.mu.Unlock()
 	}
 }

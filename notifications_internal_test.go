@@ -66,3 +66,39 @@ func TestNotifierQueue(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// A response waits for the notifications read before it: its waiter wakes
+// once, when the count it waits for is handled, not at each notification
+// handled before that, and a waiter whose count is reached already does not
+// wait at all.
+func TestNotifierWakesAWaiterAtItsCount(t *testing.T) {
+	gate := make(chan struct{})
+	n := newNotifier(func(message) { <-gate }, nil)
+	n.running = true // no loop of its own: the test runs it
+	for range 3 {
+		n.mu.Lock()
+		n.enqueue(message{Method: "m"})
+		n.queued++
+		n.mu.Unlock()
+	}
+	loop := make(chan struct{})
+	go func() { n.run(); close(loop) }()
+
+	n.mu.Lock()
+	third := n.reachedChan(3)
+	n.mu.Unlock()
+	for handled := 1; handled <= 2; handled++ {
+		gate <- struct{}{}
+		require.True(t, n.waitFor(uint64(handled), nil))
+		select {
+		case <-third:
+			t.Fatalf("the waiter for 3 woke at %d", handled)
+		default:
+		}
+	}
+	gate <- struct{}{}
+	<-third
+	<-loop
+	assert.True(t, n.waitFor(3, nil))
+	assert.Empty(t, n.reached, "a count reached is forgotten")
+}
