@@ -44,6 +44,9 @@ func TestAcprpcTurnsPhases(t *testing.T) {
 			}
 			conn := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(clientIn, clientOut), client.Router(), nil)
 			ctx := context.Background()
+			_, err = acpv1.ToAgent.Initialize.Call(ctx, conn, acpv1.InitializeRequest{ProtocolVersion: acpv1.Version,
+				ClientCapabilities: acpv1.ClientCapabilities{Terminal: true}})
+			require.NoError(t, err)
 			answers := make(chan acpv1.PromptResponse, n)
 			sessions := make([]acpv1.SessionID, n)
 			for i := range sessions {
