@@ -72,6 +72,7 @@ type burstResult struct {
 	// write of the cancels to the last answer.
 	AgentCPUMs    float64 `json:"agentCpuMs"`
 	AgentSwitches int64   `json:"agentSwitches"`
+	ClientCPUMs   float64 `json:"clientCpuMs"` // this process's, the same span: the client every agent meets
 	// Phases are the agent's stamps (the acprpc-phases rows only).
 	Phases []burstPhase `json:"phases,omitempty"`
 	Load   string       `json:"load"` // the load average when the run ended
@@ -313,6 +314,7 @@ func burstOnce(a burstAgent, n int, wait time.Duration) (res burstResult, err er
 	c.counting.Store(true)
 	pid := strconv.Itoa(p.cmd.Process.Pid)
 	cpu0, switches0 := procSched(pid)
+	self0, _ := procSched("self")
 	t0 = bench.MonoNow()
 	res.StartMono = t0
 	if err := c.write(batch.Bytes()); err != nil {
@@ -325,6 +327,9 @@ func burstOnce(a burstAgent, n int, wait time.Duration) (res burstResult, err er
 	if cpu1, switches1 := procSched(pid); cpu0 >= 0 && cpu1 >= 0 {
 		res.AgentCPUMs = float64(cpu1-cpu0) / float64(time.Millisecond)
 		res.AgentSwitches = switches1 - switches0
+	}
+	if self1, _ := procSched("self"); self0 >= 0 && self1 >= 0 {
+		res.ClientCPUMs = float64(self1-self0) / float64(time.Millisecond)
 	}
 	res.Answers = c.answers.Load()
 	if res.Answers > 0 {
@@ -378,29 +383,30 @@ func burstTable(results []burstResult, agents []burstAgent) string {
 	fmt.Fprintf(&b, "to the client (session/request_permission, terminal/create); then N session/cancel in one write. \"held\" counts\n")
 	fmt.Fprintf(&b, "the requests held before it, \"$/cancel\" the $/cancel_request the agent sent after it (2N owed), \"answers\" the\n")
 	fmt.Fprintf(&b, "prompts answered cancelled, \"all answered\" the time from the write to the last of them, \"agent cpu\" and\n")
-	fmt.Fprintf(&b, "\"switches\" the agent's CPU time and context switches (all threads) over the same span. acprpc is\n")
+	fmt.Fprintf(&b, "\"switches\" the agent's CPU time and context switches (all threads) over the same span, \"client cpu\" the\n")
+	fmt.Fprintf(&b, "client's (this process, the same for every agent). acprpc is\n")
 	fmt.Fprintf(&b, "examples/agent, -prompt its -graceful=false; acprpc-phases is the same turn in the bench's server, without\n")
 	fmt.Fprintf(&b, "the example's log and with each phase stamped. One line per run, runs interleaved; then the medians.\n\n")
-	fmt.Fprintf(&b, "%-20s %6s %6s %9s %8s %15s %13s %9s  %s\n", "agent", "N", "held", "$/cancel", "answers", "all answered ms", "agent cpu ms", "switches", "load")
+	fmt.Fprintf(&b, "%-20s %6s %6s %9s %8s %15s %13s %9s %11s  %s\n", "agent", "N", "held", "$/cancel", "answers", "all answered ms", "agent cpu ms", "switches", "client cpu", "load")
 	for _, r := range results {
-		fmt.Fprintf(&b, "%-20s %6d %6d %9d %8d %15.1f %13.1f %9d  %s\n", r.Agent, r.N, r.Held, r.CancelRequests, r.Answers, r.AllAnswerMs, r.AgentCPUMs, r.AgentSwitches, r.Load)
+		fmt.Fprintf(&b, "%-20s %6d %6d %9d %8d %15.1f %13.1f %9d %11.1f  %s\n", r.Agent, r.N, r.Held, r.CancelRequests, r.Answers, r.AllAnswerMs, r.AgentCPUMs, r.AgentSwitches, r.ClientCPUMs, r.Load)
 		if r.Error != "" {
 			fmt.Fprintf(&b, "%-20s   error: %s\n", "", r.Error)
 		}
 	}
 	fmt.Fprintf(&b, "\nmedians of the runs where every prompt was answered cancelled:\n")
-	fmt.Fprintf(&b, "%-20s %5s %15s %13s %9s %9s\n", "agent", "runs", "all answered ms", "agent cpu ms", "switches", "$/cancel")
+	fmt.Fprintf(&b, "%-20s %5s %15s %13s %9s %11s %9s\n", "agent", "runs", "all answered ms", "agent cpu ms", "switches", "client cpu", "$/cancel")
 	for _, a := range agents {
-		var all, cpu, sw, creq []float64
+		var all, cpu, sw, ccpu, creq []float64
 		for _, r := range complete(results, a.name) {
-			all, cpu = append(all, r.AllAnswerMs), append(cpu, r.AgentCPUMs)
+			all, cpu, ccpu = append(all, r.AllAnswerMs), append(cpu, r.AgentCPUMs), append(ccpu, r.ClientCPUMs)
 			sw, creq = append(sw, float64(r.AgentSwitches)), append(creq, float64(r.CancelRequests))
 		}
 		if len(all) == 0 {
 			fmt.Fprintf(&b, "%-20s %5d %15s\n", a.name, 0, "–")
 			continue
 		}
-		fmt.Fprintf(&b, "%-20s %5d %15.1f %13.1f %9.0f %9.0f\n", a.name, len(all), median(all), median(cpu), median(sw), median(creq))
+		fmt.Fprintf(&b, "%-20s %5d %15.1f %13.1f %9.0f %11.1f %9.0f\n", a.name, len(all), median(all), median(cpu), median(sw), median(ccpu), median(creq))
 	}
 	phaseTable(&b, results, agents)
 	return b.String()
