@@ -19,6 +19,9 @@ import (
 const (
 	quickMark = "[[quick]]"
 	slowMark  = "[[slow]]"
+	// cancelExamplePrompt is examples/cancel's client's prompt, whose turn
+	// it cancels: the model answers it slowly, as a slowMark.
+	cancelExamplePrompt = "count to a hundred"
 )
 
 // slowWord and slowFor pace a slow answer: a word every slowWord, for as
@@ -88,7 +91,7 @@ func (m *modelServer) begin(r *http.Request) (*modelRequest, []byte) {
 	req := &modelRequest{
 		Path:   r.URL.Path,
 		Stream: meta.Stream || r.URL.Path == "/v1/responses",
-		Slow:   strings.LastIndex(text, slowMark) > strings.LastIndex(text, quickMark),
+		Slow:   max(strings.LastIndex(text, slowMark), strings.LastIndex(text, cancelExamplePrompt)) > strings.LastIndex(text, quickMark),
 		Start:  time.Now(),
 	}
 	m.update(func() { m.requests = append(m.requests, req) })

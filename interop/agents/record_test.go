@@ -29,8 +29,15 @@ var codexRecording = filepath.Join(packagesDir, "..", "..", "cmd", "acpcheck", "
 // buildAcpcheck builds cmd/acpcheck from the workspace.
 func buildAcpcheck(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "acpcheck")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/acpkit/acprpc/cmd/acpcheck").CombinedOutput()
+	return buildCommand(t, "github.com/acpkit/acprpc/cmd/acpcheck")
+}
+
+// buildCommand builds the command pkg names from the workspace, as a user
+// builds it, and returns the binary's path.
+func buildCommand(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
 }
