@@ -6,7 +6,10 @@ import "encoding/json"
 // methods it acts on, the versions, the error codes and the cancellation
 // markers. The rest of ACP's schema is the application's (acpv1, acpv2).
 
-// JSON-RPC 2.0 and ACP error codes used on the wire.
+// JSON-RPC 2.0 and ACP error codes used on the wire, the codes the library
+// answers with itself. They are acpv1.ErrorCodeParseError and its siblings
+// (and v2's), untyped here so that they compare with Error.Code; the
+// generated ErrorCode values name the rest of ACP's codes.
 const (
 	CodeParseError       = -32700 // the line is not JSON
 	CodeInvalidRequest   = -32600 // not a JSON-RPC object, a batch, or an ID that cannot be carried
@@ -21,7 +24,10 @@ const (
 	CodeUnsupportedProtocolVersion = -32022
 )
 
-// Method names of the cancellation protocol.
+// Method names of the cancellation protocol, which the connection handles
+// itself (a Router refuses to register them): MethodCancelRequest is
+// acpv1.MethodCancelRequest (and v2's), and MethodLSPCancelRequest is LSP's
+// spelling, read only with Options.AcceptLSPCancel.
 const (
 	MethodCancelRequest    = "$/cancel_request"
 	MethodLSPCancelRequest = "$/cancelRequest"
