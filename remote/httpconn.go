@@ -59,6 +59,7 @@ type outStream struct {
 	queue    [][]byte
 	receiver bool          // a GET holds the stream
 	hurry    func()        // brings the receiving GET's write deadline to drainBy
+	poke     func()        // wakes a receiving GET that waits on its connection (connSink), after wake or the close
 	wake     chan struct{} // signalled when a message is queued
 }
 
@@ -219,6 +220,9 @@ func (h *httpConn) push(session string, msg []byte) error {
 	case st.wake <- struct{}{}:
 	default:
 	}
+	if st.poke != nil {
+		st.poke()
+	}
 	return nil
 }
 
@@ -260,11 +264,12 @@ func (h *httpConn) attach(session string, hurry func()) (*outStream, error) {
 	return st, nil
 }
 
-// setHurry replaces st's hurry, once its GET's connection is taken from
-// net/http (hijackStream), so that it holds no reference to net/http's.
-func (h *httpConn) setHurry(st *outStream, hurry func()) {
+// setWaker replaces st's hurry, once its GET's connection is taken from
+// net/http (hijackStream), so that it holds no reference to net/http's, and
+// sets its poke.
+func (h *httpConn) setWaker(st *outStream, hurry, poke func()) {
 	h.mu.Lock()
-	st.hurry = hurry
+	st.hurry, st.poke = hurry, poke
 	h.mu.Unlock()
 }
 
@@ -273,7 +278,7 @@ func (h *httpConn) setHurry(st *outStream, hurry func()) {
 func (h *httpConn) detach(session string, st *outStream) {
 	h.mu.Lock()
 	st.receiver = false
-	st.hurry = nil
+	st.hurry, st.poke = nil, nil
 	h.readers--
 	release := h.lingers && h.readers == 0 && !h.awaitsGets
 	if release {
@@ -384,6 +389,9 @@ func (h *httpConn) closeWith(reason error) {
 		for _, st := range h.streams {
 			if st.hurry != nil {
 				st.hurry() // a write stuck on a client that does not read
+			}
+			if st.poke != nil {
+				st.poke() // a stream waiting on its connection, to write what is left
 			}
 		}
 		h.mu.Unlock()

@@ -247,7 +247,9 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	if flushBy(rc, h.writeDeadline()) != nil {
 		return
 	}
-	s.stream(&responseSink{w: w, rc: rc, done: r.Context().Done()}, h, st)
+	sink := newResponseSink(w, rc, r, h, st, s.opts.KeepAlive)
+	defer sink.stopTks()
+	s.stream(sink, h, st)
 }
 
 // flushBy flushes what was written, failing at the deadline (none when
@@ -259,17 +261,10 @@ func flushBy(rc *http.ResponseController, deadline time.Time) error {
 }
 
 // stream writes st's messages to sink as they come (those queued together
-// at once), with a keep-alive
-// comment when there is nothing to write for KeepAlive. A message leaves
-// the queue only once it was written, so one that a broken GET did not
-// write goes to the next.
+// at once), with a keep-alive comment every KeepAlive. A message leaves the
+// queue only once it was written, so one that a broken GET did not write
+// goes to the next.
 func (s *Server) stream(sink eventSink, h *httpConn, st *outStream) {
-	var keepAlive <-chan time.Time
-	if d := s.opts.KeepAlive; d > 0 {
-		t := time.NewTicker(d)
-		defer t.Stop()
-		keepAlive = t.C
-	}
 	for {
 		if msgs := h.head(st); msgs != nil {
 			if sink.events(msgs, h.writeDeadline()) != nil {
@@ -281,14 +276,12 @@ func (s *Server) stream(sink eventSink, h *httpConn, st *outStream) {
 		if h.isClosed() {
 			return // and everything queued was written
 		}
-		select {
-		case <-st.wake:
-		case <-h.closed: // write what is left, by drainBy
-		case <-keepAlive:
+		switch sink.wait() {
+		case keepAliveDue:
 			if sink.keepAlive(h.writeDeadline()) != nil {
 				return
 			}
-		case <-sink.gone():
+		case gone:
 			return
 		}
 	}

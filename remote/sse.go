@@ -3,9 +3,11 @@ package remote
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/acpkit/acprpc"
@@ -25,15 +27,40 @@ var (
 type eventSink interface {
 	events(msgs [][]byte, deadline time.Time) error // the messages in order, each an event
 	keepAlive(deadline time.Time) error
-	gone() <-chan struct{} // closed when the client has gone
+	// wait returns once a message may have been queued or the connection
+	// closed (woken), KeepAlive has passed (keepAliveDue), or the client
+	// has gone (gone).
+	wait() waited
 }
+
+// waited is why an eventSink's wait returned.
+type waited int
+
+const (
+	woken waited = iota
+	keepAliveDue
+	gone
+)
 
 // responseSink writes events through net/http's response, flushed
 // together.
 type responseSink struct {
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	done <-chan struct{} // the request's context's
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	wake    <-chan struct{} // the stream's
+	closed  <-chan struct{} // the connection's
+	done    <-chan struct{} // the request's context's
+	ticks   <-chan time.Time
+	stopTks func() bool
+}
+
+func newResponseSink(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, h *httpConn, st *outStream, keepAlive time.Duration) *responseSink {
+	k := &responseSink{w: w, rc: rc, wake: st.wake, closed: h.closed, done: r.Context().Done(), stopTks: func() bool { return false }}
+	if keepAlive > 0 {
+		t := time.NewTicker(keepAlive)
+		k.ticks, k.stopTks = t.C, func() bool { t.Stop(); return true }
+	}
+	return k
 }
 
 func (r *responseSink) events(msgs [][]byte, deadline time.Time) error {
@@ -55,22 +82,40 @@ func (r *responseSink) keepAlive(deadline time.Time) error {
 	return flushBy(r.rc, deadline)
 }
 
-func (r *responseSink) gone() <-chan struct{} { return r.done }
+func (r *responseSink) wait() waited {
+	select {
+	case <-r.wake:
+	case <-r.closed: // write what is left, by drainBy
+	case <-r.ticks:
+		return keepAliveDue
+	case <-r.done:
+		return gone
+	}
+	return woken
+}
 
 // connSink writes events straight to the stream's connection, those
-// written together in one system call, after a response head of its own whose body ends when the
-// connection closes (HTTP/1's rule for a response without a length, and
-// the stream's answer says Connection: close). A stream so taken from
-// net/http holds none of its buffers (8 KiB for reading and writing the
-// connection, 2 KiB for the response) nor its goroutine, which would hold
-// them for the stream's life: only the stream's own goroutine and one
-// that waits for the client to hang up.
+// written together in one system call, after a response head of its own
+// whose body ends when the connection closes (HTTP/1's rule for a response
+// without a length, and the stream's answer says Connection: close). A
+// stream so taken from net/http holds none of its buffers (8 KiB for
+// reading and writing the connection, 2 KiB for the response) nor its
+// goroutines (the request's, and the one that watches for the client to
+// hang up), which would hold them for the stream's life: its one goroutine
+// writes, and between writes waits in a read of the connection, which
+// tells it the client has gone, and which a message queued, the
+// connection's close and the keep-alive's time cut short (poke, and the
+// read deadline).
 type connSink struct {
 	c      net.Conn
-	header []byte        // the response head, until written
-	hangUp chan struct{} // closed when a read of c fails: the client has gone
-	vec    [3][]byte     // bufs' backing
-	bufs   net.Buffers   // kept here to spare an allocation per event
+	header []byte          // the response head, until written
+	wake   <-chan struct{} // the stream's
+	closed <-chan struct{} // the connection's
+	every  time.Duration   // KeepAlive, or 0
+	due    time.Time       // when the next keep-alive is
+	vec    [3][]byte       // bufs' backing
+	bufs   net.Buffers     // kept here to spare an allocation per event
+	drop   [64]byte        // what a read takes, and drops
 }
 
 // hijackStream takes the connection of a stream's GET from net/http, when
@@ -85,17 +130,19 @@ func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, h *httpCon
 	}
 	var head bytes.Buffer
 	head.WriteString("HTTP/1.1 200 OK\r\n")
-	_ = w.Header().Write(&head)
+	_ = w.Header().Write(&head) // as net/http writes them, values cleaned of line breaks
 	head.WriteString("\r\n")
 	c, _, err := http.NewResponseController(w).Hijack() // bytes sent after the GET, if any, are not read
 	if err != nil {
 		s.rawStreams.Done()
 		return nil
 	}
-	sink := &connSink{c: c, header: head.Bytes(), hangUp: make(chan struct{})}
-	h.setHurry(st, func() { _ = c.SetWriteDeadline(h.drainBy) })
-	go sink.awaitHangUp()
-	return sink
+	k := &connSink{c: c, header: head.Bytes(), wake: st.wake, closed: h.closed, every: s.opts.KeepAlive}
+	if k.every > 0 {
+		k.due = time.Now().Add(k.every)
+	}
+	h.setWaker(st, func() { _ = c.SetWriteDeadline(h.drainBy) }, k.poke)
+	return k
 }
 
 // head writes the response's status line and headers.
@@ -129,27 +176,40 @@ func (k *connSink) keepAlive(deadline time.Time) error {
 	return err
 }
 
-func (k *connSink) gone() <-chan struct{} { return k.hangUp }
+// longAgo is a read deadline that has passed: it cuts a read short.
+var longAgo = time.Unix(1, 0)
 
-// awaitHangUp reads the connection until the client closes it (or close
-// does); a client sends nothing more on a stream's connection, and what
-// it sends anyway is dropped.
-func (k *connSink) awaitHangUp() {
-	defer close(k.hangUp)
-	var b [64]byte
+// poke cuts short the read that wait is in, or the next one. A message is
+// queued (wake signalled) or the connection closed before poke, so a wait
+// that sets its deadline after the poke sees them when it looks.
+func (k *connSink) poke() { _ = k.c.SetReadDeadline(longAgo) }
+
+func (k *connSink) wait() waited {
+	_ = k.c.SetReadDeadline(k.due) // zero, no deadline, without keep-alives
+	select {
+	case <-k.wake:
+		return woken
+	case <-k.closed:
+		return woken
+	default:
+	}
 	for {
-		if _, err := k.c.Read(b[:]); err != nil {
-			return
+		_, err := k.c.Read(k.drop[:]) // a client sends nothing more on a stream's connection; what it sends anyway is dropped
+		switch {
+		case err == nil:
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return gone
+		case k.every > 0 && !time.Now().Before(k.due):
+			k.due = time.Now().Add(k.every)
+			return keepAliveDue
+		default:
+			return woken
 		}
 	}
 }
 
-// close closes the connection, which ends the stream's response, and
-// waits for awaitHangUp to return.
-func (k *connSink) close() {
-	_ = k.c.Close()
-	<-k.hangUp
-}
+// close closes the connection, which ends the stream's response.
+func (k *connSink) close() { _ = k.c.Close() }
 
 // sseReader reads the events of an SSE stream. It keeps the data lines
 // of each event, joined by "\n", and ignores comments and other fields.
