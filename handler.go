@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+
+	"github.com/acpkit/acprpc/internal/acpjson"
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // Handler answers the peer's requests and receives its notifications.
@@ -36,6 +39,10 @@ type Request struct {
 	// SessionID is params.sessionId when it is a string, which is how a
 	// session cancellation finds the requests it ends.
 	SessionID string
+
+	// read is Params as the connection read them, valid JSON: while Params
+	// are still those bytes, DecodeParams need not validate them again.
+	read []byte
 }
 
 // IsNotification reports whether the peer expects no answer.
@@ -50,22 +57,36 @@ func (r *Request) IsNotification() bool { return r.ID.IsZero() }
 // schema requires members, naming the first missing, as the SDKs do. Into
 // anything else (a pointer, a map, json.RawMessage) they decode as null.
 func (r *Request) DecodeParams(v any) error {
-	if err := json.Unmarshal(r.paramsFor(v), v); err != nil {
+	params, valid := r.paramsFor(v)
+	if err := decodeJSON(params, v, valid); err != nil {
 		return &Error{Code: CodeInvalidParams, Message: "Invalid params: " + err.Error()}
 	}
 	return nil
 }
 
 // paramsFor returns the params to decode into v: the params as received,
-// or in their absence an empty object for a struct and null otherwise.
-func (r *Request) paramsFor(v any) []byte {
+// or in their absence an empty object for a struct and null otherwise; and
+// whether they are known to be valid JSON.
+func (r *Request) paramsFor(v any) (params []byte, valid bool) {
 	if r.Params != nil && !bytes.Equal(bytes.TrimSpace(r.Params), nullParams) {
-		return r.Params
+		return r.Params, len(r.Params) > 0 && len(r.read) == len(r.Params) && &r.read[0] == &r.Params[0]
 	}
 	if t := reflect.TypeOf(v); t != nil && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
-		return emptyParams
+		return emptyParams, true
 	}
-	return nullParams
+	return nullParams, true
+}
+
+// decodeJSON decodes data into v with json.Unmarshal's result, in one pass
+// over bytes that are valid JSON (valid says they are known to be, or the
+// wire's scan finds them so): encoding/json would validate them in a pass
+// of its own before decoding them, and scan a type's UnmarshalJSON's bytes
+// once more to find their end.
+func decodeJSON(data []byte, v any, valid bool) error {
+	if valid || wire.Valid(data) {
+		return acpjson.DecodeValid(data, v)
+	}
+	return json.Unmarshal(data, v)
 }
 
 var (

@@ -264,7 +264,7 @@ func (c *Conn) handleNotification(m message) {
 	// handled is written only by the goroutine that runs handlers, one at a
 	// time, each started after the last one's writes: it is read unlocked.
 	nc := &noteContext{Context: c.base, conn: c, seq: c.notes.handled + 1,
-		req: Request{Method: m.Method, Params: m.Params, SessionID: m.Scope}}
+		req: Request{Method: m.Method, Params: m.Params, SessionID: m.Scope, read: m.Params}}
 	if _, err := c.invoke(c.handlerContext(nc, &nc.req, noteKey), &nc.req); err != nil {
 		c.log.Debug("acprpc: notification handler failed", "method", m.Method, "error", err.Error())
 	}

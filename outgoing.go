@@ -368,7 +368,7 @@ func (c *Conn) complete(wait context.Context, pc *pendingCall, result any, callE
 	}
 	var decodeErr error
 	if result != nil {
-		decodeErr = json.Unmarshal(pc.result, result)
+		decodeErr = decodeJSON(pc.result, result, true) // a member of a line the read loop validated
 	}
 	switch {
 	case behind:

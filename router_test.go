@@ -120,6 +120,48 @@ func TestRouterAbsentAndNullParams(t *testing.T) {
 	}
 }
 
+// DecodeParams reads params as json.Unmarshal reads them, with its errors,
+// whether they were set by hand, valid or not, or read by a connection; a
+// handler that changes the params it was given gets its own bytes decoded.
+func TestDecodeParamsAsUnmarshal(t *testing.T) {
+	cases := []string{
+		`{"sessionId":"s","prompt":[{"type":"text","text":"caf\u00e9\n\"x\""}]}`, ` {"sessionId" : "s"} `,
+		`{"sessionId":42}`, `{"sessionId":"s"`, `{"sessionId":"s"} x`, `[1]`, `{"SESSIONID":"folded"}`,
+	}
+	for _, params := range cases {
+		var want, got promptParams
+		wantErr := json.Unmarshal([]byte(params), &want)
+		err := (&acprpc.Request{Params: json.RawMessage(params)}).DecodeParams(&got)
+		if wantErr != nil {
+			assert.EqualError(t, err, "jsonrpc error -32602: Invalid params: "+wantErr.Error(), params)
+			continue
+		}
+		require.NoError(t, err, params)
+		assert.Equal(t, want, got, params)
+	}
+
+	ctx := wiretest.Context(t)
+	r := acprpc.NewRouter()
+	r.Register("read", acprpc.HandlerFunc(func(_ context.Context, req *acprpc.Request) (any, error) {
+		var p promptParams
+		err := req.DecodeParams(&p)
+		return p.SessionID, err
+	}))
+	r.Register("changed", acprpc.HandlerFunc(func(_ context.Context, req *acprpc.Request) (any, error) {
+		req.Params = req.Params[:len(req.Params)-1] // the same bytes, short of the closing brace
+		var p promptParams
+		return nil, req.DecodeParams(&p)
+	}))
+	_, p := routerPeer(t, r)
+	p.Request("1", "read", cases[0])
+	p.ExpectResult(ctx, "1", `"s"`)
+	p.Request("2", "read", `{"sessionId":42}`)
+	p.ExpectError(ctx, "2", acprpc.CodeInvalidParams)
+	p.Request("3", "changed", `{"sessionId":"s"}`)
+	m := p.ExpectError(ctx, "3", acprpc.CodeInvalidParams)
+	assert.Contains(t, m.Error.Message, "unexpected end of JSON input")
+}
+
 // A typed handler's error is answered as any handler's: an *Error keeps its
 // code and data, anything else is -32603.
 func TestRouterHandlerErrors(t *testing.T) {

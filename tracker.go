@@ -83,7 +83,7 @@ var errRequestDone = errors.New("acprpc: request answered")
 func (c *Conn) newInRequest(m *message) *inRequest {
 	key, _ := wire.KeyOf(m.ID) // the parse accepted the ID: wire.KeyOf is the one rule for when two are the same
 	r := &inRequest{conn: c, rawID: m.ID, key: key, size: m.Size}
-	r.req = Request{ID: ID{raw: string(m.ID)}, Method: m.Method, Params: m.Params, SessionID: m.Scope}
+	r.req = Request{ID: ID{raw: string(m.ID)}, Method: m.Method, Params: m.Params, SessionID: m.Scope, read: m.Params}
 	r.Context, r.cancel = context.WithCancelCause(c.base)
 	r.handlerCtx = c.handlerContext(r, &r.req, inRequestKey)
 	return r

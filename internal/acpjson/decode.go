@@ -40,13 +40,61 @@ var errDecline = errors.New("acpjson: left to encoding/json")
 var (
 	unmarshalerType     = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+	numberType          = reflect.TypeFor[json.Number]()
 )
+
+// DecodeValid decodes data, JSON known to be valid (a message the wire
+// parse has checked), into v as json.Unmarshal does, with the same value
+// and the same error: in one pass (decodeValid) when v points to its type's
+// zero value, and with json.Unmarshal otherwise or when the pass declines
+// or fails. A type's own UnmarshalJSON is called with its bytes directly,
+// without encoding/json scanning them first; when it fails on a member, the
+// value is decoded again by json.Unmarshal, which calls it again.
+func DecodeValid(data []byte, v any) error {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return json.Unmarshal(data, v) // the InvalidUnmarshalError
+	}
+	data = bytes.TrimSpace(data)
+	if u, ok := v.(json.Unmarshaler); ok && len(data) > 0 {
+		// What json.Unmarshal does with valid data, and the error it
+		// returns as it is.
+		return u.UnmarshalJSON(data)
+	}
+	if e := rv.Elem(); len(data) > 0 && e.IsZero() {
+		if decodeAs(data, e, asUnmarshal) == nil {
+			return nil
+		}
+		e.SetZero()
+	}
+	return json.Unmarshal(data, v)
+}
 
 // decodeValid decodes the valid JSON data into rv, which is addressable
 // and holds its type's zero value, as json.Unmarshal would, or returns an
 // error (errDecline or another) and leaves rv partly set.
-func decodeValid(data []byte, rv reflect.Value) error {
+func decodeValid(data []byte, rv reflect.Value) error { return decodeAs(data, rv, asSchema) }
+
+// reading is how the one pass reads an object's member names: as the
+// schema does (above), or as encoding/json does, declining where the two
+// differ (a name that matches a field only without regard to case, a
+// member met twice), for DecodeValid.
+type reading bool
+
+const (
+	asSchema    reading = false
+	asUnmarshal reading = true
+)
+
+// decodeAs is decodeValid with member names read as how says.
+func decodeAs(data []byte, rv reflect.Value, how reading) error {
 	t := rv.Type()
+	if t.Kind() != reflect.Pointer && t.Name() == "" && reflect.PointerTo(t).NumMethod() > 0 {
+		// A struct type without a name has the methods of the fields it
+		// embeds, which encoding/json calls on the value as a whole but not
+		// on a member of such a type.
+		return errDecline
+	}
 	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
 		// encoding/json calls UnmarshalJSON with the value's bytes, null
 		// included, for a type that is not a pointer.
@@ -64,7 +112,7 @@ func decodeValid(data []byte, rv reflect.Value) error {
 	}
 	switch t.Kind() {
 	case reflect.String:
-		if data[0] != '"' {
+		if data[0] != '"' || t == numberType {
 			return errDecline
 		}
 		rv.SetString(unquote(data))
@@ -73,15 +121,15 @@ func decodeValid(data []byte, rv reflect.Value) error {
 		if data[0] != '{' {
 			return errDecline
 		}
-		return decodeStruct(data, rv)
+		return decodeStruct(data, rv, how)
 	case reflect.Slice:
 		if data[0] != '[' || t.Elem().Kind() == reflect.Uint8 {
 			return generic(data, rv)
 		}
-		return decodeSlice(data, rv)
+		return decodeSlice(data, rv, how)
 	case reflect.Pointer:
 		rv.Set(reflect.New(t.Elem()))
-		return decodeValid(data, rv.Elem())
+		return decodeAs(data, rv.Elem(), how)
 	case reflect.Bool:
 		if data[0] != 't' && data[0] != 'f' {
 			return errDecline
@@ -120,18 +168,18 @@ func generic(data []byte, rv reflect.Value) error {
 }
 
 // decodeStruct decodes the object data into the struct rv.
-func decodeStruct(data []byte, rv reflect.Value) error {
+func decodeStruct(data []byte, rv reflect.Value, how reading) error {
 	if fieldsOf(rv.Type()) == nil {
 		return generic(data, rv)
 	}
-	_, err := decodeStructWith(data, rv, nil)
+	_, err := decodeStructWith(data, rv, nil, how)
 	return err
 }
 
 // decodeStructWith is decodeStruct with the members l names read as the
 // schema reads them, and notes, in the same walk, which of l's required
 // members it found (see Members.found).
-func decodeStructWith(data []byte, rv reflect.Value, l *Members) ([]bool, error) {
+func decodeStructWith(data []byte, rv reflect.Value, l *Members, how reading) ([]bool, error) {
 	info := fieldsOf(rv.Type())
 	if info == nil {
 		return nil, errDecline
@@ -143,12 +191,20 @@ func decodeStructWith(data []byte, rv reflect.Value, l *Members) ([]bool, error)
 		l.note(found, name, value)
 		i, ok := info.byName[name]
 		if !ok {
+			if how == asUnmarshal && info.folded(name) {
+				err = errDecline // encoding/json would take it for a field
+				return false
+			}
 			return true // a member the type does not know, whatever its case
 		}
 		if seen == nil {
 			seen = make([]bool, len(info.index))
 		}
 		fv := rv.Field(info.index[i])
+		if seen[i] && how == asUnmarshal {
+			err = errDecline // encoding/json decodes it into what the first one set
+			return false
+		}
 		if seen[i] {
 			fv.SetZero() // the last one wins whole, as in JSON.parse: nothing of the first is merged in
 		}
@@ -157,7 +213,7 @@ func decodeStructWith(data []byte, rv reflect.Value, l *Members) ([]bool, error)
 			decodeLenient(value, fv, skip, l.noNulls(name))
 			return true
 		}
-		err = decodeValid(value, fv)
+		err = decodeAs(value, fv, how)
 		return err == nil
 	})
 	if walkErr != nil {
@@ -168,7 +224,7 @@ func decodeStructWith(data []byte, rv reflect.Value, l *Members) ([]bool, error)
 
 // decodeSlice decodes the array data into the slice rv, as encoding/json
 // does into a nil slice: an empty array is an empty, non-nil slice.
-func decodeSlice(data []byte, rv reflect.Value) error {
+func decodeSlice(data []byte, rv reflect.Value, how reading) error {
 	out := reflect.MakeSlice(rv.Type(), 0, 0)
 	s := scanner{data: data}
 	s.byte('[')
@@ -183,7 +239,7 @@ func decodeSlice(data []byte, rv reflect.Value) error {
 			return err
 		}
 		out = reflect.Append(out, reflect.Zero(rv.Type().Elem()))
-		if err := decodeValid(data[start:s.i], out.Index(out.Len()-1)); err != nil {
+		if err := decodeAs(data[start:s.i], out.Index(out.Len()-1), how); err != nil {
 			return err
 		}
 		s.space()
@@ -258,16 +314,16 @@ func fieldsOf(t reflect.Type) *structFields {
 		if !sf.IsExported() {
 			continue
 		}
-		name, opts, _ := cutComma(sf.Tag.Get("json"))
-		if name == "-" && opts == "" {
+		name, opts, comma := cutComma(sf.Tag.Get("json"))
+		if name == "-" && !comma {
 			continue
+		}
+		if name == "" {
+			name = sf.Name
 		}
 		if !knownOptions(opts) || !asciiName(name) {
 			f = nil
 			break
-		}
-		if name == "" {
-			name = sf.Name
 		}
 		if _, dup := f.byName[name]; dup {
 			f = nil
@@ -299,14 +355,22 @@ func knownOptions(opts string) bool {
 	return true
 }
 
+// asciiName reports whether name is ASCII and a name encoding/json takes
+// from a tag as it is (it takes the field's own name for any other tag).
 func asciiName(name string) bool {
 	for i := 0; i < len(name); i++ {
-		if name[i] >= utf8.RuneSelf || name[i] == '\\' || name[i] == '"' {
+		c := name[i]
+		letterOrDigit := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !letterOrDigit && !strings.ContainsRune(tagPunctuation, rune(c)) {
 			return false
 		}
 	}
 	return true
 }
+
+// tagPunctuation is what encoding/json accepts in a tag's name besides
+// letters and digits.
+const tagPunctuation = "!#$%&()*+-./:;<=>?@[]^_{|}~ "
 
 // unquote returns the string that the valid JSON string literal raw holds,
 // as encoding/json reads it: escapes decoded, and each byte that is not
@@ -551,7 +615,7 @@ func decodeMember(value []byte, fv reflect.Value) error {
 func Into(data []byte, v any, l *Members) error {
 	rv := reflect.ValueOf(v).Elem()
 	if rv.IsZero() {
-		found, err := decodeStructWith(data, rv, l)
+		found, err := decodeStructWith(data, rv, l, asSchema)
 		if err == nil {
 			return l.missing(data, found)
 		}

@@ -109,6 +109,16 @@ type members struct {
 	scopeName                                   string
 }
 
+// Valid reports whether b is one JSON value, as json.Valid does, for a
+// value nested less deeply than a message may be (deeper ones are
+// reported invalid). It is the parse's own scan, which skips the plain runs
+// of a long string eight bytes at a time.
+func Valid(b []byte) bool {
+	s := scanner{b: b}
+	s.ws()
+	return s.value(0, nil) == nil && s.atEnd()
+}
+
 // Member returns the raw value of obj's top-level member name, or nil when
 // obj is not a valid object or has no such member.
 func Member(obj []byte, name string) []byte {
