@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs every Fuzz* target in the module for a while each.
+# Runs every Fuzz* target of the workspace's modules for a while each.
 #
 #   scripts/fuzz.sh [time per target, default 60s]
 #
-# Targets are found with `go test -list '^Fuzz' ./...`. When a target finds a
+# Targets are found with `go test -list '^Fuzz' github.com/acpkit/acprpc/...`. When a target finds a
 # failing input, go writes it to the package's testdata/fuzz/<Target>/, where
 # `go test` replays it from then on; this script lists the new files so they
 # can be looked at, fixed and committed as regression seeds.
@@ -12,10 +12,11 @@ cd "$(dirname "$0")/.."
 
 fuzztime="${1:-60s}"
 
-# Package directory of each target: go test -list prints a package's tests,
+# Package of each target, in every module of the workspace (./... would
+# list the root module's alone): go test -list prints a package's tests,
 # then "ok  <import path>".
 mapfile -t targets < <(
-  go test -list '^Fuzz' ./... | awk '
+  go test -list '^Fuzz' github.com/acpkit/acprpc/... | awk '
     /^Fuzz/ { names[n++] = $1; next }
     /^ok / { for (i = 0; i < n; i++) print $2 " " names[i]; n = 0 }'
 )
