@@ -165,7 +165,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, h acprpc.Handler, opts *Options) 
 	p.stdout = &agentOutput{f: pipes.stdoutR, dead: p.dead, exitErr: p.exitError, ended: make(chan struct{})}
 	stdin := &agentInput{f: pipes.stdinW, dead: p.dead, exitErr: p.exitError}
 	if pipes.stderrR != nil {
-		p.stderr = &stderrCopy{r: pipes.stderrR, w: stderr, done: make(chan struct{})}
+		p.stderr = &stderrCopy{r: pipes.stderrR, w: stderr, log: p.log, done: make(chan struct{})}
 		go p.stderr.run()
 	}
 	go p.reap()
@@ -175,7 +175,9 @@ func Start(ctx context.Context, cmd *exec.Cmd, h acprpc.Handler, opts *Options) 
 
 // reap waits for the process, so it never lingers as a zombie, whoever
 // ended it; kills what is left of its group; lets its stderr be copied and
-// the connection read its stdout to their ends, each for at most exitDrain.
+// the connection read its stdout to their ends, each for at most exitDrain
+// (and a write of its stderr stuck in Options.Stderr or StderrLog is left
+// behind after stuckWrite).
 func (p *Process) reap() {
 	defer close(p.reaped)
 	p.waitErr = p.cmd.Wait()
@@ -184,17 +186,15 @@ func (p *Process) reap() {
 	drain, stop := context.WithTimeout(context.Background(), exitDrain)
 	defer stop()
 	if p.stderr != nil {
-		p.stderr.finish(drain.Done())
-	}
-	if p.log != nil {
-		p.log.flush()
+		p.stderr.finish(drain.Done()) // and the stderr log is flushed
 	}
 	close(p.exited)
 	p.stdout.endAfterExit(drain.Done())
 }
 
 // Exited is closed once the agent process has exited and its stderr has
-// been written out.
+// been written out, or a write of it to Options.Stderr or StderrLog has been
+// stuck for over a second, which is then left to end on its own.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
 // Wait waits for the agent to exit and returns how it did, as

@@ -410,3 +410,45 @@ func TestStartContextEnds(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// blockingSink blocks every write, and every record logged, until the test
+// ends: a destination for the agent's stderr that has stopped taking it.
+type blockingSink struct{ release chan struct{} }
+
+func newBlockingSink(t *testing.T) blockingSink {
+	s := blockingSink{release: make(chan struct{})}
+	t.Cleanup(func() { close(s.release) })
+	return s
+}
+
+func (s blockingSink) Write(b []byte) (int, error)               { <-s.release; return len(b), nil }
+func (s blockingSink) Enabled(context.Context, slog.Level) bool  { return true }
+func (s blockingSink) Handle(context.Context, slog.Record) error { <-s.release; return nil }
+func (s blockingSink) WithAttrs([]slog.Attr) slog.Handler        { return s }
+func (s blockingSink) WithGroup(string) slog.Handler             { return s }
+
+// A Stderr or StderrLog that stops taking the agent's stderr cannot hold
+// Close, Wait or Exited forever: once the agent has exited, its stderr is
+// copied for a bounded time, and a write still stuck then is left to end
+// when its destination takes it.
+func TestStartCloseIsBoundedByAStderrThatBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts func(blockingSink) *agentproc.Options
+	}{
+		{"Stderr", func(s blockingSink) *agentproc.Options { return &agentproc.Options{Stderr: s} }},
+		{"StderrLog", func(s blockingSink) *agentproc.Options { return &agentproc.Options{StderrLog: slog.New(s)} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			agent, err := agentproc.Start(ctx, helperAgent("chatty"), nil, tc.opts(newBlockingSink(t)))
+			require.NoError(t, err)
+			echo(t, ctx, agent.Conn)
+			closed := make(chan error, 1)
+			go func() { closed <- agent.Close() }()
+			require.NoError(t, wiretest.Recv(t, ctx, closed))
+			require.NoError(t, agent.Wait())
+			wiretest.Recv(t, ctx, agent.Exited())
+		})
+	}
+}

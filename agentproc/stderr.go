@@ -23,12 +23,16 @@ func stderrSink(w io.Writer, l *lineLogger) io.Writer {
 type stderrCopy struct {
 	r         *os.File
 	w         io.Writer
+	log       *lineLogger // flushed as the copy ends, if set
 	done      chan struct{}
 	afterExit exitCut
 }
 
 func (s *stderrCopy) run() {
 	defer close(s.done)
+	if s.log != nil {
+		defer s.log.flush() // by this goroutine: a write stuck in the logger holds its lock
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		gapped := s.afterExit.arm(s.r)
@@ -49,7 +53,10 @@ func (s *stderrCopy) run() {
 
 // finish, once the agent has exited, lets the copy reach the end of the
 // agent's stderr, or stops it when drained ends first: a child of the agent
-// may hold the pipe.
+// may hold the pipe. A copy still going stuckWrite after the cut is stuck
+// in a write to a destination that takes no more (a pipe nobody reads, a
+// logger that blocks): it is left to end when that write does, so that
+// nothing the caller gave can hold the agent's end forever.
 func (s *stderrCopy) finish(drained <-chan struct{}) {
 	select {
 	case <-s.done:
@@ -58,10 +65,20 @@ func (s *stderrCopy) finish(drained <-chan struct{}) {
 		if s.r.SetReadDeadline(time.Now()) != nil {
 			s.r.Close()
 		}
-		<-s.done
+		stuck := time.NewTimer(stuckWrite)
+		defer stuck.Stop()
+		select {
+		case <-s.done:
+		case <-stuck.C:
+		}
 	}
 	s.r.Close()
 }
+
+// stuckWrite is how long finish waits for the copy once it has cut it: the
+// reads after the cut take at most maxExitTail, and a write of what they
+// read any longer is stuck.
+const stuckWrite = maxExitTail + exitDrain
 
 // lineLogger writes each line of the agent's stderr to a logger. Lines are
 // cut at maxStderrLine so that an agent writing without newlines cannot
