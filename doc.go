@@ -49,6 +49,12 @@
 // transport. A client starts its agent with agentproc.Start. The zero Options are
 // ready for ACP.
 //
+// A mistake in a call is refused before anything is sent, with an error
+// that says what to do instead: a result that is not a pointer, params that
+// are neither a JSON object nor an array, and, as ACP requires of clients,
+// a session/new (or another method that opens or lists sessions) before the
+// connection's initialize was answered.
+//
 // # Contexts and cancellation
 //
 // Each incoming request runs its handler on a goroutine of its own, with a
@@ -135,7 +141,8 @@
 // connection closes once all is sent or its context ends. Close is the
 // immediate stop: handlers' contexts end with ErrConnClosed, pending calls
 // fail with an error that matches ErrConnClosed (which no answer of the
-// peer's can), and Close returns promptly whatever the peer does. At the
+// peer's can) and says who closed the connection and why, as every later
+// Call and Notify does, and Close returns promptly whatever the peer does. At the
 // end of the peer's input the notifications already read are handled first.
 // docs/design.md walks through both.
 package acprpc
