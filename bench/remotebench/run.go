@@ -56,40 +56,73 @@ type Result struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-// Run takes every figure on the server at cfg.URL, in this order: turns on
-// one connection, cancels on it, then Conns connections opened (memory
-// idle), a turn started on each (memory mid-turn), every turn cancelled
-// at once, and turns on all of them.
+// Run takes every figure on the server at cfg.URL, in this order: after
+// warm-up turns on a connection then closed, Conns connections opened
+// (memory idle, grown from before they opened), a turn started on each
+// (memory mid-turn), every turn cancelled at once, turns on all of them;
+// once they are closed, turns on one connection and cancels on it. The
+// memory is taken first, on a server that has served little else, so that
+// what earlier phases left to collect weighs on neither runtime's figure.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	res := Result{Transport: cfg.Transport, Conns: cfg.Conns}
 	hc := NewHTTPClient()
 	defer hc.CloseIdleConnections()
+	if err := warmUp(ctx, cfg, hc); err != nil {
+		return res, fmt.Errorf("warm-up: %w", err)
+	}
+	if err := manyConnections(ctx, cfg, hc, &res); err != nil {
+		return res, err
+	}
+	time.Sleep(cfg.Settle) // the closed connections' traces gone
 	if err := oneConnection(ctx, cfg, hc, &res); err != nil {
 		return res, fmt.Errorf("one connection: %w", err)
 	}
+	return res, nil
+}
+
+// warmUp runs cfg.Warmup turns on a connection of its own, then closes
+// it.
+func warmUp(ctx context.Context, cfg Config, hc *http.Client) error {
+	c, err := Dial(ctx, cfg.Transport, cfg.URL, hc)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for range cfg.Warmup {
+		if err := c.Turn(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// manyConnections takes the figures of cfg.Conns connections open at
+// once: the memory, the cancel of every turn at once, the turns per
+// second.
+func manyConnections(ctx context.Context, cfg Config, hc *http.Client, res *Result) error {
 	hc.CloseIdleConnections()
-	time.Sleep(cfg.Settle) // the closed connection's traces gone before the baseline
+	time.Sleep(cfg.Settle) // the warm-up's connection gone before the baseline
 	var err error
 	if res.BaseRSSKiB, err = residentKiB(cfg.PID); err != nil {
-		return res, err
+		return err
 	}
 	clients, err := openAll(ctx, cfg, hc)
 	defer closeAll(clients)
 	if err != nil {
-		return res, fmt.Errorf("opening %d connections: %w", cfg.Conns, err)
+		return fmt.Errorf("opening %d connections: %w", cfg.Conns, err)
 	}
 	if res.IdleKiBPerConn, err = growth(cfg, res.BaseRSSKiB); err != nil {
-		return res, err
+		return err
 	}
-	if res.CancelAllMs, err = cancelAll(ctx, cfg, clients, &res); err != nil {
-		return res, fmt.Errorf("cancelling every turn: %w", err)
+	if res.CancelAllMs, err = cancelAll(ctx, cfg, clients, res); err != nil {
+		return fmt.Errorf("cancelling every turn: %w", err)
 	}
 	tp, err := turnsPerSecond(ctx, cfg, clients)
 	if err != nil {
-		return res, fmt.Errorf("turns on %d connections: %w", cfg.Conns, err)
+		return fmt.Errorf("turns on %d connections: %w", cfg.Conns, err)
 	}
 	res.TurnsPerSecN, res.ServerCPUUsN, res.ClientCPUUsN = tp.perSecond, tp.serverCPUUs, tp.clientCPUUs
-	return res, nil
+	return nil
 }
 
 // oneConnection takes the figures of a lone connection: turns per second,
@@ -100,7 +133,7 @@ func oneConnection(ctx context.Context, cfg Config, hc *http.Client, res *Result
 		return err
 	}
 	defer c.Close()
-	for range cfg.Warmup {
+	for range cfg.Warmup / 5 { // the server is warm; this connection's own first turns
 		if err := c.Turn(ctx); err != nil {
 			return err
 		}
