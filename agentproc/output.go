@@ -60,6 +60,29 @@ func (c *exitCut) arm(f *os.File) bool {
 	return true
 }
 
+// after waits for done, or for drained to end first: then the drain after
+// the agent's exit is over, a read of f in progress ends, and after
+// reports true.
+func (c *exitCut) after(done, drained <-chan struct{}, f *os.File) bool {
+	select {
+	case <-done:
+		return false
+	case <-drained:
+		c.cut()
+		_ = endRead(f)
+		return true
+	}
+}
+
+// endRead ends a read of f in progress at once: through a deadline, or, on
+// a system where a pipe takes none, by closing f.
+func endRead(f *os.File) error {
+	if f.SetReadDeadline(time.Now()) != nil {
+		return f.Close()
+	}
+	return nil
+}
+
 // agentOutput is the agent's stdout as the connection reads it. Closing it
 // ends a read in progress without closing the pipe, which Close goes on
 // draining until the agent exits: a pipe closed under a writing agent would
@@ -147,23 +170,13 @@ func (r *agentOutput) Close() error {
 	r.cut = true
 	r.mu.Unlock()
 	r.end()
-	if err := r.f.SetReadDeadline(time.Now()); err != nil {
-		return r.f.Close()
-	}
-	return nil
+	return endRead(r.f)
 }
 
 // endAfterExit ends the connection's reading, once the agent has exited,
 // when drained ends before the pipe does.
 func (r *agentOutput) endAfterExit(drained <-chan struct{}) {
-	select {
-	case <-r.ended:
-	case <-drained:
-		r.afterExit.cut()
-		if r.f.SetReadDeadline(time.Now()) != nil {
-			r.f.Close()
-		}
-	}
+	_ = r.afterExit.after(r.ended, drained, r.f)
 }
 
 // drain reads and discards the rest of the output, once the connection's

@@ -58,13 +58,7 @@ func (s *stderrCopy) run() {
 // logger that blocks): it is left to end when that write does, so that
 // nothing the caller gave can hold the agent's end forever.
 func (s *stderrCopy) finish(drained <-chan struct{}) {
-	select {
-	case <-s.done:
-	case <-drained:
-		s.afterExit.cut()
-		if s.r.SetReadDeadline(time.Now()) != nil {
-			s.r.Close()
-		}
+	if s.afterExit.after(s.done, drained, s.r) {
 		stuck := time.NewTimer(stuckWrite)
 		defer stuck.Stop()
 		select {
