@@ -379,7 +379,7 @@ func TestFaultsPeerStopsReading(t *testing.T) {
 	err := wiretest.Recv(t, ctx, cancelledErr)
 	require.ErrorIs(t, err, acprpc.ErrCancelled, "a cancelled Call blocked behind a stuck writer")
 	require.ErrorIs(t, err, context.Canceled)
-	require.NoError(t, c.Notify(ctx, "session/update", map[string]string{"sessionId": "s"}))
+	require.NoError(t, c.Notify(ctx, "x/note", map[string]int{"n": 1}))
 	require.GreaterOrEqual(t, c.Stats().CancelsSent, uint64(1))
 
 	closed := make(chan struct{})
@@ -632,8 +632,8 @@ func closeRace(t *testing.T, seed uint64) {
 	require.ErrorIs(t, b.Err(), acprpc.ErrConnClosed)
 }
 
-// An agent writes its last session/updates and the prompt's answer, then
-// exits. Every update read before the end of its output is handled, with a
+// An agent writes its last updates (notifications) and the answer to the
+// call they belong to, then exits. Every update read before the end of its output is handled, with a
 // context still live, and Call returns the answer only after all of them;
 // then the connection closes. The first update's handler waits until the
 // client has read the end of input, so the end always overtakes the queue.
@@ -655,21 +655,21 @@ func TestFaultsPeerExitsAfterItsLastUpdates(t *testing.T) {
 			handled.Add(1)
 			return nil, nil
 		}
-		c, p := wiretest.Connect(t, tr, wiretest.Mux{"session/update": update}, nil, wiretest.With{Tapped: true})
+		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/note": update}, nil, wiretest.With{Tapped: true})
 		tap := p.Tap()
 		tapped <- tap
 		var res struct{ StopReason string }
 		var handledAtReturn int32
 		done := make(chan error, 1)
 		go func() {
-			err := c.Call(ctx, "session/prompt", map[string]string{"sessionId": "s"}, &res)
+			err := c.Call(ctx, "x/work", map[string]int{"n": 1}, &res)
 			handledAtReturn = handled.Load()
 			done <- err
 		}()
-		req := p.ExpectRequest(ctx, "session/prompt")
+		req := p.ExpectRequest(ctx, "x/work")
 		var last strings.Builder
 		for i := range updates {
-			fmt.Fprintf(&last, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"n":%d}}}`+"\n", i)
+			fmt.Fprintf(&last, `{"jsonrpc":"2.0","method":"x/note","params":{"n":%d}}`+"\n", i)
 		}
 		last.WriteString(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"stopReason":"end_turn"}}` + "\n")
 		p.SendRaw(last.String())
