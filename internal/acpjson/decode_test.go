@@ -289,7 +289,9 @@ func FuzzMembersCheck(f *testing.F) {
 			return
 		}
 		require.NoError(t, err, "%s", data)
-		assert.Equal(t, plain, v, "%s", data)
+		if plainNames(data) { // else read as JSON.parse reads it: TestDecodeReadsNamesAsJSONParse
+			assert.Equal(t, plain, v, "%s", data)
+		}
 	})
 }
 
