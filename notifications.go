@@ -139,9 +139,9 @@ func (n *notifier) barrier() uint64 {
 }
 
 // waitFor returns once target notifications have been handled, the
-// notifier has stopped, or giveUp is closed. It reports whether they were
-// all handled.
-func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) bool {
+// notifier has stopped, giveUp is closed or timeout fires (either may be
+// nil). It reports whether they were all handled.
+func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}, timeout <-chan time.Time) bool {
 	n.mu.Lock()
 	if n.handled >= target {
 		n.mu.Unlock()
@@ -155,6 +155,8 @@ func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}) bool {
 	case <-n.stopped:
 		return false
 	case <-giveUp:
+		return false
+	case <-timeout:
 		return false
 	}
 }
@@ -187,9 +189,9 @@ func (n *notifier) handledOne() {
 // drain waits until every notification queued so far has been handled,
 // the notifier has stopped, or d has passed.
 func (n *notifier) drain(d time.Duration) {
-	bound, stop := context.WithTimeout(context.Background(), d)
-	defer stop()
-	n.waitFor(n.barrier(), bound.Done())
+	bound := time.NewTimer(d)
+	defer bound.Stop()
+	n.waitFor(n.barrier(), nil, bound.C)
 }
 
 // run is the notification loop: it handles the queue and returns once the

@@ -89,7 +89,7 @@ func TestNotifierWakesAWaiterAtItsCount(t *testing.T) {
 	n.mu.Unlock()
 	for handled := 1; handled <= 2; handled++ {
 		gate <- struct{}{}
-		require.True(t, n.waitFor(uint64(handled), nil))
+		require.True(t, n.waitFor(uint64(handled), nil, nil))
 		select {
 		case <-third:
 			t.Fatalf("the waiter for 3 woke at %d", handled)
@@ -99,6 +99,6 @@ func TestNotifierWakesAWaiterAtItsCount(t *testing.T) {
 	gate <- struct{}{}
 	<-third
 	<-loop
-	assert.True(t, n.waitFor(3, nil))
+	assert.True(t, n.waitFor(3, nil, nil))
 	assert.Empty(t, n.reached, "a count reached is forgotten")
 }
