@@ -6,7 +6,7 @@
 #   remote.txt/json   the table, every run's figures
 #   remote-env.txt    the command, the machine, the toolchains, the load average
 # RUNS (3) runs per row, interleaved, each in a fresh server; CONNS (1,000)
-# connections at once. About 4 minutes on 2 cores; QUICK=1 for a smoke run.
+# connections at once. About 8 minutes on 2 cores; QUICK=1 for a smoke run.
 set -euo pipefail
 cd "$(dirname "$0")"
 
