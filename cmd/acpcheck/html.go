@@ -93,7 +93,6 @@ type rowView struct {
 	Who       string
 	Label     string
 	Bar       template.CSS
-	Point     bool
 	Cancels   []markView
 	Findings  []markView
 	Outcome   string
@@ -175,47 +174,77 @@ func connectionView(proto int, wire []Line, cited map[int][]string) connView {
 		c.Ticks = append(c.Ticks, tickView{Style: template.CSS(fmt.Sprintf("left:%.3f%%", at(start+t))), Text: duration(t)})
 	}
 	for i, r := range timeline(wire) {
-		c.Rows = append(c.Rows, rowOf(proto, i, r, cited, at, end))
+		c.Rows = append(c.Rows, rowOf(proto, i, r, cited, axis{at: at, end: end}))
 	}
 	return c
 }
 
-func rowOf(proto, i int, r *row, cited map[int][]string, at func(float64) float64, end float64) rowView {
+// axis places times on a connection's track: at is how far along a time
+// is, in percent, and end the time of the connection's last line.
+type axis struct {
+	at  func(ms float64) float64
+	end float64
+}
+
+func rowOf(proto, i int, r *row, cited map[int][]string, ax axis) rowView {
 	rv := rowView{
 		Anchor:  fmt.Sprintf("v%d-row-%d", proto, i+1),
 		Who:     arrow(r.first.Dir),
 		Label:   label(r.first),
 		Outcome: r.outcome(),
-		Point:   !r.isRequest(),
 	}
-	classes := []string{"row"}
-	if r.isRequest() {
-		classes = append(classes, "request")
-		stop := end
-		if r.answer.Seq != 0 {
-			stop = r.answer.Ms
-			rv.Took = "after " + duration(stop-r.first.Ms)
-		} else {
-			classes = append(classes, "unanswered")
-		}
-		// At least 3px wide, and never past the track's end.
-		rv.Bar = template.CSS(fmt.Sprintf("left:min(%.3f%%,calc(100%% - 3px));width:%.3f%%", at(r.first.Ms), at(stop)-at(r.first.Ms)))
+	classes := append([]string{"row"}, rv.drawBar(r, ax)...)
+	if rv.markCancels(r, ax) {
+		classes = append(classes, "cancelled")
+	}
+	if rv.addLines(proto, r, cited, ax) {
+		classes = append(classes, "finding")
+	}
+	rv.Class = strings.Join(classes, " ")
+	return rv
+}
+
+// drawBar draws a request's bar from its start to its answer (to the end,
+// if none came), or a single line's dot, and returns the row's classes.
+func (rv *rowView) drawBar(r *row, ax axis) []string {
+	if !r.isRequest() {
+		rv.Bar = centredAt(ax.at(r.first.Ms), ".25rem")
+		return []string{"single"}
+	}
+	classes := []string{"request"}
+	stop := ax.end
+	if r.answer.Seq != 0 {
+		stop = r.answer.Ms
+		rv.Took = "after " + duration(stop-r.first.Ms)
 	} else {
-		classes = append(classes, "single")
-		rv.Bar = centredAt(at(r.first.Ms), ".25rem")
+		classes = append(classes, "unanswered")
 	}
+	// At least 3px wide, and never past the track's end.
+	rv.Bar = template.CSS(fmt.Sprintf("left:min(%.3f%%,calc(100%% - 3px));width:%.3f%%", ax.at(r.first.Ms), ax.at(stop)-ax.at(r.first.Ms)))
+	return classes
+}
+
+// markCancels puts a tick on the bar for each cancel of the request, and
+// reports whether there was any.
+func (rv *rowView) markCancels(r *row, ax axis) bool {
 	var by []string
 	for _, l := range r.cancels {
 		rv.Cancels = append(rv.Cancels, markView{
-			Style: centredAt(at(l.Ms), "2px"),
+			Style: centredAt(ax.at(l.Ms), "2px"),
 			Title: fmt.Sprintf("%s at %s (#%d)", l.msg.Method, duration(l.Ms), l.Seq),
 		})
 		by = append(by, l.msg.Method)
 	}
-	if len(by) > 0 {
-		classes = append(classes, "cancelled")
-		rv.Cancelled = "cancelled by " + strings.Join(slices.Compact(by), " and ")
+	if len(by) == 0 {
+		return false
 	}
+	rv.Cancelled = "cancelled by " + strings.Join(slices.Compact(by), " and ")
+	return true
+}
+
+// addLines lists the row's wire lines, marking those a finding cites and
+// their rules, and reports whether any is cited.
+func (rv *rowView) addLines(proto int, r *row, cited map[int][]string, ax axis) bool {
 	for _, l := range r.lines {
 		lv := lineView{Anchor: lineAnchor(proto, l.Seq), Seq: l.Seq, Time: duration(l.Ms), Who: arrow(l.Dir), Label: label(l), Raw: shownRaw(l)}
 		if rules := cited[l.Seq]; len(rules) > 0 {
@@ -226,17 +255,13 @@ func rowOf(proto, i int, r *row, cited map[int][]string, at func(float64) float6
 				}
 			}
 			rv.Findings = append(rv.Findings, markView{
-				Style: centredAt(at(l.Ms), ".4rem"),
+				Style: centredAt(ax.at(l.Ms), ".4rem"),
 				Title: fmt.Sprintf("#%d breaks %s", l.Seq, strings.Join(rules, ", ")),
 			})
 		}
 		rv.Lines = append(rv.Lines, lv)
 	}
-	if len(rv.Rules) > 0 {
-		classes = append(classes, "finding")
-	}
-	rv.Class = strings.Join(classes, " ")
-	return rv
+	return len(rv.Rules) > 0
 }
 
 // centredAt places a mark whose centre is pct of the way along its track,
