@@ -4,33 +4,43 @@ package agents
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc/internal/interoptest"
 )
 
 // acpcheck's report, as much of its JSON as these tests read.
 type acpcheckReport struct {
 	Results []struct {
-		ID       string `json:"id"`
-		Status   string `json:"status"`
-		Why      string `json:"why"`
-		Findings []struct {
-			Detail string `json:"detail"`
-			Lines  []int  `json:"lines"`
-		} `json:"findings"`
+		ID       string            `json:"id"`
+		Status   string            `json:"status"`
+		Why      string            `json:"why"`
+		Findings []acpcheckFinding `json:"findings"`
 	} `json:"results"`
 	Wire []struct {
 		Seq int    `json:"seq"`
 		Dir string `json:"dir"`
 		Raw string `json:"raw"`
 	} `json:"wire"`
+}
+
+// acpcheckFinding is one finding: what was wrong, and the wire lines
+// (sequence numbers) that show it.
+type acpcheckFinding struct {
+	Detail string `json:"detail"`
+	Lines  []int  `json:"lines"`
 }
 
 func (r acpcheckReport) statuses() map[string]string {
@@ -41,22 +51,27 @@ func (r acpcheckReport) statuses() map[string]string {
 	return out
 }
 
-// runAcpcheck builds cmd/acpcheck and runs it against the agent spec
-// starts, with the fake model, and returns its exit status and report.
+// runAcpcheck runs acpcheck against the agent spec starts, with the fake
+// model, and returns its exit status and report.
 func runAcpcheck(t *testing.T, spec agentSpec) (int, acpcheckReport) {
 	requireAgents(t)
-	bin := buildAcpcheck(t)
-
 	model := newModelServer(t)
 	agent := spec.command(t, model.URL())
+	return acpcheck(t, agent, "", "-prompt", "Say hello. "+quickMark, "-slow-prompt", "Count to a thousand. "+slowMark)
+}
+
+// acpcheck runs cmd/acpcheck in dir (a scratch directory if "") with flags
+// against the agent cmd describes (its path, arguments and environment),
+// and returns its exit status and report.
+func acpcheck(t *testing.T, agent *exec.Cmd, dir string, flags ...string) (int, acpcheckReport) {
+	bin := buildAcpcheck(t)
+
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	args := append([]string{"run", "-json",
-		"-prompt", "Say hello. " + quickMark, "-slow-prompt", "Count to a thousand. " + slowMark,
-		"-cancel-wait", "10s", "--"}, agent.Args...)
-	args[len(args)-len(agent.Args)] = agent.Path
+	args := append(append([]string{"run", "-json", "-cwd", t.TempDir(), "-cancel-wait", "10s"}, flags...), "--", agent.Path)
+	args = append(args, agent.Args[1:]...)
 	check := exec.CommandContext(ctx, bin, args...)
-	check.Env, check.Dir = agent.Env, t.TempDir()
+	check.Env, check.Dir = agent.Env, cmp.Or(dir, t.TempDir())
 	var stdout, stderr bytes.Buffer
 	check.Stdout, check.Stderr = &stdout, &stderr
 	err := check.Run()
@@ -130,4 +145,92 @@ func TestAcpcheckClaude(t *testing.T) {
 		"stdin-exit":        "fail",
 		"no-leftover":       "not-brought-about",
 	})
+}
+
+// interopDir holds the pinned TypeScript SDK, and the agent written on it.
+var interopDir = filepath.Join(packagesDir, "..")
+
+// acpcheck against an agent written on the TypeScript SDK 2.4.0 as its docs
+// suggest (interop/src/docs-agent.ts): the example's turn returns when the
+// client answers its permission request with the cancelled outcome, and the
+// prompt is then answered end_turn, where a cancelled turn owes
+// "cancelled". With -settle 5s the turn is cancelled while that request is
+// open (it comes after three simulated model calls of a second each). Its
+// prompt handler ignores its signal, so $/cancel_request is not honoured,
+// which v1 allows.
+func TestAcpcheckTypeScriptDocsAgent(t *testing.T) {
+	node := interoptest.RequireNode(t, interopDir)
+	agent := exec.Command(node, "--import", "tsx", filepath.Join(interopDir, "src", "docs-agent.ts"))
+	agent.Env = scratchEnv(t)
+	code, rep := acpcheck(t, agent, interopDir, "-settle", "5s")
+	assert.Equal(t, 1, code)
+	expectStatuses(t, rep, map[string]string{
+		"cancel-stop-reason": "fail",
+		"cancel-request":     "not-brought-about",
+	})
+	f := rep.finding(t, "cancel-stop-reason")
+	require.Len(t, f.Lines, 3) // the prompt, session/cancel, the answer
+	cancel, answer := rep.Wire[f.Lines[1]-1], rep.Wire[f.Lines[2]-1]
+	assert.Contains(t, cancel.Raw, `"session/cancel"`)
+	assert.Contains(t, answer.Raw, `"stopReason":"end_turn"`)
+	// Between them, the client's answer to the permission request the turn
+	// was waiting on: cancelled, as the protocol has it on a cancel.
+	var outcomes []string
+	for _, l := range rep.Wire[f.Lines[1]:f.Lines[2]] {
+		if l.Dir == "to_agent" && strings.Contains(l.Raw, `"outcome":{"outcome":"cancelled"}`) {
+			outcomes = append(outcomes, l.Raw)
+		}
+	}
+	assert.Len(t, outcomes, 1, "the permission request answered cancelled before the prompt's end_turn")
+}
+
+// acpcheck against the example agent of github.com/coder/acp-go-sdk
+// v0.13.5, built from the module proxy at that version: the SDK logs a line
+// that is not JSON and reads on without answering it -32700. The example's
+// Prompt ignores its context, which the SDK cancels on $/cancel_request, so
+// that cancel is not honoured (v1 allows it).
+func TestAcpcheckCoderExampleAgent(t *testing.T) {
+	agent := exec.Command(buildCoderExampleAgent(t))
+	agent.Env = scratchEnv(t)
+	code, rep := acpcheck(t, agent, "")
+	assert.Equal(t, 1, code)
+	expectStatuses(t, rep, map[string]string{
+		"parse-error":    "fail",
+		"cancel-request": "not-brought-about",
+	})
+	f := rep.finding(t, "parse-error")
+	require.Len(t, f.Lines, 1)
+	line := f.Lines[0]
+	assert.Equal(t, "{this is not JSON", rep.Wire[line-1].Raw)
+	for _, l := range rep.Wire[line:] {
+		if l.Dir == "from_agent" {
+			assert.Contains(t, l.Raw, `"id":`, "nothing after the line that is not JSON answers it: %s", l.Raw)
+		}
+	}
+}
+
+// buildCoderExampleAgent builds coder's example agent at the version
+// testdata/coderagent/go.mod pins (and go.sum verifies), outside the
+// workspace, so that no other module's pin of the SDK moves.
+func buildCoderExampleAgent(t *testing.T) string {
+	bin := filepath.Join(t.TempDir(), "coder-example-agent")
+	build := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/agent")
+	build.Dir = filepath.Join("testdata", "coderagent")
+	build.Env = append(os.Environ(), "GOWORK=off")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// finding returns the first finding of the rule, which must have one.
+func (r acpcheckReport) finding(t *testing.T, id string) acpcheckFinding {
+	t.Helper()
+	for _, res := range r.Results {
+		if res.ID == id {
+			require.NotEmpty(t, res.Findings, id)
+			return res.Findings[0]
+		}
+	}
+	t.Fatalf("no rule %s in the report", id)
+	return acpcheckFinding{}
 }
