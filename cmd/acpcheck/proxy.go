@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -74,10 +75,12 @@ func (s *splitter) flush() {
 // handed over after, also when the write fails, so that the other
 // direction's lines are not held for them. It returns at src's end or at a
 // failed write.
-func forward(dst io.Writer, src io.Reader, s *splitter) error {
+func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch) error {
 	buf := make([]byte, 64<<10)
 	for {
+		w.enter()
 		n, err := src.Read(buf)
+		w.leave()
 		if n > 0 {
 			s.reserve(buf[:n])
 			_, werr := dst.Write(buf[:n])
@@ -147,11 +150,12 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 		// The editor's input to the agent: at its end, the agent's stdin
 		// closes too. It may outlive runProxy when stdin never ends; it
 		// writes to a closed pipe then and returns.
-		_ = forward(agent.stdin, stdin, &splitter{dir: toAgent, q: q})
+		_ = forward(agent.stdin, stdin, &splitter{dir: toAgent, q: q}, nil)
 		agent.stdin.Close()
 	}()
 	outDone := make(chan error, 1)
-	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}) }()
+	reading := &readWatch{}
+	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}, reading) }()
 
 	select {
 	case <-ctx.Done():
@@ -161,12 +165,8 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	<-agent.exited
 	// The agent's output ends when it and whatever shares its stdout have
 	// exited; what it wrote before is all forwarded first.
-	select {
-	case <-outDone:
-	case <-time.After(2 * time.Second):
-		agent.stdout.Close()
-		<-outDone
-	}
+	awaitOutputEnd(outDone, reading, agent.stdout)
+	q.finish(time.Second)
 	m.end()
 	code := agent.cmd.ProcessState.ExitCode()
 	if code < 0 {
@@ -207,4 +207,56 @@ func proxyCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return 2
 	}
 	return code
+}
+
+// outputIdle is how long the agent's output may stay open with nothing
+// coming once the agent has exited: a process it left behind may hold it.
+const outputIdle = 2 * time.Second
+
+// awaitOutputEnd waits for the forwarding of the agent's output to end
+// (done), which it does when the agent and whatever shares its stdout have
+// exited, so that all the agent wrote is forwarded first. Once the forward
+// has waited outputIdle in a read with nothing coming, the output is
+// closed: never while bytes are still being read or forwarded, however slow
+// that is, so none is lost.
+func awaitOutputEnd(done <-chan error, w *readWatch, output io.Closer) {
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(outputIdle):
+			if w.waiting() >= outputIdle {
+				output.Close()
+				<-done
+				return
+			}
+		}
+	}
+}
+
+// readWatch tells how long a forward has been waiting in its current read.
+// A nil *readWatch watches nothing.
+type readWatch struct {
+	since atomic.Int64 // when the read began, in Unix nanoseconds; 0 outside a read
+}
+
+func (w *readWatch) enter() {
+	if w != nil {
+		w.since.Store(time.Now().UnixNano())
+	}
+}
+
+func (w *readWatch) leave() {
+	if w != nil {
+		w.since.Store(0)
+	}
+}
+
+// waiting is how long the current read has waited, 0 outside a read.
+func (w *readWatch) waiting() time.Duration {
+	since := w.since.Load()
+	if since == 0 {
+		return 0
+	}
+	return time.Since(time.Unix(0, since))
 }

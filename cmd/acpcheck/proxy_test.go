@@ -101,6 +101,7 @@ func proxyTo(t *testing.T, agent string, input func(io.WriteCloser)) (code int, 
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
 		record = append(record, l)
 	}
+	require.NoError(t, sc.Err())
 	return code, stdout.Bytes(), record, v
 }
 
@@ -154,17 +155,38 @@ func lines(b []byte) []string {
 	return s
 }
 
-// An agent that floods and exits while the editor still writes: all it
-// wrote comes out, and its exit status is the proxy's.
+// An agent that floods and exits in the middle of a line, reading nothing,
+// while the editor holds its input open or writes without end: all the
+// agent wrote comes out, its cut line last, the record holds every line of
+// it, and the agent's exit status is the proxy's.
 func TestProxyAgentExitKeepsItsOutput(t *testing.T) {
-	editor := make(chan struct{})
-	code, out, _, _ := proxyTo(t, agentFloodExit, func(w io.WriteCloser) {
-		<-editor
-		w.Close()
-	})
-	close(editor)
-	assert.Equal(t, 3, code)
-	assert.True(t, bytes.Equal(flood(), out), "the agent's output was not forwarded whole")
+	want := append(flood(), cutLine...)
+	for name, editor := range map[string]func(w io.WriteCloser){
+		"editor silent": func(w io.WriteCloser) {}, // closed once the proxy has returned
+		"editor writing": func(w io.WriteCloser) {
+			for b := messy(); ; {
+				if _, err := w.Write(b); err != nil {
+					return // the proxy has returned
+				}
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			code, out, record, _ := proxyTo(t, agentFloodExit, editor)
+			assert.Equal(t, 3, code)
+			require.Equal(t, len(want), len(out), "bytes forwarded")
+			require.True(t, bytes.Equal(want, out), "the agent's output was not forwarded unchanged")
+			var fromLines []string
+			for _, l := range record {
+				if l.Dir == fromAgent {
+					fromLines = append(fromLines, l.Raw)
+				}
+			}
+			sameLines(t, lines(want), fromLines)
+			assert.Equal(t, cutLine, fromLines[len(fromLines)-1])
+		})
+	}
 }
 
 // A conversation with the test agent, as an editor would have it.

@@ -94,6 +94,9 @@ var brokenRules = []brokenRule{
 	{fault: faultUnknownResult, fails: []string{ruleMethodNotFound.ID}},
 	{fault: faultIgnoreEOF, fails: []string{ruleStdinExit.ID}, process: true},
 	{fault: faultBadVersion, fails: []string{ruleInitialize.ID}},
+	{fault: faultNoSessionID, fails: []string{ruleSessionNew.ID}}, // the scenarios that need a session are not brought about
+	{fault: faultNoStopReason, fails: []string{rulePromptTurn.ID}},
+	{fault: faultV2Above, fails: []string{ruleV2Initialize.ID}},
 	{fault: faultV2StopAnswer, fails: []string{ruleV2PromptAnswer.ID}},
 	{fault: faultV2TwoIdles, fails: []string{ruleV2OneIdle.ID}},
 	{fault: faultV2NoIdle, fails: []string{ruleV2CancelIdle.ID, ruleV2Close.ID}}, // close ends the work as cancel does
@@ -101,6 +104,19 @@ var brokenRules = []brokenRule{
 	{fault: faultV2KeepRequest, fails: []string{ruleOwnRequests.ID}},
 	{fault: faultV2CloseError, fails: []string{ruleV2Close.ID}},
 	{fault: faultLeaveChild, fails: []string{ruleNoLeftover.ID}, process: true},
+}
+
+// Every rule has an agent that breaks it among brokenRules.
+func TestEveryRuleHasABreakingAgent(t *testing.T) {
+	caught := map[string]bool{}
+	for _, c := range brokenRules {
+		for _, id := range c.fails {
+			caught[id] = true
+		}
+	}
+	for _, rule := range allRules {
+		assert.True(t, caught[rule.ID], "no fault of the test agent breaks %s", rule.ID)
+	}
 }
 
 func TestEachBrokenRuleIsCaught(t *testing.T) {
@@ -155,15 +171,53 @@ func TestTurnThatCannotBeCancelledIsNotBroughtAbout(t *testing.T) {
 	}
 }
 
-func TestAgentThatCannotRunExits2(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	code := mainCode(context.Background(), []string{"run", "--", filepath.Join(t.TempDir(), "no-such-agent")}, &stdout, &stderr)
-	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr.String(), "cannot start the agent")
-
-	_, err := runChecks(context.Background(), testOptions(t, faultNoOutput))
-	require.ErrorIs(t, err, errNotRun)
-	assert.Contains(t, err.Error(), "before answering initialize")
+// The exit status of run: 0 only when every rule that could be brought
+// about passed (rules not brought about do not count against it), 1 when any
+// rule failed, 2 when the agent could not be run at all (it could not be
+// started, or it ended its output before answering initialize), each as
+// the command line gives it.
+func TestExitStatus(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		agent []string // the agent's command: the test agent unless set
+		spec  string   // the test agent's faults
+		code  int
+		says  string // on stderr
+	}{
+		{name: "every rule passed", spec: "correct", code: 0},
+		{name: "passed or not brought about", spec: faultIgnoreCancelReq, code: 0},
+		{name: "a rule failed", spec: faultCancelEndTurn, code: 1},
+		{name: "a rule failed beside not brought about", spec: faultIgnoreCancelReq + "," + faultAnswerNote, code: 1},
+		{name: "exits before initialize is answered", spec: faultNoOutput, code: 2, says: "before answering initialize"},
+		{name: "cannot be started", agent: []string{filepath.Join(t.TempDir(), "no-such-agent")}, code: 2, says: "cannot start the agent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv(agentEnv, c.spec)
+			agent := c.agent
+			if agent == nil {
+				agent = []string{os.Args[0]}
+			}
+			args := append([]string{"run", "-json", "-timeout", "10s", "-cancel-after", "5s", "-cancel-wait", "3s", "-exit-wait", "2s",
+				"-settle", "100ms", "-slow-prompt", "Count slowly.", "--"}, agent...)
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, c.code, mainCode(context.Background(), args, &stdout, &stderr), "%s", stderr.String())
+			if c.code == 2 {
+				assert.Contains(t, stderr.String(), c.says)
+				assert.Empty(t, stdout.String(), "no report of an agent that could not be run")
+				return
+			}
+			var rep Report
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+			statuses := map[Status]int{}
+			for _, r := range rep.Results {
+				statuses[r.Status]++
+			}
+			assert.Equal(t, c.code == 1, statuses[Fail] > 0, "%v", statuses)
+			if c.spec == faultIgnoreCancelReq {
+				assert.Positive(t, statuses[NotBrought], "a rule not brought about does not fail the run")
+			}
+		})
+	}
 }
 
 func TestBadCommandLines(t *testing.T) {

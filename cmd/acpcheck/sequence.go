@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,6 +20,8 @@ type sequencer struct {
 	handed  int // the last number handed on
 	held    map[int]seqLine
 	deliver func(seq int, ms float64, dir string, line []byte)
+	changed chan struct{} // closed and replaced at each line handed on
+	ended   bool          // finish has run: lines handed over later are dropped
 }
 
 // seqLine is a line handed over before the lines numbered ahead of it.
@@ -29,7 +32,7 @@ type seqLine struct {
 }
 
 func newSequencer(deliver func(seq int, ms float64, dir string, line []byte)) *sequencer {
-	return &sequencer{start: time.Now(), next: 1, held: map[int]seqLine{}, deliver: deliver}
+	return &sequencer{start: time.Now(), next: 1, held: map[int]seqLine{}, deliver: deliver, changed: make(chan struct{})}
 }
 
 // reserve numbers n lines, and says when they went.
@@ -46,6 +49,10 @@ func (q *sequencer) reserve(n int) (first int, ms float64) {
 func (q *sequencer) put(seq int, ms float64, dir string, line []byte) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.ended {
+		return
+	}
+	defer q.wake()
 	if seq != q.handed+1 {
 		q.held[seq] = seqLine{ms: ms, dir: dir, line: bytes.Clone(line)} // the caller reuses line
 		return
@@ -61,4 +68,51 @@ func (q *sequencer) put(seq int, ms float64, dir string, line []byte) {
 		q.handed++
 		q.deliver(q.handed, l.ms, l.dir, l.line)
 	}
+}
+
+func (q *sequencer) wake() {
+	close(q.changed)
+	q.changed = make(chan struct{})
+}
+
+// finish waits up to d for every line numbered to be handed over, then
+// hands on those still held, in order, passing over the numbers of lines
+// not handed over by then; a line handed over later is dropped. A line can
+// be numbered and not handed over while its chunk's write is blocked: the
+// editor's, to an agent that stopped reading and exited, fails once the
+// agent is gone (unless a process it left holds its stdin), and the lines
+// of the agent's last words, numbered after it, wait for it.
+func (q *sequencer) finish(d time.Duration) {
+	deadline := time.After(d)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.handed != q.next-1 {
+		changed := q.changed
+		q.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline:
+			q.mu.Lock()
+			q.handOnHeld()
+			return
+		}
+		q.mu.Lock()
+	}
+	q.ended = true
+}
+
+// handOnHeld hands on the lines held, in order of their numbers, and ends
+// the sequence.
+func (q *sequencer) handOnHeld() {
+	q.ended = true
+	seqs := make([]int, 0, len(q.held))
+	for seq := range q.held {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		l := q.held[seq]
+		q.deliver(seq, l.ms, l.dir, l.line)
+	}
+	clear(q.held)
 }

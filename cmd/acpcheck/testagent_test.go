@@ -36,8 +36,11 @@ const (
 	faultLeaveChild        = "leave-child"           // a child that outlives it
 	faultBadVersion        = "bad-version"           // answers protocolVersion 2 to 1
 	faultNoOutput          = "exit-at-once"          // exits before answering anything
+	faultNoSessionID       = "session-without-id"    // session/new answered without a sessionId
+	faultNoStopReason      = "turn-without-stop"     // a prompt that ends by itself answered without a stopReason
 
 	faultV1Only        = "v1-only"          // answers protocolVersion 1 to a client asking for 2
+	faultV2Above       = "v2-version-3"     // answers protocolVersion 3 to a client asking for 2
 	faultV2StopAnswer  = "v2-stop-answer"   // a v2 prompt answered v1's way, with a stopReason
 	faultV2TwoIdles    = "v2-two-idles"     // each v2 work ends with two idle state_updates
 	faultV2NoIdle      = "v2-no-idle"       // cancelled v2 work never goes idle
@@ -63,6 +66,9 @@ func flood() []byte {
 	return []byte(b.String())
 }
 
+// cutLine is the line agentFloodExit leaves unfinished when it exits.
+const cutLine = `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","upd`
+
 // childEnv makes the test binary the child faultLeaveChild leaves behind.
 const childEnv = "ACPCHECK_TEST_CHILD"
 
@@ -82,8 +88,9 @@ func testAgentMain() bool {
 		_, _ = io.Copy(os.Stdout, os.Stdin)
 		_, _ = os.Stdout.Write(flood())
 		return true
-	case agentFloodExit: // floods and exits 3, reading nothing
+	case agentFloodExit: // floods, cuts its last line short and exits 3, reading nothing
 		_, _ = os.Stdout.Write(flood())
+		_, _ = os.Stdout.WriteString(cutLine)
 		os.Exit(3)
 	}
 	faults := map[string]bool{}
@@ -176,7 +183,11 @@ func (a *rawAgent) handle(m rawMsg) {
 	}
 	if m.Method == "initialize" && m.Params.ProtocolVersion >= 2 && !a.faults[faultV1Only] {
 		a.v2 = true
-		a.result(m.ID, `{"protocolVersion":2,"info":{"name":"raw","version":"1"},"capabilities":{}}`)
+		v := 2
+		if a.faults[faultV2Above] {
+			v = 3
+		}
+		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"info":{"name":"raw","version":"1"},"capabilities":{}}`, v))
 		return
 	}
 	switch m.Method {
@@ -188,6 +199,10 @@ func (a *rawAgent) handle(m rawMsg) {
 		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"agentCapabilities":{},"authMethods":[]}`, v))
 	case "session/new":
 		a.sessions++
+		if a.faults[faultNoSessionID] {
+			a.result(m.ID, `{}`)
+			return
+		}
 		a.result(m.ID, fmt.Sprintf(`{"sessionId":"s%d"}`, a.sessions))
 	case "session/prompt":
 		a.prompt(m)
@@ -221,6 +236,10 @@ func (a *rawAgent) prompt(m rawMsg) {
 		return
 	}
 	a.update(session, "Hello.")
+	if a.faults[faultNoStopReason] {
+		a.result(m.ID, `{}`)
+		return
+	}
 	a.result(m.ID, `{"stopReason":"end_turn"}`)
 }
 
