@@ -1,9 +1,11 @@
 package remote
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -300,4 +302,30 @@ func TestHTTPStreamLeavesNetHTTPAndEndsWhenTheClientHangsUp(t *testing.T) {
 	_, err := recv(t, server)
 	require.ErrorContains(t, err, "no SSE stream open", "the stream was released when the client hung up")
 	assert.Less(t, time.Since(hungUp), wait)
+}
+
+// TestHTTPStreamHoldsOneGoroutine: an open SSE stream over HTTP/1 costs the
+// server one goroutine, which writes its events and, between them, waits
+// for the client to hang up (net/http's would be two: the request's, and
+// its watch on the connection).
+func TestHTTPStreamHoldsOneGoroutine(t *testing.T) {
+	const streams = 20
+	ts := startServer(t, nil)
+	ids := make([]string, streams)
+	for i := range ids {
+		c := newRawHTTP(t, ts.url("http"))
+		ids[i], _ = c.initialize(ts)
+		c.client.CloseIdleConnections()
+	}
+	awaitStillGoroutines()
+	before := runtime.NumGoroutine()
+	for _, id := range ids {
+		conn := openStreamRaw(t, ts, id)
+		defer conn.Close()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	awaitStillGoroutines()
+	assert.Equal(t, streams, runtime.NumGoroutine()-before, "goroutines for %d open streams", streams)
 }
