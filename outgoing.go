@@ -364,7 +364,7 @@ func (c *Conn) complete(ctx context.Context, giveUp <-chan struct{}, timeout <-c
 	}
 	if pc.errObj != nil {
 		rpcErr := &Error{}
-		if err := json.Unmarshal(pc.errObj, rpcErr); err != nil {
+		if err := decodeJSON(pc.errObj, rpcErr, true); err != nil { // a member of a line the read loop validated
 			rpcErr = &Error{Code: CodeInternalError, Message: "malformed error answer: " + string(pc.errObj)}
 		}
 		if ctxErr != nil {
