@@ -58,7 +58,8 @@ func (o *runOptions) validateTarget() error {
 // isStreamableHTTP reports whether the remote agent is reached over
 // Streamable HTTP, where each message is a POST of its own.
 func (t remoteTarget) isStreamableHTTP() bool {
-	return strings.HasPrefix(t.URL, "http://") || strings.HasPrefix(t.URL, "https://")
+	u, err := url.Parse(t.URL) // which lowers the scheme's case, as Dial reads it
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https")
 }
 
 // dial connects to the remote agent and returns the transport a client

@@ -278,3 +278,14 @@ func TestRemoteCommandLines(t *testing.T) {
 		assert.Contains(t, stderr.String(), c.says, "%q", c.args)
 	}
 }
+
+// The transport is told by the URL's scheme in any case, as Dial reads it:
+// over Streamable HTTP no line that is not JSON is written.
+func TestStreamableHTTPIsToldByTheScheme(t *testing.T) {
+	for url, http := range map[string]bool{
+		"http://127.0.0.1/acp": true, "HTTPS://127.0.0.1/acp": true, "Http://h/acp": true,
+		"ws://127.0.0.1/acp": false, "WSS://127.0.0.1/acp": false,
+	} {
+		assert.Equal(t, http, remoteTarget{URL: url}.isStreamableHTTP(), url)
+	}
+}

@@ -57,7 +57,8 @@ func runAcpcheck(t *testing.T, spec agentSpec) (int, acpcheckReport) {
 	requireAgents(t)
 	model := newModelServer(t)
 	agent := spec.command(t, model.URL())
-	return acpcheck(t, agent, "", "-prompt", "Say hello. "+quickMark, "-slow-prompt", "Count to a thousand. "+slowMark)
+	// A minute for an answer: Claude Code's CLI starts slowly on a loaded machine.
+	return acpcheck(t, agent, "", "-timeout", "60s", "-prompt", "Say hello. "+quickMark, "-slow-prompt", "Count to a thousand. "+slowMark)
 }
 
 // acpcheck runs cmd/acpcheck in dir (a scratch directory if "") with flags
