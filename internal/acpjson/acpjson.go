@@ -309,14 +309,25 @@ func (s *scanner) key() (string, error) {
 // escape. It looks for quotes alone, a fast byte search, and tells the
 // closing one by the even number of backslashes before it.
 func (s *scanner) skipString() (bool, error) {
+	start := s.i + 1
+	if err := s.passString(); err != nil {
+		return false, err
+	}
+	return bytes.IndexByte(s.data[start:s.i-1], '\\') >= 0, nil
+}
+
+// passString moves past the string at s.i, as skipString does, without
+// telling whether it held an escape: a value skipped is not read, and a
+// second search of a long text would cost as much as the first.
+func (s *scanner) passString() error {
 	if !s.byte('"') {
-		return false, errors.New("acpjson: expected a string")
+		return errors.New("acpjson: expected a string")
 	}
 	start := s.i
 	for {
 		j := bytes.IndexByte(s.data[s.i:], '"')
 		if j < 0 {
-			return false, errors.New("acpjson: unterminated string")
+			return errors.New("acpjson: unterminated string")
 		}
 		end := s.i + j
 		s.i = end + 1
@@ -325,7 +336,7 @@ func (s *scanner) skipString() (bool, error) {
 			k--
 		}
 		if (end-k)%2 == 0 {
-			return bytes.IndexByte(s.data[start:end], '\\') >= 0, nil
+			return nil
 		}
 	}
 }
@@ -334,8 +345,7 @@ func (s *scanner) skipString() (bool, error) {
 func (s *scanner) skipValue() error {
 	switch s.peek() {
 	case '"':
-		_, err := s.skipString()
-		return err
+		return s.passString()
 	case '{', '[':
 		return s.skipNested()
 	}
@@ -355,7 +365,7 @@ func (s *scanner) skipNested() error {
 	for s.i < len(s.data) {
 		switch s.data[s.i] {
 		case '"':
-			if _, err := s.skipString(); err != nil {
+			if err := s.passString(); err != nil {
 				return err
 			}
 			continue

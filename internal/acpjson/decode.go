@@ -3,9 +3,11 @@ package acpjson
 import (
 	"bytes"
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"reflect"
 	"slices"
 	"strconv"
@@ -386,26 +388,47 @@ func unquote(raw []byte) string {
 	out := make([]byte, 0, len(inner))
 	start := 0
 	for i := 0; i < len(inner); {
-		switch c := inner[i]; {
-		case c == '\\':
+		if i += plainASCII(inner[i:]); i == len(inner) {
+			break
+		}
+		if inner[i] == '\\' {
 			out = append(out, inner[start:i]...)
 			var n int
 			out, n = appendEscape(out, inner[i:])
 			i += n
 			start = i
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRune(inner[i:])
-			if r == utf8.RuneError && size == 1 {
-				out = append(out, inner[start:i]...)
-				out = utf8.AppendRune(out, utf8.RuneError)
-				start = i + 1
-			}
-			i += size
+			continue
 		}
+		r, size := utf8.DecodeRune(inner[i:])
+		if r == utf8.RuneError && size == 1 {
+			out = append(out, inner[start:i]...)
+			out = utf8.AppendRune(out, utf8.RuneError)
+			start = i + 1
+		}
+		i += size
 	}
 	return string(append(out, inner[start:]...))
+}
+
+// plainASCII is the length of b's leading run of ASCII bytes other than
+// the backslash, which a string holds as they are. It looks at eight bytes
+// at a time: a byte's high bit is set when it is not ASCII, and the classic
+// test for a zero byte, (v - 0x01…) & ^v & 0x80…, finds a backslash in v =
+// x ^ 0x5c5c…; the lowest bit set is the first such byte (a false one can
+// only follow a true one).
+func plainASCII(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		bs := x ^ (ones * '\\')
+		if m := (x | (bs-ones)&^bs) & highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b) && b[i] < utf8.RuneSelf && b[i] != '\\'; i++ {
+	}
+	return i
 }
 
 // appendEscape appends what the escape at the start of esc stands for and

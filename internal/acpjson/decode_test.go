@@ -328,3 +328,16 @@ func TestNullElementNamed(t *testing.T) {
 	err := Into([]byte(`{"text":"t","ptr":null,"list":[{"s":"a"},null]}`), &v, membersOfFuzzValue)
 	assert.EqualError(t, err, `fuzz: "list"[1] is null, which the schema does not allow`)
 }
+
+// TestPlainASCII: the run ends at the first backslash or byte that is not
+// ASCII, wherever it is among the eight bytes looked at together, and
+// whatever follows it.
+func TestPlainASCII(t *testing.T) {
+	for _, special := range []string{`\`, "é", "\xff", "\x80"} {
+		for at := range 20 {
+			b := []byte(strings.Repeat("a", at) + special + "\x01\\" + strings.Repeat("b", 9))
+			assert.Equal(t, at, plainASCII(b), "%q", b)
+		}
+	}
+	assert.Equal(t, 19, plainASCII([]byte(strings.Repeat("\x00[]", 6)+"z")))
+}
