@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/acpkit/acprpc v0.1.0
 	github.com/acpkit/acprpc/remote v0.1.0
-	github.com/coder/acp-go-sdk v0.13.0
+	github.com/coder/acp-go-sdk v0.13.5
 	github.com/coder/websocket v1.8.15
 	github.com/creachadair/jrpc2 v1.3.6
 	github.com/sourcegraph/jsonrpc2 v0.2.3

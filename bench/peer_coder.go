@@ -59,6 +59,9 @@ func (a *coderAgent) Cancel(ctx context.Context, p acp.CancelNotification) error
 func (a *coderAgent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
 	return acp.AuthenticateResponse{}, errCoderUnused
 }
+func (a *coderAgent) Logout(context.Context, acp.LogoutRequest) (acp.LogoutResponse, error) {
+	return acp.LogoutResponse{}, errCoderUnused
+}
 func (a *coderAgent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
 	return acp.InitializeResponse{ProtocolVersion: acp.ProtocolVersionNumber}, nil
 }
