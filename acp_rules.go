@@ -140,8 +140,12 @@ func (c *Conn) isSessionCancel(method string) bool {
 // registered it and before its handler starts.
 func (a *acpRules) registered(r *inRequest, needs acpNeeds) {
 	r.acp.closing = needs.closing
-	if needs.joinsWork {
-		r.acp.work = a.foreground.forPrompt(a.conn, r.req.SessionID)
+	if needs.joinsWork { // it joins the session's work in progress, or a new one
+		w := a.foreground.current(a.conn, r.req.SessionID)
+		w.mu.Lock()
+		w.prompts++
+		w.mu.Unlock()
+		r.acp.work = w
 	}
 }
 
@@ -228,8 +232,11 @@ func (a *acpRules) callAnswered(pc *pendingCall, result []byte) []byte {
 // and dropped after, the work's ending; it reports false for any other,
 // which the engine sends.
 func (a *acpRules) notifying(ctx context.Context, method string, f *frame) (sent bool, err error) {
-	w := a.conn.workOf(ctx, method)
-	if w == nil {
+	if method != methodSessionUpdate || !a.conn.protocol().foreground {
+		return false, nil
+	}
+	w, _ := ctx.Value(workKey).(*Work)
+	if w == nil || w.conn != a.conn {
 		return false, nil
 	}
 	return true, w.sendUpdate(f)
@@ -274,7 +281,9 @@ func (a *acpRules) beforeAnswer(r *inRequest, f *frame) {
 			a.conn.learnVersion(wire.Member(f.Buf.Bytes(), "result"))
 		}
 	case methodSessionPrompt:
-		w := r.promptWork()
+		r.mu.Lock()
+		w := r.acp.work
+		r.mu.Unlock()
 		switch {
 		case w == nil:
 		case f.info.kind == KindResult:

@@ -294,26 +294,6 @@ func (c *Conn) BeginWork(sessionID string) *Work {
 	return w
 }
 
-// workOf returns the work a notification sent under ctx belongs to, on a
-// connection whose version has foreground work.
-func (c *Conn) workOf(ctx context.Context, method string) *Work {
-	if method != methodSessionUpdate || !c.protocol().foreground {
-		return nil
-	}
-	w, _ := ctx.Value(workKey).(*Work)
-	if w == nil || w.conn != c {
-		return nil
-	}
-	return w
-}
-
-// promptWork is a v2 prompt's work, read under the request's lock.
-func (r *inRequest) promptWork() *Work {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.acp.work
-}
-
 // currentWork is the work of a v2 prompt's handler: the one registered when
 // it was read, or, if that has ended meanwhile (the prompt was held), the
 // session's next, cancelled already if the prompt was cancelled by its
@@ -345,16 +325,6 @@ func (r *inRequest) currentWork() *Work {
 type workTable struct {
 	mu sync.Mutex       // protects m and the works' newer
 	m  map[string]*Work // each session's oldest work
-}
-
-// forPrompt is the work a prompt just read joins: the session's work in
-// progress, or a new one. It runs on the read goroutine.
-func (t *workTable) forPrompt(c *Conn, sessionID string) *Work {
-	w := t.current(c, sessionID)
-	w.mu.Lock()
-	w.prompts++
-	w.mu.Unlock()
-	return w
 }
 
 // current returns the session's work in progress, neither ended nor

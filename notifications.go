@@ -176,16 +176,6 @@ func (n *notifier) reachedChan(target uint64) <-chan struct{} {
 	return ch
 }
 
-// handledOne counts a notification handled and wakes those who waited for
-// that count; n.mu is held.
-func (n *notifier) handledOne() {
-	n.handled++
-	if ch, ok := n.reached[n.handled]; ok {
-		close(ch)
-		delete(n.reached, n.handled)
-	}
-}
-
 // drain waits until every notification queued so far has been handled,
 // the notifier has stopped, or d has passed.
 func (n *notifier) drain(d time.Duration) {
@@ -204,7 +194,11 @@ func (n *notifier) run() {
 		}
 		n.handle(m)
 		n.mu.Lock()
-		n.handledOne()
+		n.handled++ // and those who waited for this count wake
+		if ch, ok := n.reached[n.handled]; ok {
+			close(ch)
+			delete(n.reached, n.handled)
+		}
 		n.mu.Unlock()
 	}
 }
