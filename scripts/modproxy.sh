@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The release as a user gets it, offline: tags a clone of HEAD with the
-# version the modules require of one another (the root's vX, remote/vX and
-# examples/vX), serves those modules from a module proxy made of files
+# version the modules require of one another (the root's vX, remote/vX,
+# examples/vX and cmd/acpcheck/vX), serves those modules from a module proxy made of files
 # beside the third-party modules of this machine's module cache, and in a
 # fresh module outside the repository runs `go get` of the root and remote
 # at that version, builds an agent and a client against them (the tag's
 # examples/hello and scripts/testdata/consumer) and runs them, and
-# `go install`s every example binary at the tag. Nothing goes to the
+# `go install`s every example binary at the tag and acpcheck at @latest,
+# which then checks the installed examples/agent. Nothing goes to the
 # network, and nothing outside a temporary directory is written but the
 # build cache: git reads a configuration of its own (GIT_CONFIG_GLOBAL).
 #
@@ -50,8 +51,12 @@ examples_wants_remote=$(go mod edit -json "$tmp/repo/examples/go.mod" |
   sed -n '/"Path": "github.com\/acpkit\/acprpc\/remote"/{n;s/.*"Version": "\(.*\)".*/\1/p;}')
 [ "$examples_wants_remote" = "$version" ] ||
   fail "examples/go.mod requires remote $examples_wants_remote, remote/go.mod the root $version: one release tags them together"
-echo "--- tagging $version, remote/$version and examples/$version"
-for tag in "$version" "remote/$version" "examples/$version"; do
+acpcheck_wants=$(go mod edit -json "$tmp/repo/cmd/acpcheck/go.mod" |
+  sed -n '/"Path": "github.com\/acpkit\/acprpc\/remote"/{n;s/.*"Version": "\(.*\)".*/\1/p;}')
+[ "$acpcheck_wants" = "$version" ] ||
+  fail "cmd/acpcheck/go.mod requires remote $acpcheck_wants, remote/go.mod the root $version: one release tags them together"
+echo "--- tagging $version, remote/$version, examples/$version and cmd/acpcheck/$version"
+for tag in "$version" "remote/$version" "examples/$version" "cmd/acpcheck/$version"; do
   git -C "$tmp/repo" tag -f "$tag" >/dev/null
 done
 
@@ -69,7 +74,7 @@ export GOWORK=off GOTOOLCHAIN=local GOFLAGS=-mod=mod GOSUMDB=off GONOSUMDB= GOPR
 mkdir -p "$tmp/empty"
 (cd "$tmp/empty" && GOMODCACHE=$tmp/ours GOPROXY=direct go mod download \
   "github.com/acpkit/acprpc@$version" "github.com/acpkit/acprpc/remote@$version" \
-  "github.com/acpkit/acprpc/examples@$version")
+  "github.com/acpkit/acprpc/examples@$version" "github.com/acpkit/acprpc/cmd/acpcheck@$version")
 chmod -R u+w "$tmp/ours"
 proxy=$tmp/ours/cache/download
 rm -rf "$proxy/cache/vcs"
@@ -116,4 +121,12 @@ out=$("$tmp/bin/hello/client/client" "$tmp/bin/hello/agent/agent")
 out=$("$tmp/bin/cancel/client/client" "$tmp/bin/cancel/agent/agent" | tail -n 1)
 [ "$out" = "stop reason: cancelled" ] || fail "the installed cancel client ended with \"$out\""
 "$tmp/bin/client/client" -agent "$tmp/bin/agent/agent"
-echo "modproxy: $installed example commands installed at $version, a fresh module built and ran against the proxy"
+
+echo "--- go install github.com/acpkit/acprpc/cmd/acpcheck@latest, outside any module, and its check of examples/agent"
+GOBIN=$tmp/bin/acpcheck go install github.com/acpkit/acprpc/cmd/acpcheck@latest
+got=$(go version -m "$tmp/bin/acpcheck/acpcheck" | awk '$1 == "mod" {print $3}')
+[ "$got" = "$version" ] || fail "acpcheck@latest installed $got, not $version"
+"$tmp/bin/acpcheck/acpcheck" run -- "$tmp/bin/agent/agent" >"$tmp/acpcheck.txt" ||
+  { cat "$tmp/acpcheck.txt"; fail "the installed acpcheck found the installed examples/agent at fault"; }
+tail -n 1 "$tmp/acpcheck.txt"
+echo "modproxy: $installed example commands and acpcheck installed at $version, a fresh module built and ran against the proxy"
