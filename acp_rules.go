@@ -245,7 +245,7 @@ func (a *acpRules) notifying(ctx context.Context, method string, f *frame) (sent
 // marker returns the result that answers a cancelled request of method in
 // the version in force, if it has one.
 func (a *acpRules) marker(method string) (json.RawMessage, bool) {
-	m, ok := a.conn.markers()[method]
+	m, ok := a.conn.protocol().markers[method]
 	return m, ok
 }
 
@@ -304,7 +304,10 @@ func (a *acpRules) holdAnswer(r *inRequest) {
 		q.waitSent()
 	}
 	for _, w := range r.acp.closing.works {
-		w.wait()
+		select {
+		case <-w.done:
+		case <-w.conn.closed:
+		}
 	}
 }
 

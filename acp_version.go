@@ -108,9 +108,6 @@ func (c *Conn) SetProtocolVersion(v ProtocolVersion) {
 	}
 }
 
-// markers are the cancellation markers in force.
-func (c *Conn) markers() map[string]json.RawMessage { return c.protocol().markers }
-
 // negotiate handles the peer's initialize on the read goroutine when this
 // side negotiates: it picks the version before the handler runs, so the
 // handler (and a VersionRouter) already serve that version, or answers the

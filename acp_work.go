@@ -221,14 +221,6 @@ func (w *Work) endForApplication() {
 	_ = w.endLocked(f)
 }
 
-// wait returns once the work has ended or the connection has closed.
-func (w *Work) wait() {
-	select {
-	case <-w.done:
-	case <-w.conn.closed:
-	}
-}
-
 // sendUpdate queues a session/update of the work, unless the work has ended.
 // An idle state_update is the work's ending, as End is.
 func (w *Work) sendUpdate(f *frame) error {

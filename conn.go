@@ -218,7 +218,7 @@ func (c *Conn) route(m message) {
 // is never answered.
 func (c *Conn) tooLarge(e *MessageTooLargeError) {
 	if c.opts.Hooks.Received != nil {
-		c.receivedTooLarge(e.Prefix, e.Size)
+		c.opts.Hooks.Received(c.base, &Message{Kind: KindInvalid, Raw: e.Prefix, Size: e.Size})
 	}
 	msg := fmt.Sprintf("Invalid request: message of %d bytes exceeds the limit of %d", e.Size, c.opts.MaxMessageSize)
 	id, isResponse := e.envelope()
@@ -262,7 +262,9 @@ func (c *Conn) closeFlushing(reason error, flush context.Context) {
 		close(c.closed)
 		c.stopParent()
 		c.cancelBase(ErrConnClosed)
-		c.incoming.stopAllTimers()
+		for _, r := range c.incoming.all() { // their handlers' answers are dropped
+			r.stopTimers()
+		}
 		c.calls.closeAll()
 		c.notes.stop()
 		c.writer.drain(flush)

@@ -152,11 +152,6 @@ func (c *Conn) received(raw []byte, m *message, bad *wire.Problem) {
 	c.opts.Hooks.Received(c.base, msg)
 }
 
-// receivedTooLarge tells the Received hook about a message over the limit.
-func (c *Conn) receivedTooLarge(prefix []byte, size int) {
-	c.opts.Hooks.Received(c.base, &Message{Kind: KindInvalid, Raw: prefix, Size: size})
-}
-
 // LogHooks returns Hooks that log every message at level l on logger, as a
 // wire trace: direction, kind, ID, method, error code and size, and the
 // message itself when the logger is enabled for slog.LevelDebug.

@@ -435,19 +435,16 @@ func resultTarget(result any) error {
 	if result == nil {
 		return nil
 	}
-	if v := reflect.ValueOf(result); v.Kind() != reflect.Pointer || v.IsNil() {
-		return fmt.Errorf("not sent: the result is %s, which an answer cannot be decoded into: "+
-			"pass a pointer (&result), or nil to ignore the result", describeTarget(result, v))
+	v := reflect.ValueOf(result)
+	if v.Kind() == reflect.Pointer && !v.IsNil() {
+		return nil
 	}
-	return nil
-}
-
-// describeTarget names a result Call cannot decode into, and why.
-func describeTarget(result any, v reflect.Value) string {
+	what := fmt.Sprintf("a %T, not a pointer", result)
 	if v.Kind() == reflect.Pointer {
-		return fmt.Sprintf("a nil %T", result)
+		what = fmt.Sprintf("a nil %T", result)
 	}
-	return fmt.Sprintf("a %T, not a pointer", result)
+	return fmt.Errorf("not sent: the result is %s, which an answer cannot be decoded into: "+
+		"pass a pointer (&result), or nil to ignore the result", what)
 }
 
 // paramsError is the reason params that cannot go out are refused; either

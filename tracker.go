@@ -330,14 +330,6 @@ func (t *incomingTable) inScope(scope string) []*inRequest {
 	return out
 }
 
-// stopAllTimers disarms every request's timers: the connection is closing,
-// and its handlers' answers are dropped.
-func (t *incomingTable) stopAllTimers() {
-	for _, r := range t.all() {
-		r.stopTimers()
-	}
-}
-
 func (t *incomingTable) len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
