@@ -99,22 +99,38 @@ func (f *Frame) Begin(id []byte) {
 
 // String appends s as a JSON string.
 func (f *Frame) String(s string) {
-	if plainASCII(s) {
+	switch plainASCII(s) {
+	case asIs:
+		f.Buf.WriteByte('"')
+		f.Buf.WriteString(s)
+		f.Buf.WriteByte('"')
+	case quoted:
 		f.Buf.Write(strconv.AppendQuote(f.Buf.AvailableBuffer(), s))
-		return
+	default:
+		_ = f.Encode(s) // Go's quoting of other bytes is not JSON's
 	}
-	_ = f.Encode(s) // Go's quoting of other bytes is not JSON's
 }
 
-// plainASCII reports whether strconv's quoting of s is also valid JSON: only
-// printable ASCII, where both escape just '"' and '\\'.
-func plainASCII(s string) bool {
+// The ways String writes a string.
+const (
+	asIs    = iota // printable ASCII, no quote or backslash: nothing to escape
+	quoted         // printable ASCII: strconv escapes '"' and '\\' as JSON does
+	encoded        // anything else: encoding/json writes it
+)
+
+// plainASCII says how String writes s: as it is, quoted by strconv, whose
+// quoting of printable ASCII is also JSON's, or by encoding/json.
+func plainASCII(s string) int {
+	how := asIs
 	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
+		switch c := s[i]; {
+		case c < 0x20 || c > 0x7e:
+			return encoded
+		case c == '"' || c == '\\':
+			how = quoted
 		}
 	}
-	return true
+	return how
 }
 
 // Request builds a request (id set) or a notification (id nil); params nil

@@ -1,6 +1,9 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,4 +104,21 @@ func TestMethodNameAllocations(t *testing.T) {
 	}
 	assert.Equal(t, testing.AllocsPerRun(100, parse(other))-1, testing.AllocsPerRun(100, parse(known)),
 		"a known method saves exactly the name's copy")
+}
+
+// FuzzFrameString: a method name is written as encoding/json writes the
+// string (HTML characters as they are), whichever of String's ways it takes.
+func FuzzFrameString(f *testing.F) {
+	for _, seed := range []string{"session/prompt", `a"b`, `back\slash`, "tab\there", "é", "\xff", "<&>", ""} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(s))
+		var fr Frame
+		fr.String(s)
+		assert.Equal(t, strings.TrimSuffix(want.String(), "\n"), fr.Buf.String(), "%q", s)
+	})
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 )
 
 // maxDepth bounds nesting so that a hostile message cannot exhaust the stack;
@@ -203,7 +204,10 @@ func (s *scanner) str() error {
 // they are: no quote, backslash or control character.
 func plainRun(b []byte) int {
 	i := 0
-	for ; i+8 <= len(b) && !hasSpecial(binary.LittleEndian.Uint64(b[i:])); i += 8 {
+	for ; i+8 <= len(b); i += 8 {
+		if m := specials(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
 	}
 	for ; i < len(b); i++ {
 		if c := b[i]; c < 0x20 || c == '"' || c == '\\' {
@@ -213,15 +217,17 @@ func plainRun(b []byte) int {
 	return i
 }
 
-// hasSpecial reports whether one of x's eight bytes is a quote, a backslash
-// or a control character, with the classic test for a zero byte:
-// (v - 0x01…) & ^v & 0x80… is set exactly when some byte of v is zero (and
-// when some byte is below n, with n × 0x01… in place of 0x01…).
-func hasSpecial(x uint64) bool {
+// specials marks, with its high bit, each of x's eight bytes that is a
+// quote, a backslash or a control character, with the classic test for a
+// zero byte: (v - 0x01…) & ^v & 0x80… is set for some byte exactly when
+// some byte of v is zero (or below n, with n × 0x01… in place of 0x01…). A
+// byte can be marked falsely only after one marked truly, by the borrow, so
+// the lowest mark is the first special byte.
+func specials(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := x^(ones*'"'), x^(ones*'\\')
 	below := (x - ones*0x20) & ^x
-	return (below|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
+	return (below | (quote-ones)&^quote | (backslash-ones)&^backslash) & highs
 }
 
 func (s *scanner) escape() error {
