@@ -168,7 +168,9 @@ func (c *Conn) onCancelRequest(m *message) {
 // cancelCall is the $/cancel_request of this side's call id, whose context
 // ended; a watched prompt turn records its cancel first.
 func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64) *frame {
-	pc.cancelTurn()
+	if pc.acp.turn != nil {
+		pc.acp.turn.cancelled.Store(true)
+	}
 	f := getFrame()
 	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}
 	f.Begin(nil)

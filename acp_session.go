@@ -119,13 +119,6 @@ func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
 	}
 }
 
-// cancelTurn records that the call's own cancel is being sent.
-func (pc *pendingCall) cancelTurn() {
-	if pc.acp.turn != nil {
-		pc.acp.turn.cancelled.Store(true)
-	}
-}
-
 // cancelTurns records that this side is cancelling the session's turns:
 // the answers read from now on to its prompt calls are reported cancelled.
 func (c *Conn) cancelTurns(sessionID string) {

@@ -202,8 +202,7 @@ func decodeInto[P any](req *Request, p *P) error {
 func CallFor[R any](ctx context.Context, c *Conn, method string, params any, opts ...CallOption) (R, error) {
 	var result R
 	if err := c.Call(ctx, method, params, &result, opts...); err != nil {
-		var zero R
-		return zero, err
+		return *new(R), err // not what a cancelled call may have decoded
 	}
 	return result, nil
 }
