@@ -91,13 +91,14 @@ const (
 // decodeAs is decodeValid with member names read as how says.
 func decodeAs(data []byte, rv reflect.Value, how reading) error {
 	t := rv.Type()
-	if t.Kind() != reflect.Pointer && t.Name() == "" && reflect.PointerTo(t).NumMethod() > 0 {
+	info := infoOf(t)
+	if info.unnamedMethods {
 		// A struct type without a name has the methods of the fields it
 		// embeds, which encoding/json calls on the value as a whole but not
 		// on a member of such a type.
 		return errDecline
 	}
-	if t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(unmarshalerType) {
+	if info.unmarshaler {
 		// encoding/json calls UnmarshalJSON with the value's bytes, null
 		// included, for a type that is not a pointer.
 		return rv.Addr().Interface().(json.Unmarshaler).UnmarshalJSON(data)
@@ -109,7 +110,7 @@ func decodeAs(data []byte, rv reflect.Value, how reading) error {
 		}
 		return nil
 	}
-	if reflect.PointerTo(t).Implements(textUnmarshalerType) {
+	if info.text {
 		return generic(data, rv)
 	}
 	switch t.Kind() {
@@ -123,7 +124,11 @@ func decodeAs(data []byte, rv reflect.Value, how reading) error {
 		if data[0] != '{' {
 			return errDecline
 		}
-		return decodeStruct(data, rv, how)
+		if info.fields == nil {
+			return generic(data, rv)
+		}
+		_, err := decodeStructWith(data, rv, info.fields, nil, how)
+		return err
 	case reflect.Slice:
 		if data[0] != '[' || t.Elem().Kind() == reflect.Uint8 {
 			return generic(data, rv)
@@ -169,20 +174,10 @@ func generic(data []byte, rv reflect.Value) error {
 	return json.Unmarshal(data, rv.Addr().Interface())
 }
 
-// decodeStruct decodes the object data into the struct rv.
-func decodeStruct(data []byte, rv reflect.Value, how reading) error {
-	if fieldsOf(rv.Type()) == nil {
-		return generic(data, rv)
-	}
-	_, err := decodeStructWith(data, rv, nil, how)
-	return err
-}
-
 // decodeStructWith is decodeStruct with the members l names read as the
 // schema reads them, and notes, in the same walk, which of l's required
 // members it found (see Members.found).
-func decodeStructWith(data []byte, rv reflect.Value, l *Members, how reading) ([]bool, error) {
-	info := fieldsOf(rv.Type())
+func decodeStructWith(data []byte, rv reflect.Value, info *structFields, l *Members, how reading) ([]bool, error) {
 	if info == nil {
 		return nil, errDecline
 	}
@@ -295,6 +290,36 @@ func exactMembers(data []byte, t reflect.Type) []byte {
 	}
 	out := append([]byte{'{'}, bytes.Join(kept, []byte{','})...)
 	return append(out, '}')
+}
+
+// typeInfo is what the one pass asks of a type before decoding a value of
+// it, found once: the reflection costs more than decoding a small value.
+type typeInfo struct {
+	unnamedMethods bool          // a type without a name whose pointer has methods (see decodeAs)
+	unmarshaler    bool          // not a pointer, and its pointer is a json.Unmarshaler
+	text           bool          // its pointer is an encoding.TextUnmarshaler
+	fields         *structFields // a struct's fields (fieldsOf)
+}
+
+var infoCache sync.Map // reflect.Type to *typeInfo
+
+// infoOf returns t's typeInfo.
+func infoOf(t reflect.Type) *typeInfo {
+	if i, ok := infoCache.Load(t); ok {
+		return i.(*typeInfo)
+	}
+	p := reflect.PointerTo(t)
+	notPointer := t.Kind() != reflect.Pointer
+	i := &typeInfo{
+		unnamedMethods: notPointer && t.Name() == "" && p.NumMethod() > 0,
+		unmarshaler:    notPointer && p.Implements(unmarshalerType),
+		text:           p.Implements(textUnmarshalerType),
+	}
+	if t.Kind() == reflect.Struct {
+		i.fields = fieldsOf(t)
+	}
+	infoCache.Store(t, i)
+	return i
 }
 
 var fieldCache sync.Map // reflect.Type to *structFields, nil when declined
@@ -638,7 +663,7 @@ func decodeMember(value []byte, fv reflect.Value) error {
 func Into(data []byte, v any, l *Members) error {
 	rv := reflect.ValueOf(v).Elem()
 	if rv.IsZero() {
-		found, err := decodeStructWith(data, rv, l, asSchema)
+		found, err := decodeStructWith(data, rv, fieldsOf(rv.Type()), l, asSchema)
 		if err == nil {
 			return l.missing(data, found)
 		}
