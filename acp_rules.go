@@ -12,27 +12,11 @@ import (
 )
 
 // acpRules is ACP in a Conn: the protocol's state (its version, v2's works
-// and entities) and the one hand-off through which the engine (conn.go,
-// serve.go, tracker.go, cancel.go, outgoing.go, shutdown.go), which knows no
-// protocol, lets ACP act. The Conn holds it as a value and calls it
-// directly, never through an interface, at these points:
-//
-//   - read: a request or notification read, on the read goroutine before
-//     anything else is read ($/cancel_request, negotiation, session and
-//     entity cancels);
-//   - registered: a request registered in the tracker, before its handler
-//     starts (a v2 prompt joins its session's work);
-//   - holdAnswer and errorAnswer: a handler returned, before its answer is
-//     built, and its error answer built;
-//   - marker: a cancelled answer built (the method's marker);
-//   - beforeAnswer: an answer about to be written (the version an
-//     initialize result names, a v2 prompt's work starting);
-//   - mayCall, callSent, cancelCall, callAnswered and notifying: this
-//     side's call about to be made (refused before initialize when it
-//     opens a session), sent, cancelled (its $/cancel_request), answered,
-//     and a notification about to be sent (a v2 work's session/update);
-//   - shutdown and quiet: Shutdown begins, and waits for the protocol's own
-//     work to end.
+// and entities) and the one hand-off through which the engine, which knows
+// no protocol, lets ACP act. The Conn holds it as a value and calls its
+// methods directly, never through an interface, so the hot path pays no
+// dynamic call; docs/design.md ("The engine and the protocol") lists the
+// points where the engine calls it.
 type acpRules struct {
 	conn       *Conn
 	versions   versioning  // the ACP version and its rules
