@@ -43,7 +43,7 @@ type Conn struct {
 	reader wire.Reader
 	intake intake // closed by Shutdown before its last flush
 	// acp is the protocol: the engine calls it directly at a few named
-	// points (acp_rules.go lists them), and knows nothing else of ACP.
+	// points (docs/design.md lists them), and knows nothing else of ACP.
 	acp acpRules
 
 	stats struct {
