@@ -181,8 +181,8 @@ func FirstElement(data []byte) ([]byte, error) {
 // JSON.parse, encoding/json and the wire parse read it: the last one wins.
 func Member(data []byte, key string) ([]byte, error) {
 	var found []byte
-	err := eachMember(data, func(name string, _, value []byte) bool {
-		if name == key {
+	err := eachMember(data, func(name, _, value []byte) bool {
+		if string(name) == key {
 			found = value
 		}
 		return true
@@ -216,15 +216,16 @@ func nullElement(data []byte) int {
 // members calls f with each member of the object data, as its key and its
 // encoded text ("key":value).
 func members(data []byte, f func(key string, member []byte)) error {
-	return eachMember(data, func(name string, member, _ []byte) bool {
-		f(name, member)
+	return eachMember(data, func(name, member, _ []byte) bool {
+		f(string(name), member)
 		return true
 	})
 }
 
 // eachMember walks the members of the object data, giving f each one's
-// name, its whole text and its value, until f returns false.
-func eachMember(data []byte, f func(name string, member, value []byte) bool) error {
+// name (unescaped; the object's own bytes when it holds no escape), its
+// whole text and its value, until f returns false.
+func eachMember(data []byte, f func(name, member, value []byte) bool) error {
 	s := scanner{data: data}
 	s.space()
 	if !s.byte('{') {
@@ -289,20 +290,21 @@ func (s *scanner) byte(b byte) bool {
 	return false
 }
 
-// key reads a member name, unescaped only when it holds an escape.
-func (s *scanner) key() (string, error) {
+// key reads a member name, unescaped only when it holds an escape: the
+// bytes of the object itself, without a copy, when it holds none.
+func (s *scanner) key() ([]byte, error) {
 	start := s.i
 	escaped, err := s.skipString()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	raw := s.data[start:s.i]
 	if !escaped {
-		return string(raw[1 : len(raw)-1]), nil
+		return raw[1 : len(raw)-1], nil
 	}
 	var name string
 	err = json.Unmarshal(raw, &name)
-	return name, err
+	return []byte(name), err
 }
 
 // skipString moves past the string at s.i and reports whether it held an

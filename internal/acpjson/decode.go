@@ -184,11 +184,20 @@ func decodeStructWith(data []byte, rv reflect.Value, info *structFields, l *Memb
 	var seen []bool
 	var err error
 	found := l.newFound()
-	walkErr := eachMember(data, func(name string, _, value []byte) bool {
+	walkErr := eachMember(data, func(raw, _, value []byte) bool {
+		// The name as a string of its own only where it is needed: a
+		// field's is the field's.
+		i, ok := info.byName[string(raw)]
+		var name string
+		switch {
+		case ok:
+			name = info.names[i]
+		case l != nil:
+			name = string(raw)
+		}
 		l.note(found, name, value)
-		i, ok := info.byName[name]
 		if !ok {
-			if how == asUnmarshal && info.folded(name) {
+			if how == asUnmarshal && info.folded(string(raw)) {
 				err = errDecline // encoding/json would take it for a field
 				return false
 			}
@@ -219,24 +228,29 @@ func decodeStructWith(data []byte, rv reflect.Value, info *structFields, l *Memb
 	return found, err
 }
 
-// decodeSlice decodes the array data into the slice rv, as encoding/json
-// does into a nil slice: an empty array is an empty, non-nil slice.
+// decodeSlice decodes the array data into the slice rv, which is nil, as
+// encoding/json does into a nil slice: an empty array is an empty, non-nil
+// slice. The elements are decoded in place, the slice grown as they come.
 func decodeSlice(data []byte, rv reflect.Value, how reading) error {
-	out := reflect.MakeSlice(rv.Type(), 0, 0)
 	s := scanner{data: data}
 	s.byte('[')
-	for {
+	for n := 0; ; n++ {
 		s.space()
 		if s.byte(']') {
-			rv.Set(out)
+			if n == 0 {
+				rv.Set(reflect.MakeSlice(rv.Type(), 0, 0))
+			}
 			return nil
 		}
 		start := s.i
 		if err := s.skipValue(); err != nil {
 			return err
 		}
-		out = reflect.Append(out, reflect.Zero(rv.Type().Elem()))
-		if err := decodeAs(data[start:s.i], out.Index(out.Len()-1), how); err != nil {
+		if n == rv.Cap() {
+			rv.Grow(1)
+		}
+		rv.SetLen(n + 1)
+		if err := decodeAs(data[start:s.i], rv.Index(n), how); err != nil {
 			return err
 		}
 		s.space()
@@ -249,6 +263,7 @@ func decodeSlice(data []byte, rv reflect.Value, how reading) error {
 type structFields struct {
 	byName map[string]int // JSON name to position in index
 	index  []int          // the fields' indexes in the struct
+	names  []string       // the fields' JSON names, by position in index
 }
 
 // folded reports whether key matches no field exactly but would match
@@ -277,8 +292,8 @@ func exactMembers(data []byte, t reflect.Type) []byte {
 	}
 	var kept [][]byte
 	dropped := false
-	err := eachMember(data, func(name string, member, _ []byte) bool {
-		if info.folded(name) {
+	err := eachMember(data, func(name, member, _ []byte) bool {
+		if info.folded(string(name)) {
 			dropped = true
 		} else {
 			kept = append(kept, member)
@@ -358,6 +373,7 @@ func fieldsOf(t reflect.Type) *structFields {
 		}
 		f.byName[name] = len(f.index)
 		f.index = append(f.index, i)
+		f.names = append(f.names, name)
 	}
 	fieldCache.Store(t, f)
 	return f
@@ -682,8 +698,8 @@ func (l *Members) check(data []byte) error {
 	if found == nil {
 		return nil
 	}
-	err := eachMember(data, func(name string, _, value []byte) bool {
-		l.note(found, name, value)
+	err := eachMember(data, func(name, _, value []byte) bool {
+		l.note(found, string(name), value)
 		return true
 	})
 	if err != nil {
