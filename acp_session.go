@@ -8,9 +8,10 @@ import (
 	"github.com/acpkit/acprpc/internal/wire"
 )
 
-// onSessionCancel cancels every incoming request in flight whose params name
-// the session, and returns them. It runs on the read goroutine for the
-// peer's session/cancel, ahead of every queue.
+// onSessionCancel cancels the session's v2 foreground work and every
+// incoming request in flight whose params name the session, and returns the
+// requests. It runs on the read goroutine for the peer's session/cancel,
+// ahead of every queue.
 func (c *Conn) onSessionCancel(sessionID string) []*inRequest {
 	if sessionID == "" {
 		return nil
@@ -19,7 +20,9 @@ func (c *Conn) onSessionCancel(sessionID string) []*inRequest {
 	for _, r := range hit {
 		r.cancelWith(ErrSessionCancelled)
 	}
-	c.cancelWork(sessionID)
+	for _, w := range c.acp.foreground.unended(sessionID) {
+		w.cancelWith(ErrSessionCancelled)
+	}
 	return hit
 }
 

@@ -395,11 +395,3 @@ func notEnded(out []*Work, oldest *Work) []*Work {
 	}
 	return out
 }
-
-// cancelWork cancels the session's foreground work, for the peer's
-// session/cancel or session/close; it runs on the read goroutine.
-func (c *Conn) cancelWork(sessionID string) {
-	for _, w := range c.acp.foreground.unended(sessionID) {
-		w.cancelWith(ErrSessionCancelled)
-	}
-}

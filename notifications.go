@@ -153,12 +153,10 @@ func (n *notifier) waitFor(target uint64, giveUp <-chan struct{}, timeout <-chan
 	case <-reached:
 		return true
 	case <-n.stopped:
-		return false
 	case <-giveUp:
-		return false
 	case <-timeout:
-		return false
 	}
+	return false
 }
 
 // reachedChan returns the channel closed once handled reaches target, which
