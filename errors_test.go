@@ -195,6 +195,23 @@ func TestCallAfterCloseSaysWhoClosedAndWhy(t *testing.T) {
 	}
 }
 
+// A call made as soon as a failed write has closed the connection (its Done
+// closed, its table of calls perhaps not yet) is refused with the reason,
+// never with a bare "connection closed": repeated, since the window is a
+// few instructions wide.
+func TestCallJustAfterAFailedWriteSaysWhy(t *testing.T) {
+	const says = "connection closed: a write to the peer failed: wiretest: output broken"
+	for range 200 {
+		ctx := wiretest.Context(t)
+		c, _ := wiretest.Connect(t, wiretest.BreakingAfter(0), nil, nil)
+		_ = c.Notify(ctx, "_my/note", nil)
+		<-c.Done()
+		err := c.Call(ctx, "_my/call", nil, nil)
+		require.ErrorIs(t, err, acprpc.ErrConnClosed)
+		require.Equal(t, "acprpc: _my/call: "+says, err.Error())
+	}
+}
+
 // A handler's nested call, pending when the connection closes, fails with
 // ErrConnClosed, not as a cancel, although the handler's context ends too.
 func TestConnClosedWinsOverTheHandlersContext(t *testing.T) {

@@ -270,6 +270,9 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	if err := ctx.Err(); err != nil {
 		return &CallError{Method: method, Err: cancelledCall{ctxErr: err}}
 	}
+	if err := c.Err(); err != nil { // closed, though the table may not be closed yet
+		return &CallError{Method: method, Err: err}
+	}
 	if c.noteOf(ctx) != nil {
 		// Its answer may be behind notifications that fill the queue, which
 		// the reader must read on past to reach it.
@@ -297,7 +300,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	if err := c.writer.sendNow(f); err != nil {
 		c.calls.take(id)
 		c.writeFailed(err)
-		return callErr(ErrConnClosed)
+		return callErr(c.closedErr())
 	}
 	select {
 	case <-pc.done:
@@ -423,7 +426,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	}
 	if err := c.writer.send(f); err != nil {
 		c.writeFailed(err)
-		return &CallError{Method: method, Err: ErrConnClosed}
+		return &CallError{Method: method, Err: c.closedErr()}
 	}
 	return nil
 }
