@@ -86,6 +86,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	c.writer = newWriter(t, c.opts.MaxQueuedWrite, c.writeFailed)
 	c.opts.Hooks = c.guardHooks(c.opts.Hooks)
 	c.writer.sent = c.opts.Hooks.Sent
+	c.writer.crowded = func() bool { return c.incoming.len()+c.calls.len() > 1 }
 	c.notes = newNotifier(c.handleNotification, &c.pool)
 	c.notes.limit = c.opts.MaxQueuedNotifications
 	c.notes.byteLimit = c.opts.MaxQueuedNotificationBytes

@@ -25,6 +25,7 @@ type writer struct {
 	failed    func(error)                              // told once when a write fails
 	sent      func(context.Context, *Message)          // Hooks.Sent, or nil
 	runQueue  func()                                   // w.run, made once: starting the goroutine allocates nothing
+	crowded   func() bool                              // more than one request in flight either way, or nil
 
 	mu        sync.Mutex // protects the fields below
 	queued    int        // bytes of answers queued and not yet written
@@ -136,8 +137,12 @@ func (w *writer) run() {
 	// thousand turns cancelled at once, each sending its $/cancel_request)
 	// they queue behind this message, and go out with it in one write
 	// instead of one write each. With nothing else to run, it costs a
-	// trip through the scheduler.
-	runtime.Gosched()
+	// trip through the scheduler and a thread woken for nothing, so a
+	// connection with at most one request in flight either way, whose
+	// answer or call this is, does not yield.
+	if w.crowded == nil || w.crowded() {
+		runtime.Gosched()
+	}
 	for {
 		w.mu.Lock()
 		if w.err != nil || (!w.unflushed && len(w.queue) == 0) {
