@@ -336,17 +336,33 @@ func (r *runner) promptTurn(session string) {
 	r.freshUpdates = len(r.contentUpdates(session, p.req.Seq, ans.Seq))
 }
 
+// slowTurn opens a session and starts the slow prompt in it, the client
+// holding the agent's requests, for a check that ends the turn midway. ok
+// is false when no session opened (a check has said so already); underway
+// is false when the turn ended, or never got under way, by itself, and then
+// the hold is released.
+func (r *runner) slowTurn(isUnderway func(prompt) bool) (session string, p prompt, underway, ok bool) {
+	session, ok = r.newSession()
+	if !ok {
+		return "", prompt{}, false, false
+	}
+	r.hold.Store(true)
+	p, started := r.startPrompt(session, r.o.SlowPrompt)
+	if !started || !isUnderway(p) {
+		r.hold.Store(false)
+		return session, p, false, true
+	}
+	return session, p, true, true
+}
+
 // sessionCancel cancels a turn with session/cancel, then sends the quick
 // prompt in the same session.
 func (r *runner) sessionCancel() {
-	session, ok := r.newSession()
+	session, p, underway, ok := r.slowTurn(r.underway)
 	if !ok {
 		return
 	}
-	r.hold.Store(true)
-	p, ok := r.startPrompt(session, r.o.SlowPrompt)
-	if !ok || !r.underway(p) {
-		r.hold.Store(false)
+	if !underway {
 		r.res.notBrought(ruleCancelStop, "the slow prompt's turn ended before it could be cancelled: give -slow-prompt a prompt that takes longer")
 		r.res.notBrought(ruleTurnAfter, "no turn was cancelled")
 		r.answer(p.req, r.o.Timeout)
@@ -414,14 +430,12 @@ func (r *runner) turnAfterCancel(session string) {
 
 // cancelRequest cancels a prompt in flight with $/cancel_request.
 func (r *runner) cancelRequest() {
-	session, ok := r.newSession()
+	session, p, underway, ok := r.slowTurn(r.underway)
 	if !ok {
 		return
 	}
-	r.hold.Store(true)
 	defer r.hold.Store(false)
-	p, ok := r.startPrompt(session, r.o.SlowPrompt)
-	if !ok || !r.underway(p) {
+	if !underway {
 		r.res.notBrought(ruleCancelRequest, "the slow prompt's turn ended before it could be cancelled: give -slow-prompt a prompt that takes longer")
 		r.answer(p.req, r.o.Timeout)
 		return

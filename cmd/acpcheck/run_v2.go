@@ -189,14 +189,12 @@ func (r *runner) underwayV2(p prompt) bool {
 // stopReason "cancelled", and each request the work had open at the client
 // cancelled with $/cancel_request.
 func (r *runner) cancelV2() {
-	session, ok := r.newSession()
+	session, p, underway, ok := r.slowTurn(r.underwayV2)
 	if !ok {
 		return
 	}
-	r.hold.Store(true)
 	defer r.hold.Store(false)
-	p, ok := r.startPrompt(session, r.o.SlowPrompt)
-	if !ok || !r.underwayV2(p) {
+	if !underway {
 		r.res.notBrought(ruleV2CancelIdle, "the slow prompt's work ended before it could be cancelled: give -slow-prompt a prompt that takes longer")
 		return
 	}
@@ -280,14 +278,12 @@ func (r *runner) ownRequestsCancelled(open []Line, cancelLine, end Line) {
 // closeV2 closes a session whose work is under way: session/close is
 // answered, and the work ends with an idle state_update.
 func (r *runner) closeV2() {
-	session, ok := r.newSession()
+	session, p, underway, ok := r.slowTurn(r.underwayV2)
 	if !ok {
 		return
 	}
-	r.hold.Store(true)
 	defer r.hold.Store(false)
-	p, ok := r.startPrompt(session, r.o.SlowPrompt)
-	if !ok || !r.underwayV2(p) {
+	if !underway {
 		r.res.notBrought(ruleV2Close, "the slow prompt's work ended before the session could be closed")
 		return
 	}
