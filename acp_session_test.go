@@ -476,3 +476,72 @@ func TestReportCancelledTurns(t *testing.T) {
 		assert.NoError(t, wiretest.Recv(t, ctx, shut))
 	})
 }
+
+// ACP's cancel shape: the agent's session/cancel handler waits for the
+// cancelled turn to end; the turn's session/request_permission call (with
+// WaitAfterCancel) gets its cancelled marker, which the client wrote after
+// session/cancel. The call cannot have the notifications before its answer
+// handled (the session/cancel handler waits for the turn), so it waits only
+// as long as WaitAfterCancel lets it: the turn ends, the cancel handler
+// returns, and a second turn in another session is not held behind it.
+func TestSessionCancelHandlerWaitsForTheTurn(t *testing.T) {
+	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
+		ctx := wiretest.Context(t)
+		turnEnded := make(chan struct{})
+		cancelHandled := make(chan struct{})
+		prompt := func(ctx context.Context, req *acprpc.Request) (any, error) {
+			var perm struct {
+				Outcome struct {
+					Outcome string `json:"outcome"`
+				} `json:"outcome"`
+			}
+			err := acprpc.ConnFromContext(ctx).Call(ctx, "session/request_permission",
+				map[string]string{"sessionId": req.SessionID}, &perm, acprpc.WaitAfterCancel(100*time.Millisecond))
+			if req.SessionID == "s1" {
+				defer close(turnEnded)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if perm.Outcome.Outcome == "cancelled" {
+				return map[string]string{"stopReason": "cancelled"}, nil
+			}
+			return map[string]string{"stopReason": "end_turn"}, nil
+		}
+		_, p := wiretest.Connect(t, tr, wiretest.Mux{
+			"session/prompt": prompt,
+			"session/cancel": func(ctx context.Context, _ *acprpc.Request) (any, error) {
+				select {
+				case <-turnEnded:
+				case <-ctx.Done():
+				}
+				close(cancelHandled)
+				return nil, nil
+			},
+		}, &acprpc.Options{CancelGrace: time.Minute}) // no grace timer answers for the turn
+
+		p.Request("1", "session/prompt", `{"sessionId":"s1"}`)
+		perm := p.ExpectRequest(ctx, "session/request_permission")
+		p.Notify("session/cancel", `{"sessionId":"s1"}`)
+		cancel := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		assert.JSONEq(t, string(perm.ID), string(cancel.ParamMember("requestId")))
+		p.Respond(string(perm.ID), `{"outcome":{"outcome":"cancelled"}}`)
+		p.Request("2", "session/prompt", `{"sessionId":"s2"}`)
+
+		answers := map[string]wiretest.Msg{}
+		for len(answers) < 2 {
+			m := p.Expect(ctx)
+			switch {
+			case m.IsRequest() && m.Method == "session/request_permission":
+				p.Respond(string(m.ID), `{"outcome":{"outcome":"selected","optionId":"allow"}}`)
+			case m.IsResponse():
+				answers[string(m.ID)] = m
+			default:
+				t.Fatalf("unexpected line %s", m.Raw)
+			}
+		}
+		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(answers["1"].Result))
+		assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(answers["2"].Result))
+		wiretest.Recv(t, ctx, cancelHandled)
+	})
+}

@@ -26,19 +26,19 @@ import (
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
-// Fault tests: the peer dies at every point of the ACP cascade, input ends in
+// Fault tests: the peer dies at every point of the cascade, input ends in
 // the middle of a line, the peer stops reading, the writer fails, the parent
 // context ends, and Close races everything else. After each, every handler's
 // context ended with the right cause, every pending call returned an error
 // matching ErrConnClosed, no answer went out twice, and no goroutine is left.
 
-// The cascade of the wire facts, as the agent's handler plays it: a prompt
-// sends an update, then calls the client twice with its own context; a
-// session/cancel cancels the prompt, which cancels both calls.
+// The cascade of a cancelled call, as the agent's handler plays it: a turn
+// sends a notification, then calls the client twice with its own context;
+// the client's $/cancel_request cancels the turn, which cancels both calls.
+// The client answers one call with an error and the other with a result.
 const (
-	cascadePrompt     = `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}`
-	cascadeCancel     = `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`
-	cascadePermMarker = `{"outcome":{"outcome":"cancelled"}}`
+	cascadeTurn   = `{"jsonrpc":"2.0","id":1,"method":"x/turn","params":{"text":"hi"}}`
+	cascadeResult = `{"outcome":"cancelled"}`
 )
 
 // cascadeAgent is the agent's handler. The errors of its two calls are
@@ -53,19 +53,18 @@ func (a *cascadeAgent) turn(ctx context.Context, req *acprpc.Request) (any, erro
 	if req.IsNotification() {
 		return nil, nil
 	}
-	if req.Method != "session/prompt" {
+	if req.Method != "x/turn" {
 		return nil, acprpc.MethodNotFound(req.Method)
 	}
 	conn := acprpc.ConnFromContext(ctx)
-	_ = conn.Notify(ctx, "session/update", map[string]any{"sessionId": "s",
-		"update": map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]string{"type": "text", "text": "working"}}})
+	_ = conn.Notify(ctx, "x/note", map[string]string{"text": "working"})
 	var wg sync.WaitGroup
-	for _, m := range []string{"terminal/create", "session/request_permission"} {
+	for _, m := range []string{"x/tool", "x/ask"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var out json.RawMessage
-			err := conn.Call(ctx, m, map[string]string{"sessionId": "s"}, &out)
+			err := conn.Call(ctx, m, nil, &out)
 			a.mu.Lock()
 			a.calls[m] = err
 			a.mu.Unlock()
@@ -79,7 +78,7 @@ func (a *cascadeAgent) turn(ctx context.Context, req *acprpc.Request) (any, erro
 			return nil, err
 		}
 	}
-	return map[string]string{"stopReason": "end_turn"}, nil
+	return map[string]string{"outcome": "done"}, nil
 }
 
 // cascade is the client's side of the cascade, step by step.
@@ -94,24 +93,24 @@ type cascade struct {
 
 func (c *cascade) script() wiretest.Script {
 	return wiretest.Script{
-		c.send("session/prompt", func() string { return cascadePrompt }),
-		c.expect("session/update", func(t *testing.T, m wiretest.Msg) {
-			require.Equal(t, "session/update", m.Method)
+		c.send("x/turn", func() string { return cascadeTurn }),
+		c.expect("x/note", func(t *testing.T, m wiretest.Msg) {
+			require.Equal(t, "x/note", m.Method)
 		}),
 		c.expect("agent request 1", c.agentRequest),
 		c.expect("agent request 2", c.agentRequest),
-		c.send("session/cancel", func() string { return cascadeCancel }),
+		c.send("$/cancel_request of the turn", func() string { return wiretest.CancelLine("1") }),
 		c.expect("$/cancel_request 1", isCancelRequest),
 		c.expect("$/cancel_request 2", isCancelRequest),
-		c.send("answer to terminal/create", func() string {
-			return `{"jsonrpc":"2.0","id":` + c.idOf["terminal/create"] + `,"error":{"code":-32800,"message":"Request cancelled"}}`
+		c.send("answer to x/tool", func() string {
+			return `{"jsonrpc":"2.0","id":` + c.idOf["x/tool"] + `,"error":{"code":-32800,"message":"Request cancelled"}}`
 		}),
-		c.send("answer to session/request_permission", func() string {
-			return `{"jsonrpc":"2.0","id":` + c.idOf["session/request_permission"] + `,"result":` + cascadePermMarker + `}`
+		c.send("answer to x/ask", func() string {
+			return `{"jsonrpc":"2.0","id":` + c.idOf["x/ask"] + `,"result":` + cascadeResult + `}`
 		}),
-		c.expect("prompt answer", func(t *testing.T, m wiretest.Msg) {
+		c.expect("turn answer", func(t *testing.T, m wiretest.Msg) {
 			require.Equal(t, "1", string(m.ID))
-			require.JSONEq(t, `{"stopReason":"cancelled"}`, string(m.Result))
+			require.Equal(t, int64(-32800), m.Code(), "the cancelled turn answers as cancelled: %s", m)
 		}),
 	}
 }
@@ -196,13 +195,13 @@ func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 
 	delivered := client.delivered
 	hctx := agent.rec.Context("1")
-	if !delivered["session/prompt"] {
-		require.Nil(t, hctx, "no prompt was sent, yet a handler ran")
+	if !delivered["x/turn"] {
+		require.Nil(t, hctx, "no turn was sent, yet a handler ran")
 	} else {
-		require.NotNil(t, hctx, "the prompt was delivered but its handler never ran")
+		require.NotNil(t, hctx, "the turn was delivered but its handler never ran")
 		want := acprpc.ErrConnClosed
-		if delivered["session/cancel"] {
-			want = acprpc.ErrSessionCancelled
+		if delivered["$/cancel_request of the turn"] {
+			want = acprpc.ErrPeerCancelled
 		}
 		// A handler still running when the connection closed sees its
 		// cause. One whose calls failed on the broken output before the
@@ -214,7 +213,7 @@ func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 		}
 		for method, err := range agent.calls {
 			if delivered["answer to "+method] {
-				if method == "terminal/create" {
+				if method == "x/tool" {
 					require.ErrorIs(t, err, acprpc.ErrCancelled)
 				} else {
 					require.NoError(t, err, "the marker is a result")
@@ -232,7 +231,7 @@ func runCascade(t *testing.T, tr wiretest.Transport, k int, cut bool) {
 	}
 	tap.Ledger().CheckNoDuplicates(t)
 	if k == len(script) && !cut {
-		require.Equal(t, 1, tap.Ledger().Answered(wiretest.BtoA, "1"), "the prompt's answer")
+		require.Equal(t, 1, tap.Ledger().Answered(wiretest.BtoA, "1"), "the turn's answer")
 	}
 }
 
@@ -251,13 +250,13 @@ func TestFaultsHandlerCallPendingWhenPeerDies(t *testing.T) {
 		for range rounds {
 			callErr := make(chan error, 1)
 			h := acprpc.HandlerFunc(func(hctx context.Context, req *acprpc.Request) (any, error) {
-				err := acprpc.ConnFromContext(hctx).Call(hctx, "fs/read_text_file", map[string]string{"path": "a"}, nil)
+				err := acprpc.ConnFromContext(hctx).Call(hctx, "x/read", map[string]string{"path": "a"}, nil)
 				callErr <- err
 				return nil, err
 			})
 			c, p := wiretest.Connect(t, tr, h, nil)
-			p.Send(cascadePrompt)
-			p.ExpectRequest(ctx, "fs/read_text_file")
+			p.Send(cascadeTurn)
+			p.ExpectRequest(ctx, "x/read")
 			p.Close()
 			err := wiretest.Recv(t, ctx, callErr)
 			require.ErrorIs(t, err, acprpc.ErrConnClosed)
@@ -280,9 +279,9 @@ func TestFaultsPartialLineThenEOF(t *testing.T) {
 	rec.NextStart(t, ctx)
 	callErr := make(chan error, 1)
 	go func() {
-		callErr <- c.Call(context.Background(), "fs/read_text_file", map[string]string{"path": "x"}, nil)
+		callErr <- c.Call(context.Background(), "x/read", map[string]string{"path": "x"}, nil)
 	}()
-	p.ExpectRequest(ctx, "fs/read_text_file")
+	p.ExpectRequest(ctx, "x/read")
 
 	p.SendRaw(`{"jsonrpc":"2.0","id":9,"method":"ec`)
 	p.CloseWrite()
@@ -513,7 +512,7 @@ func TestFaultsInputAlreadyEnded(t *testing.T) {
 }
 
 // TestFaultsCloseRaces closes a connection at a random moment while both
-// sides call, notify, cancel sessions and poll Stats, over and over.
+// sides call, notify, cancel requests and poll Stats, over and over.
 func TestFaultsCloseRaces(t *testing.T) {
 	rounds := 20
 	if testing.Short() {
@@ -530,8 +529,11 @@ func closeRace(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 
 	// Handlers that are running when the connection closes must see
-	// ErrConnClosed, or the session cancel that reached them first.
+	// ErrConnClosed, or the cancel that reached them first: the peer's, or
+	// this side's CancelRequest of the last request its handler saw.
 	var wrongCause atomic.Value
+	var lastSeen sync.Map // *acprpc.Conn → the ID of the last request it served
+	errCancelledHere := errors.New("cancelled on this side")
 	serve := acprpc.HandlerFunc(func(hctx context.Context, req *acprpc.Request) (any, error) {
 		if req.IsNotification() {
 			return nil, nil
@@ -539,9 +541,10 @@ func closeRace(t *testing.T, seed uint64) {
 		if req.Method == "echo" {
 			return req.Params, nil
 		}
+		lastSeen.Store(acprpc.ConnFromContext(hctx), req.ID)
 		<-hctx.Done()
 		cause := context.Cause(hctx)
-		if !errors.Is(cause, acprpc.ErrConnClosed) && !errors.Is(cause, acprpc.ErrSessionCancelled) &&
+		if !errors.Is(cause, acprpc.ErrConnClosed) && !errors.Is(cause, errCancelledHere) &&
 			!errors.Is(cause, acprpc.ErrPeerCancelled) {
 			wrongCause.Store(fmt.Sprintf("%s: %v", req.Method, cause))
 		}
@@ -580,18 +583,20 @@ func closeRace(t *testing.T, seed uint64) {
 		loop(func(i int) {
 			cctx, cancel := context.WithCancel(ctx)
 			go cancel()
-			check("block", conn.Call(cctx, "block", map[string]string{"sessionId": fmt.Sprint("s", i%3)}, nil))
+			check("block", conn.Call(cctx, "block", []int{i}, nil))
 			echo(i)
 		})
 		loop(func(i int) {
-			check("session", conn.Call(ctx, "session/prompt", map[string]string{"sessionId": fmt.Sprint("s", i%3)}, nil))
+			check("hold", conn.Call(ctx, "x/hold", []int{i}, nil))
 		})
 		loop(func(i int) {
-			check("notify", conn.Notify(ctx, "session/update", map[string]int{"i": i}))
+			check("notify", conn.Notify(ctx, "x/note", map[string]int{"i": i}))
 			echo(i)
 		})
 		loop(func(i int) {
-			check("cancel", acprpc.CancelSession(ctx, conn, fmt.Sprint("s", i%3)))
+			if id, ok := lastSeen.Load(conn); ok {
+				conn.CancelRequest(id.(acprpc.ID), errCancelledHere)
+			}
 			echo(i)
 		})
 		loop(func(i int) {
@@ -721,10 +726,10 @@ func newShutdownRig(t *testing.T, tr wiretest.Transport) *shutdownRig {
 	t.Cleanup(func() { cancel(nil) })
 	r.cancelCtx = cancel
 	r.conn, r.peer = wiretest.Connect(t, tr, wiretest.Mux{
-		"x/wait": wait, "x/note": wait, "session/prompt": wait,
+		"x/wait": wait, "x/note": wait, "x/hold": wait,
 	}, nil, wiretest.With{Parent: parent})
 	r.peer.Request("1", "x/wait", "")
-	r.peer.Request("2", "session/prompt", `{"sessionId":"s"}`)
+	r.peer.Request("2", "x/hold", "")
 	r.peer.Notify("x/note", "")
 	for range 3 {
 		r.handlers.NextStart(t, ctx)
@@ -993,75 +998,6 @@ func TestHangCloseOnWriterThatIsNotACloser(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
-
-// ACP's cancel shape: the agent's session/cancel handler waits for the
-// cancelled turn to end; the turn's session/request_permission call (with
-// WaitAfterCancel) gets its cancelled marker, which the client wrote after
-// session/cancel. The call cannot have the notifications before its answer
-// handled (the session/cancel handler waits for the turn), so it waits only
-// as long as WaitAfterCancel lets it: the turn ends, the cancel handler
-// returns, and a second turn in another session is not held behind it.
-func TestHangBarrierAfterCancel(t *testing.T) {
-	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
-		ctx := wiretest.Context(t)
-		turnEnded := make(chan struct{})
-		cancelHandled := make(chan struct{})
-		prompt := func(ctx context.Context, req *acprpc.Request) (any, error) {
-			var perm struct {
-				Outcome struct {
-					Outcome string `json:"outcome"`
-				} `json:"outcome"`
-			}
-			err := acprpc.ConnFromContext(ctx).Call(ctx, "session/request_permission",
-				map[string]string{"sessionId": req.SessionID}, &perm, acprpc.WaitAfterCancel(100*time.Millisecond))
-			if req.SessionID == "s1" {
-				defer close(turnEnded)
-			}
-			if err != nil {
-				return nil, err
-			}
-			if perm.Outcome.Outcome == "cancelled" {
-				return map[string]string{"stopReason": "cancelled"}, nil
-			}
-			return map[string]string{"stopReason": "end_turn"}, nil
-		}
-		_, p := wiretest.Connect(t, tr, wiretest.Mux{
-			"session/prompt": prompt,
-			"session/cancel": func(ctx context.Context, _ *acprpc.Request) (any, error) {
-				select {
-				case <-turnEnded:
-				case <-ctx.Done():
-				}
-				close(cancelHandled)
-				return nil, nil
-			},
-		}, &acprpc.Options{CancelGrace: time.Minute}) // no grace timer answers for the turn
-
-		p.Request("1", "session/prompt", `{"sessionId":"s1"}`)
-		perm := p.ExpectRequest(ctx, "session/request_permission")
-		p.Notify("session/cancel", `{"sessionId":"s1"}`)
-		cancel := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
-		assert.JSONEq(t, string(perm.ID), string(cancel.ParamMember("requestId")))
-		p.Respond(string(perm.ID), `{"outcome":{"outcome":"cancelled"}}`)
-		p.Request("2", "session/prompt", `{"sessionId":"s2"}`)
-
-		answers := map[string]wiretest.Msg{}
-		for len(answers) < 2 {
-			m := p.Expect(ctx)
-			switch {
-			case m.IsRequest() && m.Method == "session/request_permission":
-				p.Respond(string(m.ID), `{"outcome":{"outcome":"selected","optionId":"allow"}}`)
-			case m.IsResponse():
-				answers[string(m.ID)] = m
-			default:
-				t.Fatalf("unexpected line %s", m.Raw)
-			}
-		}
-		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(answers["1"].Result))
-		assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(answers["2"].Result))
-		wiretest.Recv(t, ctx, cancelHandled)
-	})
-}
 
 // Every ending of a call goes through the barrier, an answer too large to
 // keep included: Call does not return before a notification sent ahead of

@@ -534,15 +534,15 @@ func TestCallFromNotificationHandler(t *testing.T) {
 				order = append(order, "first")
 				return nil, nil
 			},
-			"session/cancel": func(ctx context.Context, _ *acprpc.Request) (any, error) {
+			"x/stop": func(ctx context.Context, _ *acprpc.Request) (any, error) {
 				var out string
 				cctx, cancel := context.WithTimeout(ctx, time.Minute) // a derived context still counts
 				defer cancel()
-				err := acprpc.ConnFromContext(cctx).Call(cctx, "terminal/kill", nil, &out)
+				err := acprpc.ConnFromContext(cctx).Call(cctx, "x/kill", nil, &out)
 				if err != nil {
 					out = err.Error()
 				}
-				order = append(order, "cancel")
+				order = append(order, "stop")
 				results <- out
 				return nil, nil
 			},
@@ -553,13 +553,13 @@ func TestCallFromNotificationHandler(t *testing.T) {
 			},
 		}, nil)
 		p.Notify("x/first", "")
-		p.Notify("session/cancel", `{"sessionId":"s"}`)
-		req := p.ExpectRequest(ctx, "terminal/kill")
+		p.Notify("x/stop", "")
+		req := p.ExpectRequest(ctx, "x/kill")
 		p.Notify("x/after", "")
 		p.Respond(string(req.ID), `"killed"`)
 		assert.Equal(t, "killed", wiretest.Recv(t, ctx, results))
 		assert.Equal(t, "after", wiretest.Recv(t, ctx, results))
-		assert.Equal(t, []string{"first", "cancel", "after"}, order)
+		assert.Equal(t, []string{"first", "stop", "after"}, order)
 		require.NoError(t, c.Close())
 	})
 }
