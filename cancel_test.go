@@ -465,8 +465,8 @@ func TestCancelLSPSpelling(t *testing.T) {
 func TestCancelRequest(t *testing.T) {
 	ctx := wiretest.Context(t)
 	a := newTurnAgent()
-	c, p := wiretest.Connect(t, wiretest.Transports[0], a, nil)
-	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, withTurnMarker(acprpc.Options{}))
+	p.Request("1", "x/turn", "")
 	p.Request(`"x"`, "x/tool", "")
 	wiretest.Recv(t, ctx, a.started)
 	wiretest.Recv(t, ctx, a.started)
@@ -474,8 +474,8 @@ func TestCancelRequest(t *testing.T) {
 	assert.True(t, c.CancelRequest(acprpc.Int64ID(1), errBudget))
 	assert.False(t, c.CancelRequest(acprpc.Int64ID(1), errBudget), "cancelled already")
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes), errBudget)
-	p.ExpectNotification(ctx, "session/update")
-	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+	p.ExpectNotification(ctx, "x/note")
+	p.ExpectResult(ctx, "1", string(turnMarker))
 
 	assert.True(t, c.CancelRequest(acprpc.StringID("x"), nil))
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, a.causes), acprpc.ErrCancelled, "no cause means ErrCancelled")

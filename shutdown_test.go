@@ -29,8 +29,23 @@ func shutdownAsync(ctx context.Context, c *acprpc.Conn) <-chan error {
 	return done
 }
 
-// turnAgent serves session/prompt as an agent does: it waits for its
-// context, reports the cause, sends a last update, and returns the cause as
+// turnMarker is the result that answers a cancelled x/turn: the turn
+// tests run with it as x/turn's cancel marker (Options.CancelMarkers).
+var turnMarker = json.RawMessage(`{"outcome":"cancelled"}`)
+
+// withTurnMarker is o with turnMarker as x/turn's cancel marker.
+func withTurnMarker(o acprpc.Options) *acprpc.Options {
+	o.CancelMarkers = map[string]json.RawMessage{"x/turn": turnMarker}
+	return &o
+}
+
+// turnResult is what a turn answers.
+type turnResult struct {
+	Outcome string `json:"outcome"`
+}
+
+// turnAgent serves x/turn as an agent serves a turn: it waits for its
+// context, reports the cause, sends a last x/note, and returns the cause as
 // its error, which the connection turns into the marker. Any other method
 // blocks the same way and ends -32800.
 type turnAgent struct {
@@ -49,23 +64,23 @@ func (a *turnAgent) Handle(ctx context.Context, req *acprpc.Request) (any, error
 	a.started <- req.Method
 	<-ctx.Done()
 	a.causes <- context.Cause(ctx)
-	if req.Method == "session/prompt" {
+	if req.Method == "x/turn" {
 		conn := acprpc.ConnFromContext(ctx)
-		_ = conn.Notify(context.WithoutCancel(ctx), "session/update", json.RawMessage(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk"}}`))
+		_ = conn.Notify(context.WithoutCancel(ctx), "x/note", json.RawMessage(`{"text":"last"}`))
 	}
 	return nil, context.Cause(ctx)
 }
 
 // Shutdown cancels every request in flight with ErrShutdown; each is
-// answered as cancelled (the marker for session/prompt, after its last
-// update; -32800 for the rest) before the output ends, and Shutdown returns
+// answered as cancelled (the marker for x/turn, after its last note;
+// -32800 for the rest) before the output ends, and Shutdown returns
 // nil.
 func TestShutdownAnswersInFlightAsCancelled(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
 		a := newTurnAgent()
-		c, p := wiretest.Connect(t, tr, a, nil)
-		p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		c, p := wiretest.Connect(t, tr, a, withTurnMarker(acprpc.Options{}))
+		p.Request("1", "x/turn", "")
 		p.Request(`"t"`, "x/tool", `{}`)
 		wiretest.Recv(t, ctx, a.started)
 		wiretest.Recv(t, ctx, a.started)
@@ -80,18 +95,18 @@ func TestShutdownAnswersInFlightAsCancelled(t *testing.T) {
 		for _, m := range rest {
 			byID[string(m.ID)] = m
 		}
-		assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(byID["1"].Result))
+		assert.JSONEq(t, string(turnMarker), string(byID["1"].Result))
 		assert.Equal(t, int64(acprpc.CodeRequestCancelled), byID[`"t"`].Code())
 		update, answer := -1, -1
 		for i, m := range rest {
 			switch {
-			case m.Method == "session/update":
+			case m.Method == "x/note":
 				update = i
 			case string(m.ID) == "1":
 				answer = i
 			}
 		}
-		assert.Less(t, update, answer, "the turn's last update goes out before its answer")
+		assert.Less(t, update, answer, "the turn's last note goes out before its answer")
 		assert.ErrorIs(t, c.Err(), acprpc.ErrConnClosed)
 		assert.ErrorIs(t, c.Err(), acprpc.ErrShutdown)
 	})
@@ -130,7 +145,7 @@ func TestShutdownRefusesNewRequests(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
 		a := newHoldAgent()
-		c, p := wiretest.Connect(t, tr, a, &acprpc.Options{CancelGrace: -1})
+		c, p := wiretest.Connect(t, tr, a, withTurnMarker(acprpc.Options{CancelGrace: -1}))
 		p.Request("1", "x/hold", "")
 		p.Request(`"h"`, "x/hold", "")
 		wiretest.Recv(t, ctx, a.started)
@@ -139,9 +154,9 @@ func TestShutdownRefusesNewRequests(t *testing.T) {
 		for range 2 {
 			require.ErrorIs(t, wiretest.Recv(t, ctx, a.cancelled), acprpc.ErrShutdown)
 		}
-		p.Request("2", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		p.Request("2", "x/turn", "")
 		p.Request("3", "x/new", "")
-		p.ExpectResult(ctx, "2", `{"stopReason":"cancelled"}`)
+		p.ExpectResult(ctx, "2", string(turnMarker))
 		p.ExpectError(ctx, "3", acprpc.CodeRequestCancelled)
 		close(a.release)
 		rest := p.Rest(ctx)
@@ -162,15 +177,15 @@ func TestShutdownCancelsOwnCalls(t *testing.T) {
 	ctx := wiretest.Context(t)
 	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
 	type result struct {
-		res promptResult
+		res turnResult
 		err error
 	}
 	waiting := make(chan result, 1)
 	go func() {
-		res, err := acprpc.CallFor[promptResult](ctx, c, "session/prompt", sessionRef{SessionID: "s"}, acprpc.WaitAfterCancel(time.Minute))
+		res, err := acprpc.CallFor[turnResult](ctx, c, "x/turn", nil, acprpc.WaitAfterCancel(time.Minute))
 		waiting <- result{res, err}
 	}()
-	prompt := p.ExpectRequest(ctx, "session/prompt")
+	prompt := p.ExpectRequest(ctx, "x/turn")
 	quick := make(chan error, 1)
 	go func() { quick <- c.Call(ctx, "x/slow", nil, nil) }()
 	slow := p.ExpectRequest(ctx, "x/slow")
@@ -193,10 +208,10 @@ func TestShutdownCancelsOwnCalls(t *testing.T) {
 	assert.ErrorIs(t, late, acprpc.ErrShutdown)
 	assert.ErrorIs(t, late, acprpc.ErrCancelled)
 
-	p.Respond(string(prompt.ID), `{"stopReason":"cancelled"}`)
+	p.Respond(string(prompt.ID), string(turnMarker))
 	got := wiretest.Recv(t, ctx, waiting)
 	require.NoError(t, got.err)
-	assert.Equal(t, "cancelled", got.res.StopReason)
+	assert.Equal(t, "cancelled", got.res.Outcome)
 	assert.Empty(t, p.Rest(ctx), "the late call sent nothing")
 	require.NoError(t, wiretest.Recv(t, ctx, done))
 }
@@ -206,15 +221,15 @@ func TestShutdownCancelsOwnCalls(t *testing.T) {
 func TestShutdownCascadesIntoNestedCalls(t *testing.T) {
 	ctx := wiretest.Context(t)
 	h := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		return nil, acprpc.ConnFromContext(ctx).Call(ctx, "session/request_permission", sessionRef{SessionID: "s"}, nil)
+		return nil, acprpc.ConnFromContext(ctx).Call(ctx, "x/ask", nil, nil)
 	})
-	c, p := wiretest.Connect(t, wiretest.Transports[0], h, nil)
-	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
-	ask := p.ExpectRequest(ctx, "session/request_permission")
+	c, p := wiretest.Connect(t, wiretest.Transports[0], h, withTurnMarker(acprpc.Options{}))
+	p.Request("1", "x/turn", "")
+	ask := p.ExpectRequest(ctx, "x/ask")
 	done := shutdownAsync(ctx, c)
 	cancel := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
 	assert.Equal(t, string(ask.ID), string(cancel.ParamMember("requestId")))
-	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+	p.ExpectResult(ctx, "1", string(turnMarker))
 	assert.Empty(t, p.Rest(ctx))
 	require.NoError(t, wiretest.Recv(t, ctx, done))
 }
@@ -225,12 +240,12 @@ func TestShutdownGraceAnswersForStuckHandler(t *testing.T) {
 	ctx := wiretest.Context(t)
 	a := newHoldAgent()
 	defer close(a.release)
-	c, p := wiretest.Connect(t, wiretest.Transports[0], a, &acprpc.Options{CancelGrace: 20 * time.Millisecond})
-	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, withTurnMarker(acprpc.Options{CancelGrace: 20 * time.Millisecond}))
+	p.Request("1", "x/turn", "")
 	wiretest.Recv(t, ctx, a.started)
 	done := shutdownAsync(ctx, c)
 	require.ErrorIs(t, wiretest.Recv(t, ctx, a.cancelled), acprpc.ErrShutdown)
-	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+	p.ExpectResult(ctx, "1", string(turnMarker))
 	assert.Empty(t, p.Rest(ctx))
 	require.NoError(t, wiretest.Recv(t, ctx, done))
 }
@@ -272,8 +287,8 @@ func TestShutdownAfterCloseAndTwice(t *testing.T) {
 func TestShutdownConcurrent(t *testing.T) {
 	ctx := wiretest.Context(t)
 	a := newTurnAgent()
-	c, p := wiretest.Connect(t, wiretest.Transports[0], a, nil)
-	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], a, withTurnMarker(acprpc.Options{}))
+	p.Request("1", "x/turn", "")
 	wiretest.Recv(t, ctx, a.started)
 	first, second := shutdownAsync(ctx, c), shutdownAsync(ctx, c)
 	rest := p.Rest(ctx)
