@@ -55,6 +55,7 @@ func helperAgent(mode string) *exec.Cmd {
 //	child        ignore SIGTERM and run until killed (the child of lingers and orphans)
 //	tends-child  start a polite-child, serve, stay when stdin ends; on SIGTERM wait for the child, then exit 0
 //	polite-child run until SIGTERM, then exit 0
+//	fails-on-term serve, stay when stdin ends; on SIGTERM exit 1
 //	leaves-group start a child, join this process's group, leaving the child in
 //	             its own; serve, and stay when stdin ends, until SIGTERM
 //	heavy        as lingers, with a heavy-child, served once the child holds its memory
@@ -101,7 +102,7 @@ func runHelperAgent(mode string) int {
 		return 0
 	}
 	term := make(chan os.Signal, 1)
-	if mode == "tends-child" {
+	if mode == "tends-child" || mode == "fails-on-term" {
 		signal.Notify(term, syscall.SIGTERM) // before it serves: Close may come at once
 	}
 	childPid := 0
@@ -164,6 +165,9 @@ func runHelperAgent(mode string) int {
 		// the SIGTERM too.
 		<-term
 		_ = child.Wait()
+	case "fails-on-term":
+		<-term
+		return 1
 	case "chatty":
 		fmt.Fprint(os.Stderr, "bye, with no newline")
 	case "loud-exit":

@@ -85,18 +85,20 @@ func TestRunEndsTheAgentWhenFPanics(t *testing.T) {
 
 // An agent that needed SIGTERM once its stdin closed, as real agents do,
 // ended normally for a client that is done with it: Run returns f's error
-// alone, nil here. One killed with SIGKILL did not end normally.
+// alone, nil here. One killed with SIGKILL, or one that caught SIGTERM and
+// exited with a failure, did not end normally.
 func TestRunAnAgentThatNeededSIGTERM(t *testing.T) {
 	errF := errors.New("f failed")
 	for _, tc := range []struct {
-		name, mode string
-		fErr       error
-		killed     bool
+		name, mode     string
+		fErr           error
+		killed, failed bool
 	}{
-		{"died of SIGTERM", "lingers", nil, false},
-		{"caught SIGTERM and exited 0", "tends-child", nil, false},
-		{"f failed", "lingers", errF, false},
-		{"ignored SIGTERM", "ignore-eof", nil, true},
+		{"died of SIGTERM", "lingers", nil, false, false},
+		{"caught SIGTERM and exited 0", "tends-child", nil, false, false},
+		{"caught SIGTERM and exited 1", "fails-on-term", nil, false, true},
+		{"f failed", "lingers", errF, false, false},
+		{"ignored SIGTERM", "ignore-eof", nil, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := wiretest.Context(t)
@@ -108,6 +110,11 @@ func TestRunAnAgentThatNeededSIGTERM(t *testing.T) {
 			switch {
 			case tc.killed:
 				require.ErrorIs(t, err, agentproc.ErrKilled)
+			case tc.failed:
+				require.ErrorIs(t, err, agentproc.ErrTerminated)
+				var exit *exec.ExitError
+				require.ErrorAs(t, err, &exit)
+				assert.Equal(t, 1, exit.ExitCode())
 			case tc.fErr != nil:
 				require.ErrorIs(t, err, tc.fErr)
 				assert.NotErrorIs(t, err, agentproc.ErrTerminated)
