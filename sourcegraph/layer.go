@@ -16,6 +16,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // Options configure a Layer; the zero value (or nil) is ready for ACP.
@@ -410,18 +411,18 @@ func errorAnswer(id jsonrpc2.ID, e *acprpc.Error) *jsonrpc2.Response {
 	return &jsonrpc2.Response{ID: id, Error: out}
 }
 
-// sessionOf reads params.sessionId, or "".
+// sessionOf reads params.sessionId when it is a string, or "". It finds the
+// member as the root Conn and the generated types do, by its exact name
+// (the last one, if repeated), where encoding/json would take a member
+// whose name differs in case too.
 func sessionOf(params *json.RawMessage) string {
 	if params == nil {
 		return ""
 	}
-	var p struct {
-		SessionID string `json:"sessionId"`
+	if sid := wire.Member(*params, "sessionId"); len(sid) > 0 && sid[0] == '"' {
+		return wire.Unquote(sid)
 	}
-	if json.Unmarshal(*params, &p) != nil {
-		return ""
-	}
-	return p.SessionID
+	return ""
 }
 
 // cancelTarget reads the ID a cancel names as the engine reads a request's

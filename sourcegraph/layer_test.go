@@ -373,3 +373,36 @@ func TestSessionCloseRequestCancelsThePrompt(t *testing.T) {
 	p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
 	p.ExpectResult(ctx, "3", `{}`)
 }
+
+// The Layer files a request under params.sessionId read as the rest of the
+// library reads it, by its exact name: a member spelled in another case is
+// another member, so a session/cancel for the session the handler serves
+// finds the prompt. The engine hands on params re-encoded with their names
+// sorted, so "sessionid" comes after "sessionId" and "SESSIONID" before it.
+func TestSessionIDIsReadByItsExactName(t *testing.T) {
+	for _, other := range []string{"sessionid", "SESSIONID"} {
+		t.Run(other, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			started := make(chan context.Context, 1)
+			release := make(chan struct{})
+			p := serve(t, mux{
+				"session/prompt": func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+					started <- ctx
+					<-release // not its context: the ping's answer comes first
+					_ = c.ReplyWithError(context.Background(), r.ID, &jsonrpc2.Error{Code: -32000, Message: "stopped"})
+				},
+			}, &sourcegraph.Options{CancelGrace: -1})
+			p.Request("1", "session/prompt", `{"sessionId":"a","`+other+`":"b","prompt":[]}`)
+			prompt := wiretest.Recv(t, ctx, started)
+			p.Notify("session/cancel", `{"sessionId":"a"}`)
+			p.Request("2", "ping", `{}`)
+			p.ExpectResult(ctx, "2", `"pong"`) // the cancel was acted on before the ping was read
+			assert.ErrorIs(t, context.Cause(prompt), acprpc.ErrSessionCancelled, "the session/cancel for a missed the prompt")
+			p.Cancel("1") // cancels the prompt whether or not the session/cancel did
+			p.Request("3", "ping", `{}`)
+			p.ExpectResult(ctx, "3", `"pong"`)
+			close(release)
+			p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+		})
+	}
+}
