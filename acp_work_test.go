@@ -481,6 +481,29 @@ func TestV2WorkEndsWithTheConnection(t *testing.T) {
 	a.wg.Wait()
 }
 
+// On ACP v2, Shutdown cancels each session's foreground work with
+// ErrShutdown, and the work's one idle state_update, with stop reason
+// cancelled, goes out before the output ends.
+func TestShutdownEndsV2Work(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], acprpc.HandlerFunc(wiretest.Ping), v2Options())
+	w := c.BeginWork("s")
+	causes := make(chan error, 1)
+	go func() {
+		<-w.Context().Done()
+		causes <- context.Cause(w.Context())
+		_ = w.End("end_turn")
+	}()
+	done := shutdownAsync(ctx, c)
+	rest := p.Rest(ctx)
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrShutdown)
+	require.Len(t, rest, 1, "%v", rest)
+	reason, idle := isIdle(rest[0])
+	require.True(t, idle, rest[0].Raw)
+	assert.Equal(t, "cancelled", reason)
+}
+
 // BeginWork starts work of the agent's own, with no prompt; its End sends
 // the idle state_update. A prompt read while it runs joins it.
 func TestV2BeginWork(t *testing.T) {

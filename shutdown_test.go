@@ -297,29 +297,6 @@ func TestShutdownConcurrent(t *testing.T) {
 	assert.Equal(t, 1, countAnswers(rest, "1"))
 }
 
-// On ACP v2, Shutdown cancels each session's foreground work with
-// ErrShutdown, and the work's one idle state_update, with stop reason
-// cancelled, goes out before the output ends.
-func TestShutdownEndsV2Work(t *testing.T) {
-	ctx := wiretest.Context(t)
-	c, p := wiretest.Connect(t, wiretest.Transports[0], acprpc.HandlerFunc(wiretest.Ping), v2Options())
-	w := c.BeginWork("s")
-	causes := make(chan error, 1)
-	go func() {
-		<-w.Context().Done()
-		causes <- context.Cause(w.Context())
-		_ = w.End("end_turn")
-	}()
-	done := shutdownAsync(ctx, c)
-	rest := p.Rest(ctx)
-	require.NoError(t, wiretest.Recv(t, ctx, done))
-	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrShutdown)
-	require.Len(t, rest, 1, "%v", rest)
-	reason, idle := isIdle(rest[0])
-	require.True(t, idle, rest[0].Raw)
-	assert.Equal(t, "cancelled", reason)
-}
-
 func countAnswers(msgs []wiretest.Msg, id string) int {
 	n := 0
 	for _, m := range msgs {
