@@ -63,6 +63,10 @@ type Layer struct {
 
 	writeMu sync.Mutex // one write at a time: the engine's and the Layer's own
 	stream  jsonrpc2.ObjectStream
+
+	// afterFunc arms a grace timer: time.AfterFunc, or a test's stand-in
+	// that fires the timer when the test says.
+	afterFunc func(time.Duration, func()) *time.Timer
 }
 
 // request is an incoming request, from its registration until it is both
@@ -94,7 +98,7 @@ var errAnswered = errors.New("sourcegraph: request answered")
 
 // New returns a Layer; give its Stream and its Handler to jsonrpc2.NewConn.
 func New(opts *Options) *Layer {
-	l := &Layer{byID: map[jsonrpc2.ID]*request{}}
+	l := &Layer{byID: map[jsonrpc2.ID]*request{}, afterFunc: time.AfterFunc}
 	if opts != nil {
 		l.opts = *opts
 	}
@@ -339,7 +343,10 @@ func (l *Layer) cancelSession(sessionID string) []*request {
 }
 
 // cancelWith records the first cause, arms the grace timer and cancels the
-// request's context.
+// request's context. The timer answers r, the request it was armed for, and
+// never whichever request holds r's ID when it fires: a timer that fires as
+// r's handler replies runs on past its Stop, and by the time it takes l.mu
+// the peer may have reused the ID.
 func (l *Layer) cancelWith(r *request, cause error) {
 	l.mu.Lock()
 	if r.cause != nil || r.answered {
@@ -348,7 +355,7 @@ func (l *Layer) cancelWith(r *request, cause error) {
 	}
 	r.cause = cause
 	if l.opts.CancelGrace > 0 {
-		r.grace = time.AfterFunc(l.opts.CancelGrace, func() { l.answerFor(r, nil) })
+		r.grace = l.afterFunc(l.opts.CancelGrace, func() { l.answerFor(r, nil) })
 	}
 	l.mu.Unlock()
 	r.cancel(cause)
