@@ -173,6 +173,20 @@ func TestNullPromptElementIsInvalidParams(t *testing.T) {
 	assert.Contains(t, m.Error.Message, `"prompt"[1] is null`)
 }
 
+// On the client's side too: a permission request whose options hold null is
+// answered -32602 naming the place, and never reaches the handler.
+func TestNullPermissionOptionIsInvalidParams(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c := Client{SessionRequestPermission: func(context.Context, RequestPermissionRequest) (RequestPermissionResponse, error) {
+		t.Error("the handler got options holding null")
+		return RequestPermissionResponse{}, nil
+	}}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], c.Router(), nil)
+	p.Request("1", MethodSessionRequestPermission, `{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[null]}`)
+	m := p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+	assert.Contains(t, m.Error.Message, `"options"[0] is null`)
+}
+
 // A prompt naming its session twice, once in another case, is served in
 // the session the Conn reads, the one its session/cancel cancels: member
 // names match exactly, as JSON.parse and the SDK's validators match them.

@@ -1,11 +1,13 @@
 package acpv2
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -22,4 +24,32 @@ func TestAgentDefaults(t *testing.T) {
 	session, err := ToAgent.SessionNew.Call(ctx, conn, NewSessionRequest{Cwd: "/"})
 	require.NoError(t, err)
 	assert.Equal(t, SessionID("sess_1"), session.SessionID)
+}
+
+// A prompt whose list holds null is answered -32602 naming the place, and
+// never reaches the handler.
+func TestNullPromptElementIsInvalidParams(t *testing.T) {
+	ctx := wiretest.Context(t)
+	a := Agent{SessionPrompt: func(context.Context, PromptRequest) (PromptResponse, error) {
+		t.Error("the handler got a prompt holding null")
+		return PromptResponse{}, nil
+	}}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], a.Router(), nil)
+	p.Request("1", MethodSessionPrompt, `{"sessionId":"s","prompt":[null]}`)
+	m := p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+	assert.Contains(t, m.Error.Message, `"prompt"[0] is null`)
+}
+
+// On the client's side too: a permission request whose options hold null is
+// answered -32602 naming the place, and never reaches the handler.
+func TestNullPermissionOptionIsInvalidParams(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c := Client{SessionRequestPermission: func(context.Context, RequestPermissionRequest) (RequestPermissionResponse, error) {
+		t.Error("the handler got options holding null")
+		return RequestPermissionResponse{}, nil
+	}}
+	_, p := wiretest.Connect(t, wiretest.Transports[0], c.Router(), nil)
+	p.Request("1", MethodSessionRequestPermission, `{"sessionId":"s","title":"Run it?","options":[null]}`)
+	m := p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+	assert.Contains(t, m.Error.Message, `"options"[0] is null`)
 }
