@@ -663,7 +663,7 @@ func TestFaultsPeerExitsAfterItsLastUpdates(t *testing.T) {
 		c, p := wiretest.Connect(t, tr, wiretest.Mux{"x/note": update}, nil, wiretest.With{Tapped: true})
 		tap := p.Tap()
 		tapped <- tap
-		var res struct{ StopReason string }
+		var res struct{ Outcome string }
 		var handledAtReturn int32
 		done := make(chan error, 1)
 		go func() {
@@ -676,12 +676,12 @@ func TestFaultsPeerExitsAfterItsLastUpdates(t *testing.T) {
 		for i := range updates {
 			fmt.Fprintf(&last, `{"jsonrpc":"2.0","method":"x/note","params":{"n":%d}}`+"\n", i)
 		}
-		last.WriteString(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"stopReason":"end_turn"}}` + "\n")
+		last.WriteString(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"outcome":"done"}}` + "\n")
 		p.SendRaw(last.String())
 		p.CloseWrite()
 
 		require.NoError(t, wiretest.Recv(t, ctx, done))
-		assert.Equal(t, "end_turn", res.StopReason)
+		assert.Equal(t, "done", res.Outcome)
 		assert.EqualValues(t, updates, handledAtReturn, "the answer came back before the updates sent ahead of it")
 		assert.Zero(t, handledDead.Load(), "updates handled with the connection's context ended")
 		wiretest.Recv(t, ctx, c.Done())

@@ -50,8 +50,8 @@ func TestLimitsMaxMessageSize(t *testing.T) {
 		p.ExpectResult(ctx, "4", "[4]")
 
 		// An over-long answer to one of our calls fails that call, and only it.
-		callErr := goCall(c, ctx, "fs/read_text_file", map[string]string{"path": "big"}, nil)
-		req := p.ExpectRequest(ctx, "fs/read_text_file")
+		callErr := goCall(c, ctx, "x/read", map[string]string{"path": "big"}, nil)
+		req := p.ExpectRequest(ctx, "x/read")
 		p.Respond(string(req.ID), `{"content":"`+strings.Repeat("c", 2*limit)+`"}`)
 		var rpcErr *acprpc.Error
 		require.ErrorAs(t, wiretest.Recv(t, ctx, callErr), &rpcErr, "the call with an over-long answer")
@@ -370,7 +370,7 @@ func TestLimitsOwnCallsDoNotHoldReader(t *testing.T) {
 				I int
 				P string
 			}
-			err := w.A.Call(ctx, "fs/write_text_file", map[string]any{"i": i, "p": payload}, &out)
+			err := w.A.Call(ctx, "x/write", map[string]any{"i": i, "p": payload}, &out)
 			if err == nil && (out.I != i || out.P != payload) {
 				err = fmt.Errorf("call %d: wrong echo", i)
 			}

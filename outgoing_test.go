@@ -210,7 +210,7 @@ func TestCallWaitAfterCancel(t *testing.T) {
 
 		// Marker: nil error, result decoded.
 		cctx, cancel := context.WithCancel(ctx)
-		var res struct{ StopReason string }
+		var res struct{ Outcome string }
 		done := goCall(c, cctx, "x/work", map[string]int{"n": 1}, &res)
 		req := p.ExpectRequest(ctx, "x/work")
 		cancel()
@@ -220,9 +220,9 @@ func TestCallWaitAfterCancel(t *testing.T) {
 			t.Fatalf("Call returned before the answer it waits for: %v", err)
 		default:
 		}
-		p.Respond(string(req.ID), `{"stopReason":"cancelled"}`)
+		p.Respond(string(req.ID), `{"outcome":"cancelled"}`)
 		require.NoError(t, wiretest.Recv(t, ctx, done))
-		assert.Equal(t, "cancelled", res.StopReason)
+		assert.Equal(t, "cancelled", res.Outcome)
 
 		// -32800: an error matching all three.
 		cctx, cancel = context.WithCancel(ctx)
@@ -279,13 +279,13 @@ func TestCallErrorAnswer(t *testing.T) {
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
 		c, p := wiretest.Connect(t, tr, nil, nil)
-		done := goCall(c, ctx, "fs/read_text_file", nil, nil)
-		req := p.ExpectRequest(ctx, "fs/read_text_file")
+		done := goCall(c, ctx, "x/read", nil, nil)
+		req := p.ExpectRequest(ctx, "x/read")
 		p.Send(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32002,"message":"Resource not found","data":{"path":"/x"}}}`)
 		err := wiretest.Recv(t, ctx, done)
 		var ce *acprpc.CallError
 		require.ErrorAs(t, err, &ce)
-		assert.Equal(t, "fs/read_text_file", ce.Method)
+		assert.Equal(t, "x/read", ce.Method)
 		assert.Equal(t, string(req.ID), ce.ID.String())
 		var rpcErr *acprpc.Error
 		require.ErrorAs(t, err, &rpcErr)
@@ -353,7 +353,7 @@ func TestCallAnswerAfterNotifications(t *testing.T) {
 			},
 			"ping": wiretest.Ping,
 		}, nil)
-		var res struct{ StopReason string }
+		var res struct{ Outcome string }
 		var handledAtReturn int32
 		done := make(chan error, 1)
 		go func() {
@@ -365,7 +365,7 @@ func TestCallAnswerAfterNotifications(t *testing.T) {
 		p.Notify("x/note", `{"n":1}`)
 		p.Notify("x/note", `{"n":2}`)
 		p.Notify("x/note", `{"n":"last"}`)
-		p.Respond(string(req.ID), `{"stopReason":"end_turn"}`)
+		p.Respond(string(req.ID), `{"outcome":"done"}`)
 		p.Request("1", "ping", "") // once answered, the response has been read
 		p.ExpectResult(ctx, "1", `"pong"`)
 		select {
@@ -376,7 +376,7 @@ func TestCallAnswerAfterNotifications(t *testing.T) {
 		close(release)
 		require.NoError(t, wiretest.Recv(t, ctx, done))
 		assert.EqualValues(t, 3, handledAtReturn)
-		assert.Equal(t, "end_turn", res.StopReason)
+		assert.Equal(t, "done", res.Outcome)
 	})
 }
 
@@ -391,7 +391,7 @@ func TestCallAnswerBehindNotificationWhenContextEnds(t *testing.T) {
 		name, answer string
 		code         int64
 	}{
-		{"result", `{"stopReason":"end_turn"}`, 0},
+		{"result", `{"outcome":"done"}`, 0},
 		{"error", "", -32000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -407,7 +407,7 @@ func TestCallAnswerBehindNotificationWhenContextEnds(t *testing.T) {
 			}, nil)
 			defer close(release)
 			callCtx, cancel := context.WithCancel(ctx)
-			var res struct{ StopReason string }
+			var res struct{ Outcome string }
 			done := goCall(c, callCtx, "x/work", map[string]int{"n": 1}, &res)
 			req := p.ExpectRequest(ctx, "x/work")
 			p.Notify("x/note", `{}`)
@@ -423,7 +423,7 @@ func TestCallAnswerBehindNotificationWhenContextEnds(t *testing.T) {
 			err := wiretest.Recv(t, ctx, done)
 			assertCancelledCall(t, err, context.Canceled, "x/work", string(req.ID))
 			if tc.code == 0 {
-				assert.Equal(t, "end_turn", res.StopReason, "the answer travels with the error")
+				assert.Equal(t, "done", res.Outcome, "the answer travels with the error")
 			} else {
 				var rpcErr *acprpc.Error
 				require.ErrorAs(t, err, &rpcErr)
@@ -748,16 +748,16 @@ func TestCallRefusesAResultItCannotDecodeInto(t *testing.T) {
 		result any
 		says   string
 	}{
-		{"a struct", struct{ StopReason string }{}, "the result is a struct { StopReason string }, not a pointer"},
+		{"a struct", struct{ Outcome string }{}, "the result is a struct { Outcome string }, not a pointer"},
 		{"a map", map[string]any{}, "the result is a map[string]interface {}, not a pointer"},
 		{"a nil pointer", nilPointer, "the result is a nil *map[string]interface {}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := wiretest.Context(t)
 			c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
-			err := c.Call(ctx, "session/prompt", map[string]string{"sessionId": "s"}, tc.result)
+			err := c.Call(ctx, "x/turn", map[string]int{"n": 1}, tc.result)
 			require.Error(t, err)
-			assert.Equal(t, "acprpc: session/prompt: not sent: "+tc.says+
+			assert.Equal(t, "acprpc: x/turn: not sent: "+tc.says+
 				", which an answer cannot be decoded into: pass a pointer (&result), or nil to ignore the result", err.Error())
 			var ce *acprpc.CallError
 			require.ErrorAs(t, err, &ce)
@@ -771,7 +771,7 @@ func TestCallRefusesAResultItCannotDecodeInto(t *testing.T) {
 // does not allow, are refused before anything is sent, by Call and Notify
 // alike, naming what they encode to.
 func TestParamsThatAreNotAnObjectOrArrayAreRefused(t *testing.T) {
-	var nilParams *struct{ SessionID string }
+	var nilParams *struct{ N int }
 	for _, tc := range []struct {
 		params any
 		kind   string
@@ -807,12 +807,12 @@ func TestNotifyOnACancelledContextSaysHowToSendAfterACancel(t *testing.T) {
 	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
 	turn, cancel := context.WithCancel(ctx)
 	cancel()
-	err := c.Notify(turn, "session/update", map[string]string{"sessionId": "s"})
+	err := c.Notify(turn, "x/note", map[string]int{"n": 1})
 	require.Error(t, err)
-	assert.Equal(t, "acprpc: session/update: not sent: its context is done (context canceled); to send after a cancel, "+
+	assert.Equal(t, "acprpc: x/note: not sent: its context is done (context canceled); to send after a cancel, "+
 		"as a cancelled turn's last session/update, pass context.WithoutCancel(ctx)", err.Error())
 	assert.ErrorIs(t, err, acprpc.ErrCancelled)
 	assert.ErrorIs(t, err, context.Canceled)
-	require.NoError(t, c.Notify(context.WithoutCancel(turn), "session/update", map[string]string{"sessionId": "s"}))
-	p.ExpectNotification(ctx, "session/update")
+	require.NoError(t, c.Notify(context.WithoutCancel(turn), "x/note", map[string]int{"n": 1}))
+	p.ExpectNotification(ctx, "x/note")
 }

@@ -349,7 +349,7 @@ func TestConnHandlerTimeout(t *testing.T) {
 			<-ctx.Done()
 			causes <- context.Cause(ctx)
 			return nil, ctx.Err()
-		}), &acprpc.Options{HandlerTimeout: 20 * time.Millisecond})
+		}), withTurnMarker(acprpc.Options{HandlerTimeout: 20 * time.Millisecond}))
 		p.Request("1", "x/slow", "")
 		m := p.ExpectError(ctx, "1", acprpc.CodeRequestCancelled)
 		assert.Equal(t, "Request cancelled", m.Error.Message)
@@ -358,8 +358,8 @@ func TestConnHandlerTimeout(t *testing.T) {
 		assert.ErrorIs(t, cause, context.DeadlineExceeded)
 		assert.NotErrorIs(t, cause, acprpc.ErrPeerCancelled)
 
-		p.Request("2", "session/prompt", `{"sessionId":"s"}`)
-		p.ExpectResult(ctx, "2", `{"stopReason":"cancelled"}`)
+		p.Request("2", "x/turn", "")
+		p.ExpectResult(ctx, "2", string(turnMarker))
 		assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrDeadline)
 	})
 }

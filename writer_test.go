@@ -415,13 +415,13 @@ func TestRawCancelMarkers(t *testing.T) {
 		ctx := wiretest.Context(t)
 		_, p := wiretest.Connect(t, tr, wiretest.Mux{"x/pretty": wiretest.Hold(nil), "x/broken": wiretest.Hold(nil)},
 			&acprpc.Options{CancelMarkers: map[string]json.RawMessage{
-				"x/pretty": json.RawMessage("{\n \"stopReason\": \"cancelled\"\n}"),
-				"x/broken": json.RawMessage(`{"stopReason":`),
+				"x/pretty": json.RawMessage("{\n \"outcome\": \"cancelled\"\n}"),
+				"x/broken": json.RawMessage(`{"outcome":`),
 			}})
 		p.Request("1", "x/pretty", "")
 		p.Cancel("1")
 		m := p.ExpectAnswer(ctx, "1")
-		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"stopReason":"cancelled"}}`, m.Raw)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"outcome":"cancelled"}}`, m.Raw)
 		p.Request("2", "x/broken", "")
 		p.Cancel("2")
 		p.ExpectError(ctx, "2", acprpc.CodeRequestCancelled)
