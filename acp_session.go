@@ -51,26 +51,22 @@ func (c *Conn) onSessionCancel(sessionID string) []*inRequest {
 // request is cancelled, so the agent always reads it ahead of their cancelled
 // answers.
 func CancelSession[S ~string](ctx context.Context, c *Conn, sessionID S) error {
-	return c.cancelSession(ctx, string(sessionID))
-}
-
-// cancelSession is CancelSession for a session ID as the wire has it.
-func (c *Conn) cancelSession(ctx context.Context, sessionID string) error {
-	c.cancelTurns(sessionID)
-	preempts := sessionID != "" && c.protocol().clientPreempts // v2 leaves every request to the agent's $/cancel_request
+	id := string(sessionID)
+	c.cancelTurns(id)
+	preempts := id != "" && c.protocol().clientPreempts // v2 leaves every request to the agent's $/cancel_request
 	if preempts {
 		// The agent may cascade a $/cancel_request for a permission request as
 		// soon as it reads session/cancel: the cause is ours either way.
-		perms, _ := c.sessionRequests(sessionID)
+		perms, _ := c.sessionRequests(id)
 		for _, r := range perms {
 			r.decide(ErrSessionCancelled)
 		}
 	}
-	err := c.Notify(ctx, methodSessionCancel, sessionParams{SessionID: sessionID})
+	err := c.Notify(ctx, methodSessionCancel, sessionParams{SessionID: id})
 	if !preempts {
 		return err
 	}
-	perms, later := c.sessionRequests(sessionID)
+	perms, later := c.sessionRequests(id)
 	for _, r := range perms {
 		r.cancelWith(ErrSessionCancelled)
 	}
