@@ -137,10 +137,8 @@ func (w *Work) endLocked(f *frame) error {
 		w.grace.Stop()
 	}
 	var err error
-	if f != nil {
-		if w.conn.writer.send(f) != nil {
-			err = &CallError{Method: methodSessionUpdate, Err: ErrConnClosed}
-		}
+	if f != nil && w.conn.writer.send(f) != nil {
+		err = &CallError{Method: methodSessionUpdate, Err: ErrConnClosed}
 	}
 	close(w.done)
 	w.cancel(errWorkDone)
