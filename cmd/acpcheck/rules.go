@@ -18,6 +18,7 @@ const (
 	pageJSONRPC      = "https://www.jsonrpc.org/specification"
 	pageV2Schema     = "https://agentclientprotocol.com/protocol/v2/schema"
 	pageV2Cancel     = "https://agentclientprotocol.com/protocol/v2/cancellation"
+	pageV2ToolCalls  = "https://agentclientprotocol.com/protocol/v2/tool-calls#cancelling-tool-calls"
 )
 
 // The rules acpcheck checks, in the order of its report.
@@ -27,7 +28,7 @@ var (
 	rulePromptTurn     = Rule{"prompt-turn", "a prompt turn ends with an answer that carries a stopReason", pagePromptTurn}
 	ruleCancelStop     = Rule{"cancel-stop-reason", "a prompt cancelled by session/cancel is answered stopReason \"cancelled\", not an error", pageTurnCancel}
 	ruleTurnAfter      = Rule{"turn-after-cancel", "the prompt after a cancelled turn gets a turn of its own, its updates before its answer", pagePromptTurn}
-	ruleCancelRequest  = Rule{"cancel-request", "a prompt cancelled by $/cancel_request is answered once, with a result or -32800", pageCancellation}
+	ruleCancelRequest  = Rule{"cancel-request", "a prompt cancelled by $/cancel_request is answered once, stopReason \"cancelled\" or -32800", pageCancellation}
 	ruleNoteUnanswered = Rule{"notification-unanswered", "a notification is never answered ($/cancel_request of an unknown or answered ID included)", pageCancellation}
 	ruleOneAnswer      = Rule{"one-answer", "every request is answered exactly once", pageJSONRPC}
 	ruleUnknownID      = Rule{"unknown-id", "no answer carries an ID the client never used", pageJSONRPC}
@@ -43,14 +44,15 @@ var (
 	ruleV2OneIdle      = Rule{"v2-one-idle", "v2: each foreground work ends with exactly one idle state_update, also when cancelled", pageV2Schema}
 	ruleV2CancelIdle   = Rule{"v2-cancel-idle", "v2: session/cancel ends the work with an idle state_update, stopReason \"cancelled\"", pageV2Cancel}
 	ruleV2Close        = Rule{"v2-session-close", "v2: session/close is answered and ends the session's work", pageV2Schema}
+	ruleV2Entity       = Rule{"v2-entity-cancel", "v2: tool_call/cancel (terminal/cancel) of an entity advertising capabilities.cancel is accepted and confirmed by its final update; one unknown or final is refused -32602", pageV2ToolCalls}
 )
 
 var allRules = []Rule{
 	ruleInitialize, ruleSessionNew, rulePromptTurn, ruleCancelStop, ruleTurnAfter, ruleCancelRequest,
 	ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter, ruleParseError, ruleMethodNotFound,
 	ruleStdinExit, ruleNoLeftover, ruleOwnRequests,
-	ruleV2Initialize, ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2Close,
+	ruleV2Initialize, ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2Close, ruleV2Entity,
 }
 
 // v2Rules are the rules only a v2 connection checks.
-var v2Rules = []Rule{ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2Close}
+var v2Rules = []Rule{ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2Close, ruleV2Entity}

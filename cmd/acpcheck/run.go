@@ -453,7 +453,9 @@ func (r *runner) cancelRequest() {
 		_ = acprpc.CancelSession(r.ctx, r.conn, session)
 		r.answer(p.req, r.o.Timeout)
 	case ans.msg.Error != nil && ans.msg.Error.Code != acprpc.CodeRequestCancelled:
-		r.res.fail(ruleCancelRequest, lines, "the prompt was answered with error %d %q, where a cancelled request owes a result or -32800", ans.msg.Error.Code, ans.msg.Error.Message)
+		r.res.fail(ruleCancelRequest, lines, "the prompt was answered with error %d %q, where a cancelled prompt owes stopReason \"cancelled\" or -32800", ans.msg.Error.Code, ans.msg.Error.Message)
+	case ans.msg.Error == nil && ans.msg.stopReason() != string(acpv1.StopReasonCancelled):
+		r.res.fail(ruleCancelRequest, lines, "the prompt was answered %s after $/cancel_request, where a cancelled prompt owes stopReason \"cancelled\" or -32800", answerText(ans))
 	default:
 		r.res.pass(ruleCancelRequest)
 	}

@@ -80,8 +80,8 @@ type brokenRule struct {
 // brokenRules are the faults, each breaking the rule its check must catch,
 // and no other check may blame the agent for it.
 var brokenRules = []brokenRule{
-	{fault: faultCancelError, fails: []string{ruleCancelStop.ID, ruleCancelRequest.ID}}, // both cancels end in its error
-	{fault: faultCancelEndTurn, fails: []string{ruleCancelStop.ID}},
+	{fault: faultCancelError, fails: []string{ruleCancelStop.ID, ruleCancelRequest.ID}},   // both cancels end in its error
+	{fault: faultCancelEndTurn, fails: []string{ruleCancelStop.ID, ruleCancelRequest.ID}}, // both cancels end in end_turn
 	{fault: faultCancelIgnored, fails: []string{ruleCancelStop.ID, ruleOneAnswer.ID}},
 	{fault: faultCancelTwice, fails: []string{ruleOneAnswer.ID}},
 	{fault: faultUpdateAfterCancel, fails: []string{ruleUpdateAfter.ID}},
@@ -103,6 +103,10 @@ var brokenRules = []brokenRule{
 	{fault: faultV2EndTurnIdle, fails: []string{ruleV2CancelIdle.ID}},
 	{fault: faultV2KeepRequest, fails: []string{ruleOwnRequests.ID}},
 	{fault: faultV2CloseError, fails: []string{ruleV2Close.ID}},
+	{fault: faultV2EntityError, fails: []string{ruleV2Entity.ID}},
+	{fault: faultV2EntityNoFinal, fails: []string{ruleV2Entity.ID}},
+	{fault: faultV2EntityAnyID, fails: []string{ruleV2Entity.ID}},
+	{fault: faultCancelReqEndTurn, fails: []string{ruleCancelRequest.ID}},
 	{fault: faultLeaveChild, fails: []string{ruleNoLeftover.ID}, process: true},
 }
 

@@ -47,6 +47,7 @@ func (r *runner) runV2() {
 		r.turnV2(session)
 	}
 	r.cancelV2()
+	r.entityCancelV2()
 	r.closeV2()
 	r.wireRules()
 }

@@ -47,6 +47,12 @@ const (
 	faultV2EndTurnIdle = "v2-end-turn-idle" // cancelled v2 work goes idle with end_turn
 	faultV2KeepRequest = "v2-keep-request"  // the permission request left open when the work is cancelled
 	faultV2CloseError  = "v2-close-error"   // session/close answered with an error
+
+	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
+	faultV2EntityNoFinal = "v2-entity-no-final" // tool_call/cancel accepted, the tool call never made final
+	faultV2EntityAnyID   = "v2-entity-any-id"   // tool_call/cancel of an unknown or final tool call accepted
+
+	faultCancelReqEndTurn = "cancel-request-end-turn" // a prompt cancelled by $/cancel_request answered end_turn
 )
 
 // Agents that are not ACP agents, for the proxy's byte-exactness.
@@ -123,6 +129,7 @@ type rawAgent struct {
 	faults    map[string]bool
 	sessions  int
 	pending   map[string]string // session → the ID of its prompt in flight (v2: of its permission request)
+	tools     map[string]string // v2: session → its slow work's cancellable tool call
 	v2        bool
 	cancelled map[string]bool // sessions whose last turn was cancelled
 }
@@ -132,6 +139,7 @@ type rawMsg struct {
 	Method string          `json:"method"`
 	Params struct {
 		SessionID       string          `json:"sessionId"`
+		ToolCallID      string          `json:"toolCallId"`
 		ProtocolVersion int             `json:"protocolVersion"`
 		RequestID       json.RawMessage `json:"requestId"`
 		Prompt          []struct {
@@ -141,7 +149,7 @@ type rawMsg struct {
 }
 
 func newRawAgent(out io.Writer, faults map[string]bool) *rawAgent {
-	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, cancelled: map[string]bool{}}
+	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, cancelled: map[string]bool{}}
 }
 
 func (a *rawAgent) serve(in io.Reader) {
@@ -281,6 +289,9 @@ func (a *rawAgent) cancelRequest(id json.RawMessage) {
 		case a.faults[faultCancelReqError]:
 			delete(a.pending, session)
 			a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"aborted"}}`, id)
+		case a.faults[faultCancelReqEndTurn]:
+			delete(a.pending, session)
+			a.result(id, `{"stopReason":"end_turn"}`)
 		default:
 			a.cancel(session)
 		}
@@ -309,6 +320,8 @@ func (a *rawAgent) handleV2(m rawMsg) bool {
 			text += b.Text
 		}
 		if strings.Contains(text, "slow") {
+			a.tools[session] = fmt.Sprintf("tool%s", m.ID)
+			a.toolUpdate(session, a.tools[session], `"status":"in_progress","capabilities":{"cancel":{}}`)
 			perm := fmt.Sprintf(`"perm%s"`, m.ID)
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"title":"Run it?","subject":{"type":"tool_call","toolCall":{"toolCallId":"c1","title":"Run it"}},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
 			a.pending[session] = perm
@@ -318,6 +331,8 @@ func (a *rawAgent) handleV2(m rawMsg) bool {
 		a.idle(session, "end_turn")
 	case "session/cancel":
 		a.cancelV2(session)
+	case "tool_call/cancel":
+		a.cancelTool(m)
 	case "session/close":
 		a.cancelV2(session)
 		if a.faults[faultV2CloseError] {
@@ -329,6 +344,29 @@ func (a *rawAgent) handleV2(m rawMsg) bool {
 		return false
 	}
 	return true
+}
+
+// cancelTool serves tool_call/cancel: the slow work's tool call is
+// accepted and made final, anything else refused -32602.
+func (a *rawAgent) cancelTool(m rawMsg) {
+	session, id := m.Params.SessionID, m.Params.ToolCallID
+	switch {
+	case a.faults[faultV2EntityError]:
+		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"cannot cancel"}}`, m.ID)
+		return
+	case a.tools[session] != id && !a.faults[faultV2EntityAnyID]:
+		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"no cancellable tool call %s"}}`, m.ID, id)
+		return
+	}
+	delete(a.tools, session)
+	a.result(m.ID, `{}`)
+	if !a.faults[faultV2EntityNoFinal] {
+		a.toolUpdate(session, id, `"status":"cancelled","capabilities":null`)
+	}
+}
+
+func (a *rawAgent) toolUpdate(session, id, members string) {
+	a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"tool_call_update","toolCallId":%q,%s}}}`, session, id, members)
 }
 
 func (a *rawAgent) state(session, state string) {
@@ -351,6 +389,10 @@ func (a *rawAgent) cancelV2(session string) {
 		return
 	}
 	delete(a.pending, session)
+	if id, ok := a.tools[session]; ok {
+		delete(a.tools, session)
+		a.toolUpdate(session, id, `"status":"cancelled","capabilities":null`)
+	}
 	if !a.faults[faultV2KeepRequest] {
 		a.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%s}}`, perm)
 	}

@@ -92,11 +92,16 @@ func (p parsed) updateKind() string {
 // updateMember is a string member of a session/update's update, such as a
 // state_update's state.
 func (p parsed) updateMember(name string) string {
+	var v string
+	_ = json.Unmarshal(p.updateMembers()[name], &v)
+	return v
+}
+
+// updateMembers is a session/update's update, member by member.
+func (p parsed) updateMembers() map[string]json.RawMessage {
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(p.param("update"), &m)
-	var v string
-	_ = json.Unmarshal(m[name], &v)
-	return v
+	return m
 }
 
 // resultMember is a string member of a result.

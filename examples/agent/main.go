@@ -17,7 +17,12 @@
 // state_update carrying the stop reason; session/cancel cascades the same
 // way; a prompt that arrives while the session works is held until that
 // work ends. v2 has no terminal/create: the turn still sends it, in its v1
-// shape, as its second nested request.
+// shape, as its second nested request. A slow v2 turn also reports its tool
+// call with capabilities.cancel: tool_call/cancel is accepted at once
+// (acprpc.Conn.CancellableToolCall), cancels the two requests the tool call
+// waits on, reports the tool call cancelled, and the turn ends with
+// stopReason "end_turn"; a cancel of a tool call that is final or unknown
+// is refused -32602.
 //
 // The agent exits with status 0 when its stdin closes. On SIGINT or SIGTERM
 // it shuts down gracefully (acprpc.Conn.Shutdown): a turn in flight is

@@ -66,9 +66,9 @@ func mustMember(t *testing.T, obj json.RawMessage, name string) json.RawMessage 
 
 // promptV2 sends a v2 prompt and reads the turn's start: the prompt's answer
 // with its messageId, state_update running, the echoed prompt, the first
-// agent_message_chunk, and the two requests, whose IDs it returns. The
-// answer comes before any request is answered: the prompt is answered once
-// inserted.
+// agent_message_chunk, a slow prompt's cancellable tool call, and the two
+// requests, whose IDs it returns. The answer comes before any request is
+// answered: the prompt is answered once inserted.
 func (p *peer) promptV2(id, sessionID, text string) (messageID, permID, termID string) {
 	p.t.Helper()
 	p.sendf(`{"jsonrpc":"2.0","id":%s,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`, id, sessionID, text)
@@ -96,7 +96,17 @@ func (p *peer) promptV2(id, sessionID, text string) (messageID, permID, termID s
 			require.FailNow(p.t, "unexpected line", m.Raw)
 		}
 	}
-	require.Len(p.t, updates, 3, "running, the echoed prompt, the first chunk")
+	if !strings.Contains(text, "slow") {
+		require.Len(p.t, updates, 3, "running, the echoed prompt, the first chunk")
+	} else {
+		require.Len(p.t, updates, 4, "running, the echoed prompt, the first chunk, the tool call")
+		tool, ok := updates[3].(acpv2.ToolCallUpdate)
+		require.True(p.t, ok, "want the tool call: %#v", updates[3])
+		assert.Equal(p.t, acpv2.ToolCallID("call_1"), tool.ToolCallID)
+		assert.Equal(p.t, acpv2.ToolCallStatusPending, tool.Status)
+		require.NotNil(p.t, tool.Capabilities, "a slow turn's tool call can be cancelled")
+		assert.NotNil(p.t, tool.Capabilities.Cancel, "a slow turn's tool call can be cancelled")
+	}
 	assert.Equal(p.t, acpv2.StateUpdate{Value: acpv2.RunningStateUpdate{}}, updates[0])
 	echo, ok := updates[1].(acpv2.UserMessageChunk)
 	require.True(p.t, ok, "want the echoed prompt: %#v", updates[1])
@@ -143,8 +153,9 @@ func TestV2CascadeBySessionCancel(t *testing.T) {
 	p.expectCancels(permID, termID)
 	p.answerCancelled(permID, termID)
 	before := p.expectIdleEnd("cancelled")
-	require.Len(t, before, 1)
-	assert.Contains(t, before[0].updateText(), "Stopped (session/cancel)")
+	require.Len(t, before, 2)
+	p.assertToolCallFinal(before[0])
+	assert.Contains(t, before[1].updateText(), "Stopped (session/cancel)")
 
 	assert.Empty(t, p.closeStdin(), "nothing after the idle state_update")
 	assert.Equal(t, 1, p.countIdles())
@@ -163,6 +174,49 @@ func TestV2EndTurn(t *testing.T) {
 	for _, m := range p.closeStdin() {
 		assert.NotEqual(t, "$/cancel_request", m.Method, m.Raw)
 	}
+	assert.Equal(t, 1, p.countIdles())
+}
+
+// assertToolCallFinal checks that m reports the slow turn's tool call
+// cancelled and no longer cancellable.
+func (p *peer) assertToolCallFinal(m msg) {
+	p.t.Helper()
+	tool, ok := m.update().(acpv2.ToolCallUpdate)
+	require.True(p.t, ok, "want the tool call's final update: %s", m.Raw)
+	assert.Equal(p.t, acpv2.ToolCallStatusCancelled, tool.Status, m.Raw)
+	require.NotNil(p.t, tool.Capabilities, m.Raw)
+	assert.Nil(p.t, tool.Capabilities.Cancel, "a final tool call is no longer cancellable: %s", m.Raw)
+}
+
+// tool_call/cancel of a slow turn's tool call is accepted at once, cancels
+// the requests the tool call waits on, makes the tool call final, and the
+// work ends with end_turn: the session was not cancelled. A second cancel
+// of the now final tool call, and one of a tool call never advertised, are
+// refused -32602.
+func TestV2ToolCallCancel(t *testing.T) {
+	p := startAgent(t)
+	sid := p.handshakeV2()
+	_, permID, termID := p.promptV2("3", sid, "slow: analyze file X")
+
+	p.sendf(`{"jsonrpc":"2.0","id":4,"method":"tool_call/cancel","params":{"sessionId":%q,"toolCallId":"call_1"}}`, sid)
+	accepted := p.next()
+	require.True(t, accepted.isResponseTo("4"), accepted.Raw)
+	assert.JSONEq(t, `{}`, string(accepted.Result), "accepted at once, before the work stops")
+	p.expectCancels(permID, termID)
+	p.answerCancelled(permID, termID)
+	before := p.expectIdleEnd("end_turn")
+	require.Len(t, before, 2)
+	p.assertToolCallFinal(before[0])
+	assert.Contains(t, before[1].updateText(), "The tool call was cancelled")
+
+	for id, toolCallID := range map[string]string{"5": "call_1", "6": "call_9"} {
+		p.sendf(`{"jsonrpc":"2.0","id":%s,"method":"tool_call/cancel","params":{"sessionId":%q,"toolCallId":%q}}`, id, sid, toolCallID)
+		refused := p.next()
+		require.True(t, refused.isResponseTo(id), refused.Raw)
+		require.NotNil(t, refused.Error, refused.Raw)
+		assert.EqualValues(t, -32602, refused.Error.Code, "%s is final or unknown: %s", toolCallID, refused.Raw)
+	}
+	assert.Empty(t, p.closeStdin())
 	assert.Equal(t, 1, p.countIdles())
 }
 
@@ -216,7 +270,9 @@ func TestV2SessionClose(t *testing.T) {
 	p.sendf(`{"jsonrpc":"2.0","id":4,"method":"session/close","params":{"sessionId":%q}}`, sid)
 	p.expectCancels(permID, termID)
 	p.answerCancelled(permID, termID)
-	p.expectIdleEnd("cancelled")
+	before := p.expectIdleEnd("cancelled")
+	require.NotEmpty(t, before)
+	p.assertToolCallFinal(before[0])
 	closed := p.next()
 	require.True(t, closed.isResponseTo("4"), closed.Raw)
 	assert.JSONEq(t, `{}`, string(closed.Result))

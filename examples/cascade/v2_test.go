@@ -19,6 +19,7 @@ func TestCascadeV2(t *testing.T) {
 	line(t, out, `^ +[0-9.]+ms  A→C  ↩ #c3 session/prompt → \{"messageId":"msg_1"\}$`)
 	line(t, out, `^ +[0-9.]+ms  A→C      • session/update  state_update running$`)
 	line(t, out, `^ +[0-9.]+ms  A→C      • session/update  user_message_chunk msg_1 "slow: analyze file X"$`)
+	line(t, out, `^ +[0-9.]+ms  A→C      • session/update  tool_call_update call_1 pending, cancellable$`)
 	line(t, out, `^ +[0-9.]+ms  A→C      ▶ session/request_permission #a[12]  toolCall call_1, options allow/reject$`)
 	line(t, out, `^ +[0-9.]+ms  A→C      ▶ terminal/create #a[12]  sleep 30$`)
 	line(t, out, `^ +[0-9.]+ms  C→A  ✂ session/cancel  sess_1$`)
@@ -26,6 +27,7 @@ func TestCascadeV2(t *testing.T) {
 	line(t, out, `^ +[0-9.]+ms  A→C      ✂ \$/cancel_request  #a[12] \(terminal/create\)$`)
 	line(t, out, `^ +[0-9.]+ms  C→A      ↩ #a[12] session/request_permission → \{"outcome":\{"outcome":"cancelled"\}\}$`)
 	line(t, out, `^ +[0-9.]+ms  C→A      ↩ #a[12] terminal/create → error -32800 "Request cancelled"$`)
+	line(t, out, `^ +[0-9.]+ms  A→C      • session/update  tool_call_update call_1 cancelled$`)
 	line(t, out, `^ +[0-9.]+ms  A→C      • session/update  agent_message_chunk msg_1_reply "Stopped \(session/cancel\)\."$`)
 	line(t, out, `^ +[0-9.]+ms  A→C  • session/update  state_update idle, stopReason cancelled$`)
 	// v2's client leaves every request to the agent's cascade: the cancels
@@ -34,7 +36,7 @@ func TestCascadeV2(t *testing.T) {
 	line(t, out, `^  ✓ every request was answered exactly once: 3 from the client, 2 from the agent$`)
 	line(t, out, `^  ✓ the agent cascaded the cancel, each request by its own id:$`)
 	line(t, out, `^  ✓ #c3 was answered with its messageId "msg_1"$`)
-	line(t, out, `^  ✓ 4 session/update of the work, then 1 idle state_update, 0 after$`)
+	line(t, out, `^  ✓ 6 session/update of the work, then 1 idle state_update, 0 after$`)
 	line(t, out, `^stopReason: cancelled$`)
 	assert.NotContains(t, out, "✗")
 }

@@ -92,7 +92,7 @@ func expectStatuses(t *testing.T, rep acpcheckReport, want map[string]string) {
 	t.Helper()
 	// Neither speaks v2, nor makes requests of a client that offers no file
 	// system and no terminal.
-	for _, id := range []string{"own-requests-cancelled", "v2-prompt-answer", "v2-one-idle", "v2-cancel-idle", "v2-session-close"} {
+	for _, id := range []string{"own-requests-cancelled", "v2-prompt-answer", "v2-one-idle", "v2-cancel-idle", "v2-session-close", "v2-entity-cancel"} {
 		want[id] = "not-brought-about"
 	}
 	for id, status := range rep.statuses() {

@@ -178,6 +178,7 @@ type turn struct {
 	v2          bool
 	messageID   string        // v2: the agent message its chunks belong to
 	confirmWait time.Duration // see Agent.ConfirmWait
+	toolDone    func()        // v2, a slow turn: ends its cancellable tool call
 }
 
 // errAbandoned ends a turn whose connection has closed: there is nobody to
@@ -190,14 +191,28 @@ var errAbandoned = errors.New("the connection closed")
 // cancelled turn flushes a last update and returns StopCancelled; a turn
 // whose connection closed returns ctx's error.
 func (t *turn) run(ctx context.Context, text string, wantTerminal bool) (string, error) {
-	// (1) Say something, so the client shows the turn is under way.
+	slow := strings.Contains(strings.ToLower(text), SlowWord)
+	// (1) Say something, so the client shows the turn is under way. A slow
+	// v2 turn also shows its tool call, which the client may cancel on its
+	// own (tool_call/cancel): toolCtx ends then, and with it what the tool
+	// call waits on.
 	t.say(ctx, "Looking into it: I need your permission and a terminal.")
+	toolCtx := ctx
+	if t.v2 && slow {
+		var done func()
+		toolCtx, done = t.conn.CancellableToolCall(ctx, t.sessionID, ToolCallID)
+		t.toolDone = done
+		defer done()
+		cancellable := toolCallV2
+		cancellable.Capabilities = &acpv2.ToolCallCapabilities{Cancel: &acpv2.ToolCallCancelCapabilities{}}
+		t.updateV2(ctx, cancellable)
+	}
 
 	// (2) Two requests to the client at once, both under the turn's context.
 	// stop also ends the turn early when the client says the turn is over
 	// (a cancelled permission outcome): the other request is then cancelled
 	// too.
-	tctx, stop := context.WithCancel(ctx)
+	tctx, stop := context.WithCancel(toolCtx)
 	defer stop()
 	var (
 		wg               sync.WaitGroup
@@ -223,6 +238,9 @@ func (t *turn) run(ctx context.Context, text string, wantTerminal bool) (string,
 
 	// (3) Both are answered. Check why before anything else: the cause is
 	// what tells a cancelled turn from a failed one.
+	if ctx.Err() == nil && toolCtx.Err() != nil {
+		return t.toolCancelled(ctx)
+	}
 	if ctx.Err() != nil || cancelledAnswer(perm, permErr, termErr) {
 		return t.cancelled(ctx)
 	}
@@ -239,9 +257,12 @@ func (t *turn) run(ctx context.Context, text string, wantTerminal bool) (string,
 	if !wantTerminal {
 		term.TerminalID = "(none: the client has no terminals)"
 	}
-	if strings.Contains(strings.ToLower(text), SlowWord) {
+	if slow {
 		t.say(ctx, "Permission granted; terminal "+string(term.TerminalID)+" runs `sleep 30`. This will take a while.")
-		<-ctx.Done()
+		<-toolCtx.Done()
+		if ctx.Err() == nil {
+			return t.toolCancelled(ctx)
+		}
 		return t.cancelled(ctx)
 	}
 	t.say(ctx, "Permission granted; terminal "+string(term.TerminalID)+" runs `sleep 30`. Done.")
@@ -320,10 +341,34 @@ func (t *turn) cancelled(ctx context.Context) (string, error) {
 		why = "the agent is shutting down"
 	}
 	t.log.Info("turn cancelled", "by", why)
-	// The turn's context has ended, but this update belongs to the turn and
-	// must go out before its end.
+	// The turn's context has ended, but these updates belong to the turn
+	// and must go out before its end.
+	t.toolFinal(context.WithoutCancel(ctx))
 	t.say(context.WithoutCancel(ctx), "Stopped ("+why+").")
 	return StopCancelled, nil
+}
+
+// toolCancelled ends a turn whose tool call the client cancelled on its
+// own: the tool call is final, and the turn has nothing more to do.
+func (t *turn) toolCancelled(ctx context.Context) (string, error) {
+	t.log.Info("tool call cancelled", "by", "tool_call/cancel")
+	t.toolFinal(ctx)
+	t.say(ctx, "The tool call was cancelled: `sleep 30` stopped.")
+	return StopEndTurn, nil
+}
+
+// toolFinal reports a v2 slow turn's tool call cancelled, once it is no
+// longer cancellable: a tool_call/cancel after this update is refused.
+func (t *turn) toolFinal(ctx context.Context) {
+	if t.toolDone == nil {
+		return
+	}
+	t.toolDone()
+	t.toolDone = nil
+	final := toolCallV2
+	final.Status = acpv2.ToolCallStatusCancelled
+	final.Capabilities = &acpv2.ToolCallCapabilities{} // an object without cancel: no longer cancellable
+	t.updateV2(ctx, final)
 }
 
 // say sends an agent_message_chunk update.

@@ -17,7 +17,9 @@ import (
 // session works is held until that work ends; cancelled before that (by
 // $/cancel_request or session/cancel) it is answered -32800, never
 // inserted. v2 has no terminal/create and no terminal capability: the turn
-// still sends it, in its v1 shape, as its second nested request.
+// still sends it, in its v1 shape, as its second nested request. A slow
+// turn's tool call advertises capabilities.cancel, and tool_call/cancel ends
+// it (see turn.run).
 func (a *Agent) v2() acprpc.Handler {
 	r := acprpc.NewRouter()
 	r.Register(acpv2.MethodInitialize, acprpc.RequestHandler(a.initializeV2))

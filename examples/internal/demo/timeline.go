@@ -233,6 +233,11 @@ func updateDetail(params json.RawMessage) string {
 		if idle, ok := u.Value.(acpv2.IdleStateUpdate); ok && idle.StopReason != "" {
 			kind += ", stopReason " + string(idle.StopReason)
 		}
+	case acpv2.ToolCallUpdate:
+		kind, detail = "tool_call_update", string(u.ToolCallID)+" "+string(u.Status)
+		if u.Capabilities != nil && u.Capabilities.Cancel != nil {
+			detail += ", cancellable"
+		}
 	case acpv2.UnknownSessionUpdate:
 		kind = u.SessionUpdate
 	default:
