@@ -187,10 +187,8 @@ func (o *Options) settled() Options {
 	if s.CancelGrace == 0 {
 		s.CancelGrace = DefaultCancelGrace
 	}
-	if s.MaxMessageSize <= 0 {
-		s.MaxMessageSize = DefaultMaxMessageSize
-	}
 	// A limit of zero or less means its default.
+	s.MaxMessageSize = cmp.Or(max(s.MaxMessageSize, 0), DefaultMaxMessageSize)
 	s.MaxInFlight = cmp.Or(max(s.MaxInFlight, 0), defaultMaxInFlight)
 	s.MaxOutgoing = cmp.Or(max(s.MaxOutgoing, 0), defaultMaxOutgoing)
 	s.MaxQueuedNotifications = cmp.Or(max(s.MaxQueuedNotifications, 0), defaultMaxQueuedNotifications)
