@@ -2,6 +2,7 @@ package acprpc_test
 
 import (
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -33,9 +34,16 @@ func TestSetLogger(t *testing.T) {
 	assert.Len(t, log.Logged(), n, "a nil logger is silent")
 
 	// Loggers swapped while the connection logs: the race detector watches.
+	// The swappers yield after each swap, so that on a busy machine they do
+	// not starve the read loop, and stop however the test ends: a failed
+	// wait must not leave them spinning through the tests after it.
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
-	for range 4 {
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	for range 2 {
 		wg.Go(func() {
 			l := (&wiretest.Recorder{}).Logger()
 			for {
@@ -44,6 +52,7 @@ func TestSetLogger(t *testing.T) {
 					return
 				default:
 					c.SetLogger(l)
+					runtime.Gosched()
 				}
 			}
 		})
@@ -51,6 +60,4 @@ func TestSetLogger(t *testing.T) {
 	for range 50 {
 		badLine()
 	}
-	close(stop)
-	wg.Wait()
 }
