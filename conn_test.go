@@ -555,6 +555,10 @@ func closeRace(t *testing.T, seed uint64) {
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	// The loops spin once the connection is closed; they stop however the
+	// test ends, a failed wait included.
+	stopLoops := sync.OnceFunc(func() { close(stop) })
+	defer stopLoops()
 	var failures sync.Map
 	check := func(what string, err error) {
 		if err != nil && !errors.Is(err, acprpc.ErrConnClosed) && !errors.Is(err, acprpc.ErrCancelled) {
@@ -618,7 +622,7 @@ func closeRace(t *testing.T, seed uint64) {
 	wiretest.Recv(t, ctx, closed)   // Close to return
 	wiretest.Recv(t, ctx, a.Done()) // a to close
 	wiretest.Recv(t, ctx, b.Done()) // b to close (its peer's pipes closed)
-	close(stop)
+	stopLoops()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	wiretest.Recv(t, ctx, done) // every operation to return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -342,6 +343,10 @@ func TestRouterRegisterWhileServing(t *testing.T) {
 	const n = 200
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	defer func() { // however the test ends: a failed wait must not leave it spinning
+		close(stop)
+		wg.Wait()
+	}()
 	wg.Go(func() {
 		for i := 0; ; i++ {
 			select {
@@ -355,6 +360,7 @@ func TestRouterRegisterWhileServing(t *testing.T) {
 			} else {
 				r.Register(method, acprpc.HandlerFunc(wiretest.Ping))
 			}
+			runtime.Gosched() // leave the read loop its share of a busy machine
 		}
 	})
 	for i := range n {
@@ -367,8 +373,6 @@ func TestRouterRegisterWhileServing(t *testing.T) {
 			assert.JSONEq(t, `"pong"`, string(m.Result))
 		}
 	}
-	close(stop)
-	wg.Wait()
 }
 
 // CallFor returns the peer's result as a value; on an error the value is
