@@ -26,30 +26,32 @@ func TestAgentDefaults(t *testing.T) {
 	assert.Equal(t, SessionID("sess_1"), session.SessionID)
 }
 
-// A prompt whose list holds null is answered -32602 naming the place, and
-// never reaches the handler.
-func TestNullPromptElementIsInvalidParams(t *testing.T) {
-	ctx := wiretest.Context(t)
+// A list holding null is answered -32602 naming the place, and never
+// reaches the handler: a prompt on the agent's side, a permission request's
+// options on the client's.
+func TestNullListElementIsInvalidParams(t *testing.T) {
+	reached := func(what string) { t.Errorf("the handler got %s holding null", what) }
 	a := Agent{SessionPrompt: func(context.Context, PromptRequest) (PromptResponse, error) {
-		t.Error("the handler got a prompt holding null")
+		reached("a prompt")
 		return PromptResponse{}, nil
 	}}
-	_, p := wiretest.Connect(t, wiretest.Transports[0], a.Router(), nil)
-	p.Request("1", MethodSessionPrompt, `{"sessionId":"s","prompt":[null]}`)
-	m := p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
-	assert.Contains(t, m.Error.Message, `"prompt"[0] is null`)
-}
-
-// On the client's side too: a permission request whose options hold null is
-// answered -32602 naming the place, and never reaches the handler.
-func TestNullPermissionOptionIsInvalidParams(t *testing.T) {
-	ctx := wiretest.Context(t)
 	c := Client{SessionRequestPermission: func(context.Context, RequestPermissionRequest) (RequestPermissionResponse, error) {
-		t.Error("the handler got options holding null")
+		reached("options")
 		return RequestPermissionResponse{}, nil
 	}}
-	_, p := wiretest.Connect(t, wiretest.Transports[0], c.Router(), nil)
-	p.Request("1", MethodSessionRequestPermission, `{"sessionId":"s","title":"Run it?","options":[null]}`)
-	m := p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
-	assert.Contains(t, m.Error.Message, `"options"[0] is null`)
+	for _, tc := range []struct {
+		router                acprpc.Handler
+		method, params, place string
+	}{
+		{a.Router(), MethodSessionPrompt, `{"sessionId":"s","prompt":[null]}`, `"prompt"[0] is null`},
+		{c.Router(), MethodSessionRequestPermission, `{"sessionId":"s","title":"Run it?","options":[null]}`, `"options"[0] is null`},
+	} {
+		t.Run(tc.method, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			_, p := wiretest.Connect(t, wiretest.Transports[0], tc.router, nil)
+			p.Request("1", tc.method, tc.params)
+			m := p.ExpectError(ctx, "1", acprpc.CodeInvalidParams)
+			assert.Contains(t, m.Error.Message, tc.place)
+		})
+	}
 }
