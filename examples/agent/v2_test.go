@@ -150,12 +150,7 @@ func TestV2CascadeBySessionCancel(t *testing.T) {
 	_, permID, termID := p.promptV2("3", sid, "slow: analyze file X")
 
 	p.sendf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, sid)
-	p.expectCancels(permID, termID)
-	p.answerCancelled(permID, termID)
-	before := p.expectIdleEnd("cancelled")
-	require.Len(t, before, 2)
-	p.assertToolCallFinal(before[0])
-	assert.Contains(t, before[1].updateText(), "Stopped (session/cancel)")
+	p.expectToolCallEnd(permID, termID, "cancelled", "Stopped (session/cancel)")
 
 	assert.Empty(t, p.closeStdin(), "nothing after the idle state_update")
 	assert.Equal(t, 1, p.countIdles())
@@ -177,15 +172,23 @@ func TestV2EndTurn(t *testing.T) {
 	assert.Equal(t, 1, p.countIdles())
 }
 
-// assertToolCallFinal checks that m reports the slow turn's tool call
-// cancelled and no longer cancellable.
-func (p *peer) assertToolCallFinal(m msg) {
+// expectToolCallEnd reads the end of a slow v2 turn once its tool call's
+// two requests are cancelled: the agent's cancels, answered as a client
+// does; the tool call's final update, reporting it cancelled and no longer
+// cancellable; a last chunk saying why; and the idle state_update with
+// stopReason.
+func (p *peer) expectToolCallEnd(permID, termID, stopReason, why string) {
 	p.t.Helper()
-	tool, ok := m.update().(acpv2.ToolCallUpdate)
-	require.True(p.t, ok, "want the tool call's final update: %s", m.Raw)
-	assert.Equal(p.t, acpv2.ToolCallStatusCancelled, tool.Status, m.Raw)
-	require.NotNil(p.t, tool.Capabilities, m.Raw)
-	assert.Nil(p.t, tool.Capabilities.Cancel, "a final tool call is no longer cancellable: %s", m.Raw)
+	p.expectCancels(permID, termID)
+	p.answerCancelled(permID, termID)
+	before := p.expectIdleEnd(stopReason)
+	require.Len(p.t, before, 2, "the tool call's final update and a last chunk")
+	tool, ok := before[0].update().(acpv2.ToolCallUpdate)
+	require.True(p.t, ok, "want the tool call's final update: %s", before[0].Raw)
+	assert.Equal(p.t, acpv2.ToolCallStatusCancelled, tool.Status, before[0].Raw)
+	require.NotNil(p.t, tool.Capabilities, before[0].Raw)
+	assert.Nil(p.t, tool.Capabilities.Cancel, "a final tool call is no longer cancellable: %s", before[0].Raw)
+	assert.Contains(p.t, before[1].updateText(), why)
 }
 
 // tool_call/cancel of a slow turn's tool call is accepted at once, cancels
@@ -202,12 +205,7 @@ func TestV2ToolCallCancel(t *testing.T) {
 	accepted := p.next()
 	require.True(t, accepted.isResponseTo("4"), accepted.Raw)
 	assert.JSONEq(t, `{}`, string(accepted.Result), "accepted at once, before the work stops")
-	p.expectCancels(permID, termID)
-	p.answerCancelled(permID, termID)
-	before := p.expectIdleEnd("end_turn")
-	require.Len(t, before, 2)
-	p.assertToolCallFinal(before[0])
-	assert.Contains(t, before[1].updateText(), "The tool call was cancelled")
+	p.expectToolCallEnd(permID, termID, "end_turn", "The tool call was cancelled")
 
 	for id, toolCallID := range map[string]string{"5": "call_1", "6": "call_9"} {
 		p.sendf(`{"jsonrpc":"2.0","id":%s,"method":"tool_call/cancel","params":{"sessionId":%q,"toolCallId":%q}}`, id, sid, toolCallID)
@@ -268,11 +266,7 @@ func TestV2SessionClose(t *testing.T) {
 	sid := p.handshakeV2()
 	_, permID, termID := p.promptV2("3", sid, "slow")
 	p.sendf(`{"jsonrpc":"2.0","id":4,"method":"session/close","params":{"sessionId":%q}}`, sid)
-	p.expectCancels(permID, termID)
-	p.answerCancelled(permID, termID)
-	before := p.expectIdleEnd("cancelled")
-	require.NotEmpty(t, before)
-	p.assertToolCallFinal(before[0])
+	p.expectToolCallEnd(permID, termID, "cancelled", "Stopped (session/cancel)")
 	closed := p.next()
 	require.True(t, closed.isResponseTo("4"), closed.Raw)
 	assert.JSONEq(t, `{}`, string(closed.Result))
