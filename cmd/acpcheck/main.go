@@ -102,6 +102,7 @@ func runCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.DurationVar(&o.CancelWait, "cancel-wait", 5*time.Second, "the longest wait for an answer after a cancel")
 	fs.DurationVar(&o.ExitWait, "exit-wait", 3*time.Second, "how long the agent may take to exit after its stdin closed")
 	fs.DurationVar(&o.Settle, "settle", 300*time.Millisecond, "how long to watch for answers that must not come")
+	fs.BoolVar(&o.OfferTerminal, "offer-terminal", false, "offer the agent a terminal (v1), one that runs nothing, so that a cancelled turn's terminal/create is checked too")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	htmlOut := fs.String("html", "", "also write the report as a self-contained web page to `FILE`")
 	verbose := fs.Bool("v", false, "copy the agent's stderr to acpcheck's")

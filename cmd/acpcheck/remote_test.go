@@ -218,7 +218,9 @@ func TestBrokenRemoteAgentIsCaught(t *testing.T) {
 				}
 				t.Run(transport, func(t *testing.T) {
 					t.Parallel()
-					rep, err := runChecks(context.Background(), remoteOptions(t, srv.urlOf(transport)))
+					o := remoteOptions(t, srv.urlOf(transport))
+					o.OfferTerminal = c.terminal
+					rep, err := runChecks(context.Background(), o)
 					require.NoError(t, err)
 					assert.ElementsMatch(t, c.fails, failed(t, rep))
 					assert.Equal(t, 1, rep.ExitCode())

@@ -31,6 +31,13 @@ type runOptions struct {
 	ExitWait    time.Duration // the longest wait for the agent to exit once its stdin closed
 	Settle      time.Duration // how long to watch for answers that must not come
 
+	// OfferTerminal offers the agent a terminal (v1's clientCapabilities),
+	// so that a cancelled turn's terminal/create can be brought about: a
+	// terminal that runs nothing, whose every command has exited 0 with no
+	// output, and whose create is held, as a permission request is, in a
+	// turn about to be cancelled.
+	OfferTerminal bool
+
 	Stderr io.Writer // where the agent's stderr is copied, if not nil
 }
 
@@ -153,10 +160,10 @@ func (r *runner) stderr() string {
 }
 
 // client is acpcheck's side of the conversation: it grants permission
-// unless told to hold requests until the turn is cancelled, and offers no
-// file system or terminal.
+// unless told to hold requests until the turn is cancelled, offers no file
+// system, and a terminal only with OfferTerminal (see nullTerminal).
 func (r *runner) client() acpv1.Client {
-	return acpv1.Client{
+	c := acpv1.Client{
 		SessionUpdate: func(context.Context, acpv1.SessionNotification) {},
 		SessionRequestPermission: func(ctx context.Context, p acpv1.RequestPermissionRequest) (acpv1.RequestPermissionResponse, error) {
 			if r.hold.Load() {
@@ -165,6 +172,39 @@ func (r *runner) client() acpv1.Client {
 			}
 			return grant(p.Options), nil
 		},
+	}
+	if r.o.OfferTerminal {
+		r.nullTerminal(&c)
+	}
+	return c
+}
+
+// nullTerminal serves c's terminal methods with terminals that run
+// nothing: acpcheck never runs a command an agent asks for. Each command
+// has exited 0 with no output by the time terminal/create is answered;
+// in a turn about to be cancelled, terminal/create is held until the agent
+// cancels it, so that own-requests-cancelled sees whether it does.
+func (r *runner) nullTerminal(c *acpv1.Client) {
+	var made atomic.Int64
+	exited := uint32(0)
+	c.TerminalCreate = func(ctx context.Context, _ acpv1.CreateTerminalRequest) (acpv1.CreateTerminalResponse, error) {
+		if r.hold.Load() {
+			<-ctx.Done() // answered -32800
+			return acpv1.CreateTerminalResponse{}, ctx.Err()
+		}
+		return acpv1.CreateTerminalResponse{TerminalID: acpv1.TerminalID(fmt.Sprintf("acpcheck-term-%d", made.Add(1)))}, nil
+	}
+	c.TerminalOutput = func(context.Context, acpv1.TerminalOutputRequest) (acpv1.TerminalOutputResponse, error) {
+		return acpv1.TerminalOutputResponse{ExitStatus: &acpv1.TerminalExitStatus{ExitCode: &exited}}, nil
+	}
+	c.TerminalWaitForExit = func(context.Context, acpv1.WaitForTerminalExitRequest) (acpv1.WaitForTerminalExitResponse, error) {
+		return acpv1.WaitForTerminalExitResponse{ExitCode: &exited}, nil
+	}
+	c.TerminalKill = func(context.Context, acpv1.KillTerminalRequest) (acpv1.KillTerminalResponse, error) {
+		return acpv1.KillTerminalResponse{}, nil
+	}
+	c.TerminalRelease = func(context.Context, acpv1.ReleaseTerminalRequest) (acpv1.ReleaseTerminalResponse, error) {
+		return acpv1.ReleaseTerminalResponse{}, nil
 	}
 }
 
@@ -194,8 +234,9 @@ func (r *runner) initialize() error {
 	defer cancel()
 	mark := r.w.next()
 	res, err := acpv1.ToAgent.Initialize.Call(ctx, r.conn, acpv1.InitializeRequest{
-		ProtocolVersion: 1,
-		ClientInfo:      &acpv1.Implementation{Name: "acpcheck", Version: version},
+		ProtocolVersion:    1,
+		ClientInfo:         &acpv1.Implementation{Name: "acpcheck", Version: version},
+		ClientCapabilities: acpv1.ClientCapabilities{Terminal: r.o.OfferTerminal},
 	})
 	req, _ := r.w.await(ctx, mark, sent(acpv1.MethodInitialize))
 	r.initID = string(req.msg.ID)

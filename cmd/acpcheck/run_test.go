@@ -56,13 +56,21 @@ func failed(t *testing.T, rep *Report) []string {
 	return out
 }
 
+// The correct agent passes every rule, also when acpcheck offers it a
+// terminal, which its slow turn then asks for and cancels.
 func TestCorrectAgentPassesEveryRule(t *testing.T) {
-	rep, err := runChecks(context.Background(), testOptions(t))
-	require.NoError(t, err)
-	for _, r := range rep.Results {
-		assert.Equal(t, Pass, r.Status, "%s: %+v", r.ID, r)
+	for _, terminal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("terminal=%v", terminal), func(t *testing.T) {
+			o := testOptions(t)
+			o.OfferTerminal = terminal
+			rep, err := runChecks(context.Background(), o)
+			require.NoError(t, err)
+			for _, r := range rep.Results {
+				assert.Equal(t, Pass, r.Status, "%s: %+v", r.ID, r)
+			}
+			assert.Equal(t, 0, rep.ExitCode())
+		})
 	}
-	assert.Equal(t, 0, rep.ExitCode())
 }
 
 // brokenRule is a fault of the test agent and the rules it breaks.
@@ -75,6 +83,8 @@ type brokenRule struct {
 	// nonJSON: the fault shows only on a line that is not JSON, which
 	// Streamable HTTP does not carry.
 	nonJSON bool
+	// terminal: the fault shows only when acpcheck offers a terminal.
+	terminal bool
 }
 
 // brokenRules are the faults, each breaking the rule its check must catch,
@@ -107,6 +117,7 @@ var brokenRules = []brokenRule{
 	{fault: faultV2EntityNoFinal, fails: []string{ruleV2Entity.ID}},
 	{fault: faultV2EntityAnyID, fails: []string{ruleV2Entity.ID}},
 	{fault: faultCancelReqEndTurn, fails: []string{ruleCancelRequest.ID}},
+	{fault: faultKeepTerminal, fails: []string{ruleOwnRequests.ID}, terminal: true},
 	{fault: faultLeaveChild, fails: []string{ruleNoLeftover.ID}, process: true},
 }
 
@@ -130,7 +141,9 @@ func TestEachBrokenRuleIsCaught(t *testing.T) {
 		}
 		t.Run(c.fault, func(t *testing.T) {
 			t.Parallel()
-			rep, err := runChecks(context.Background(), testOptions(t, c.fault))
+			o := testOptions(t, c.fault)
+			o.OfferTerminal = c.terminal
+			rep, err := runChecks(context.Background(), o)
 			require.NoError(t, err)
 			assert.ElementsMatch(t, c.fails, failed(t, rep))
 			assert.Equal(t, 1, rep.ExitCode())
@@ -272,17 +285,32 @@ func TestJSONReport(t *testing.T) {
 // examples/agent, built on acprpc, passes every rule.
 func TestExampleAgentPassesEveryRule(t *testing.T) {
 	bin := buildExampleAgent(t)
-	o := testOptions(t)
-	o.Argv, o.Env = []string{bin}, nil
-	rep, err := runChecks(context.Background(), o)
-	require.NoError(t, err)
-	for _, r := range rep.Results {
-		assert.Equal(t, Pass, r.Status, "%s: %+v", r.ID, r)
+	for _, terminal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("terminal=%v", terminal), func(t *testing.T) {
+			o := testOptions(t)
+			o.Argv, o.Env, o.OfferTerminal = []string{bin}, nil, terminal
+			rep, err := runChecks(context.Background(), o)
+			require.NoError(t, err)
+			for _, r := range rep.Results {
+				assert.Equal(t, Pass, r.Status, "%s: %+v", r.ID, r)
+			}
+			var text bytes.Buffer
+			rep.WriteText(&text)
+			assert.Contains(t, text.String(), fmt.Sprintf("%d passed, 0 failed, 0 not brought about", len(allRules)))
+			assert.NotEmpty(t, rep.WireV2, "examples/agent offers v2, and is checked in it")
+			if terminal { // its v1 turns ask for the terminal, and the cancelled one cancels it
+				assert.Contains(t, wireText(rep.Wire), `"method":"terminal/create"`)
+			}
+		})
 	}
-	var text bytes.Buffer
-	rep.WriteText(&text)
-	assert.Contains(t, text.String(), fmt.Sprintf("%d passed, 0 failed, 0 not brought about", len(allRules)))
-	assert.NotEmpty(t, rep.WireV2, "examples/agent offers v2, and is checked in it")
+}
+
+func wireText(lines []Line) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l.Raw + "\n")
+	}
+	return b.String()
 }
 
 // buildExampleAgent builds examples/agent from the workspace.

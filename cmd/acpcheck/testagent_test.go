@@ -53,6 +53,7 @@ const (
 	faultV2EntityAnyID   = "v2-entity-any-id"   // tool_call/cancel of an unknown or final tool call accepted
 
 	faultCancelReqEndTurn = "cancel-request-end-turn" // a prompt cancelled by $/cancel_request answered end_turn
+	faultKeepTerminal     = "keep-terminal"           // v1: a cancelled turn's terminal/create left open
 )
 
 // Agents that are not ACP agents, for the proxy's byte-exactness.
@@ -130,6 +131,8 @@ type rawAgent struct {
 	sessions  int
 	pending   map[string]string // session → the ID of its prompt in flight (v2: of its permission request)
 	tools     map[string]string // v2: session → its slow work's cancellable tool call
+	terminal  bool              // v1: the client offers a terminal, which a slow turn asks for
+	terminals map[string]string // v1: session → its slow turn's terminal/create in flight
 	v2        bool
 	cancelled map[string]bool // sessions whose last turn was cancelled
 }
@@ -138,18 +141,21 @@ type rawMsg struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Params struct {
-		SessionID       string          `json:"sessionId"`
-		ToolCallID      string          `json:"toolCallId"`
-		ProtocolVersion int             `json:"protocolVersion"`
-		RequestID       json.RawMessage `json:"requestId"`
-		Prompt          []struct {
+		SessionID       string `json:"sessionId"`
+		ToolCallID      string `json:"toolCallId"`
+		ProtocolVersion int    `json:"protocolVersion"`
+		Capabilities    struct {
+			Terminal bool `json:"terminal"`
+		} `json:"clientCapabilities"`
+		RequestID json.RawMessage `json:"requestId"`
+		Prompt    []struct {
 			Text string `json:"text"`
 		} `json:"prompt"`
 	} `json:"params"`
 }
 
 func newRawAgent(out io.Writer, faults map[string]bool) *rawAgent {
-	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, cancelled: map[string]bool{}}
+	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}}
 }
 
 func (a *rawAgent) serve(in io.Reader) {
@@ -200,6 +206,7 @@ func (a *rawAgent) handle(m rawMsg) {
 	}
 	switch m.Method {
 	case "initialize":
+		a.terminal = m.Params.Capabilities.Terminal
 		v := 1
 		if a.faults[faultBadVersion] {
 			v = 2
@@ -236,6 +243,11 @@ func (a *rawAgent) prompt(m rawMsg) {
 	if strings.Contains(text, "slow") {
 		a.update(session, "Working on it.")
 		a.pending[session] = string(m.ID)
+		if a.terminal {
+			term := fmt.Sprintf(`"term%s"`, m.ID)
+			a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"sleep","args":["30"]}}`, term, session)
+			a.terminals[session] = term
+		}
 		return
 	}
 	if a.cancelled[session] && a.faults[faultEmptyTurnAfter] {
@@ -258,6 +270,12 @@ func (a *rawAgent) cancel(session string) {
 	}
 	delete(a.pending, session)
 	a.cancelled[session] = true
+	if term, ok := a.terminals[session]; ok {
+		delete(a.terminals, session)
+		if !a.faults[faultKeepTerminal] {
+			a.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%s}}`, term)
+		}
+	}
 	a.update(session, "Stopped.")
 	switch {
 	case a.faults[faultCancelError]:
