@@ -177,7 +177,9 @@ type goClient struct {
 
 	mu      sync.Mutex
 	updates []string
-	ended   []handled
+	started int           // requests that reached Handle
+	ended   []handled     // and those that have returned
+	changed chan struct{} // closed and replaced whenever one ends
 }
 
 // handled is how one of the agent's requests ended in the Go handler.
@@ -188,7 +190,7 @@ type handled struct {
 }
 
 func newGoClient(block bool) *goClient {
-	return &goClient{block: block, arrived: make(chan string, 16)}
+	return &goClient{block: block, arrived: make(chan string, 16), changed: make(chan struct{})}
 }
 
 func (g *goClient) Handle(ctx context.Context, req *acprpc.Request) (any, error) {
@@ -210,6 +212,9 @@ func (g *goClient) Handle(ctx context.Context, req *acprpc.Request) (any, error)
 		g.mu.Unlock()
 		return nil, nil
 	case "session/request_permission", "terminal/create":
+		g.mu.Lock()
+		g.started++
+		g.mu.Unlock()
 		g.arrived <- req.Method
 		if !g.block {
 			g.record(handled{method: req.Method, id: req.ID.String()})
@@ -232,7 +237,26 @@ func (g *goClient) Handle(ctx context.Context, req *acprpc.Request) (any, error)
 func (g *goClient) record(h handled) {
 	g.mu.Lock()
 	g.ended = append(g.ended, h)
+	close(g.changed)
+	g.changed = make(chan struct{})
 	g.mu.Unlock()
+}
+
+// awaitEnded waits until every request that reached Handle has returned.
+func (g *goClient) awaitEnded(ctx context.Context) error {
+	for {
+		g.mu.Lock()
+		done, changed := len(g.ended) == g.started, g.changed
+		g.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (g *goClient) handled() []handled {
@@ -433,9 +457,12 @@ func (a *tsAgent) awaitRequests(ctx context.Context) {
 }
 
 // awaitAnswers waits until the Go Conn has written its answer to every
-// request the agent sent, so that closing the Conn drops none of them.
+// request the agent sent, so that closing the Conn drops none of them: each
+// handler has returned (a cancelled one may return after the prompt's
+// answer), and its answer is on the wire.
 func (a *tsAgent) awaitAnswers(ctx context.Context) {
 	a.t.Helper()
+	require.NoError(a.t, a.client.awaitEnded(ctx), "the Go handlers did not all return")
 	for _, h := range a.client.handled() {
 		err := a.tap.await(ctx, goToTS, func(m wireMsg) bool { return m.isResponse() && string(m.ID) == h.id })
 		require.NoError(a.t, err, "the Go client never answered %s %s", h.method, h.id)
