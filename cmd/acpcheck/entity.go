@@ -19,15 +19,16 @@ type entity struct {
 	cancellable bool // advertised, and not final since
 }
 
-// entityKind is what v2 can cancel one of: its update, the member that
-// names it there and in its cancel, and the request that cancels it.
+// entityKind is what v2 can cancel one of: what a finding calls it, its
+// update, the member that names it there and in its cancel, and the request
+// that cancels it.
 type entityKind struct {
-	update, idMember, cancel string
+	what, update, idMember, cancel string
 }
 
 var entityKinds = []entityKind{
-	{"tool_call_update", "toolCallId", acpv2.MethodToolCallCancel},
-	{"terminal_update", "terminalId", acpv2.MethodTerminalCancel},
+	{"tool call", "tool_call_update", "toolCallId", acpv2.MethodToolCallCancel},
+	{"terminal", "terminal_update", "terminalId", acpv2.MethodTerminalCancel},
 }
 
 // neverAdvertised is the ID the check cancels to see an unknown entity
@@ -55,7 +56,7 @@ func (r *runner) entityCancelV2() {
 		r.res.notBrought(ruleV2Entity, "no tool call or terminal of the slow prompt's work advertised capabilities.cancel")
 		return
 	}
-	name := fmt.Sprintf("%s %q", e.kind.update[:len(e.kind.update)-len("_update")], e.id)
+	name := fmt.Sprintf("%s %q", e.kind.what, e.id)
 	req, err := r.cancelEntity(session, e.kind, e.id)
 	if err != nil {
 		r.res.fail(ruleV2Entity, []int{e.advertised, req.Seq}, "%s advertised capabilities.cancel, and its %s failed: %v", name, e.kind.cancel, err)
