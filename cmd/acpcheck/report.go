@@ -97,15 +97,32 @@ func (r *results) list() []Result {
 	return out
 }
 
-// ExitCode is acpcheck's exit status for the report: 1 if any rule failed,
-// 0 if every rule that could be brought about passed.
+// ExitCode is acpcheck's exit status for the report: 1 if any MUST rule
+// failed, 0 if every MUST rule that could be brought about passed. A broken
+// SHOULD is reported and a MAY recorded; neither changes the status.
 func (rep *Report) ExitCode() int {
 	for _, r := range rep.Results {
-		if r.Status == Fail {
+		if r.Status == Fail && r.Tier == TierMust {
 			return 1
 		}
 	}
 	return 0
+}
+
+// Outcome is a result in the words of its tier: "fail" for a broken MUST,
+// "warn" for a broken SHOULD, "recorded" for a MAY the peer did not do, and
+// otherwise its status.
+func (r Result) Outcome() string {
+	if r.Status != Fail {
+		return string(r.Status)
+	}
+	switch r.Tier {
+	case TierShould:
+		return "warn"
+	case TierMay:
+		return "recorded"
+	}
+	return string(Fail)
 }
 
 // result returns the result of the rule with the given ID.
@@ -138,11 +155,10 @@ const maxShown = 400
 // finding its wire lines.
 func (rep *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "acpcheck: %s\n\n", rep.subject())
-	counts := map[Status]int{}
+	counts := map[string]int{}
 	for _, r := range rep.Results {
-		counts[r.Status]++
-		label := map[Status]string{Pass: "PASS", Fail: "FAIL", NotBrought: "----"}[r.Status]
-		fmt.Fprintf(w, "%s %-24s %s\n", label, r.ID, r.Title)
+		counts[r.Outcome()]++
+		fmt.Fprintf(w, "%s %-26s %-6s %s%s\n", outcomeLabels[r.Outcome()], r.ID, r.Tier, r.Title, kitText(r.Kit))
 		if r.Status == NotBrought {
 			fmt.Fprintf(w, "     not brought about: %s\n", r.Why)
 		}
@@ -155,10 +171,25 @@ func (rep *Report) WriteText(w io.Writer) {
 			}
 		}
 		if r.Status == Fail {
-			fmt.Fprintf(w, "     spec: %s\n", r.Spec)
+			fmt.Fprintf(w, "     spec (%s): %s\n", r.Tier, r.Spec)
 		}
 	}
-	fmt.Fprintf(w, "\n%d passed, %d failed, %d not brought about\n", counts[Pass], counts[Fail], counts[NotBrought])
+	fmt.Fprintf(w, "\n%d passed, %d failed, %d not brought about", counts[string(Pass)], counts[string(Fail)], counts[string(NotBrought)])
+	if counts["warn"]+counts["recorded"] > 0 {
+		fmt.Fprintf(w, "; %d SHOULD broken (reported), %d MAY not done (recorded)", counts["warn"], counts["recorded"])
+	}
+	fmt.Fprintln(w)
+}
+
+// outcomeLabels label each outcome in the text report.
+var outcomeLabels = map[string]string{string(Pass): "PASS", string(Fail): "FAIL", "warn": "WARN", "recorded": "NOTE", string(NotBrought): "----"}
+
+// kitText names the conformance kit's requirements a rule covers.
+func kitText(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(ids, ", ") + "]"
 }
 
 // subject names what the report is about: the agent's command, or the

@@ -92,7 +92,7 @@ func expectStatuses(t *testing.T, rep acpcheckReport, want map[string]string) {
 	t.Helper()
 	// Neither speaks v2, nor makes requests of a client that offers no file
 	// system and no terminal.
-	for _, id := range []string{"own-requests-cancelled", "v2-prompt-answer", "v2-one-idle", "v2-cancel-idle", "v2-session-close", "v2-entity-cancel"} {
+	for _, id := range []string{"own-requests-cancelled", "v2-prompt-answer", "v2-one-idle", "v2-cancel-idle", "v2-own-requests-cancelled", "v2-session-close", "v2-entity-cancel"} {
 		want[id] = "not-brought-about"
 	}
 	for id, status := range rep.statuses() {
@@ -138,7 +138,7 @@ func TestAcpcheckCodex(t *testing.T) {
 // line that is not JSON unanswered and does not exit when its stdin closes.
 func TestAcpcheckClaude(t *testing.T) {
 	code, rep := runAcpcheck(t, claudeAgent)
-	assert.Equal(t, 1, code)
+	assert.Equal(t, 0, code, "each rule it breaks is recorded only (a MAY, or what the pages leave open)")
 	expectStatuses(t, rep, map[string]string{
 		"turn-after-cancel": "fail",
 		"cancel-request":    "not-brought-about",
@@ -194,7 +194,7 @@ func TestAcpcheckCoderExampleAgent(t *testing.T) {
 	agent := exec.Command(buildCoderExampleAgent(t))
 	agent.Env = scratchEnv(t)
 	code, rep := acpcheck(t, agent, "")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, 0, code, "parse-error is recorded only: a client MUST NOT write a line that is not JSON")
 	expectStatuses(t, rep, map[string]string{
 		"parse-error":    "fail",
 		"cancel-request": "not-brought-about",
