@@ -54,8 +54,8 @@ var (
 	rulePromptTurn = Rule{ID: "prompt-turn", Title: "a prompt turn ends with an answer that carries a stopReason", Spec: pagePromptTurn, Tier: TierMust}
 	ruleCancelStop = Rule{ID: "cancel-stop-reason", Title: "a prompt cancelled by session/cancel is answered stopReason \"cancelled\", not an error", Spec: pageTurnCancel, Tier: TierMust,
 		Kit: []string{"ACP-CANCEL-001"}}
-	ruleTurnAfter     = Rule{ID: "turn-after-cancel", Title: "the prompt after a cancelled turn gets a turn of its own, its updates before its answer", Spec: pagePromptTurn, Tier: TierMay}
-	ruleCancelRequest = Rule{ID: "cancel-request", Title: "a prompt cancelled by $/cancel_request is answered once, stopReason \"cancelled\" or -32800", Spec: pageCancellation, Tier: TierMust}
+	ruleTurnAfter      = Rule{ID: "turn-after-cancel", Title: "the prompt after a cancelled turn gets a turn of its own, its updates before its answer", Spec: pagePromptTurn, Tier: TierMay}
+	ruleCancelRequest  = Rule{ID: "cancel-request", Title: "a prompt cancelled by $/cancel_request is answered once, stopReason \"cancelled\" or -32800", Spec: pageCancellation, Tier: TierMust}
 	ruleNoteUnanswered = Rule{ID: "notification-unanswered", Title: "a notification is never answered ($/cancel_request of an unknown or answered ID included)", Spec: pageCancellation, Tier: TierMust,
 		Kit: []string{"ACP-JSONRPC-003", "ACP-CANCEL-205"}}
 	ruleOneAnswer   = Rule{ID: "one-answer", Title: "every request is answered exactly once", Spec: pageJSONRPC, Tier: TierMust}
