@@ -87,6 +87,7 @@ var allRules = []Rule{
 	ruleInitialize, ruleSessionNew, rulePromptTurn, ruleCancelStop, ruleTurnAfter, ruleCancelRequest,
 	ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter, ruleParseError, ruleMethodNotFound,
 	ruleStdinExit, ruleNoLeftover, ruleOwnRequests,
+	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho, ruleExtRequest, ruleSessionClose, ruleCancelMeta, ruleIdleCancel,
 	ruleV2Initialize, ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2OwnRequests, ruleV2Close, ruleV2Entity,
 }
 

@@ -55,8 +55,10 @@ type runner struct {
 	res   *results
 	calls sync.WaitGroup
 
-	hold atomic.Bool // hold the agent's permission requests until they are cancelled
-	v2   bool        // the connection speaks v2
+	hold     atomic.Bool // hold the agent's permission requests until they are cancelled
+	released heldRelease // or until the client answers them cancelled itself
+	v2       bool        // the connection speaks v2
+	canClose bool        // the agent advertises sessionCapabilities.close (v1)
 
 	notesRead    bool     // the notifications scenario's probes were read
 	parseProbe   [2]int   // the malformed line and its answer: the one ID-less answer that is due
@@ -136,9 +138,13 @@ func (r *runner) scenarios() {
 		return
 	}
 	r.promptTurn(fresh)
+	r.idleCancel(fresh)
 	r.sessionCancel()
 	r.cancelRequest()
+	r.sessionClose()
+	r.cancelMeta()
 	r.notifications()
+	r.stringIDProbe()
 	r.badInput()
 }
 
@@ -167,8 +173,12 @@ func (r *runner) client() acpv1.Client {
 		SessionUpdate: func(context.Context, acpv1.SessionNotification) {},
 		SessionRequestPermission: func(ctx context.Context, p acpv1.RequestPermissionRequest) (acpv1.RequestPermissionResponse, error) {
 			if r.hold.Load() {
-				<-ctx.Done() // answered with the cancelled outcome
-				return acpv1.RequestPermissionResponse{}, ctx.Err()
+				select {
+				case <-ctx.Done(): // answered with the cancelled outcome
+					return acpv1.RequestPermissionResponse{}, ctx.Err()
+				case <-r.released.wait():
+					return acpv1.RequestPermissionResponse{Outcome: acpv1.RequestPermissionOutcome{Value: acpv1.CancelledPermissionOutcome{}}}, nil
+				}
 			}
 			return grant(p.Options), nil
 		},
@@ -240,6 +250,7 @@ func (r *runner) initialize() error {
 	})
 	req, _ := r.w.await(ctx, mark, sent(acpv1.MethodInitialize))
 	r.initID = string(req.msg.ID)
+	r.canClose = err == nil && res.AgentCapabilities.SessionCapabilities.Close != nil
 	switch {
 	case errors.Is(err, acprpc.ErrConnClosed) && r.o.isRemote():
 		return fmt.Errorf("%w: the connection ended before initialize was answered (%v)", errNotRun, err)
@@ -388,6 +399,7 @@ func (r *runner) slowTurn(isUnderway func(prompt) bool) (session string, p promp
 		return "", prompt{}, false, false
 	}
 	r.hold.Store(true)
+	r.released.reset()
 	p, started := r.startPrompt(session, r.o.SlowPrompt)
 	if !started || !isUnderway(p) {
 		r.hold.Store(false)
@@ -521,11 +533,13 @@ func (r *runner) notifications() {
 	// A request after them: once it is answered, they have been read.
 	ctx, cancel := r.bounded(r.o.Timeout)
 	defer cancel()
-	err := r.conn.Call(ctx, "_acpcheck/ping", struct{}{}, nil)
+	err := r.conn.Call(ctx, extMethod, struct{}{}, nil)
 	if ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed) {
+		r.extRequest(false)
 		r.res.notBrought(ruleNoteUnanswered, "the agent answered no request after the probes")
 		return
 	}
+	r.extRequest(true)
 	r.notesRead = true
 	r.settle()
 }
@@ -671,6 +685,7 @@ func (r *runner) drain() {
 // update of a turn after its answer.
 func (r *runner) wireRules() {
 	lines := r.w.all()
+	judgeLines(lines, fromAgent, r.res)
 	requests := map[string]Line{}
 	answers := map[string][]Line{}
 	answered := map[int]int{} // the first line of a burst of notifications → its ID-less answers so far

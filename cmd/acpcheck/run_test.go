@@ -113,13 +113,13 @@ type brokenRule struct {
 // brokenRules are the faults, each breaking the rule its check must catch,
 // and no other check may blame the agent for it.
 var brokenRules = []brokenRule{
-	{fault: faultCancelError, fails: []string{ruleCancelStop.ID, ruleCancelRequest.ID}},   // both cancels end in its error
-	{fault: faultCancelEndTurn, fails: []string{ruleCancelStop.ID, ruleCancelRequest.ID}}, // both cancels end in end_turn
-	{fault: faultCancelIgnored, fails: []string{ruleCancelStop.ID, ruleOneAnswer.ID}},
+	{fault: faultCancelError, fails: []string{ruleCancelStop.ID, ruleCancelRequest.ID, ruleSessionClose.ID, ruleCancelMeta.ID}},   // every cancel ends in its error
+	{fault: faultCancelEndTurn, fails: []string{ruleCancelStop.ID, ruleCancelRequest.ID, ruleSessionClose.ID, ruleCancelMeta.ID}}, // every cancel ends in end_turn
+	{fault: faultCancelIgnored, fails: []string{ruleCancelStop.ID, ruleOneAnswer.ID, ruleSessionClose.ID, ruleCancelMeta.ID}},
 	{fault: faultCancelTwice, fails: []string{ruleOneAnswer.ID}},
 	{fault: faultUpdateAfterCancel, fails: []string{ruleUpdateAfter.ID}},
 	{fault: faultEmptyTurnAfter, fails: []string{ruleTurnAfter.ID, ruleUpdateAfter.ID}},
-	{fault: faultAnswerNote, fails: []string{ruleNoteUnanswered.ID}},
+	{fault: faultAnswerNote, fails: []string{ruleNoteUnanswered.ID, ruleEnvelope.ID}}, // its answers have no id member
 	{fault: faultCancelReqError, fails: []string{ruleCancelRequest.ID}},
 	{fault: faultAnswerUnknownID, fails: []string{ruleUnknownID.ID, ruleOneAnswer.ID}}, // the cancel of initialize's ID answered: its second answer
 	{fault: faultNoParseError, fails: []string{ruleParseError.ID}, nonJSON: true},
@@ -127,8 +127,8 @@ var brokenRules = []brokenRule{
 	{fault: faultUnknownResult, fails: []string{ruleMethodNotFound.ID}},
 	{fault: faultIgnoreEOF, fails: []string{ruleStdinExit.ID}, process: true},
 	{fault: faultBadVersion, fails: []string{ruleInitialize.ID}},
-	{fault: faultNoSessionID, fails: []string{ruleSessionNew.ID}}, // the scenarios that need a session are not brought about
-	{fault: faultNoStopReason, fails: []string{rulePromptTurn.ID}},
+	{fault: faultNoSessionID, fails: []string{ruleSessionNew.ID}},                     // the scenarios that need a session are not brought about
+	{fault: faultNoStopReason, fails: []string{rulePromptTurn.ID, ruleIdleCancel.ID}}, // the quick prompt after the idle cancel too
 	{fault: faultV2Above, fails: []string{ruleV2Initialize.ID}},
 	{fault: faultV2StopAnswer, fails: []string{ruleV2PromptAnswer.ID}},
 	{fault: faultV2TwoIdles, fails: []string{ruleV2OneIdle.ID}},
@@ -142,6 +142,18 @@ var brokenRules = []brokenRule{
 	{fault: faultCancelReqEndTurn, fails: []string{ruleCancelRequest.ID}},
 	{fault: faultKeepTerminal, fails: []string{ruleOwnRequests.ID}, terminal: true},
 	{fault: faultLeaveChild, fails: []string{ruleNoLeftover.ID}, process: true},
+	{fault: faultStdoutLog, fails: []string{ruleFraming.ID}},
+	{fault: faultBadUTF8, fails: []string{ruleFraming.ID}},
+	{fault: faultRawNewline, fails: []string{ruleFraming.ID}},
+	{fault: faultBatch, fails: []string{ruleFraming.ID}},
+	{fault: faultAnswerBoth, fails: []string{ruleEnvelope.ID}},
+	{fault: faultCodeString, fails: []string{ruleEnvelope.ID}},
+	{fault: faultMessageNewline, fails: []string{ruleErrorMessage.ID}},
+	{fault: faultIDAsNumber, fails: []string{ruleIDEcho.ID, ruleUnknownID.ID, ruleOneAnswer.ID}}, // the string ID, answered as the number, was never answered
+	{fault: faultIgnoreExt, fails: []string{ruleExtRequest.ID, ruleOneAnswer.ID}},
+	{fault: faultCloseKeepsTurn, fails: []string{ruleSessionClose.ID}},
+	{fault: faultCancelMetaIgnored, fails: []string{ruleCancelMeta.ID}},
+	{fault: faultStaleCancel, fails: []string{ruleIdleCancel.ID}},
 }
 
 // Every rule has an agent that breaks it among brokenRules.
