@@ -176,19 +176,23 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	}
 }
 
-// end reports the requests the conversation's end left unanswered.
-func (m *monitor) end() {
+// end reports the requests the conversation's end left unanswered: the
+// agent's, when it ended the conversation itself. When the editor ended it
+// (byEditor), a request still open was cut short, not left unanswered, and
+// the agent's requests are the editor's to answer: neither is a finding.
+func (m *monitor) end(byEditor bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, dir := range []string{toAgent, fromAgent} {
-		var left []*inFlight
-		for _, r := range m.pending[dir] {
-			left = append(left, r)
-		}
-		slices.SortFunc(left, func(a, b *inFlight) int { return a.seq - b.seq })
-		for _, r := range left {
-			m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
-		}
+	if byEditor {
+		return
+	}
+	var left []*inFlight
+	for _, r := range m.pending[toAgent] {
+		left = append(left, r)
+	}
+	slices.SortFunc(left, func(a, b *inFlight) int { return a.seq - b.seq })
+	for _, r := range left {
+		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
 	}
 }
 

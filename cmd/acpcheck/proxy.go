@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 )
 
 // proxyOptions say what agent to put behind the proxy and what to keep.
@@ -73,19 +71,27 @@ func (s *splitter) flush() {
 // forward copies src to dst byte for byte, as it comes, and shows each
 // chunk to the splitter: its lines are numbered before it is written, and
 // handed over after, also when the write fails, so that the other
-// direction's lines are not held for them. It returns at src's end or at a
-// failed write.
-func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch) error {
+// direction's lines are not held for them. After a failed write (the
+// editor closed its end) it reads on, for the record and the checks, and
+// discards what it reads; broken, if not nil, is closed then. It returns
+// at src's end.
+func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch, broken chan<- struct{}) error {
 	buf := make([]byte, 64<<10)
+	var werr error
 	for {
 		w.enter()
 		n, err := src.Read(buf)
 		w.leave()
 		if n > 0 {
 			s.reserve(buf[:n])
-			_, werr := dst.Write(buf[:n])
+			if werr == nil {
+				_, werr = dst.Write(buf[:n])
+				if werr != nil && broken != nil {
+					close(broken)
+				}
+			}
 			s.write(buf[:n])
-			if werr != nil {
+			if werr != nil && broken == nil {
 				s.flush()
 				return werr
 			}
@@ -93,52 +99,70 @@ func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch) error {
 		if err != nil {
 			s.flush()
 			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-				return nil
+				return werr
 			}
 			return err
 		}
 	}
 }
 
-// recorder writes the wire as JSON lines, one per message.
+// recorder writes the wire as JSON lines, one per message, each line whole
+// in one write as it goes: a proxy killed at any moment leaves a record of
+// whole lines, all but perhaps the last.
 type recorder struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	err error // the first failed write: the record stops there
 }
 
 func (r *recorder) line(seq int, ms float64, dir string, raw []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	l := Line{Seq: seq, Ms: ms, Dir: dir, Raw: string(raw)}
-	if !utf8.Valid(raw) {
-		l.Raw, l.Base64 = "", raw
+	if r.err != nil {
+		return
 	}
+	l := Line{Seq: seq, Ms: ms, Dir: dir}
+	l.setRaw(raw)
 	b, _ := json.Marshal(l)
-	r.w.Write(b)
-	r.w.WriteByte('\n')
+	_, r.err = r.w.Write(append(b, '\n'))
 }
 
-func (r *recorder) flush() {
+// end writes the record's last line: how the conversation ended.
+func (r *recorder) end(e recordEnd) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_ = r.w.Flush()
+	if r.err == nil {
+		b, _ := json.Marshal(e)
+		_, r.err = r.w.Write(append(b, '\n'))
+	}
+}
+
+// conversationEnd is how a proxied conversation ended.
+type conversationEnd struct {
+	code int    // the agent's exit status
+	why  string // what ended it
+	// byEditor: the editor (or a signal) ended it, so that requests still
+	// open were cut short, not left unanswered.
+	byEditor bool
 }
 
 // runProxy puts the agent between stdin and stdout, forwarding every byte
 // unchanged both ways, and reports each violation to report as it
-// happens. It returns when the agent has exited and its output ended, with
-// the agent's exit status, or an error wrapping errNotRun.
-func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Writer, agentStderr io.Writer, report func(violation)) (int, error) {
+// happens. The conversation ends when the agent exits, when the editor
+// closes stdin or its end of stdout, or when ctx ends (a signal): the agent
+// is then stopped, each step bounded (stopBounds), and its output read to
+// its end (outputIdle, drainBound). It returns how the conversation ended,
+// or an error wrapping errNotRun.
+func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Writer, agentStderr io.Writer, report func(violation)) (conversationEnd, error) {
 	agent, err := startAgent(o.Argv, o.Env, agentStderr)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", errNotRun, err)
+		return conversationEnd{}, fmt.Errorf("%w: %w", errNotRun, err)
 	}
-	defer agent.stop()
+	defer agent.stop(defaultStop)
 	m := newMonitor(report)
 	var rec *recorder
 	if o.Record != nil {
-		rec = &recorder{w: bufio.NewWriter(o.Record)}
-		defer rec.flush()
+		rec = &recorder{w: o.Record}
 	}
 	q := newSequencer(func(seq int, ms float64, dir string, line []byte) {
 		m.line(dir, line) // numbers it seq too: the lines come in order
@@ -146,33 +170,50 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 			rec.line(seq, ms, dir, line)
 		}
 	})
+	stdinEnded := make(chan struct{})
 	go func() {
 		// The editor's input to the agent: at its end, the agent's stdin
 		// closes too. It may outlive runProxy when stdin never ends; it
 		// writes to a closed pipe then and returns.
-		_ = forward(agent.stdin, stdin, &splitter{dir: toAgent, q: q}, nil)
+		_ = forward(agent.stdin, stdin, &splitter{dir: toAgent, q: q}, nil, nil)
 		agent.stdin.Close()
+		close(stdinEnded)
 	}()
 	outDone := make(chan error, 1)
+	outBroken := make(chan struct{})
 	reading := &readWatch{}
-	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}, reading) }()
+	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}, reading, outBroken) }()
 
+	end := conversationEnd{byEditor: true}
 	select {
 	case <-ctx.Done():
-		signalGroup(agent.cmd, false)
+		end.why = "acpcheck was signalled to stop"
+	case <-stdinEnded:
+		end.why = "the editor closed the agent's stdin"
+		// The agent may still be writing its last words: it is stopped
+		// once it has written nothing for the stop's exit bound.
+		awaitQuiet(ctx, agent, reading, outBroken, defaultStop.exit)
+	case <-outBroken:
+		end.why = "the editor closed its end of the agent's stdout"
 	case <-agent.exited:
+		end.why, end.byEditor = "the agent exited", false
 	}
-	<-agent.exited
+	if !agent.stop(defaultStop) {
+		end.why += "; the agent would not die, even of SIGKILL"
+	}
 	// The agent's output ends when it and whatever shares its stdout have
 	// exited; what it wrote before is all forwarded first.
 	awaitOutputEnd(outDone, reading, agent.stdout)
 	q.finish(time.Second)
-	m.end()
-	code := agent.cmd.ProcessState.ExitCode()
-	if code < 0 {
-		code = 1
+	m.end(end.byEditor)
+	if rec != nil {
+		rec.end(recordEnd{Why: end.why, ByEditor: end.byEditor})
 	}
-	return code, nil
+	end.code = 1
+	if agent.cmd.ProcessState != nil && agent.cmd.ProcessState.ExitCode() >= 0 {
+		end.code = agent.cmd.ProcessState.ExitCode()
+	}
+	return end, nil
 }
 
 func proxyCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -195,42 +236,72 @@ func proxyCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		defer f.Close()
 		o.Record = f
 	}
-	var mu sync.Mutex
-	report := func(v violation) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(stderr, "acpcheck: the conversation broke %s (%s): %s; lines %v\n", v.Rule.ID, v.Rule.Spec, v.Detail, v.Lines)
-	}
-	code, err := runProxy(ctx, o, stdin, stdout, stderr, report)
+	findings := newFindingWriter(stderr, findingQueue)
+	end, err := runProxy(ctx, o, stdin, stdout, stderr, findings.report)
 	if err != nil {
+		findings.close("", findingsBound)
 		fmt.Fprintf(stderr, "acpcheck: %v\n", err)
 		return 2
 	}
-	return code
+	findings.close(end.why, findingsBound)
+	return end.code
 }
 
 // outputIdle is how long the agent's output may stay open with nothing
 // coming once the agent has exited: a process it left behind may hold it.
 const outputIdle = 2 * time.Second
 
+// awaitQuiet waits for the agent to exit, until its output has been quiet
+// for d, or ctx ends, or the editor closes stdout.
+func awaitQuiet(ctx context.Context, agent *agentProc, reading *readWatch, outBroken <-chan struct{}, d time.Duration) {
+	tick := time.NewTicker(d / 10)
+	defer tick.Stop()
+	for {
+		select {
+		case <-agent.exited:
+			return
+		case <-ctx.Done():
+			return
+		case <-outBroken:
+			return
+		case <-tick.C:
+			if reading.waiting() >= d {
+				return
+			}
+		}
+	}
+}
+
+// drainBound is the longest the proxy reads the agent's output once the
+// agent is stopped: a process that escaped the stop may hold it open and
+// write without end, and an editor that stopped reading may hold the last
+// write.
+const drainBound = 10 * time.Second
+
 // awaitOutputEnd waits for the forwarding of the agent's output to end
 // (done), which it does when the agent and whatever shares its stdout have
 // exited, so that all the agent wrote is forwarded first. Once the forward
-// has waited outputIdle in a read with nothing coming, the output is
-// closed: never while bytes are still being read or forwarded, however slow
-// that is, so none is lost.
+// has waited outputIdle in a read with nothing coming, or drainBound has
+// passed, the output is closed; the forward is given outputIdle more to
+// end, and left behind if its write to the editor is stuck.
 func awaitOutputEnd(done <-chan error, w *readWatch, output io.Closer) {
+	bound := time.After(drainBound)
 	for {
 		select {
 		case <-done:
 			return
 		case <-time.After(outputIdle):
-			if w.waiting() >= outputIdle {
-				output.Close()
-				<-done
-				return
+			if w.waiting() < outputIdle {
+				continue
 			}
+		case <-bound:
 		}
+		output.Close()
+		select {
+		case <-done:
+		case <-time.After(outputIdle):
+		}
+		return
 	}
 }
 

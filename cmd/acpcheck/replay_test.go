@@ -49,9 +49,9 @@ func TestReplayFindsWhatTheProxyFound(t *testing.T) {
 			f, err := os.Open(writeRecording(t, record))
 			require.NoError(t, err)
 			defer f.Close()
-			lines, err := readRecording(f)
+			rec, err := readRecording(f)
 			require.NoError(t, err)
-			rep := replay("wire.jsonl", lines)
+			rep := replay("wire.jsonl", rec)
 
 			var want []violation
 			v.mu.Lock()
@@ -93,13 +93,14 @@ func TestReadRecordingOrdersBySequence(t *testing.T) {
 	f, err := os.Open(writeRecording(t, lines))
 	require.NoError(t, err)
 	defer f.Close()
-	got, err := readRecording(f)
+	rec, err := readRecording(f)
 	require.NoError(t, err)
+	got := rec.lines
 	require.Len(t, got, 3)
 	assert.Equal(t, toAgent, got[0].Dir)
 	assert.Contains(t, got[0].Raw, `"initialize"`)
 	assert.Equal(t, []byte("\xff\xfe not UTF-8"), got[2].bytes())
-	rep := replay("r.jsonl", got)
+	rep := replay("r.jsonl", rec)
 	assert.Equal(t, "x 1.2", rep.AgentName)
 	assert.Equal(t, NotBrought, rep.result(ruleNoteUnanswered.ID).Status)
 	assert.Equal(t, whyNotWatched[ruleNoteUnanswered.ID], rep.result(ruleNoteUnanswered.ID).Why)
@@ -114,7 +115,7 @@ func TestReplayOfV2Conversation(t *testing.T) {
 		{Seq: 3, Dir: toAgent, Raw: `{"jsonrpc":"2.0","method":"_x/note"}`},
 		{Seq: 4, Dir: fromAgent, Raw: `{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}`},
 	}
-	rep := replay("v2.jsonl", lines)
+	rep := replay("v2.jsonl", recording{lines: lines})
 	assert.Empty(t, rep.Wire)
 	assert.Len(t, rep.WireV2, 4)
 	assert.Equal(t, "y", rep.AgentName)
@@ -168,9 +169,9 @@ func replayFile(t *testing.T, path string) *Report {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	lines, err := readRecording(f)
+	rec, err := readRecording(f)
 	require.NoError(t, err)
-	return replay(path, lines)
+	return replay(path, rec)
 }
 
 // The recorded conversation with codex-acp, replayed: its known fault, the
@@ -218,7 +219,7 @@ func TestReplayOfV2TurnFindsNothing(t *testing.T) {
 		}
 		lines = append(lines, Line{Seq: i + 1, Dir: dir, Raw: r})
 	}
-	rep := replay("v2.jsonl", lines)
+	rep := replay("v2.jsonl", recording{lines: lines})
 	for _, r := range rep.Results {
 		assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
 	}

@@ -42,6 +42,11 @@ type Report struct {
 	// AgentName how the agent named itself in its initialize answer there.
 	Recording string `json:"recording,omitempty"`
 	AgentName string `json:"agent_name,omitempty"`
+	// Cut is, for a recording cut in the middle of its last line, that
+	// line's length: the report is on the whole lines before it. Ended is
+	// how the recorded conversation ended, if the recording says.
+	Cut   int    `json:"cut_bytes,omitempty"`
+	Ended string `json:"ended,omitempty"`
 
 	Results []Result `json:"results"`
 	Wire    []Line   `json:"wire"`
@@ -154,7 +159,14 @@ const maxShown = 400
 // WriteText writes the report for people: each rule's status, and for each
 // finding its wire lines.
 func (rep *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "acpcheck: %s\n\n", rep.subject())
+	fmt.Fprintf(w, "acpcheck: %s\n", rep.subject())
+	if rep.Ended != "" {
+		fmt.Fprintf(w, "the conversation ended: %s\n", rep.Ended)
+	}
+	if rep.Cut > 0 {
+		fmt.Fprintf(w, "the recording was cut in the middle of its last line (%d bytes, not read): this report is on the whole lines before it\n", rep.Cut)
+	}
+	fmt.Fprintln(w)
 	counts := map[string]int{}
 	for _, r := range rep.Results {
 		counts[r.Outcome()]++
@@ -166,7 +178,7 @@ func (rep *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "     - %s (v%d)\n", f.Detail, f.Protocol)
 			for _, seq := range f.Lines {
 				if l, ok := rep.line(f.Protocol, seq); ok {
-					fmt.Fprintf(w, "         #%-4d %s %s\n", l.Seq, arrow(l.Dir), shorten(l.Raw))
+					fmt.Fprintf(w, "         #%-4d %s %s\n", l.Seq, arrow(l.Dir), shorten(string(l.bytes())))
 				}
 			}
 		}

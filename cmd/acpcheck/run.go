@@ -152,9 +152,17 @@ func (r *runner) scenarios() {
 func (r *runner) finish() {
 	r.conn.Close()
 	if r.agent != nil {
-		r.agent.stop()
+		r.agent.stop(r.stopBounds())
 	}
 	r.calls.Wait()
+}
+
+// stopBounds are the stop of an agent the run is done with: its stdin was
+// given ExitWait already, where closeStdin ran.
+func (r *runner) stopBounds() stopBounds {
+	b := defaultStop
+	b.exit = r.o.ExitWait
+	return b
 }
 
 // stderr is the agent's last words on stderr, if acpcheck started it.
@@ -625,7 +633,7 @@ func (r *runner) closeStdin() {
 		return
 	}
 	pid := r.agent.cmd.Process.Pid
-	before := family(pid)
+	before := append(family(pid), marked(r.agent.mark)...)
 	closed := time.Now()
 	_ = r.agent.stdin.Close()
 	select {
@@ -634,6 +642,7 @@ func (r *runner) closeStdin() {
 	case <-time.After(r.o.ExitWait):
 		r.res.fail(ruleStdinExit, nil, "the agent was still running %s after its stdin closed", r.o.ExitWait)
 		r.res.notBrought(ruleNoLeftover, "the agent did not exit by itself")
+		r.agent.stop(stopBounds{term: defaultStop.term, kill: defaultStop.kill})
 		r.drain()
 		return
 	}
@@ -642,7 +651,7 @@ func (r *runner) closeStdin() {
 		r.res.notBrought(ruleNoLeftover, "this system cannot list processes")
 		return
 	}
-	left := r.leftovers(append(before, family(pid)...))
+	left := r.leftovers(append(before, append(family(pid), marked(r.agent.mark)...)...))
 	if len(left) > 0 {
 		r.res.fail(ruleNoLeftover, nil, "processes %v were still running %s after the agent exited (%s after its stdin closed)",
 			left, leftoverWait, r.agent.exitAt.Sub(closed).Round(time.Millisecond))

@@ -68,12 +68,17 @@ const (
 	faultCloseKeepsTurn    = "close-keeps-turn"    // v1 session/close answered, the turn left running
 	faultCancelMetaIgnored = "cancel-meta-ignored" // a session/cancel carrying _meta ignored
 	faultStaleCancel       = "stale-cancel"        // a session/cancel with no turn running fails the session's next prompt -32603
+
+	faultIgnoreTerm = "ignore-sigterm" // SIGTERM and SIGINT ignored
+	faultOwnGroup   = "leave-group"    // leaves the process group acpcheck gave it for its parent's
+	faultDaemon     = "daemon-child"   // a child that double-forks and calls setsid, outliving it
 )
 
 // Agents that are not ACP agents, for the proxy's byte-exactness.
 const (
 	agentCat       = "cat"
 	agentFloodExit = "flood-exit"
+	agentTicker    = "ticker" // writes an update every few milliseconds until its stdin ends, answering nothing
 )
 
 // flood is what those agents write unasked: 2 MiB of session/update lines
@@ -96,8 +101,18 @@ const childEnv = "ACPCHECK_TEST_CHILD"
 // testAgentMain runs the test binary as an agent or a child, if asked to,
 // and reports whether it did.
 func testAgentMain() bool {
-	if os.Getenv(childEnv) != "" {
-		time.Sleep(20 * time.Second) // bounded: acpcheck kills it long before
+	if os.Getenv(asAcpcheckEnv) != "" {
+		_ = os.Unsetenv(asAcpcheckEnv) // the agents it starts are agents
+		main()
+	}
+	switch os.Getenv(childEnv) {
+	case "":
+	case daemonFirst:
+		startDaemon()
+		return true
+	default:
+		notePID(os.Getenv(childEnv))
+		time.Sleep(60 * time.Second) // bounded: acpcheck kills it long before
 		return true
 	}
 	spec, ok := os.LookupEnv(agentEnv)
@@ -109,6 +124,10 @@ func testAgentMain() bool {
 		_, _ = io.Copy(os.Stdout, os.Stdin)
 		_, _ = os.Stdout.Write(flood())
 		return true
+	case agentTicker:
+		notePID("agent")
+		tick()
+		return true
 	case agentFloodExit: // floods, cuts its last line short and exits 3, reading nothing
 		_, _ = os.Stdout.Write(flood())
 		_, _ = os.Stdout.WriteString(cutLine)
@@ -118,12 +137,14 @@ func testAgentMain() bool {
 	for _, f := range strings.Split(spec, ",") {
 		faults[f] = true
 	}
+	notePID("agent")
+	hostileProcess(faults)
 	if faults[faultNoOutput] {
 		return true
 	}
 	if faults[faultLeaveChild] {
 		child := exec.Command(os.Args[0])
-		child.Env = append(os.Environ(), childEnv+"=1")
+		child.Env = append(os.Environ(), childEnv+"=child")
 		_ = child.Start() // in the agent's process group, stdio not shared
 	}
 	if os.Getenv(listenEnv) != "" {
@@ -132,7 +153,7 @@ func testAgentMain() bool {
 	}
 	newRawAgent(os.Stdout, faults).serve(os.Stdin)
 	if faults[faultIgnoreEOF] {
-		time.Sleep(20 * time.Second) // bounded: acpcheck kills it long before
+		time.Sleep(60 * time.Second) // bounded: acpcheck kills it long before
 	}
 	return true
 }
@@ -493,5 +514,51 @@ func (a *rawAgent) cancelV2(session string) {
 		a.idle(session, "end_turn")
 	default:
 		a.idle(session, "cancelled")
+	}
+}
+
+// asAcpcheckEnv makes the test binary acpcheck itself, run with its
+// arguments, so that a test can drive acpcheck as a process: signal it,
+// close its pipes, leave its stderr unread.
+const asAcpcheckEnv = "ACPCHECK_TEST_AS_ACPCHECK"
+
+// pidsEnv names a file where the test agent and what it starts note
+// their process IDs, a line "ROLE PID" each, so that a test can see they
+// are gone.
+const pidsEnv = "ACPCHECK_TEST_PIDS"
+
+// daemonFirst is childEnv's value for the first fork of faultDaemon.
+const daemonFirst = "daemon-first"
+
+// notePID notes this process's ID under role, if a test asked.
+func notePID(role string) {
+	name := os.Getenv(pidsEnv)
+	if name == "" {
+		return
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(role + " " + strconv.Itoa(os.Getpid()) + "\n")
+}
+
+// tick writes an update every few milliseconds until its stdin ends.
+func tick() {
+	ended := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(ended)
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-ended:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		if _, err := os.Stdout.WriteString(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"tick ` + strconv.Itoa(i) + `"}}}}` + "\n"); err != nil {
+			return
+		}
 	}
 }

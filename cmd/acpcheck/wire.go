@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acpkit/acprpc"
 )
@@ -22,11 +23,21 @@ type Line struct {
 	Ms  float64 `json:"t_ms"` // since the agent started
 	Dir string  `json:"dir"`
 	Raw string  `json:"raw"`
-	// Base64 holds, in the proxy's record, a line that is not UTF-8, which
-	// Raw could not keep byte for byte; Raw is empty then.
+	// Base64 holds a line that is not UTF-8, which Raw could not keep byte
+	// for byte (JSON would turn each bad byte into U+FFFD); Raw is empty
+	// then. The proxy's record and run's -json report both write it so.
 	Base64 []byte `json:"raw_base64,omitempty"`
 
 	msg parsed
+}
+
+// setRaw keeps raw, the line as it was on the wire, byte for byte.
+func (l *Line) setRaw(raw []byte) {
+	if utf8.Valid(raw) {
+		l.Raw, l.Base64 = string(raw), nil
+		return
+	}
+	l.Raw, l.Base64 = "", bytes.Clone(raw)
 }
 
 // parsed is what a line says as JSON-RPC; every member is empty for a line
@@ -142,7 +153,8 @@ func newTranscript() *transcript {
 func (w *transcript) add(dir string, raw []byte) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	l := Line{Seq: len(w.lines) + 1, Ms: float64(time.Since(w.start).Microseconds()) / 1000, Dir: dir, Raw: string(raw), msg: parse(raw)}
+	l := Line{Seq: len(w.lines) + 1, Ms: float64(time.Since(w.start).Microseconds()) / 1000, Dir: dir, msg: parse(raw)}
+	l.setRaw(raw)
 	w.lines = append(w.lines, l)
 	close(w.changed)
 	w.changed = make(chan struct{})
