@@ -100,8 +100,10 @@ func TestProxyForwardsWhileStderrIsFull(t *testing.T) {
 	errs := readLines(p.stderr) // late: the proxy says what it dropped
 	awaitLine(t, errs, "findings were not written", processBound)
 	require.NoError(t, p.stdin.Close())
-	p.awaitExit(t, processBound)
+	// Read on while the proxy ends: its last line waits a bounded time for
+	// a full stderr, and is dropped after.
 	awaitLine(t, errs, "the conversation ended", processBound)
+	p.awaitExit(t, processBound)
 }
 
 // no-leftover finds a daemon the agent started, double-forked into a

@@ -45,6 +45,10 @@ type inFlight struct {
 	method    string
 	session   string
 	cancelled string // what cancelled it: "session/cancel", "$/cancel_request" or ""
+	// sessionCancelled: a permission request of the agent's pending when
+	// the client sent session/cancel for its session (v1), which the client
+	// owes the cancelled outcome.
+	sessionCancelled bool
 }
 
 // violation is one broken rule, with the lines (by number in the
@@ -53,6 +57,21 @@ type violation struct {
 	Rule   Rule
 	Detail string
 	Lines  []int
+	Side   string // who broke it: "agent" or "client"
+}
+
+// The sides of a conversation, as findings name them.
+const (
+	sideAgent  = "agent"
+	sideClient = "client"
+)
+
+// sideOf is the side that sends the lines going dir.
+func sideOf(dir string) string {
+	if dir == toAgent {
+		return sideClient
+	}
+	return sideAgent
 }
 
 func newMonitor(report func(violation)) *monitor {
@@ -82,6 +101,7 @@ func (m *monitor) line(dir string, raw []byte) int {
 	m.seq++
 	seq := m.seq
 	p := parse(raw)
+	m.judgeLine(dir, seq, raw, p)
 	switch {
 	case p.isRequest():
 		m.request(dir, seq, p)
@@ -117,6 +137,7 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 				r.cancelled = p.Method
 			}
 		}
+		m.permissionsOwed(p.sessionID())
 	case dir == fromAgent && p.Method == "session/update":
 		if at, ok := m.idle[p.sessionID()]; ok && slices.Contains(turnUpdates, p.updateKind()) {
 			m.flag(ruleUpdateAfter, []int{at, seq}, "a %s update of session %s came after its prompt was answered", p.updateKind(), p.sessionID())
@@ -132,24 +153,30 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 			return
 		}
 		if note, ok := m.lastNote[reqDir]; ok {
-			m.flag(ruleNoteUnanswered, []int{note, seq}, "an answer without an ID, after the notification on line %d: notifications are never answered", note)
+			m.flagBy(dir, ruleNoteUnanswered, []int{note, seq}, "an answer without an ID, after the notification on line %d: notifications are never answered", note)
 			return
 		}
-		m.flag(ruleNoteUnanswered, []int{seq}, "an answer without an ID, to no notification: notifications are never answered")
+		m.flagBy(dir, ruleNoteUnanswered, []int{seq}, "an answer without an ID, to no notification: notifications are never answered")
 		return
 	}
 	id := string(p.ID)
 	r := m.pending[reqDir][id]
 	if r == nil {
-		if m.answered[reqDir][id] {
-			m.flag(ruleOneAnswer, []int{seq}, "a second answer to ID %s", id)
-		} else {
-			m.flag(ruleUnknownID, []int{seq}, "an answer to ID %s, which was never sent", id)
+		switch {
+		case m.answered[reqDir][id]:
+			m.flagBy(dir, ruleOneAnswer, []int{seq}, "a second answer to ID %s", id)
+		default:
+			m.echoBroken(dir, seq, p)
+			m.flagBy(dir, ruleUnknownID, []int{seq}, "an answer to ID %s, which was never sent", id)
 		}
 		return
 	}
+	m.checked[ruleIDEcho.ID] = true
 	delete(m.pending[reqDir], id)
 	m.answered[reqDir][id] = true
+	if reqDir == fromAgent {
+		m.clientAnswer(r, seq, p)
+	}
 	if reqDir == toAgent && r.method == "initialize" {
 		var res struct {
 			ProtocolVersion int `json:"protocolVersion"`
@@ -194,6 +221,7 @@ func (m *monitor) end(byEditor bool) {
 	for _, r := range left {
 		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
 	}
+	m.cancelledUnanswered()
 }
 
 // wasChecked reports whether the conversation so far gave rule a chance to
@@ -204,6 +232,12 @@ func (m *monitor) wasChecked(rule Rule) bool {
 	return m.checked[rule.ID]
 }
 
+// flag reports a rule the agent broke.
 func (m *monitor) flag(rule Rule, lines []int, format string, args ...any) {
-	m.report(violation{Rule: rule, Detail: fmt.Sprintf(format, args...), Lines: lines})
+	m.flagBy(fromAgent, rule, lines, format, args...)
+}
+
+// flagBy reports a rule broken by the side that sends the lines going dir.
+func (m *monitor) flagBy(dir string, rule Rule, lines []int, format string, args ...any) {
+	m.report(violation{Rule: rule, Detail: fmt.Sprintf(format, args...), Lines: lines, Side: sideOf(dir)})
 }

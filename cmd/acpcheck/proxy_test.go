@@ -199,7 +199,7 @@ func TestProxyReportsViolationsAsTheyHappen(t *testing.T) {
 		{faultCancelEndTurn, []string{ruleCancelStop.ID}},
 		{faultCancelTwice, []string{ruleOneAnswer.ID}},
 		{faultUpdateAfterCancel, []string{ruleUpdateAfter.ID}},
-		{faultAnswerNote, []string{ruleNoteUnanswered.ID}},
+		{faultAnswerNote, []string{ruleNoteUnanswered.ID, ruleEnvelope.ID}}, // its answer has no id member
 		{faultAnswerUnknownID, []string{ruleUnknownID.ID}},
 		// The prompt is still open when the editor closes stdin, right
 		// after its cancel: the editor cut the turn short, and the proxy
@@ -209,7 +209,16 @@ func TestProxyReportsViolationsAsTheyHappen(t *testing.T) {
 		t.Run(c.fault, func(t *testing.T) {
 			t.Parallel()
 			_, out, record, v := proxyTo(t, "correct,"+c.fault, func(w io.WriteCloser) { chunked(w, []byte(conversation)) })
-			assert.ElementsMatch(t, c.rules, v.rules())
+			// The editor's line that is not JSON breaks framing, the
+			// client's MUST: it is the client's finding.
+			assert.ElementsMatch(t, append([]string{ruleFraming.ID}, c.rules...), v.rules())
+			for _, x := range v.got {
+				want := sideAgent
+				if x.Rule.ID == ruleFraming.ID {
+					want = sideClient
+				}
+				assert.Equal(t, want, x.Side, "%+v", x)
+			}
 			for _, x := range v.got {
 				for _, seq := range x.Lines {
 					require.LessOrEqual(t, seq, len(record), "%+v", x)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -25,6 +26,8 @@ type Finding struct {
 	// Protocol is the version of the connection the lines are on: 1 for
 	// Report.Wire, 2 for Report.WireV2.
 	Protocol int `json:"protocol"`
+	// Side is who broke the rule: "agent" or "client".
+	Side string `json:"side"`
 }
 
 // Result is the outcome of one rule.
@@ -59,12 +62,17 @@ type Report struct {
 // none, and is not brought about otherwise.
 type results struct {
 	byID  map[string]*Result
-	proto int // the version of the connection the findings come from
+	rules []Rule // in the report's order
+	proto int    // the version of the connection the findings come from
+	side  string // who the findings blame: the agent, or the client
 }
 
-func newResults() *results {
-	r := &results{byID: map[string]*Result{}, proto: 1}
-	for _, rule := range allRules {
+func newResults() *results { return newResultsOf(allRules, sideAgent) }
+
+// newResultsOf gathers the outcomes of rules, their findings blaming side.
+func newResultsOf(rules []Rule, side string) *results {
+	r := &results{byID: map[string]*Result{}, rules: rules, proto: 1, side: side}
+	for _, rule := range rules {
 		r.byID[rule.ID] = &Result{Rule: rule}
 	}
 	return r
@@ -79,7 +87,7 @@ func (r *results) pass(rule Rule) {
 func (r *results) fail(rule Rule, lines []int, format string, args ...any) {
 	res := r.byID[rule.ID]
 	res.Status, res.Why = Fail, ""
-	res.Findings = append(res.Findings, Finding{Detail: fmt.Sprintf(format, args...), Lines: lines, Protocol: r.proto})
+	res.Findings = append(res.Findings, Finding{Detail: fmt.Sprintf(format, args...), Lines: lines, Protocol: r.proto, Side: r.side})
 }
 
 // notBrought records why a scenario did not happen, unless the rule was
@@ -91,8 +99,8 @@ func (r *results) notBrought(rule Rule, format string, args ...any) {
 }
 
 func (r *results) list() []Result {
-	out := make([]Result, 0, len(allRules))
-	for _, rule := range allRules {
+	out := make([]Result, 0, len(r.rules))
+	for _, rule := range r.rules {
 		res := *r.byID[rule.ID]
 		if res.Status == statusUnseen {
 			res.Status, res.Why = NotBrought, "not reached"
@@ -175,7 +183,7 @@ func (rep *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "     not brought about: %s\n", r.Why)
 		}
 		for _, f := range r.Findings {
-			fmt.Fprintf(w, "     - %s (v%d)\n", f.Detail, f.Protocol)
+			fmt.Fprintf(w, "     - the %s: %s (v%d)\n", cmp.Or(f.Side, sideAgent), f.Detail, f.Protocol)
 			for _, seq := range f.Lines {
 				if l, ok := rep.line(f.Protocol, seq); ok {
 					fmt.Fprintf(w, "         #%-4d %s %s\n", l.Seq, arrow(l.Dir), shorten(string(l.bytes())))
