@@ -119,6 +119,12 @@ var brokenRules = []brokenRule{
 	{fault: faultCancelReqEndTurn, fails: []string{ruleCancelRequest.ID}},
 	{fault: faultKeepTerminal, fails: []string{ruleOwnRequests.ID}, terminal: true},
 	{fault: faultLeaveChild, fails: []string{ruleNoLeftover.ID}, process: true},
+	{fault: faultDaemon, fails: []string{ruleNoLeftover.ID}, process: true},
+	{fault: faultParseNoID, fails: []string{ruleParseError.ID}, nonJSON: true},
+	// Its turn ends cancelled once its open permission request is answered
+	// cancelled, and never on session/cancel: the prompt of the turn
+	// cancelled with its permission granted is never answered.
+	{fault: faultFollowsOutcome, fails: []string{ruleCancelStop.ID, ruleOneAnswer.ID}},
 }
 
 // Every rule has an agent that breaks it among brokenRules.

@@ -56,6 +56,9 @@ const (
 	faultCancelReqEndTurn = "cancel-request-end-turn" // a prompt cancelled by $/cancel_request answered end_turn
 	faultKeepTerminal     = "keep-terminal"           // v1: a cancelled turn's terminal/create left open
 
+	faultFollowsOutcome = "cancel-follows-outcome" // v1: session/cancel ignored; a turn ends cancelled only when its permission request is answered cancelled
+	faultParseNoID      = "parse-error-no-id"      // a line that is not JSON answered -32700 with no id member
+
 	faultIgnoreTerm = "ignore-sigterm" // SIGTERM and SIGINT ignored
 	faultOwnGroup   = "leave-group"    // leaves the process group acpcheck gave it for its parent's
 	faultDaemon     = "daemon-child"   // a child that double-forks and calls setsid, outliving it
@@ -157,11 +160,17 @@ type rawAgent struct {
 	terminals map[string]string // v1: session → its slow turn's terminal/create in flight
 	v2        bool
 	cancelled map[string]bool // sessions whose last turn was cancelled
+	asked     map[string]string // v1, faultFollowsOutcome: a permission request's ID → its session
 }
 
 type rawMsg struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Result struct {
+		Outcome struct {
+			Outcome string `json:"outcome"`
+		} `json:"outcome"`
+	} `json:"result"`
 	Params struct {
 		SessionID       string `json:"sessionId"`
 		ToolCallID      string `json:"toolCallId"`
@@ -177,7 +186,7 @@ type rawMsg struct {
 }
 
 func newRawAgent(out io.Writer, faults map[string]bool) *rawAgent {
-	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}}
+	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, asked: map[string]string{}}
 }
 
 func (a *rawAgent) serve(in io.Reader) {
@@ -189,10 +198,13 @@ func (a *rawAgent) serve(in io.Reader) {
 			if a.faults[faultExitOnParseError] {
 				os.Exit(1)
 			}
-			if !a.faults[faultNoParseError] {
+			switch {
+			case a.faults[faultParseNoID]:
+				a.send(`{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}`)
+			case !a.faults[faultNoParseError]:
 				a.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`)
-				_ = a.out.Flush()
 			}
+			_ = a.out.Flush()
 			continue
 		}
 		a.handle(m)
@@ -224,6 +236,10 @@ func (a *rawAgent) handle(m rawMsg) {
 			v = 3
 		}
 		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"info":{"name":"raw","version":"1"},"capabilities":{}}`, v))
+		return
+	}
+	if session, ok := a.asked[string(m.ID)]; ok && m.Method == "" {
+		a.permissionAnswered(session, m)
 		return
 	}
 	switch m.Method {
@@ -265,6 +281,11 @@ func (a *rawAgent) prompt(m rawMsg) {
 	if strings.Contains(text, "slow") {
 		a.update(session, "Working on it.")
 		a.pending[session] = string(m.ID)
+		if a.faults[faultFollowsOutcome] {
+			perm := fmt.Sprintf(`"perm%s"`, m.ID)
+			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"toolCall":{"toolCallId":"c1","title":"Run it"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
+			a.asked[perm] = session
+		}
 		if a.terminal {
 			term := fmt.Sprintf(`"term%s"`, m.ID)
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"sleep","args":["30"]}}`, term, session)
@@ -285,9 +306,29 @@ func (a *rawAgent) prompt(m rawMsg) {
 	a.result(m.ID, `{"stopReason":"end_turn"}`)
 }
 
+// permissionAnswered takes the client's answer to a slow turn's permission
+// request (faultFollowsOutcome): the cancelled outcome ends the turn
+// cancelled, a grant lets it go on.
+func (a *rawAgent) permissionAnswered(session string, m rawMsg) {
+	delete(a.asked, string(m.ID))
+	if m.Result.Outcome.Outcome != "cancelled" {
+		a.update(session, "Granted; still counting.")
+		return
+	}
+	a.endCancelled(session)
+}
+
 func (a *rawAgent) cancel(session string) {
+	if a.faults[faultCancelIgnored] || a.faults[faultFollowsOutcome] {
+		return
+	}
+	a.endCancelled(session)
+}
+
+// endCancelled ends session's turn in flight as cancelled.
+func (a *rawAgent) endCancelled(session string) {
 	id, ok := a.pending[session]
-	if !ok || a.faults[faultCancelIgnored] {
+	if !ok {
 		return
 	}
 	delete(a.pending, session)
