@@ -159,7 +159,7 @@ type rawAgent struct {
 	terminal  bool              // v1: the client offers a terminal, which a slow turn asks for
 	terminals map[string]string // v1: session → its slow turn's terminal/create in flight
 	v2        bool
-	cancelled map[string]bool // sessions whose last turn was cancelled
+	cancelled map[string]bool   // sessions whose last turn was cancelled
 	asked     map[string]string // v1, faultFollowsOutcome: a permission request's ID → its session
 }
 
