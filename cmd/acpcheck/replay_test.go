@@ -223,8 +223,15 @@ func TestReplayOfV2TurnFindsNothing(t *testing.T) {
 	for _, r := range rep.Results {
 		assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
 	}
-	for _, id := range []string{ruleUpdateAfter.ID, ruleCancelStop.ID} {
-		assert.Equal(t, NotBrought, rep.result(id).Status, id)
-		assert.Contains(t, rep.result(id).Why, "v1's", id)
-	}
+	assert.Equal(t, NotBrought, rep.result(ruleCancelStop.ID).Status)
+	assert.Contains(t, rep.result(ruleCancelStop.ID).Why, "v1's")
+	assert.Equal(t, Pass, rep.result(ruleUpdateAfter.ID).Status, "the work's idle state_update ends it")
+
+	// After its idle, the work is over: one more chunk is a finding.
+	late := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","messageId":"r1","content":{"type":"text","text":"more"}}}}`
+	lines = append(lines, Line{Seq: len(lines) + 1, Dir: fromAgent, Raw: late})
+	rep = replay("v2.jsonl", recording{lines: lines})
+	res := rep.result(ruleUpdateAfter.ID)
+	require.Equal(t, Fail, res.Status)
+	assert.Equal(t, []int{7, 8}, res.Findings[0].Lines)
 }

@@ -32,7 +32,7 @@ var (
 	ruleNoteUnanswered = Rule{"notification-unanswered", "a notification is never answered ($/cancel_request of an unknown or answered ID included)", pageCancellation}
 	ruleOneAnswer      = Rule{"one-answer", "every request is answered exactly once", pageJSONRPC}
 	ruleUnknownID      = Rule{"unknown-id", "no answer carries an ID the client never used", pageJSONRPC}
-	ruleUpdateAfter    = Rule{"update-after-answer", "no session/update of a turn comes after its prompt's answer", pageTurnCancel}
+	ruleUpdateAfter    = Rule{"update-after-answer", "no session/update of a turn comes after its prompt's answer (v2: after its work's idle state_update)", pageTurnCancel}
 	ruleParseError     = Rule{"parse-error", "a line that is not JSON is answered -32700 and the connection lives", pageJSONRPC}
 	ruleMethodNotFound = Rule{"method-not-found", "a request for an unknown method is answered -32601", pageJSONRPC}
 	ruleStdinExit      = Rule{"stdin-exit", "the agent exits when its stdin closes", pageTransports}

@@ -773,7 +773,9 @@ func (r *runner) wireRules() {
 	if len(requests) > 0 {
 		r.res.pass(ruleOneAnswer)
 	}
-	if !r.v2 { // in v2 a turn's updates follow its prompt's answer
+	if r.v2 { // in v2 a turn's updates follow its prompt's answer, up to its idle
+		r.updatesAfterIdle(lines)
+	} else {
 		r.updatesAfterAnswers(lines, requests, answers)
 	}
 }

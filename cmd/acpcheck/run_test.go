@@ -113,6 +113,8 @@ var brokenRules = []brokenRule{
 	{fault: faultV2EndTurnIdle, fails: []string{ruleV2CancelIdle.ID}},
 	{fault: faultV2KeepRequest, fails: []string{ruleOwnRequests.ID}},
 	{fault: faultV2CloseError, fails: []string{ruleV2Close.ID}},
+	{fault: faultV2UpdateIdle, fails: []string{ruleUpdateAfter.ID}},
+	{fault: faultLateAnswer, fails: []string{ruleOneAnswer.ID}, process: true}, // written as its stdin ends
 	{fault: faultV2EntityError, fails: []string{ruleV2Entity.ID}},
 	{fault: faultV2EntityNoFinal, fails: []string{ruleV2Entity.ID}},
 	{fault: faultV2EntityAnyID, fails: []string{ruleV2Entity.ID}},

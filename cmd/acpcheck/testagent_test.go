@@ -40,14 +40,16 @@ const (
 	faultNoSessionID       = "session-without-id"    // session/new answered without a sessionId
 	faultNoStopReason      = "turn-without-stop"     // a prompt that ends by itself answered without a stopReason
 
-	faultV1Only        = "v1-only"          // answers protocolVersion 1 to a client asking for 2
-	faultV2Above       = "v2-version-3"     // answers protocolVersion 3 to a client asking for 2
-	faultV2StopAnswer  = "v2-stop-answer"   // a v2 prompt answered v1's way, with a stopReason
-	faultV2TwoIdles    = "v2-two-idles"     // each v2 work ends with two idle state_updates
-	faultV2NoIdle      = "v2-no-idle"       // cancelled v2 work never goes idle
-	faultV2EndTurnIdle = "v2-end-turn-idle" // cancelled v2 work goes idle with end_turn
-	faultV2KeepRequest = "v2-keep-request"  // the permission request left open when the work is cancelled
-	faultV2CloseError  = "v2-close-error"   // session/close answered with an error
+	faultV1Only        = "v1-only"              // answers protocolVersion 1 to a client asking for 2
+	faultV2Above       = "v2-version-3"         // answers protocolVersion 3 to a client asking for 2
+	faultV2StopAnswer  = "v2-stop-answer"       // a v2 prompt answered v1's way, with a stopReason
+	faultV2TwoIdles    = "v2-two-idles"         // each v2 work ends with two idle state_updates
+	faultV2NoIdle      = "v2-no-idle"           // cancelled v2 work never goes idle
+	faultV2EndTurnIdle = "v2-end-turn-idle"     // cancelled v2 work goes idle with end_turn
+	faultV2KeepRequest = "v2-keep-request"      // the permission request left open when the work is cancelled
+	faultV2CloseError  = "v2-close-error"       // session/close answered with an error
+	faultV2UpdateIdle  = "v2-update-after-idle" // one more message chunk after the cancelled work's idle
+	faultLateAnswer    = "late-second-answer"   // v2: the last request answered again as its stdin ends
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
 	faultV2EntityNoFinal = "v2-entity-no-final" // tool_call/cancel accepted, the tool call never made final
@@ -161,6 +163,7 @@ type rawAgent struct {
 	v2        bool
 	cancelled map[string]bool   // sessions whose last turn was cancelled
 	asked     map[string]string // v1, faultFollowsOutcome: a permission request's ID → its session
+	last      json.RawMessage   // the ID of the last request
 }
 
 type rawMsg struct {
@@ -207,7 +210,14 @@ func (a *rawAgent) serve(in io.Reader) {
 			_ = a.out.Flush()
 			continue
 		}
+		if len(m.ID) > 0 && m.Method != "" {
+			a.last = m.ID
+		}
 		a.handle(m)
+		_ = a.out.Flush()
+	}
+	if a.v2 && a.faults[faultLateAnswer] && a.last != nil {
+		a.result(a.last, `{}`)
 		_ = a.out.Flush()
 	}
 }
@@ -483,6 +493,9 @@ func (a *rawAgent) cancelV2(session string) {
 		a.idle(session, "end_turn")
 	default:
 		a.idle(session, "cancelled")
+	}
+	if a.faults[faultV2UpdateIdle] {
+		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","messageId":"r2","content":{"type":"text","text":"One more thing."}}}}`, session)
 	}
 }
 
