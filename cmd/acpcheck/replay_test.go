@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -234,4 +235,39 @@ func TestReplayOfV2TurnFindsNothing(t *testing.T) {
 	res := rep.result(ruleUpdateAfter.ID)
 	require.Equal(t, Fail, res.Status)
 	assert.Equal(t, []int{7, 8}, res.Findings[0].Lines)
+}
+
+// A record cut in the middle of its last line (a proxy killed as it wrote)
+// is reported on its whole lines, the report saying the rest was cut; an
+// empty record, or one damaged before its last line, is refused.
+func TestReportOnDamagedRecording(t *testing.T) {
+	whole := `{"seq":1,"dir":"to_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}"}
+{"seq":2,"dir":"from_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":1}}"}
+`
+	cut := `{"seq":3,"dir":"to_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":2,\"meth`
+	for _, c := range []struct {
+		name, record string
+		code         int
+		says         string // on stderr
+		report       string // on stdout
+	}{
+		{name: "cut mid-line", record: whole + cut, code: 0, says: "cut in the middle of its last line", report: "cut in the middle of its last line (" + fmt.Sprint(len(cut))},
+		{name: "whole", record: whole, code: 0},
+		{name: "empty", record: "", code: 2, says: "holds no message"},
+		{name: "only a cut line", record: cut, code: 2, says: "holds no message"},
+		{name: "damaged before its end", record: cut + "\n" + whole, code: 2, says: "line 1 of the recording is not a recorded message"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "wire.jsonl")
+			require.NoError(t, os.WriteFile(path, []byte(c.record), 0o600))
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, c.code, reportCommand([]string{path}, &stdout, &stderr), stderr.String())
+			if c.says != "" {
+				assert.Contains(t, stderr.String(), c.says)
+			} else {
+				assert.Empty(t, stderr.String())
+			}
+			assert.Contains(t, stdout.String(), c.report)
+		})
+	}
 }

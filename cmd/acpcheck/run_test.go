@@ -329,3 +329,22 @@ func buildExampleAgent(t *testing.T) string {
 	require.NoError(t, err, "%s", out)
 	return bin
 }
+
+// run -json keeps a line that is not UTF-8 byte for byte, in raw_base64,
+// where a JSON string would have made each bad byte U+FFFD.
+func TestJSONReportKeepsBytesThatAreNotUTF8(t *testing.T) {
+	t.Setenv(agentEnv, "correct,"+faultNotUTF8)
+	args := []string{"run", "-json", "-timeout", "10s", "-cancel-wait", "3s", "-settle", "100ms", "-slow-prompt", "Count slowly.", "--", os.Args[0]}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, mainCode(context.Background(), args, &stdout, &stderr), stderr.String())
+	var rep Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	var kept []string
+	for _, l := range rep.Wire {
+		if bytes.Contains(l.bytes(), []byte("caf\xe9")) {
+			kept = append(kept, string(l.bytes()))
+		}
+	}
+	require.Len(t, kept, 2, "the lines with the byte that is not UTF-8 (each quick turn's), as the agent sent them")
+	assert.Contains(t, kept[0], `"text":"caf`+"\xe9"+`"`)
+}

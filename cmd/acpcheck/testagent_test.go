@@ -50,6 +50,7 @@ const (
 	faultV2CloseError  = "v2-close-error"       // session/close answered with an error
 	faultV2UpdateIdle  = "v2-update-after-idle" // one more message chunk after the cancelled work's idle
 	faultLateAnswer    = "late-second-answer"   // v2: the last request answered again as its stdin ends
+	faultNotUTF8       = "not-utf8"             // the quick turn's update carries a byte that is not UTF-8
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
 	faultV2EntityNoFinal = "v2-entity-no-final" // tool_call/cancel accepted, the tool call never made final
@@ -309,6 +310,9 @@ func (a *rawAgent) prompt(m rawMsg) {
 		return
 	}
 	a.update(session, "Hello.")
+	if a.faults[faultNotUTF8] {
+		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"caf`+"\xe9"+`"}}}}`, session)
+	}
 	if a.faults[faultNoStopReason] {
 		a.result(m.ID, `{}`)
 		return
