@@ -119,3 +119,21 @@ func TestNoLeftoverFindsDaemon(t *testing.T) {
 	require.Equal(t, Fail, res.Status, "%+v %+v", res, rep.result(ruleStdinExit.ID))
 	p.requireGone(t)
 }
+
+// A proxy killed mid-conversation leaves a record of whole lines: each is
+// written whole as it goes, none held in a buffer for the exit.
+func TestProxyRecordSurvivesKill(t *testing.T) {
+	record := filepath.Join(t.TempDir(), "wire.jsonl")
+	p := startAcpcheck(t, agentTicker, "proxy", "-record", record, "--", osArgs0())
+	_, err := p.stdin.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+	require.NoError(t, err)
+	out := readLines(p.stdout)
+	awaitLine(t, out, `"tick 200"`, processBound)
+	signalGroup(p.cmd, true) // the proxy and its agent, as a shell's group would be
+	p.awaitExit(t, processBound)
+	rec, err := readRecordingFile(record)
+	require.NoError(t, err)
+	assert.Zero(t, rec.cut, "the record ends in a whole line")
+	assert.Greater(t, len(rec.lines), 100, "the lines forwarded before the kill are recorded")
+	assert.Empty(t, rec.end.Why, "a killed proxy writes no end")
+}

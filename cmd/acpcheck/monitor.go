@@ -139,8 +139,19 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 		}
 		m.permissionsOwed(p.sessionID())
 	case dir == fromAgent && p.Method == "session/update":
-		if at, ok := m.idle[p.sessionID()]; ok && slices.Contains(turnUpdates, p.updateKind()) {
-			m.flag(ruleUpdateAfter, []int{at, seq}, "a %s update of session %s came after its prompt was answered", p.updateKind(), p.sessionID())
+		at, ok := m.idle[p.sessionID()]
+		switch {
+		case m.v2 && isIdleUpdate(p):
+			m.idle[p.sessionID()] = seq
+			m.checked[ruleUpdateAfter.ID] = true
+		case m.v2 && p.updateKind() == "state_update": // new work began
+			delete(m.idle, p.sessionID())
+		case ok && slices.Contains(turnUpdates, p.updateKind()):
+			end := "its prompt was answered"
+			if m.v2 {
+				end = "its work's idle state_update"
+			}
+			m.flag(ruleUpdateAfter, []int{at, seq}, "a %s update of session %s came after %s", p.updateKind(), p.sessionID(), end)
 		}
 	}
 }

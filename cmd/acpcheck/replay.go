@@ -31,7 +31,7 @@ var whyNotWatched = map[string]string{
 	ruleIDEcho.ID:           "no request was answered in the recording",
 	ruleClientPermission.ID: "no session/request_permission was pending when the client sent session/cancel (v1)",
 	ruleClientCancelled.ID:  "the agent cancelled none of its requests with $/cancel_request",
-	ruleUpdateAfter.ID:      "no prompt was answered in the recording",
+	ruleUpdateAfter.ID:      "no prompt was answered (v2: no work went idle) in the recording",
 }
 
 // recording is a conversation read back from the proxy's record.
@@ -157,7 +157,7 @@ func replay(name string, rec recording) *Report {
 		}
 		if res.Status == Pass && !m.wasChecked(rule) {
 			res.Status, res.Why = NotBrought, whyNotWatched[rule.ID]
-			if proto == 2 && (rule.ID == ruleCancelStop.ID || rule.ID == ruleUpdateAfter.ID) {
+			if proto == 2 && rule.ID == ruleCancelStop.ID {
 				res.Why = "a v2 prompt's answer does not end its turn: the rule is v1's"
 			}
 		}

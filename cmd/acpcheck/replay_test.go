@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -230,8 +231,50 @@ func TestReplayOfV2TurnFindsNothing(t *testing.T) {
 	for _, r := range rep.Results {
 		assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
 	}
-	for _, id := range []string{ruleUpdateAfter.ID, ruleCancelStop.ID} {
-		assert.Equal(t, NotBrought, rep.result(id).Status, id)
-		assert.Contains(t, rep.result(id).Why, "v1's", id)
+	assert.Equal(t, NotBrought, rep.result(ruleCancelStop.ID).Status)
+	assert.Contains(t, rep.result(ruleCancelStop.ID).Why, "v1's")
+	assert.Equal(t, Pass, rep.result(ruleUpdateAfter.ID).Status, "the work's idle state_update ends it")
+
+	// After its idle, the work is over: one more chunk is a finding.
+	late := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","messageId":"r1","content":{"type":"text","text":"more"}}}}`
+	lines = append(lines, Line{Seq: len(lines) + 1, Dir: fromAgent, Raw: late})
+	rep = replay("v2.jsonl", recording{lines: lines})
+	res := rep.result(ruleUpdateAfter.ID)
+	require.Equal(t, Fail, res.Status)
+	assert.Equal(t, []int{7, 8}, res.Findings[0].Lines)
+}
+
+// A record cut in the middle of its last line (a proxy killed as it wrote)
+// is reported on its whole lines, the report saying the rest was cut; an
+// empty record, or one damaged before its last line, is refused.
+func TestReportOnDamagedRecording(t *testing.T) {
+	whole := `{"seq":1,"dir":"to_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}"}
+{"seq":2,"dir":"from_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":1}}"}
+`
+	cut := `{"seq":3,"dir":"to_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":2,\"meth`
+	for _, c := range []struct {
+		name, record string
+		code         int
+		says         string // on stderr
+		report       string // on stdout
+	}{
+		{name: "cut mid-line", record: whole + cut, code: 0, says: "cut in the middle of its last line", report: "cut in the middle of its last line (" + fmt.Sprint(len(cut))},
+		{name: "whole", record: whole, code: 0},
+		{name: "empty", record: "", code: 2, says: "holds no message"},
+		{name: "only a cut line", record: cut, code: 2, says: "holds no message"},
+		{name: "damaged before its end", record: cut + "\n" + whole, code: 2, says: "line 1 of the recording is not a recorded message"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "wire.jsonl")
+			require.NoError(t, os.WriteFile(path, []byte(c.record), 0o600))
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, c.code, reportCommand([]string{path}, &stdout, &stderr), stderr.String())
+			if c.says != "" {
+				assert.Contains(t, stderr.String(), c.says)
+			} else {
+				assert.Empty(t, stderr.String())
+			}
+			assert.Contains(t, stdout.String(), c.report)
+		})
 	}
 }

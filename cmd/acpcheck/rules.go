@@ -60,7 +60,7 @@ var (
 		Kit: []string{"ACP-JSONRPC-003", "ACP-CANCEL-205"}}
 	ruleOneAnswer   = Rule{ID: "one-answer", Title: "every request is answered exactly once", Spec: pageJSONRPC, Tier: TierMust}
 	ruleUnknownID   = Rule{ID: "unknown-id", Title: "no answer carries an ID the client never used", Spec: pageJSONRPC, Tier: TierMust}
-	ruleUpdateAfter = Rule{ID: "update-after-answer", Title: "no session/update of a turn comes after its prompt's answer", Spec: pageTurnCancel, Tier: TierMust,
+	ruleUpdateAfter = Rule{ID: "update-after-answer", Title: "no session/update of a turn comes after its prompt's answer (v2: after its work's idle state_update)", Spec: pageTurnCancel, Tier: TierMust,
 		Kit: []string{"ACP-CANCEL-002"}}
 	ruleParseError = Rule{ID: "parse-error", Title: "a line that is not JSON is answered -32700 and the connection lives", Spec: pageTransports, Tier: TierMay,
 		Kit: []string{"ACP-INFO-PARSE-001"}}

@@ -432,9 +432,12 @@ func (r *runner) sessionCancel() {
 	// In v1 the client answers its permission requests itself on a cancel;
 	// the others are the agent's to cancel.
 	var open []Line
+	permission := 0 // a permission request open at the cancel, which the client answers cancelled
 	for _, l := range r.openRequests(session) {
 		if l.msg.Method != acpv1.MethodSessionRequestPermission {
 			open = append(open, l)
+		} else if permission == 0 {
+			permission = l.Seq
 		}
 	}
 	mark := r.w.next()
@@ -456,10 +459,46 @@ func (r *runner) sessionCancel() {
 		r.res.fail(ruleCancelStop, lines, "the cancelled prompt was answered with error %d %q, where a cancelled turn ends with stopReason \"cancelled\"", ans.msg.Error.Code, ans.msg.Error.Message)
 	case ans.msg.stopReason() != string(acpv1.StopReasonCancelled):
 		r.res.fail(ruleCancelStop, lines, "the cancelled prompt was answered stopReason %q", ans.msg.stopReason())
-	default:
+	case permission == 0:
 		r.res.pass(ruleCancelStop)
 	}
 	r.turnAfterCancel(session)
+	if ok && ans.msg.Error == nil && ans.msg.stopReason() == string(acpv1.StopReasonCancelled) && permission != 0 {
+		r.cancelNothingOpen(permission)
+	}
+}
+
+// cancelNothingOpen cancels a slow turn again, in a fresh session, its
+// permission requests granted, when none is open: a turn that ended
+// "cancelled" while its permission request (on line permission) was
+// answered with the cancelled outcome may have followed that outcome, not
+// session/cancel. A turn that ends by itself before it can be cancelled
+// leaves the first turn's pass standing.
+func (r *runner) cancelNothingOpen(permission int) {
+	session, ok := r.newSession()
+	if !ok {
+		return
+	}
+	p, started := r.startPrompt(session, r.o.SlowPrompt)
+	if !started || !r.underway(p) {
+		r.res.pass(ruleCancelStop)
+		r.answer(p.req, r.o.Timeout)
+		return
+	}
+	mark := r.w.next()
+	_ = acprpc.CancelSession(r.ctx, r.conn, session)
+	cancelLine, _ := r.w.await(r.ctx, mark, sent(acpv1.MethodSessionCancel))
+	ans, ok := r.answer(p.req, r.o.CancelWait)
+	why := fmt.Sprintf("the turn cancelled while its permission request (line %d) was open ended \"cancelled\" once the client answered that request cancelled; cancelled again with its permission requests granted and none open, ", permission)
+	switch {
+	case !ok:
+		r.res.fail(ruleCancelStop, []int{permission, p.req.Seq, cancelLine.Seq}, "%sthe prompt was not answered within %s of session/cancel: the agent follows the permission's outcome, not session/cancel", why, r.o.CancelWait)
+		p.cancel()
+	case ans.msg.Error != nil || ans.msg.stopReason() != string(acpv1.StopReasonCancelled):
+		r.res.fail(ruleCancelStop, []int{permission, p.req.Seq, cancelLine.Seq, ans.Seq}, "%sthe prompt was answered %s", why, answerText(ans))
+	default:
+		r.res.pass(ruleCancelStop)
+	}
 }
 
 // turnAfterCancel sends the quick prompt in a session whose turn was just
@@ -618,6 +657,9 @@ func (r *runner) parseErrorProbe() (int, bool) {
 	case ans.msg.Error == nil || ans.msg.Error.Code != acprpc.CodeParseError:
 		r.parseProbe = [2]int{seq, ans.Seq}
 		r.res.fail(ruleParseError, []int{seq, ans.Seq}, "the line that is not JSON was answered %s, not -32700", answerText(ans))
+	case string(ans.msg.ID) != "null":
+		r.parseProbe = [2]int{seq, ans.Seq}
+		r.res.fail(ruleParseError, []int{seq, ans.Seq}, "the line that is not JSON was answered -32700 with no id member, where JSON-RPC requires \"id\": null when the request's ID could not be read")
 	default:
 		r.parseProbe = [2]int{seq, ans.Seq}
 	}
@@ -746,7 +788,9 @@ func (r *runner) wireRules() {
 	if len(requests) > 0 {
 		r.res.pass(ruleOneAnswer)
 	}
-	if !r.v2 { // in v2 a turn's updates follow its prompt's answer
+	if r.v2 { // in v2 a turn's updates follow its prompt's answer, up to its idle
+		r.updatesAfterIdle(lines)
+	} else {
 		r.updatesAfterAnswers(lines, requests, answers)
 	}
 }

@@ -136,6 +136,8 @@ var brokenRules = []brokenRule{
 	{fault: faultV2EndTurnIdle, fails: []string{ruleV2CancelIdle.ID}},
 	{fault: faultV2KeepRequest, fails: []string{ruleV2OwnRequests.ID}},
 	{fault: faultV2CloseError, fails: []string{ruleV2Close.ID}},
+	{fault: faultV2UpdateIdle, fails: []string{ruleUpdateAfter.ID}},
+	{fault: faultLateAnswer, fails: []string{ruleOneAnswer.ID}, process: true}, // written as its stdin ends
 	{fault: faultV2EntityError, fails: []string{ruleV2Entity.ID}},
 	{fault: faultV2EntityNoFinal, fails: []string{ruleV2Entity.ID}},
 	{fault: faultV2EntityAnyID, fails: []string{ruleV2Entity.ID}},
@@ -154,6 +156,12 @@ var brokenRules = []brokenRule{
 	{fault: faultCloseKeepsTurn, fails: []string{ruleSessionClose.ID}},
 	{fault: faultCancelMetaIgnored, fails: []string{ruleCancelMeta.ID}},
 	{fault: faultStaleCancel, fails: []string{ruleIdleCancel.ID}},
+	{fault: faultDaemon, fails: []string{ruleNoLeftover.ID}, process: true},
+	{fault: faultParseNoID, fails: []string{ruleParseError.ID, ruleEnvelope.ID}, nonJSON: true}, // an answer without an id member breaks the envelope too
+	// Its turn ends cancelled once its open permission request is answered
+	// cancelled, and never on session/cancel: the prompt of the turn
+	// cancelled with its permission granted is never answered.
+	{fault: faultFollowsOutcome, fails: []string{ruleCancelStop.ID, ruleOneAnswer.ID, ruleSessionClose.ID}}, // session/close is ignored as session/cancel is
 }
 
 // Every rule has an agent that breaks it among brokenRules.
@@ -364,4 +372,23 @@ func buildExampleAgent(t *testing.T) string {
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/acpkit/acprpc/examples/agent").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
+}
+
+// run -json keeps a line that is not UTF-8 byte for byte, in raw_base64,
+// where a JSON string would have made each bad byte U+FFFD.
+func TestJSONReportKeepsBytesThatAreNotUTF8(t *testing.T) {
+	t.Setenv(agentEnv, "correct,"+faultNotUTF8)
+	args := []string{"run", "-json", "-timeout", "10s", "-cancel-wait", "3s", "-settle", "100ms", "-slow-prompt", "Count slowly.", "--", os.Args[0]}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, mainCode(context.Background(), args, &stdout, &stderr), stderr.String())
+	var rep Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	var kept []string
+	for _, l := range rep.Wire {
+		if bytes.Contains(l.bytes(), []byte("caf\xe9")) {
+			kept = append(kept, string(l.bytes()))
+		}
+	}
+	require.Len(t, kept, 2, "the lines with the byte that is not UTF-8 (each quick turn's), as the agent sent them")
+	assert.Contains(t, kept[0], `"text":"caf`+"\xe9"+`"`)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/acpkit/acprpc"
@@ -49,7 +50,22 @@ func (r *runner) runV2() {
 	r.cancelV2()
 	r.entityCancelV2()
 	r.closeV2()
+	r.endConversation()
 	r.wireRules()
+}
+
+// endConversation closes the agent's stdin and waits for it to exit (up to
+// ExitWait) and for its output to end, or, for a remote agent, Settle: the
+// whole conversation's rules then see all the agent wrote, a late second
+// answer included.
+func (r *runner) endConversation() {
+	if r.agent == nil {
+		r.settle()
+		return
+	}
+	_ = r.agent.stdin.Close()
+	r.agent.awaitExit(r.o.ExitWait)
+	r.drain()
 }
 
 // initializeV2 reports whether the agent answered v2.
@@ -107,8 +123,39 @@ func (r *runner) v1Answer(req Line, notV2 func(string, ...any) bool) bool {
 // isIdle matches the idle state_update of session.
 func isIdle(session string) func(Line) bool {
 	return func(l Line) bool {
-		return l.Dir == fromAgent && l.msg.Method == acpv2.MethodSessionUpdate && l.msg.sessionID() == session &&
-			l.msg.updateKind() == "state_update" && l.msg.updateMember("state") == "idle"
+		return l.Dir == fromAgent && isIdleUpdate(l.msg) && l.msg.sessionID() == session
+	}
+}
+
+// isIdleUpdate reports whether p is an idle state_update, which ends a v2
+// work.
+func isIdleUpdate(p parsed) bool {
+	return p.Method == acpv2.MethodSessionUpdate && p.updateKind() == "state_update" && p.updateMember("state") == "idle"
+}
+
+// updatesAfterIdle finds the turn updates of each session that came after
+// its work's idle state_update and before the session's next work (its
+// next prompt, or a state_update that is not idle): after its idle, the
+// work is over.
+func (r *runner) updatesAfterIdle(lines []Line) {
+	idleAt := map[string]int{}
+	checked := false
+	for _, l := range lines {
+		session := l.msg.sessionID()
+		switch {
+		case l.Dir == toAgent && l.msg.Method == acpv2.MethodSessionPrompt:
+			delete(idleAt, session)
+		case l.Dir != fromAgent || l.msg.Method != acpv2.MethodSessionUpdate:
+		case isIdleUpdate(l.msg):
+			idleAt[session], checked = l.Seq, true
+		case l.msg.updateKind() == "state_update":
+			delete(idleAt, session)
+		case idleAt[session] != 0 && slices.Contains(turnUpdates, l.msg.updateKind()):
+			r.res.fail(ruleUpdateAfter, []int{idleAt[session], l.Seq}, "a %s update of session %s came after its work's idle state_update", l.msg.updateKind(), session)
+		}
+	}
+	if checked {
+		r.res.pass(ruleUpdateAfter)
 	}
 }
 

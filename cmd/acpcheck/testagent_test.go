@@ -40,14 +40,17 @@ const (
 	faultNoSessionID       = "session-without-id"    // session/new answered without a sessionId
 	faultNoStopReason      = "turn-without-stop"     // a prompt that ends by itself answered without a stopReason
 
-	faultV1Only        = "v1-only"          // answers protocolVersion 1 to a client asking for 2
-	faultV2Above       = "v2-version-3"     // answers protocolVersion 3 to a client asking for 2
-	faultV2StopAnswer  = "v2-stop-answer"   // a v2 prompt answered v1's way, with a stopReason
-	faultV2TwoIdles    = "v2-two-idles"     // each v2 work ends with two idle state_updates
-	faultV2NoIdle      = "v2-no-idle"       // cancelled v2 work never goes idle
-	faultV2EndTurnIdle = "v2-end-turn-idle" // cancelled v2 work goes idle with end_turn
-	faultV2KeepRequest = "v2-keep-request"  // the permission request left open when the work is cancelled
-	faultV2CloseError  = "v2-close-error"   // session/close answered with an error
+	faultV1Only        = "v1-only"              // answers protocolVersion 1 to a client asking for 2
+	faultV2Above       = "v2-version-3"         // answers protocolVersion 3 to a client asking for 2
+	faultV2StopAnswer  = "v2-stop-answer"       // a v2 prompt answered v1's way, with a stopReason
+	faultV2TwoIdles    = "v2-two-idles"         // each v2 work ends with two idle state_updates
+	faultV2NoIdle      = "v2-no-idle"           // cancelled v2 work never goes idle
+	faultV2EndTurnIdle = "v2-end-turn-idle"     // cancelled v2 work goes idle with end_turn
+	faultV2KeepRequest = "v2-keep-request"      // the permission request left open when the work is cancelled
+	faultV2CloseError  = "v2-close-error"       // session/close answered with an error
+	faultV2UpdateIdle  = "v2-update-after-idle" // one more message chunk after the cancelled work's idle
+	faultLateAnswer    = "late-second-answer"   // v2: the last request answered again as its stdin ends
+	faultNotUTF8       = "not-utf8"             // the quick turn's update carries a byte that is not UTF-8
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
 	faultV2EntityNoFinal = "v2-entity-no-final" // tool_call/cancel accepted, the tool call never made final
@@ -56,18 +59,20 @@ const (
 	faultCancelReqEndTurn = "cancel-request-end-turn" // a prompt cancelled by $/cancel_request answered end_turn
 	faultKeepTerminal     = "keep-terminal"           // v1: a cancelled turn's terminal/create left open
 
-	faultStdoutLog         = "stdout-log"          // a log line on stdout, which is not a message
-	faultBadUTF8           = "bad-utf8"            // an update whose text holds a byte that is not UTF-8
-	faultRawNewline        = "raw-newline"         // an update written over two lines
-	faultBatch             = "batch"               // an update sent as a one-element batch
-	faultAnswerBoth        = "answer-both"         // a request with a string ID answered with both result and error
-	faultCodeString        = "code-string"         // a request with a string ID refused with its error's code a string
-	faultMessageNewline    = "message-newline"     // -32601 with a message of two lines
-	faultIDAsNumber        = "string-id-number"    // a string ID of digits answered as a number
-	faultIgnoreExt         = "ignore-ext"          // a request for an unknown _-prefixed method left unanswered
-	faultCloseKeepsTurn    = "close-keeps-turn"    // v1 session/close answered, the turn left running
-	faultCancelMetaIgnored = "cancel-meta-ignored" // a session/cancel carrying _meta ignored
-	faultStaleCancel       = "stale-cancel"        // a session/cancel with no turn running fails the session's next prompt -32603
+	faultStdoutLog         = "stdout-log"             // a log line on stdout, which is not a message
+	faultBadUTF8           = "bad-utf8"               // an update whose text holds a byte that is not UTF-8
+	faultRawNewline        = "raw-newline"            // an update written over two lines
+	faultBatch             = "batch"                  // an update sent as a one-element batch
+	faultAnswerBoth        = "answer-both"            // a request with a string ID answered with both result and error
+	faultCodeString        = "code-string"            // a request with a string ID refused with its error's code a string
+	faultMessageNewline    = "message-newline"        // -32601 with a message of two lines
+	faultIDAsNumber        = "string-id-number"       // a string ID of digits answered as a number
+	faultIgnoreExt         = "ignore-ext"             // a request for an unknown _-prefixed method left unanswered
+	faultCloseKeepsTurn    = "close-keeps-turn"       // v1 session/close answered, the turn left running
+	faultCancelMetaIgnored = "cancel-meta-ignored"    // a session/cancel carrying _meta ignored
+	faultStaleCancel       = "stale-cancel"           // a session/cancel with no turn running fails the session's next prompt -32603
+	faultFollowsOutcome    = "cancel-follows-outcome" // v1: session/cancel ignored; a turn ends cancelled only when its permission request is answered cancelled
+	faultParseNoID         = "parse-error-no-id"      // a line that is not JSON answered -32700 with no id member
 
 	faultIgnoreTerm = "ignore-sigterm" // SIGTERM and SIGINT ignored
 	faultOwnGroup   = "leave-group"    // leaves the process group acpcheck gave it for its parent's
@@ -169,13 +174,20 @@ type rawAgent struct {
 	terminal  bool              // v1: the client offers a terminal, which a slow turn asks for
 	terminals map[string]string // v1: session → its slow turn's terminal/create in flight
 	v2        bool
-	cancelled map[string]bool // sessions whose last turn was cancelled
-	stale     map[string]bool // sessions cancelled with no turn running (faultStaleCancel)
+	cancelled map[string]bool   // sessions whose last turn was cancelled
+	stale     map[string]bool   // sessions cancelled with no turn running (faultStaleCancel)
+	asked     map[string]string // v1, faultFollowsOutcome: a permission request's ID → its session
+	last      json.RawMessage   // the ID of the last request
 }
 
 type rawMsg struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Result struct {
+		Outcome struct {
+			Outcome string `json:"outcome"`
+		} `json:"outcome"`
+	} `json:"result"`
 	Params struct {
 		SessionID       string `json:"sessionId"`
 		ToolCallID      string `json:"toolCallId"`
@@ -192,7 +204,7 @@ type rawMsg struct {
 }
 
 func newRawAgent(out io.Writer, faults map[string]bool) *rawAgent {
-	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, stale: map[string]bool{}}
+	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, asked: map[string]string{}, stale: map[string]bool{}}
 }
 
 func (a *rawAgent) serve(in io.Reader) {
@@ -204,13 +216,23 @@ func (a *rawAgent) serve(in io.Reader) {
 			if a.faults[faultExitOnParseError] {
 				os.Exit(1)
 			}
-			if !a.faults[faultNoParseError] {
+			switch {
+			case a.faults[faultParseNoID]:
+				a.send(`{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}`)
+			case !a.faults[faultNoParseError]:
 				a.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`)
-				_ = a.out.Flush()
 			}
+			_ = a.out.Flush()
 			continue
 		}
+		if len(m.ID) > 0 && m.Method != "" {
+			a.last = m.ID
+		}
 		a.handle(m)
+		_ = a.out.Flush()
+	}
+	if a.v2 && a.faults[faultLateAnswer] && a.last != nil {
+		a.result(a.last, `{}`)
 		_ = a.out.Flush()
 	}
 }
@@ -259,6 +281,10 @@ func (a *rawAgent) handle(m rawMsg) {
 			v = 3
 		}
 		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"info":{"name":"raw","version":"1"},"capabilities":{}}`, v))
+		return
+	}
+	if session, ok := a.asked[string(m.ID)]; ok && m.Method == "" {
+		a.permissionAnswered(session, m)
 		return
 	}
 	switch m.Method {
@@ -315,6 +341,11 @@ func (a *rawAgent) prompt(m rawMsg) {
 	if strings.Contains(text, "slow") {
 		a.update(session, "Working on it.")
 		a.pending[session] = string(m.ID)
+		if a.faults[faultFollowsOutcome] {
+			perm := fmt.Sprintf(`"perm%s"`, m.ID)
+			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"toolCall":{"toolCallId":"c1","title":"Run it"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
+			a.asked[perm] = session
+		}
 		if a.terminal {
 			term := fmt.Sprintf(`"term%s"`, m.ID)
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"sleep","args":["30"]}}`, term, session)
@@ -333,6 +364,9 @@ func (a *rawAgent) prompt(m rawMsg) {
 		return
 	}
 	a.update(session, "Hello.")
+	if a.faults[faultNotUTF8] {
+		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"caf`+"\xe9"+`"}}}}`, session)
+	}
 	if a.faults[faultNoStopReason] {
 		a.result(m.ID, `{}`)
 		return
@@ -357,9 +391,29 @@ func (a *rawAgent) framingFaults(session string) {
 	}
 }
 
+// permissionAnswered takes the client's answer to a slow turn's permission
+// request (faultFollowsOutcome): the cancelled outcome ends the turn
+// cancelled, a grant lets it go on.
+func (a *rawAgent) permissionAnswered(session string, m rawMsg) {
+	delete(a.asked, string(m.ID))
+	if m.Result.Outcome.Outcome != "cancelled" {
+		a.update(session, "Granted; still counting.")
+		return
+	}
+	a.endCancelled(session)
+}
+
 func (a *rawAgent) cancel(session string) {
+	if a.faults[faultCancelIgnored] || a.faults[faultFollowsOutcome] {
+		return
+	}
+	a.endCancelled(session)
+}
+
+// endCancelled ends session's turn in flight as cancelled.
+func (a *rawAgent) endCancelled(session string) {
 	id, ok := a.pending[session]
-	if !ok || a.faults[faultCancelIgnored] {
+	if !ok {
 		return
 	}
 	delete(a.pending, session)
@@ -514,6 +568,9 @@ func (a *rawAgent) cancelV2(session string) {
 		a.idle(session, "end_turn")
 	default:
 		a.idle(session, "cancelled")
+	}
+	if a.faults[faultV2UpdateIdle] {
+		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","messageId":"r2","content":{"type":"text","text":"One more thing."}}}}`, session)
 	}
 }
 
