@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -21,8 +22,9 @@ type monitor struct {
 	// answered holds the IDs answered so far, for each direction of the
 	// requests.
 	answered map[string]map[string]bool
-	// unparsed counts the lines that were not JSON, for each direction of
-	// the line: each may get one answer without an ID.
+	// unparsed counts the lines that were not messages (not JSON, or JSON
+	// of no message's shape), for each direction of the line: each may get
+	// one error answer without an ID.
 	unparsed map[string]int
 	// idle holds the sessions whose last prompt was answered, with the
 	// line of the answer, until their next prompt.
@@ -89,7 +91,9 @@ func (m *monitor) line(dir string, raw []byte) int {
 		m.notification(dir, seq, p)
 	case p.isAnswer():
 		m.answer(dir, seq, p)
-	case len(raw) > 0 && !json.Valid(raw):
+	case len(bytes.TrimSpace(raw)) > 0:
+		// Not JSON, or JSON that is no message ({"foo":1}): JSON-RPC
+		// answers it with an error and "id": null (-32700, -32600).
 		m.unparsed[dir]++
 	}
 	return seq

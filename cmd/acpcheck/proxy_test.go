@@ -184,6 +184,7 @@ func TestProxyAgentExitKeepsItsOutput(t *testing.T) {
 const conversation = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}
 {"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}
 {nope
+{"foo":1}
 {"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"slow"}]}}
 {"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}
 {"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":77}}

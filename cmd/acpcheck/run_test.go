@@ -348,3 +348,19 @@ func TestJSONReportKeepsBytesThatAreNotUTF8(t *testing.T) {
 	require.Len(t, kept, 2, "the lines with the byte that is not UTF-8 (each quick turn's), as the agent sent them")
 	assert.Contains(t, kept[0], `"text":"caf`+"\xe9"+`"`)
 }
+
+// An agent that crashes mid-run is noticed at once: no later wait runs to
+// its full -timeout for a line that cannot come, and stdin-exit is not
+// passed for an agent that was already gone.
+func TestAgentCrashedMidRunIsNoticedAtOnce(t *testing.T) {
+	o := testOptions(t, faultExitMidTurn)
+	o.Timeout = time.Minute // far above the run's length, unless it waits out a bound
+	start := time.Now()
+	rep, err := runChecks(context.Background(), o)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), o.Timeout/2, "the run waited for a line from an agent that was gone")
+	res := rep.result(ruleCancelStop.ID)
+	require.Equal(t, Fail, res.Status, "%+v", res)
+	assert.Equal(t, NotBrought, rep.result(ruleStdinExit.ID).Status)
+	assert.Contains(t, rep.result(ruleStdinExit.ID).Why, "exited before its stdin closed")
+}

@@ -51,6 +51,7 @@ const (
 	faultV2UpdateIdle  = "v2-update-after-idle" // one more message chunk after the cancelled work's idle
 	faultLateAnswer    = "late-second-answer"   // v2: the last request answered again as its stdin ends
 	faultNotUTF8       = "not-utf8"             // the quick turn's update carries a byte that is not UTF-8
+	faultExitMidTurn   = "exit-mid-turn"        // v1: exits when the first slow turn is cancelled
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
 	faultV2EntityNoFinal = "v2-entity-no-final" // tool_call/cancel accepted, the tool call never made final
@@ -214,6 +215,11 @@ func (a *rawAgent) serve(in io.Reader) {
 		if len(m.ID) > 0 && m.Method != "" {
 			a.last = m.ID
 		}
+		if len(m.ID) == 0 && m.Method == "" { // JSON, but no message
+			a.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`)
+			_ = a.out.Flush()
+			continue
+		}
 		a.handle(m)
 		_ = a.out.Flush()
 	}
@@ -333,6 +339,9 @@ func (a *rawAgent) permissionAnswered(session string, m rawMsg) {
 }
 
 func (a *rawAgent) cancel(session string) {
+	if a.faults[faultExitMidTurn] && !a.v2 {
+		os.Exit(4)
+	}
 	if a.faults[faultCancelIgnored] || a.faults[faultFollowsOutcome] {
 		return
 	}
