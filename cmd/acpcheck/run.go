@@ -399,6 +399,10 @@ func (r *runner) promptTurn(session string) {
 		p.cancel()
 		return
 	case ans.msg.Error != nil:
+		if call, refusal, ok := r.uninvitedCall(session, p.req.Seq, ans.Seq); ok {
+			r.res.fail(rulePromptTurn, []int{call.Seq, refusal.Seq, p.req.Seq, ans.Seq}, "the agent called %s, which acpcheck never offered (its clientCapabilities say so), and was answered -32601; the prompt was then answered with an error: %d %s", call.msg.Method, ans.msg.Error.Code, ans.msg.Error.Message)
+			break
+		}
 		r.res.fail(rulePromptTurn, []int{p.req.Seq, ans.Seq}, "the prompt was answered with an error: %d %s", ans.msg.Error.Code, ans.msg.Error.Message)
 	case ans.msg.stopReason() == "":
 		r.res.fail(rulePromptTurn, []int{p.req.Seq, ans.Seq}, "the prompt's answer has no stopReason")
@@ -406,6 +410,25 @@ func (r *runner) promptTurn(session string) {
 		r.res.pass(rulePromptTurn)
 	}
 	r.freshUpdates = len(r.contentUpdates(session, p.req.Seq, ans.Seq))
+}
+
+// uninvitedCall finds the first request of session's turn, between two
+// lines, that the agent sent for a method the client never offered, which
+// the client refused -32601: the first thing that went wrong in a turn that
+// failed after it.
+func (r *runner) uninvitedCall(session string, after, before int) (call, refusal Line, ok bool) {
+	lines := r.w.all()
+	for _, l := range lines[after:min(before, len(lines))] {
+		if l.Dir != fromAgent || !l.msg.isRequest() || l.msg.sessionID() != session {
+			continue
+		}
+		for _, a := range lines[l.Seq:min(before, len(lines))] {
+			if a.Dir == toAgent && a.msg.answers(l.msg.ID) && a.msg.Error != nil && a.msg.Error.Code == acprpc.CodeMethodNotFound {
+				return l, a, true
+			}
+		}
+	}
+	return Line{}, Line{}, false
 }
 
 // slowTurn opens a session and starts the slow prompt in it, the client

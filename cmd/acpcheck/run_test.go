@@ -114,6 +114,7 @@ var brokenRules = []brokenRule{
 	{fault: faultV2KeepRequest, fails: []string{ruleOwnRequests.ID}},
 	{fault: faultV2CloseError, fails: []string{ruleV2Close.ID}},
 	{fault: faultV2UpdateIdle, fails: []string{ruleUpdateAfter.ID}},
+	{fault: faultUninvited, fails: []string{rulePromptTurn.ID}},                // the finding names the call never offered first
 	{fault: faultLateAnswer, fails: []string{ruleOneAnswer.ID}, process: true}, // written as its stdin ends
 	{fault: faultV2EntityError, fails: []string{ruleV2Entity.ID}},
 	{fault: faultV2EntityNoFinal, fails: []string{ruleV2Entity.ID}},
@@ -363,4 +364,19 @@ func TestAgentCrashedMidRunIsNoticedAtOnce(t *testing.T) {
 	require.Equal(t, Fail, res.Status, "%+v", res)
 	assert.Equal(t, NotBrought, rep.result(ruleStdinExit.ID).Status)
 	assert.Contains(t, rep.result(ruleStdinExit.ID).Why, "exited before its stdin closed")
+}
+
+// A turn that fails after the agent called a method acpcheck never offered
+// is blamed on that call first: the finding names it and cites it before
+// the prompt's error.
+func TestFindingNamesTheCallNeverOffered(t *testing.T) {
+	rep, err := runChecks(context.Background(), testOptions(t, faultUninvited))
+	require.NoError(t, err)
+	res := rep.result(rulePromptTurn.ID)
+	require.Equal(t, Fail, res.Status)
+	f := res.Findings[0]
+	assert.Contains(t, f.Detail, "the agent called terminal/create, which acpcheck never offered")
+	require.Len(t, f.Lines, 4)
+	assert.Contains(t, rep.Wire[f.Lines[0]-1].Raw, `"method":"terminal/create"`)
+	assert.Contains(t, rep.Wire[f.Lines[1]-1].Raw, `-32601`)
 }

@@ -52,6 +52,7 @@ const (
 	faultLateAnswer    = "late-second-answer"   // v2: the last request answered again as its stdin ends
 	faultNotUTF8       = "not-utf8"             // the quick turn's update carries a byte that is not UTF-8
 	faultExitMidTurn   = "exit-mid-turn"        // v1: exits when the first slow turn is cancelled
+	faultUninvited     = "uninvited-terminal"   // v1: the quick turn calls terminal/create, never offered, and fails with it
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
 	faultV2EntityNoFinal = "v2-entity-no-final" // tool_call/cancel accepted, the tool call never made final
@@ -166,6 +167,7 @@ type rawAgent struct {
 	cancelled map[string]bool   // sessions whose last turn was cancelled
 	asked     map[string]string // v1, faultFollowsOutcome: a permission request's ID → its session
 	last      json.RawMessage   // the ID of the last request
+	uninvited map[string]string // faultUninvited: terminal/create's ID → the prompt's ID it fails
 }
 
 type rawMsg struct {
@@ -191,7 +193,7 @@ type rawMsg struct {
 }
 
 func newRawAgent(out io.Writer, faults map[string]bool) *rawAgent {
-	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, asked: map[string]string{}}
+	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, asked: map[string]string{}, uninvited: map[string]string{}}
 }
 
 func (a *rawAgent) serve(in io.Reader) {
@@ -255,6 +257,11 @@ func (a *rawAgent) handle(m rawMsg) {
 		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"info":{"name":"raw","version":"1"},"capabilities":{}}`, v))
 		return
 	}
+	if prompt, ok := a.uninvited[string(m.ID)]; ok && m.Method == "" {
+		delete(a.uninvited, string(m.ID))
+		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"the terminal failed"}}`, prompt)
+		return
+	}
 	if session, ok := a.asked[string(m.ID)]; ok && m.Method == "" {
 		a.permissionAnswered(session, m)
 		return
@@ -316,6 +323,12 @@ func (a *rawAgent) prompt(m rawMsg) {
 		return
 	}
 	a.update(session, "Hello.")
+	if a.faults[faultUninvited] && !a.terminal {
+		term := fmt.Sprintf(`"uninvited%s"`, m.ID)
+		a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"true"}}`, term, session)
+		a.uninvited[term] = string(m.ID)
+		return
+	}
 	if a.faults[faultNotUTF8] {
 		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"caf`+"\xe9"+`"}}}}`, session)
 	}
