@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -231,4 +232,42 @@ func TestProxyBadCommandLines(t *testing.T) {
 	stderr.Reset()
 	assert.Equal(t, 2, proxyCommand(context.Background(), []string{"-record", filepath.Join(t.TempDir(), "no", "dir"), "--", "agent"}, strings.NewReader(""), &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "cannot record the wire")
+}
+
+// An editor that cancels a turn under way: an end_turn at once may have
+// crossed the cancel on the wire, which the proxy cannot tell from a turn
+// that ignored it, and is not blamed; one long after the cancel is.
+func TestProxyDoesNotBlameACrossedCancel(t *testing.T) {
+	for _, c := range []struct {
+		fault string
+		rules []string
+	}{
+		{faultCrossed, nil},
+		{faultCancelEndTurn, []string{ruleCancelStop.ID}},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			t.Parallel()
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			v := &violations{}
+			done := make(chan error, 1)
+			go func() {
+				_, err := runProxy(context.Background(), proxyOptions{Argv: []string{os.Args[0]}, Env: []string{agentEnv + "=correct," + c.fault}}, inR, outW, io.Discard, v.add)
+				outW.Close()
+				done <- err
+			}()
+			out := readLines(outR)
+			_, err := io.WriteString(inW, strings.Join(strings.Split(conversation, "\n")[:5], "\n")+"\n") // up to the prompt
+			require.NoError(t, err)
+			awaitLine(t, out, "Working on it.", time.Minute)
+			_, err = io.WriteString(inW, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`+"\n")
+			require.NoError(t, err)
+			awaitLine(t, out, `"stopReason"`, time.Minute)
+			require.NoError(t, inW.Close())
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+			require.NoError(t, <-done)
+			inR.Close()
+			assert.ElementsMatch(t, c.rules, v.rules())
+		})
+	}
 }

@@ -52,6 +52,7 @@ const (
 	faultLateAnswer    = "late-second-answer"   // v2: the last request answered again as its stdin ends
 	faultNotUTF8       = "not-utf8"             // the quick turn's update carries a byte that is not UTF-8
 	faultExitMidTurn   = "exit-mid-turn"        // v1: exits when the first slow turn is cancelled
+	faultCrossed       = "cancel-crossed"       // a cancelled prompt answered end_turn at once, as a turn that ended as the cancel came
 	faultUninvited     = "uninvited-terminal"   // v1: the quick turn calls terminal/create, never offered, and fails with it
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
@@ -380,6 +381,10 @@ func (a *rawAgent) endCancelled(session string) {
 	case a.faults[faultCancelError]:
 		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"aborted"}}`, id)
 	case a.faults[faultCancelEndTurn]:
+		_ = a.out.Flush()
+		time.Sleep(2 * crossWindow) // a turn that ended by itself, long after the cancel: no crossing
+		a.result(json.RawMessage(id), `{"stopReason":"end_turn"}`)
+	case a.faults[faultCrossed]:
 		a.result(json.RawMessage(id), `{"stopReason":"end_turn"}`)
 	default:
 		a.result(json.RawMessage(id), `{"stopReason":"cancelled"}`)
