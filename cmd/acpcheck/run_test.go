@@ -380,3 +380,13 @@ func TestFindingNamesTheCallNeverOffered(t *testing.T) {
 	assert.Contains(t, rep.Wire[f.Lines[0]-1].Raw, `"method":"terminal/create"`)
 	assert.Contains(t, rep.Wire[f.Lines[1]-1].Raw, `-32601`)
 }
+
+// A tool call advertised as cancellable a moment after the work was judged
+// under way is still cancelled: v2-entity-cancel waits -cancel-after for
+// one.
+func TestLateCancellableToolCallIsCancelled(t *testing.T) {
+	rep, err := runChecks(context.Background(), testOptions(t, faultV2LateTool))
+	require.NoError(t, err)
+	assert.Equal(t, Pass, rep.result(ruleV2Entity.ID).Status, "%+v", rep.result(ruleV2Entity.ID))
+	assert.Empty(t, failed(t, rep))
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -58,6 +59,7 @@ const (
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
 	faultV2EntityNoFinal = "v2-entity-no-final" // tool_call/cancel accepted, the tool call never made final
 	faultV2EntityAnyID   = "v2-entity-any-id"   // tool_call/cancel of an unknown or final tool call accepted
+	faultV2LateTool      = "v2-late-tool"       // the slow work's cancellable tool call advertised half a second after it began
 
 	faultCancelReqEndTurn = "cancel-request-end-turn" // a prompt cancelled by $/cancel_request answered end_turn
 	faultKeepTerminal     = "keep-terminal"           // v1: a cancelled turn's terminal/create left open
@@ -157,6 +159,7 @@ func testAgentMain() bool {
 // rawAgent answers line by line, on one goroutine: a slow prompt stays
 // pending until it is cancelled, a quick one is answered at once.
 type rawAgent struct {
+	mu        sync.Mutex // held while a message is handled, or a timer writes
 	out       *bufio.Writer
 	faults    map[string]bool
 	sessions  int
@@ -223,8 +226,10 @@ func (a *rawAgent) serve(in io.Reader) {
 			_ = a.out.Flush()
 			continue
 		}
+		a.mu.Lock()
 		a.handle(m)
 		_ = a.out.Flush()
+		a.mu.Unlock()
 	}
 	if a.v2 && a.faults[faultLateAnswer] && a.last != nil {
 		a.result(a.last, `{}`)
@@ -443,7 +448,22 @@ func (a *rawAgent) handleV2(m rawMsg) bool {
 		}
 		if strings.Contains(text, "slow") {
 			a.tools[session] = fmt.Sprintf("tool%s", m.ID)
-			a.toolUpdate(session, a.tools[session], `"status":"in_progress","capabilities":{"cancel":{}}`)
+			tool := a.tools[session]
+			advertise := func() { a.toolUpdate(session, tool, `"status":"in_progress","capabilities":{"cancel":{}}`) }
+			if a.faults[faultV2LateTool] {
+				a.toolUpdate(session, tool, `"status":"in_progress"`)
+				time.AfterFunc(500*time.Millisecond, func() {
+					a.mu.Lock()
+					defer a.mu.Unlock()
+					if a.tools[session] != tool {
+						return // its work ended first
+					}
+					advertise()
+					_ = a.out.Flush()
+				})
+			} else {
+				advertise()
+			}
 			perm := fmt.Sprintf(`"perm%s"`, m.ID)
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"title":"Run it?","subject":{"type":"tool_call","toolCall":{"toolCallId":"c1","title":"Run it"}},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
 			a.pending[session] = perm
