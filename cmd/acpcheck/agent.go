@@ -139,6 +139,11 @@ func (p *agentProc) awaitExit(d time.Duration) bool {
 	select {
 	case <-p.exited:
 		return true
+	default:
+	}
+	select {
+	case <-p.exited:
+		return true
 	case <-time.After(d):
 		return false
 	}

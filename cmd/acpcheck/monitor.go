@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // monitor watches a conversation go by, line by line in each direction,
@@ -21,8 +23,9 @@ type monitor struct {
 	// answered holds the IDs answered so far, for each direction of the
 	// requests.
 	answered map[string]map[string]bool
-	// unparsed counts the lines that were not JSON, for each direction of
-	// the line: each may get one answer without an ID.
+	// unparsed counts the lines that were not messages (not JSON, or JSON
+	// of no message's shape), for each direction of the line: each may get
+	// one error answer without an ID.
 	unparsed map[string]int
 	// idle holds the sessions whose last prompt was answered, with the
 	// line of the answer, until their next prompt.
@@ -37,6 +40,8 @@ type monitor struct {
 	// checked holds the rules the conversation so far gave a chance to
 	// break: a rule no line could have broken is not passed by a replay.
 	checked map[string]bool
+	// ms is when the line being taken went.
+	ms float64
 }
 
 // inFlight is a request awaiting its answer.
@@ -44,7 +49,8 @@ type inFlight struct {
 	seq       int
 	method    string
 	session   string
-	cancelled string // what cancelled it: "session/cancel", "$/cancel_request" or ""
+	cancelled string  // what cancelled it: "session/cancel", "$/cancel_request" or ""
+	cancelMs  float64 // when
 	// sessionCancelled: a permission request of the agent's pending when
 	// the client sent session/cancel for its session (v1), which the client
 	// owes the cancelled outcome.
@@ -94,12 +100,14 @@ func other(dir string) string {
 	return toAgent
 }
 
-// line takes one whole line that went dir, and returns its number.
-func (m *monitor) line(dir string, raw []byte) int {
+// line takes one whole line that went dir, ms after the conversation
+// began, and returns its number.
+func (m *monitor) line(dir string, raw []byte, ms float64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seq++
 	seq := m.seq
+	m.ms = ms
 	p := parse(raw)
 	m.judgeLine(dir, seq, raw, p)
 	switch {
@@ -109,7 +117,9 @@ func (m *monitor) line(dir string, raw []byte) int {
 		m.notification(dir, seq, p)
 	case p.isAnswer():
 		m.answer(dir, seq, p)
-	case len(raw) > 0 && !json.Valid(raw):
+	case len(bytes.TrimSpace(raw)) > 0:
+		// Not JSON, or JSON that is no message ({"foo":1}): JSON-RPC
+		// answers it with an error and "id": null (-32700, -32600).
 		m.unparsed[dir]++
 	}
 	return seq
@@ -129,12 +139,12 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 	switch {
 	case p.Method == "$/cancel_request":
 		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
-			r.cancelled = p.Method
+			r.cancelled, r.cancelMs = p.Method, m.ms
 		}
 	case dir == toAgent && p.Method == "session/cancel":
 		for _, r := range m.pending[toAgent] {
 			if r.method == "session/prompt" && r.session == p.sessionID() {
-				r.cancelled = p.Method
+				r.cancelled, r.cancelMs = p.Method, m.ms
 			}
 		}
 		m.permissionsOwed(p.sessionID())
@@ -209,10 +219,19 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	switch {
 	case p.Error != nil:
 		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
+	case p.stopReason() != "cancelled" && m.ms-r.cancelMs < crossWindow.Seconds()*1000:
+		// Crossed: the answer may have been on its way before the agent
+		// read the cancel, which the proxy cannot tell. Not the agent's
+		// fault.
 	case p.stopReason() != "cancelled":
-		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered stopReason %q", p.stopReason())
+		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered stopReason %q, %.0f ms after the cancel", p.stopReason(), m.ms-r.cancelMs)
 	}
 }
+
+// crossWindow is how soon after session/cancel a prompt's answer other
+// than "cancelled" is taken for one that crossed the cancel on the wire:
+// written before the agent read the cancel.
+const crossWindow = 100 * time.Millisecond
 
 // end reports the requests the conversation's end left unanswered: the
 // agent's, when it ended the conversation itself. When the editor ended it

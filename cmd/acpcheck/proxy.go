@@ -165,7 +165,7 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 		rec = &recorder{w: o.Record}
 	}
 	q := newSequencer(func(seq int, ms float64, dir string, line []byte) {
-		m.line(dir, line) // numbers it seq too: the lines come in order
+		m.line(dir, line, ms) // numbers it seq too: the lines come in order
 		if rec != nil {
 			rec.line(seq, ms, dir, line)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,6 +35,19 @@ func (v *violations) rules() []string {
 	var out []string
 	for _, x := range v.got {
 		out = append(out, x.Rule.ID)
+	}
+	return out
+}
+
+// sideRules lists the rules broken by one side.
+func (v *violations) sideRules(side string) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for _, x := range v.got {
+		if x.Side == side {
+			out = append(out, x.Rule.ID)
+		}
 	}
 	return out
 }
@@ -184,6 +198,7 @@ func TestProxyAgentExitKeepsItsOutput(t *testing.T) {
 const conversation = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}
 {"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}
 {nope
+{"foo":1}
 {"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"slow"}]}}
 {"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}
 {"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":77}}
@@ -209,9 +224,9 @@ func TestProxyReportsViolationsAsTheyHappen(t *testing.T) {
 		t.Run(c.fault, func(t *testing.T) {
 			t.Parallel()
 			_, out, record, v := proxyTo(t, "correct,"+c.fault, func(w io.WriteCloser) { chunked(w, []byte(conversation)) })
-			// The editor's line that is not JSON breaks framing, the
-			// client's MUST: it is the client's finding.
-			assert.ElementsMatch(t, append([]string{ruleFraming.ID}, c.rules...), v.rules())
+			// The editor's two lines that are not messages break framing,
+			// the client's MUST: they are the client's findings.
+			assert.ElementsMatch(t, append([]string{ruleFraming.ID, ruleFraming.ID}, c.rules...), v.rules())
 			for _, x := range v.got {
 				want := sideAgent
 				if x.Rule.ID == ruleFraming.ID {
@@ -239,4 +254,43 @@ func TestProxyBadCommandLines(t *testing.T) {
 	stderr.Reset()
 	assert.Equal(t, 2, proxyCommand(context.Background(), []string{"-record", filepath.Join(t.TempDir(), "no", "dir"), "--", "agent"}, strings.NewReader(""), &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "cannot record the wire")
+}
+
+// An editor that cancels a turn under way: an end_turn at once may have
+// crossed the cancel on the wire, which the proxy cannot tell from a turn
+// that ignored it, and is not blamed; one long after the cancel is.
+func TestProxyDoesNotBlameACrossedCancel(t *testing.T) {
+	for _, c := range []struct {
+		fault string
+		rules []string
+	}{
+		{faultCrossed, nil},
+		{faultCancelEndTurn, []string{ruleCancelStop.ID}},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			t.Parallel()
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			v := &violations{}
+			done := make(chan error, 1)
+			go func() {
+				_, err := runProxy(context.Background(), proxyOptions{Argv: []string{os.Args[0]}, Env: []string{agentEnv + "=correct," + c.fault}}, inR, outW, io.Discard, v.add)
+				outW.Close()
+				done <- err
+			}()
+			out := readLines(outR)
+			_, err := io.WriteString(inW, strings.Join(strings.Split(conversation, "\n")[:5], "\n")+"\n") // up to the prompt
+			require.NoError(t, err)
+			awaitLine(t, out, "Working on it.", time.Minute)
+			_, err = io.WriteString(inW, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`+"\n")
+			require.NoError(t, err)
+			awaitLine(t, out, `"stopReason"`, time.Minute)
+			require.NoError(t, inW.Close())
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+			require.NoError(t, <-done)
+			inR.Close()
+			assert.ElementsMatch(t, c.rules, v.sideRules(sideAgent))
+			assert.ElementsMatch(t, []string{ruleFraming.ID, ruleFraming.ID}, v.sideRules(sideClient), "the editor's two lines that are not messages")
+		})
+	}
 }

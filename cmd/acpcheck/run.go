@@ -241,8 +241,31 @@ func grant(opts []acpv1.PermissionOption) acpv1.RequestPermissionResponse {
 	return acpv1.RequestPermissionResponse{Outcome: acpv1.RequestPermissionOutcome{Value: acpv1.SelectedPermissionOutcome{OptionID: pick.OptionID}}}
 }
 
+// bounded is a wait of at most d, which also ends as soon as the agent's
+// output has ended: an agent that exited or crashed mid-run is noticed at
+// once, not after each later wait's full bound.
 func (r *runner) bounded(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(r.ctx, d)
+	ctx, cancel := context.WithTimeout(r.ctx, d)
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-r.conn.Done():
+			cancelCause(errAgentGone)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancelCause(context.Canceled); cancel() }
+}
+
+// errAgentGone ends a wait once the agent's output has ended.
+var errAgentGone = errors.New("the agent's output ended")
+
+// awaitSent waits, up to Timeout, for a line the client sent from mark on
+// that match holds of.
+func (r *runner) awaitSent(mark int, match func(Line) bool) (Line, bool) {
+	ctx, cancel := r.bounded(r.o.Timeout)
+	defer cancel()
+	return r.w.await(ctx, mark, match)
 }
 
 // initialize negotiates v1. An agent that exits or closes its output before
@@ -387,6 +410,10 @@ func (r *runner) promptTurn(session string) {
 		p.cancel()
 		return
 	case ans.msg.Error != nil:
+		if call, refusal, ok := r.uninvitedCall(session, p.req.Seq, ans.Seq); ok {
+			r.res.fail(rulePromptTurn, []int{call.Seq, refusal.Seq, p.req.Seq, ans.Seq}, "the agent called %s, which acpcheck never offered (its clientCapabilities say so), and was answered -32601; the prompt was then answered with an error: %d %s", call.msg.Method, ans.msg.Error.Code, ans.msg.Error.Message)
+			break
+		}
 		r.res.fail(rulePromptTurn, []int{p.req.Seq, ans.Seq}, "the prompt was answered with an error: %d %s", ans.msg.Error.Code, ans.msg.Error.Message)
 	case ans.msg.stopReason() == "":
 		r.res.fail(rulePromptTurn, []int{p.req.Seq, ans.Seq}, "the prompt's answer has no stopReason")
@@ -394,6 +421,25 @@ func (r *runner) promptTurn(session string) {
 		r.res.pass(rulePromptTurn)
 	}
 	r.freshUpdates = len(r.contentUpdates(session, p.req.Seq, ans.Seq))
+}
+
+// uninvitedCall finds the first request of session's turn, between two
+// lines, that the agent sent for a method the client never offered, which
+// the client refused -32601: the first thing that went wrong in a turn that
+// failed after it.
+func (r *runner) uninvitedCall(session string, after, before int) (call, refusal Line, ok bool) {
+	lines := r.w.all()
+	for _, l := range lines[after:min(before, len(lines))] {
+		if l.Dir != fromAgent || !l.msg.isRequest() || l.msg.sessionID() != session {
+			continue
+		}
+		for _, a := range lines[l.Seq:min(before, len(lines))] {
+			if a.Dir == toAgent && a.msg.answers(l.msg.ID) && a.msg.Error != nil && a.msg.Error.Code == acprpc.CodeMethodNotFound {
+				return l, a, true
+			}
+		}
+	}
+	return Line{}, Line{}, false
 }
 
 // slowTurn opens a session and starts the slow prompt in it, the client
@@ -442,7 +488,7 @@ func (r *runner) sessionCancel() {
 	}
 	mark := r.w.next()
 	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, _ := r.w.await(r.ctx, mark, sent(acpv1.MethodSessionCancel))
+	cancelLine, _ := r.awaitSent(mark, sent(acpv1.MethodSessionCancel))
 	ans, ok := r.answer(p.req, r.o.CancelWait)
 	r.hold.Store(false)
 	if ok {
@@ -487,7 +533,7 @@ func (r *runner) cancelNothingOpen(permission int) {
 	}
 	mark := r.w.next()
 	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, _ := r.w.await(r.ctx, mark, sent(acpv1.MethodSessionCancel))
+	cancelLine, _ := r.awaitSent(mark, sent(acpv1.MethodSessionCancel))
 	ans, ok := r.answer(p.req, r.o.CancelWait)
 	why := fmt.Sprintf("the turn cancelled while its permission request (line %d) was open ended \"cancelled\" once the client answered that request cancelled; cancelled again with its permission requests granted and none open, ", permission)
 	switch {
@@ -542,7 +588,7 @@ func (r *runner) cancelRequest() {
 	}
 	mark := r.w.next()
 	p.cancel()
-	cancelLine, _ := r.w.await(r.ctx, mark, func(l Line) bool {
+	cancelLine, _ := r.awaitSent(mark, func(l Line) bool {
 		return l.Dir == toAgent && l.msg.Method == "$/cancel_request" && string(l.msg.param("requestId")) == string(p.req.msg.ID)
 	})
 	ans, ok := r.answer(p.req, r.o.CancelWait)
@@ -677,10 +723,15 @@ func (r *runner) closeStdin() {
 	pid := r.agent.cmd.Process.Pid
 	before := append(family(pid), marked(r.agent.mark)...)
 	closed := time.Now()
+	gone := r.agent.awaitExit(0) // exited or crashed mid-run: its stdin's end was never the cause
 	_ = r.agent.stdin.Close()
 	select {
 	case <-r.agent.exited:
-		r.res.pass(ruleStdinExit)
+		if gone {
+			r.res.notBrought(ruleStdinExit, "the agent had exited before its stdin closed (%v)", r.agent.waitErr)
+		} else {
+			r.res.pass(ruleStdinExit)
+		}
 	case <-time.After(r.o.ExitWait):
 		r.res.fail(ruleStdinExit, nil, "the agent was still running %s after its stdin closed", r.o.ExitWait)
 		r.res.notBrought(ruleNoLeftover, "the agent did not exit by itself")

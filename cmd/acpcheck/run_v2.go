@@ -250,7 +250,7 @@ func (r *runner) cancelV2() {
 	open := r.openRequests(session)
 	mark := r.w.next()
 	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, _ := r.w.await(r.ctx, mark, sent(acpv2.MethodSessionCancel))
+	cancelLine, _ := r.awaitSent(mark, sent(acpv2.MethodSessionCancel))
 	idle, ok := r.awaitIdle(session, cancelLine.Seq, r.o.CancelWait)
 	switch {
 	case !ok:

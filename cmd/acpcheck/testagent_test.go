@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -51,10 +52,14 @@ const (
 	faultV2UpdateIdle  = "v2-update-after-idle" // one more message chunk after the cancelled work's idle
 	faultLateAnswer    = "late-second-answer"   // v2: the last request answered again as its stdin ends
 	faultNotUTF8       = "not-utf8"             // the quick turn's update carries a byte that is not UTF-8
+	faultExitMidTurn   = "exit-mid-turn"        // v1: exits when the first slow turn is cancelled
+	faultCrossed       = "cancel-crossed"       // a cancelled prompt answered end_turn at once, as a turn that ended as the cancel came
+	faultUninvited     = "uninvited-terminal"   // v1: the quick turn calls terminal/create, never offered, and fails with it
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
 	faultV2EntityNoFinal = "v2-entity-no-final" // tool_call/cancel accepted, the tool call never made final
 	faultV2EntityAnyID   = "v2-entity-any-id"   // tool_call/cancel of an unknown or final tool call accepted
+	faultV2LateTool      = "v2-late-tool"       // the slow work's cancellable tool call advertised half a second after it began
 
 	faultCancelReqEndTurn = "cancel-request-end-turn" // a prompt cancelled by $/cancel_request answered end_turn
 	faultKeepTerminal     = "keep-terminal"           // v1: a cancelled turn's terminal/create left open
@@ -166,6 +171,7 @@ func testAgentMain() bool {
 // rawAgent answers line by line, on one goroutine: a slow prompt stays
 // pending until it is cancelled, a quick one is answered at once.
 type rawAgent struct {
+	mu        sync.Mutex // held while a message is handled, or a timer writes
 	out       *bufio.Writer
 	faults    map[string]bool
 	sessions  int
@@ -178,6 +184,7 @@ type rawAgent struct {
 	stale     map[string]bool   // sessions cancelled with no turn running (faultStaleCancel)
 	asked     map[string]string // v1, faultFollowsOutcome: a permission request's ID → its session
 	last      json.RawMessage   // the ID of the last request
+	uninvited map[string]string // faultUninvited: terminal/create's ID → the prompt's ID it fails
 }
 
 type rawMsg struct {
@@ -204,7 +211,7 @@ type rawMsg struct {
 }
 
 func newRawAgent(out io.Writer, faults map[string]bool) *rawAgent {
-	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, asked: map[string]string{}, stale: map[string]bool{}}
+	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, asked: map[string]string{}, uninvited: map[string]string{}, stale: map[string]bool{}}
 }
 
 func (a *rawAgent) serve(in io.Reader) {
@@ -228,8 +235,15 @@ func (a *rawAgent) serve(in io.Reader) {
 		if len(m.ID) > 0 && m.Method != "" {
 			a.last = m.ID
 		}
+		if len(m.ID) == 0 && m.Method == "" { // JSON, but no message
+			a.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`)
+			_ = a.out.Flush()
+			continue
+		}
+		a.mu.Lock()
 		a.handle(m)
 		_ = a.out.Flush()
+		a.mu.Unlock()
 	}
 	if a.v2 && a.faults[faultLateAnswer] && a.last != nil {
 		a.result(a.last, `{}`)
@@ -281,6 +295,11 @@ func (a *rawAgent) handle(m rawMsg) {
 			v = 3
 		}
 		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"info":{"name":"raw","version":"1"},"capabilities":{}}`, v))
+		return
+	}
+	if prompt, ok := a.uninvited[string(m.ID)]; ok && m.Method == "" {
+		delete(a.uninvited, string(m.ID))
+		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"the terminal failed"}}`, prompt)
 		return
 	}
 	if session, ok := a.asked[string(m.ID)]; ok && m.Method == "" {
@@ -364,6 +383,12 @@ func (a *rawAgent) prompt(m rawMsg) {
 		return
 	}
 	a.update(session, "Hello.")
+	if a.faults[faultUninvited] && !a.terminal {
+		term := fmt.Sprintf(`"uninvited%s"`, m.ID)
+		a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"true"}}`, term, session)
+		a.uninvited[term] = string(m.ID)
+		return
+	}
 	if a.faults[faultNotUTF8] {
 		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"caf`+"\xe9"+`"}}}}`, session)
 	}
@@ -404,6 +429,9 @@ func (a *rawAgent) permissionAnswered(session string, m rawMsg) {
 }
 
 func (a *rawAgent) cancel(session string) {
+	if _, running := a.pending[session]; running && a.faults[faultExitMidTurn] && !a.v2 {
+		os.Exit(4)
+	}
 	if a.faults[faultCancelIgnored] || a.faults[faultFollowsOutcome] {
 		return
 	}
@@ -429,6 +457,10 @@ func (a *rawAgent) endCancelled(session string) {
 	case a.faults[faultCancelError]:
 		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"aborted"}}`, id)
 	case a.faults[faultCancelEndTurn]:
+		_ = a.out.Flush()
+		time.Sleep(2 * crossWindow) // a turn that ended by itself, long after the cancel: no crossing
+		a.result(json.RawMessage(id), `{"stopReason":"end_turn"}`)
+	case a.faults[faultCrossed]:
 		a.result(json.RawMessage(id), `{"stopReason":"end_turn"}`)
 	default:
 		a.result(json.RawMessage(id), `{"stopReason":"cancelled"}`)
@@ -487,7 +519,22 @@ func (a *rawAgent) handleV2(m rawMsg) bool {
 		}
 		if strings.Contains(text, "slow") {
 			a.tools[session] = fmt.Sprintf("tool%s", m.ID)
-			a.toolUpdate(session, a.tools[session], `"status":"in_progress","capabilities":{"cancel":{}}`)
+			tool := a.tools[session]
+			advertise := func() { a.toolUpdate(session, tool, `"status":"in_progress","capabilities":{"cancel":{}}`) }
+			if a.faults[faultV2LateTool] {
+				a.toolUpdate(session, tool, `"status":"in_progress"`)
+				time.AfterFunc(500*time.Millisecond, func() {
+					a.mu.Lock()
+					defer a.mu.Unlock()
+					if a.tools[session] != tool {
+						return // its work ended first
+					}
+					advertise()
+					_ = a.out.Flush()
+				})
+			} else {
+				advertise()
+			}
 			perm := fmt.Sprintf(`"perm%s"`, m.ID)
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"title":"Run it?","subject":{"type":"tool_call","toolCall":{"toolCallId":"c1","title":"Run it"}},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
 			a.pending[session] = perm

@@ -161,11 +161,11 @@ func (w *transcript) add(dir string, raw []byte) int {
 	return l.Seq
 }
 
-// hooks record every message the client's Conn receives and sends.
+// hooks record every message the client's Conn receives; what it sends is
+// recorded by the tap, as it is written (see tap.Send).
 func (w *transcript) hooks() acprpc.Hooks {
 	return acprpc.Hooks{
 		Received: func(_ context.Context, m *acprpc.Message) { w.add(fromAgent, m.Raw) },
-		Sent:     func(_ context.Context, m *acprpc.Message) { w.add(toAgent, m.Raw) },
 	}
 }
 
@@ -217,9 +217,13 @@ type tap struct {
 
 func (t *tap) Recv() ([]byte, error) { return t.s.Recv() }
 
+// Send records msg and writes it, under the lock inject writes under, so
+// that the transcript's order of the client's lines is the wire's: a line
+// recorded by a hook after the write could race an injected one.
 func (t *tap) Send(msg []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.w.add(toAgent, msg)
 	return t.s.Send(msg)
 }
 
