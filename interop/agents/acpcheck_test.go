@@ -113,10 +113,16 @@ func TestAcpcheckCodex(t *testing.T) {
 	assert.Equal(t, 1, code)
 	expectStatuses(t, rep, map[string]string{
 		"notification-unanswered": "fail",
+		"answer-envelope":         "fail", // those answers, and its -32700, have no id member
+		"parse-error":             "fail", // its -32700 has no id member
 		"cancel-request":          "not-brought-about",
 		"stdin-exit":              "fail",
 		"no-leftover":             "not-brought-about",
 	})
+	for _, f := range rep.findings(t, "answer-envelope") {
+		require.Len(t, f.Lines, 1)
+		assert.NotContains(t, rep.Wire[f.Lines[0]-1].Raw, `"id"`, "an answer with no id member")
+	}
 	for _, res := range rep.Results {
 		if res.ID != "notification-unanswered" {
 			continue
@@ -167,8 +173,14 @@ func TestAcpcheckTypeScriptDocsAgent(t *testing.T) {
 	assert.Equal(t, 1, code)
 	expectStatuses(t, rep, map[string]string{
 		"cancel-stop-reason": "fail",
+		"cancel-meta":        "fail", // the same end_turn, after a session/cancel carrying _meta
 		"cancel-request":     "not-brought-about",
+		"session-close":      "not-brought-about", // it does not advertise sessionCapabilities.close
 	})
+	meta := rep.finding(t, "cancel-meta")
+	require.Len(t, meta.Lines, 3) // the prompt, the session/cancel with _meta, the answer
+	assert.Contains(t, rep.Wire[meta.Lines[1]-1].Raw, `"_meta"`)
+	assert.Contains(t, rep.Wire[meta.Lines[2]-1].Raw, `"stopReason":"end_turn"`)
 	f := rep.finding(t, "cancel-stop-reason")
 	require.Len(t, f.Lines, 3) // the prompt, session/cancel, the answer
 	cancel, answer := rep.Wire[f.Lines[1]-1], rep.Wire[f.Lines[2]-1]
@@ -198,6 +210,7 @@ func TestAcpcheckCoderExampleAgent(t *testing.T) {
 	expectStatuses(t, rep, map[string]string{
 		"parse-error":    "fail",
 		"cancel-request": "not-brought-about",
+		"session-close":  "not-brought-about", // it does not advertise sessionCapabilities.close
 	})
 	f := rep.finding(t, "parse-error")
 	require.Len(t, f.Lines, 1)
@@ -221,6 +234,19 @@ func buildCoderExampleAgent(t *testing.T) string {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
+}
+
+// findings returns the findings of the rule, which must have one.
+func (r acpcheckReport) findings(t *testing.T, id string) []acpcheckFinding {
+	t.Helper()
+	for _, res := range r.Results {
+		if res.ID == id {
+			require.NotEmpty(t, res.Findings, id)
+			return res.Findings
+		}
+	}
+	t.Fatalf("no rule %s in the report", id)
+	return nil
 }
 
 // finding returns the first finding of the rule, which must have one.
