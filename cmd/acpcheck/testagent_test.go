@@ -64,20 +64,24 @@ const (
 	faultCancelReqEndTurn = "cancel-request-end-turn" // a prompt cancelled by $/cancel_request answered end_turn
 	faultKeepTerminal     = "keep-terminal"           // v1: a cancelled turn's terminal/create left open
 
-	faultStdoutLog         = "stdout-log"             // a log line on stdout, which is not a message
-	faultBadUTF8           = "bad-utf8"               // an update whose text holds a byte that is not UTF-8
-	faultRawNewline        = "raw-newline"            // an update written over two lines
-	faultBatch             = "batch"                  // an update sent as a one-element batch
-	faultAnswerBoth        = "answer-both"            // a request with a string ID answered with both result and error
-	faultCodeString        = "code-string"            // a request with a string ID refused with its error's code a string
-	faultMessageNewline    = "message-newline"        // -32601 with a message of two lines
-	faultIDAsNumber        = "string-id-number"       // a string ID of digits answered as a number
-	faultIgnoreExt         = "ignore-ext"             // a request for an unknown _-prefixed method left unanswered
-	faultCloseKeepsTurn    = "close-keeps-turn"       // v1 session/close answered, the turn left running
-	faultCancelMetaIgnored = "cancel-meta-ignored"    // a session/cancel carrying _meta ignored
-	faultStaleCancel       = "stale-cancel"           // a session/cancel with no turn running fails the session's next prompt -32603
-	faultFollowsOutcome    = "cancel-follows-outcome" // v1: session/cancel ignored; a turn ends cancelled only when its permission request is answered cancelled
-	faultParseNoID         = "parse-error-no-id"      // a line that is not JSON answered -32700 with no id member
+	faultStdoutLog         = "stdout-log"          // a log line on stdout, which is not a message
+	faultBadUTF8           = "bad-utf8"            // an update whose text holds a byte that is not UTF-8
+	faultRawNewline        = "raw-newline"         // an update written over two lines
+	faultBatch             = "batch"               // an update sent as a one-element batch
+	faultAnswerBoth        = "answer-both"         // a request with a string ID answered with both result and error
+	faultCodeString        = "code-string"         // a request with a string ID refused with its error's code a string
+	faultMessageNewline    = "message-newline"     // -32601 with a message of two lines
+	faultIDAsNumber        = "string-id-number"    // a string ID of digits answered as a number
+	faultIgnoreExt         = "ignore-ext"          // a request for an unknown _-prefixed method left unanswered
+	faultCloseKeepsTurn    = "close-keeps-turn"    // v1 session/close answered, the turn left running
+	faultCancelMetaIgnored = "cancel-meta-ignored" // a session/cancel carrying _meta ignored
+	faultStaleCancel       = "stale-cancel"        // a session/cancel with no turn running fails the session's next prompt -32603
+
+	// askPermission is no fault: a v1 slow turn asks the client for
+	// permission, as the proxy's client rules need.
+	askPermission       = "ask-permission"
+	faultFollowsOutcome = "cancel-follows-outcome" // v1: session/cancel ignored; a turn ends cancelled only when its permission request is answered cancelled
+	faultParseNoID      = "parse-error-no-id"      // a line that is not JSON answered -32700 with no id member
 
 	faultIgnoreTerm = "ignore-sigterm" // SIGTERM and SIGINT ignored
 	faultOwnGroup   = "leave-group"    // leaves the process group acpcheck gave it for its parent's
@@ -360,7 +364,7 @@ func (a *rawAgent) prompt(m rawMsg) {
 	if strings.Contains(text, "slow") {
 		a.update(session, "Working on it.")
 		a.pending[session] = string(m.ID)
-		if a.faults[faultFollowsOutcome] {
+		if a.faults[faultFollowsOutcome] || a.faults[askPermission] {
 			perm := fmt.Sprintf(`"perm%s"`, m.ID)
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"toolCall":{"toolCallId":"c1","title":"Run it"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
 			a.asked[perm] = session
@@ -421,6 +425,9 @@ func (a *rawAgent) framingFaults(session string) {
 // cancelled, a grant lets it go on.
 func (a *rawAgent) permissionAnswered(session string, m rawMsg) {
 	delete(a.asked, string(m.ID))
+	if _, running := a.pending[session]; !running {
+		return // the turn ended already: the answer is late, and changes nothing
+	}
 	if m.Result.Outcome.Outcome != "cancelled" {
 		a.update(session, "Granted; still counting.")
 		return
