@@ -226,6 +226,12 @@ func (m *monitor) end(byEditor bool) {
 	}
 }
 
+// tooLong reports a line longer than acpcheck keeps: it was forwarded
+// whole, and the record keeps its first bytes, marked.
+func (m *monitor) tooLong(seq int, dir string, size int) {
+	m.report(violation{Rule: ruleLineSize, Detail: fmt.Sprintf("line %d (%s) is %d bytes, more than the %d acpcheck keeps: it was forwarded whole, and the record keeps its first %d bytes, marked truncated_from", seq, dir, size, maxKeptLine, maxKeptLine), Lines: []int{seq}})
+}
+
 // wasChecked reports whether the conversation so far gave rule a chance to
 // be broken.
 func (m *monitor) wasChecked(rule Rule) bool {

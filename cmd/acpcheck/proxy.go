@@ -20,6 +20,11 @@ type proxyOptions struct {
 	Record io.Writer // the wire as JSON lines, if not nil
 }
 
+// maxKeptLine is how much of one line the proxy keeps for its checks and
+// its record: the rest of a longer line is forwarded, counted, and not
+// kept, so that a line with no end cannot grow acpcheck's memory.
+const maxKeptLine = 1 << 20
+
 // splitter cuts a byte stream into lines for the monitor and the record.
 // It numbers the lines a chunk ends before the chunk is forwarded, and
 // hands them to the sequencer after.
@@ -27,6 +32,7 @@ type splitter struct {
 	dir     string
 	q       *sequencer
 	partial []byte
+	size    int // the length of the line begun in partial, which keeps at most maxKeptLine of it
 	// seq and ms are the number of the next line handed over and when its
 	// chunk went.
 	seq int
@@ -45,26 +51,39 @@ func (s *splitter) write(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			s.partial = append(s.partial, b...)
+			s.keep(b)
 			return
 		}
-		line := b[:i]
-		if len(s.partial) > 0 {
-			line = append(s.partial, line...)
-			s.partial = s.partial[:0]
+		line, size := b[:i], i
+		if s.size > 0 {
+			s.keep(line)
+			line, size = s.partial, s.size
+			s.partial, s.size = s.partial[:0], 0
 		}
-		s.q.put(s.seq, s.ms, s.dir, bytes.TrimSuffix(line, []byte("\r")))
+		if size == len(line) {
+			line = bytes.TrimSuffix(line, []byte("\r"))
+			size = len(line)
+		}
+		s.q.put(s.seq, s.ms, s.dir, line, size)
 		s.seq++
 		b = b[i+1:]
 	}
 }
 
+// keep adds part of a line to partial, up to maxKeptLine of the line.
+func (s *splitter) keep(b []byte) {
+	s.size += len(b)
+	if room := maxKeptLine - len(s.partial); room > 0 {
+		s.partial = append(s.partial, b[:min(room, len(b))]...)
+	}
+}
+
 // flush hands on a last line that had no newline.
 func (s *splitter) flush() {
-	if len(s.partial) > 0 {
+	if s.size > 0 {
 		seq, ms := s.q.reserve(1)
-		s.q.put(seq, ms, s.dir, s.partial)
-		s.partial = nil
+		s.q.put(seq, ms, s.dir, s.partial, s.size)
+		s.partial, s.size = nil, 0
 	}
 }
 
@@ -115,7 +134,7 @@ type recorder struct {
 	err error // the first failed write: the record stops there
 }
 
-func (r *recorder) line(seq int, ms float64, dir string, raw []byte) {
+func (r *recorder) line(seq int, ms float64, dir string, raw []byte, size int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.err != nil {
@@ -123,6 +142,9 @@ func (r *recorder) line(seq int, ms float64, dir string, raw []byte) {
 	}
 	l := Line{Seq: seq, Ms: ms, Dir: dir}
 	l.setRaw(raw)
+	if size > len(raw) {
+		l.Size = size
+	}
 	b, _ := json.Marshal(l)
 	_, r.err = r.w.Write(append(b, '\n'))
 }
@@ -164,10 +186,13 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	if o.Record != nil {
 		rec = &recorder{w: o.Record}
 	}
-	q := newSequencer(func(seq int, ms float64, dir string, line []byte) {
+	q := newSequencer(func(seq int, ms float64, dir string, line []byte, size int) {
 		m.line(dir, line, ms) // numbers it seq too: the lines come in order
+		if size > len(line) {
+			m.tooLong(seq, dir, size)
+		}
 		if rec != nil {
-			rec.line(seq, ms, dir, line)
+			rec.line(seq, ms, dir, line, size)
 		}
 	})
 	stdinEnded := make(chan struct{})

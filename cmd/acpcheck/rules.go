@@ -47,6 +47,10 @@ var (
 	ruleV2Entity       = Rule{"v2-entity-cancel", "v2: tool_call/cancel (terminal/cancel) of an entity advertising capabilities.cancel is accepted and confirmed by its final update; one unknown or final is refused -32602", pageV2ToolCalls}
 )
 
+// ruleLineSize is not a rule of the protocol but of acpcheck's memory: a
+// line longer than it keeps is reported, and kept cut, marked so.
+var ruleLineSize = Rule{"line-size", "a line is no longer than acpcheck keeps (1 MiB in the proxy, the connection's 32 MiB limit in run)", pageTransports}
+
 var allRules = []Rule{
 	ruleInitialize, ruleSessionNew, rulePromptTurn, ruleCancelStop, ruleTurnAfter, ruleCancelRequest,
 	ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter, ruleParseError, ruleMethodNotFound,
