@@ -135,3 +135,43 @@ func TestProxyRecordSurvivesKill(t *testing.T) {
 	assert.Greater(t, len(rec.lines), 100, "the lines forwarded before the kill are recorded")
 	assert.Empty(t, rec.end.Why, "a killed proxy writes no end")
 }
+
+// The proxy ends hostile agents when the editor closes its stdin or signals
+// it, within the stop's bounds, leaving nothing behind: one that ignores its
+// stdin's end and SIGTERM, one that left its group too, one that leaves a
+// daemon.
+func TestProxyEndsHostileAgents(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		faults []string
+		end    func(p *acpcheckProc) error
+	}{
+		{"ignores stdin's end and SIGTERM", []string{faultIgnoreEOF, faultIgnoreTerm}, func(p *acpcheckProc) error { return p.stdin.Close() }},
+		{"left its group", []string{faultOwnGroup, faultIgnoreEOF, faultIgnoreTerm}, func(p *acpcheckProc) error { return p.cmd.Process.Signal(syscall.SIGTERM) }},
+		{"left its group, stdin closed", []string{faultOwnGroup, faultIgnoreEOF, faultIgnoreTerm}, func(p *acpcheckProc) error { return p.stdin.Close() }},
+		{"daemonised a child", []string{faultDaemon}, func(p *acpcheckProc) error { return p.stdin.Close() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := startAcpcheck(t, strings.Join(append([]string{"correct"}, c.faults...), ","), "proxy", "--", osArgs0())
+			out := readLines(p.stdout)
+			_, err := p.stdin.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+			require.NoError(t, err)
+			awaitLine(t, out, `"protocolVersion":1`, processBound)
+			require.NoError(t, c.end(p))
+			p.awaitExit(t, processBound)
+			p.requireGone(t)
+		})
+	}
+}
+
+// An editor that stops reading the proxy's stdout, then closes its stdin:
+// the proxy's write to it stays blocked, and the proxy still ends the agent
+// and exits within its bounds (the stop's, drainBound, outputIdle).
+func TestProxyEndsWhenEditorStopsReading(t *testing.T) {
+	p := startAcpcheck(t, agentCat, "proxy", "--", osArgs0())
+	_, err := p.stdin.WriteString(strings.Repeat(`{"jsonrpc":"2.0","method":"_x/note","params":{}}`+"\n", 4000)) // echoed: more than a pipe holds
+	require.NoError(t, err)
+	require.NoError(t, p.stdin.Close()) // the agent floods after its input's end
+	p.awaitExit(t, 2*processBound)
+}

@@ -105,6 +105,7 @@ func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch, broken cha
 			s.reserve(buf[:n])
 			if werr == nil {
 				_, werr = dst.Write(buf[:n])
+				w.wrote()
 				if werr != nil && broken != nil {
 					close(broken)
 				}
@@ -207,6 +208,7 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	outDone := make(chan error, 1)
 	outBroken := make(chan struct{})
 	reading := &readWatch{}
+	reading.wrote() // the start counts as progress
 	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}, reading, outBroken) }()
 
 	end := conversationEnd{byEditor: true}
@@ -276,8 +278,9 @@ func proxyCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 // coming once the agent has exited: a process it left behind may hold it.
 const outputIdle = 2 * time.Second
 
-// awaitQuiet waits for the agent to exit, until its output has been quiet
-// for d, or ctx ends, or the editor closes stdout.
+// awaitQuiet waits for the agent to exit, until its output has made no
+// progress for d (nothing read, nothing written on), or ctx ends, or the
+// editor closes stdout.
 func awaitQuiet(ctx context.Context, agent *agentProc, reading *readWatch, outBroken <-chan struct{}, d time.Duration) {
 	tick := time.NewTicker(d / 10)
 	defer tick.Stop()
@@ -290,7 +293,7 @@ func awaitQuiet(ctx context.Context, agent *agentProc, reading *readWatch, outBr
 		case <-outBroken:
 			return
 		case <-tick.C:
-			if reading.waiting() >= d {
+			if reading.quiet() >= d {
 				return
 			}
 		}
@@ -330,10 +333,12 @@ func awaitOutputEnd(done <-chan error, w *readWatch, output io.Closer) {
 	}
 }
 
-// readWatch tells how long a forward has been waiting in its current read.
-// A nil *readWatch watches nothing.
+// readWatch tells how long a forward has been waiting in its current read,
+// and how long since it last read or wrote anything. A nil *readWatch
+// watches nothing.
 type readWatch struct {
-	since atomic.Int64 // when the read began, in Unix nanoseconds; 0 outside a read
+	since    atomic.Int64 // when the read began, in Unix nanoseconds; 0 outside a read
+	progress atomic.Int64 // when a read or a write last returned, in Unix nanoseconds
 }
 
 func (w *readWatch) enter() {
@@ -345,6 +350,14 @@ func (w *readWatch) enter() {
 func (w *readWatch) leave() {
 	if w != nil {
 		w.since.Store(0)
+		w.progress.Store(time.Now().UnixNano())
+	}
+}
+
+// wrote notes a write that returned.
+func (w *readWatch) wrote() {
+	if w != nil {
+		w.progress.Store(time.Now().UnixNano())
 	}
 }
 
@@ -355,4 +368,10 @@ func (w *readWatch) waiting() time.Duration {
 		return 0
 	}
 	return time.Since(time.Unix(0, since))
+}
+
+// quiet is how long since the forward last read or wrote anything: a write
+// stuck on an editor that stopped reading is no progress.
+func (w *readWatch) quiet() time.Duration {
+	return time.Since(time.Unix(0, w.progress.Load()))
 }

@@ -278,7 +278,7 @@ func (r *runner) initialize() error {
 		return fmt.Errorf("%w: it ended its output before answering initialize (%v)%s", errNotRun, err, r.exitNote())
 	case r.transportRefused(err):
 		return fmt.Errorf("%w: the server refused initialize: %v", errNotRun, err)
-	case ctx.Err() != nil:
+	case err != nil && ctx.Err() != nil:
 		r.res.fail(ruleInitialize, []int{req.Seq}, "initialize was not answered within %s", r.o.Timeout)
 	case err != nil:
 		r.res.fail(ruleInitialize, r.linesOf(req), "initialize was answered with an error: %v", err)
@@ -615,7 +615,7 @@ func (r *runner) notifications() {
 	ctx, cancel := r.bounded(r.o.Timeout)
 	defer cancel()
 	err := r.conn.Call(ctx, "_acpcheck/ping", struct{}{}, nil)
-	if ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed) {
+	if err != nil && (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)) {
 		r.res.notBrought(ruleNoteUnanswered, "the agent answered no request after the probes")
 		return
 	}
@@ -646,10 +646,10 @@ func (r *runner) badInput() {
 	req, _ := r.w.await(ctx, mark, sent("acpcheck/no_such_method"))
 	var rpcErr *acprpc.Error
 	switch {
-	case (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)) && seq == 0:
+	case err != nil && (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)) && seq == 0:
 		r.res.fail(ruleMethodNotFound, r.linesOf(req), "the request for an unknown method was not answered: %v", err)
 		return
-	case ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed):
+	case err != nil && (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)):
 		lines := []int{seq} // the line that is not JSON, and the request if it could still be sent
 		if req.Seq != 0 {
 			lines = append(lines, req.Seq)

@@ -85,7 +85,7 @@ func (r *runner) initializeV2() bool {
 	}
 	var rpcErr *acprpc.Error
 	switch {
-	case ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed):
+	case err != nil && (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)):
 		r.res.fail(ruleV2Initialize, []int{req.Seq}, "initialize asking for v2 was not answered: %v", err)
 		return notV2("initialize asking for v2 was not answered")
 	case errors.As(err, &rpcErr):

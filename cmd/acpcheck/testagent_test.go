@@ -55,6 +55,10 @@ const (
 	faultExitMidTurn   = "exit-mid-turn"        // v1: exits when the first slow turn is cancelled
 	faultCrossed       = "cancel-crossed"       // a cancelled prompt answered end_turn at once, as a turn that ended as the cancel came
 	faultHugeUpdate    = "huge-update"          // the quick turn sends an update of hugeLine bytes
+	faultFlood         = "flood-updates"        // the quick turn sends flood()'s 2 MiB of updates before its answer
+	faultNoise         = "noise"                // a line that is not JSON before each message it sends
+	faultSilent        = "silent"               // reads everything, answers nothing
+	faultCloseStdout   = "close-stdout"         // closes its stdout once initialize is answered, and writes on
 	faultUninvited     = "uninvited-terminal"   // v1: the quick turn calls terminal/create, never offered, and fails with it
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
@@ -232,10 +236,16 @@ func (a *rawAgent) serve(in io.Reader) {
 			_ = a.out.Flush()
 			continue
 		}
+		if a.faults[faultSilent] {
+			continue
+		}
 		a.mu.Lock()
 		a.handle(m)
 		_ = a.out.Flush()
 		a.mu.Unlock()
+		if a.faults[faultCloseStdout] && m.Method == "initialize" {
+			os.Stdout.Close() // what it writes from now on fails
+		}
 	}
 	if a.v2 && a.faults[faultLateAnswer] && a.last != nil {
 		a.result(a.last, `{}`)
@@ -244,6 +254,9 @@ func (a *rawAgent) serve(in io.Reader) {
 }
 
 func (a *rawAgent) send(format string, args ...any) {
+	if a.faults[faultNoise] {
+		a.out.WriteString("this is not JSON\n")
+	}
 	fmt.Fprintf(a.out, format+"\n", args...)
 }
 
@@ -340,6 +353,9 @@ func (a *rawAgent) prompt(m rawMsg) {
 		a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"true"}}`, term, session)
 		a.uninvited[term] = string(m.ID)
 		return
+	}
+	if a.faults[faultFlood] && session == "s1" { // flood()'s updates are s1's
+		_, _ = a.out.Write(flood())
 	}
 	if a.faults[faultHugeUpdate] {
 		_, _ = a.out.Write(hugeUpdate(session))
