@@ -46,6 +46,8 @@ type Conn struct {
 	// points (docs/design.md lists them), and knows nothing else of ACP.
 	acp acpRules
 
+	answeredNotes answeredNotes // the notifications the peer was logged answering
+
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
 	}

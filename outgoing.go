@@ -223,7 +223,7 @@ func (c *Conn) deliver(m *message) {
 		return
 	}
 	if m.ID == nil {
-		c.log.Warn("acprpc: the peer answered a message it could not read", "error", string(m.Error))
+		c.idlessAnswer(m.Error)
 		return
 	}
 	c.endCall(m.ID, m.Result, m.Error)
