@@ -32,7 +32,8 @@ type acpRequest struct {
 
 // acpCall is what ACP follows of one of this side's calls.
 type acpCall struct {
-	turn *turnWatch // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
+	turn  *turnWatch      // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
+	asked ProtocolVersion // the version an initialize call asked for, 0 for any other call
 }
 
 func (a *acpRules) init(c *Conn, h Handler) {
@@ -200,6 +201,7 @@ func (a *acpRules) initialized() bool {
 // with Options.ReportCancelledTurns. f is the call's request.
 func (a *acpRules) callSent(pc *pendingCall, f *frame) {
 	a.conn.watchTurn(pc, f)
+	a.versions.asking(pc, f)
 }
 
 // callAnswered sees the result of one of this side's calls on the read
@@ -210,8 +212,17 @@ func (a *acpRules) callAnswered(pc *pendingCall, result []byte) []byte {
 	if pc.method == methodInitialize {
 		a.versions.initialized.Store(true)
 		a.conn.learnVersion(result)
+		a.versions.answered(pc, result)
 	}
 	return pc.turnResult(result)
+}
+
+// callFailed returns why a call failed as its caller gets it: err, and on a
+// connection whose agent answered initialize with an older version than
+// this side asked for, what a result that does not decode or an invalid
+// params answer most likely means.
+func (a *acpRules) callFailed(err error) error {
+	return a.versions.explain(err)
 }
 
 // notifying sends a notification that belongs to a v2 work, ordered with,
