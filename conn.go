@@ -184,7 +184,7 @@ func (c *Conn) receive(msg []byte) {
 		c.received(msg, &m, bad)
 	}
 	if bad != nil {
-		c.badMessage(bad)
+		c.badMessage(bad, msg)
 		return
 	}
 	c.route(m)

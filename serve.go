@@ -190,10 +190,14 @@ func (c *Conn) reply(f *frame) {
 	}
 }
 
-// badMessage answers a message that is not usable; the connection and
-// everything in flight go on.
-func (c *Conn) badMessage(e *wire.Problem) {
-	c.log.Warn("acprpc: bad message from peer", "code", e.Code, "error", e.Msg)
+// badMessage answers a message that is not usable, msg as read; the
+// connection and everything in flight go on.
+func (c *Conn) badMessage(e *wire.Problem, msg []byte) {
+	if e.Code == CodeParseError {
+		c.acp.notJSON(msg)
+	} else {
+		c.log.Warn("acprpc: bad message from peer", "code", e.Code, "error", e.Msg)
+	}
 	c.replyOwn("", errorFrame(e.ID, &Error{Code: e.Code, Message: e.Msg}))
 }
 
