@@ -3,19 +3,26 @@ package acprpc
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/acpkit/acprpc/internal/agentpeer"
 )
+
+func init() {
+	agentpeer.Mark = func(conn any) { conn.(*Conn).acp.versions.peerAgent.Store(true) }
+}
 
 // notJSON logs a line the peer sent that is not JSON, with its first bytes.
 // On stdio the usual cause is an agent that prints to its stdout (a banner,
 // a debug line), which carries ACP messages only; the one who reads the log
 // is most often the author of the client that runs it, so the line is
 // worded for them when this side is known to be a client (it has sent
-// initialize), and names the likely cause otherwise.
+// initialize, or agentproc started the agent), and names the likely cause
+// otherwise.
 func (a *acpRules) notJSON(line []byte) {
 	msg := "acprpc: the peer sent a line that is not JSON; it is dropped, and answered -32700. " +
 		"If the peer is an agent, its stdout carries ACP messages only, and its logs go to stderr: " +
 		"a print to stdout in the agent (fmt.Println, console.log, print) does this"
-	if a.versions.askedInit.Load() {
+	if a.versions.peerAgent.Load() {
 		msg = "acprpc: the agent wrote a line that is not JSON to its stdout; it is dropped, and answered -32700. " +
 			"An agent's stdout carries ACP messages only, and its logs go to stderr: " +
 			"a print to stdout in the agent (fmt.Println, console.log, print) does this; move it to stderr, or report it to the agent's authors"

@@ -66,9 +66,9 @@ type versioning struct {
 	// initialized: this side had an initialize answered, or read the
 	// peer's, so a session may be opened (acpRules.mayCall).
 	initialized atomic.Bool
-	// askedInit: this side has sent an initialize, so it is a client and
-	// its peer an agent.
-	askedInit atomic.Bool
+	// peerAgent: the peer is known to be an agent: this side has sent an
+	// initialize, or agentproc started the peer (agentpeer.Mark).
+	peerAgent atomic.Bool
 	// declined: the agent answered this side's initialize with an older
 	// version than it asked for, or nil.
 	declined atomic.Pointer[declinedVersion]
@@ -200,7 +200,7 @@ func (v *versioning) asking(pc *pendingCall, f *frame) {
 	if pc.method != methodInitialize {
 		return
 	}
-	v.askedInit.Store(true)
+	v.peerAgent.Store(true)
 	pc.acp.asked, _ = parseProtocolVersion(wire.Member(wire.Member(f.Buf.Bytes(), "params"), "protocolVersion"))
 }
 
