@@ -162,11 +162,12 @@ if [ -n "$keep" ]; then
   cat <<EOF
 modproxy: the proxy is kept in $keep. To get the release $version from it, in a module of your own:
 
-  export GOPROXY=file://$keep/acprpc,file://$keep/thirdparty GONOSUMDB=github.com/acpkit/acprpc
+  export GOPROXY=file://$keep/acprpc,file://$keep/thirdparty GOSUMDB=off
   go get github.com/acpkit/acprpc@$version github.com/acpkit/acprpc/remote@$version
 
-The first proxy serves this repository's modules, which the public checksum database does not know (GONOSUMDB);
-the second the third-party ones they require (github.com/coder/websocket for remote). Offline, set GOSUMDB=off
-instead of GONOSUMDB.
+The first proxy serves this repository's modules, the second the third-party ones they require
+(github.com/coder/websocket for remote): with the first alone, go get .../remote fails. GOSUMDB=off, since the
+public checksum database does not know this build of the modules, and the third-party ones come from this
+machine's module cache, which checked them when it downloaded them.
 EOF
 fi
