@@ -80,6 +80,11 @@ func (c *Conn) idlessAnswer(errObj json.RawMessage) {
 	if !c.answeredNotes.first(method) {
 		return
 	}
+	if method == "" {
+		c.log.Warn("acprpc: the peer sent an error answer that names no request, though no notification was sent to it; "+
+			"the answer is ignored. Logged once per connection", "error", string(errObj))
+		return
+	}
 	c.log.Warn("acprpc: the peer answered a notification, which JSON-RPC forbids; the answer is ignored. "+
 		"The answer names no method: the one logged is the last notification sent before it came, the likely one. "+
 		"Logged once per connection and method",

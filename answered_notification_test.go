@@ -14,13 +14,16 @@ import (
 
 // A peer that answers a notification (codex-acp answers $/cancel_request
 // with an ID-less -32601) is logged as doing so, naming the last
-// notification sent, once per connection and method; an ID-less -32700 or
-// -32600 still says the peer could not read a message.
+// notification sent, once per connection and method; one before any
+// notification names none; an ID-less -32700 or -32600 still says the peer
+// could not read a message.
 func TestPeerAnsweringNotificationIsLoggedOnce(t *testing.T) {
 	ctx := wiretest.Context(t)
 	log := &wiretest.Recorder{}
 	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: log.Logger()})
 	const methodNotFound = `{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}`
+	p.Send(methodNotFound) // before any notification: no method to name
+	p.Send(methodNotFound)
 	for range 2 { // two cancelled calls, each $/cancel_request answered
 		callCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -44,7 +47,10 @@ func TestPeerAnsweringNotificationIsLoggedOnce(t *testing.T) {
 			lines = append(lines, r)
 		}
 	}
-	require.Len(t, lines, 3, "%v", lines)
+	require.Len(t, lines, 4, "%v", lines)
+	assert.Equal(t, "acprpc: the peer sent an error answer that names no request, though no notification was sent to it; "+
+		"the answer is ignored. Logged once per connection", lines[0].Message)
+	lines = lines[1:]
 	const answered = "acprpc: the peer answered a notification, which JSON-RPC forbids; the answer is ignored. " +
 		"The answer names no method: the one logged is the last notification sent before it came, the likely one. " +
 		"Logged once per connection and method"
