@@ -34,6 +34,14 @@ const maxEmptyReopens = 3
 // nothing), so that nothing the server sends for it waits unread. It reads
 // at most DialOptions.MaxSessions session streams.
 //
+// It asks the server, on initialize's POST, for every message on the
+// connection's stream (HeaderSingleStream), and once the answer says so,
+// reads that stream alone: the messages come in the order the server's
+// Conn sent them, so those sent before an answer are handled before it,
+// as over stdio. Separate streams have no order between them: an update
+// of a session could come after the answer that follows it on the
+// connection's stream.
+//
 // A request the server refuses (a 413 for a message too large, a 5xx) is
 // answered here, with an error whose data holds the status and body, so
 // its Call returns; 401, 403, 404 and 410 mean the connection is unusable
@@ -62,6 +70,7 @@ type httpClient struct {
 	answerTo map[acprpc.IDKey]string   // the key of a server request's ID → the session stream it came on
 	calls    map[acprpc.IDKey]struct{} // the keys of our requests' IDs, until answered: only their answers open streams
 	maxSess  int                       // the session streams this side reads at most
+	single   bool                      // the server sends everything on the connection's stream
 	failing  bool                      // set once by fail: no stream is opened again
 }
 
@@ -169,7 +178,7 @@ func (t *httpClient) initialize(msg []byte, env envelope) error {
 	if !env.isRequest() || env.methodName() != methodInitialize {
 		return errors.New("remote: the first message over Streamable HTTP must be initialize")
 	}
-	resp, err := t.do(http.MethodPost, msg, nil)
+	resp, err := t.do(http.MethodPost, msg, http.Header{HeaderSingleStream: {"1"}})
 	if err != nil {
 		t.fail(err)
 		return err
@@ -193,6 +202,7 @@ func (t *httpClient) initialize(msg []byte, env envelope) error {
 	}
 	t.mu.Lock()
 	t.connID = id
+	t.single = resp.Header.Get(HeaderSingleStream) == "1"
 	t.mu.Unlock()
 	t.answerLocally(body)
 	t.open("")
@@ -304,8 +314,13 @@ func (t *httpClient) openSoon(session string) {
 
 // startStream starts reading the stream of session unless it is read
 // already, up to maxSess session streams: a server that names more
-// sessions than that fails the transport. Called with t.mu held.
+// sessions than that fails the transport. A session's stream is the
+// connection's when the server sends everything there. Called with t.mu
+// held.
 func (t *httpClient) startStream(session string) (*clientStream, error) {
+	if t.single {
+		session = ""
+	}
 	if st := t.sessions[session]; st != nil {
 		return st, nil
 	}

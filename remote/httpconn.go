@@ -21,7 +21,10 @@ import (
 //     session named by the request's Acp-Session-Id (or params.sessionId),
 //     else to the connection's stream (session/load's answer always does);
 //   - a request or notification goes to the stream of its
-//     params.sessionId, else to the connection's stream.
+//     params.sessionId, else to the connection's stream;
+//   - but every message goes to the connection's stream when the client
+//     asked for one stream (HeaderSingleStream): there, they are read in the
+//     order the Conn sent them, which streams of their own would not keep.
 //
 // A stream buffers its messages until a GET takes them, and keeps what a
 // broken GET did not write for the next one. All streams together hold at
@@ -29,9 +32,10 @@ import (
 type httpConn struct {
 	graceful // how Server.Shutdown ends it
 
-	srv *Server
-	id  string
-	in  chan []byte // POST → Recv; unbuffered, so a POST returns once the Conn has the message
+	srv    *Server
+	id     string
+	single bool        // every message goes on the connection's stream; set before the Conn starts
+	in     chan []byte // POST → Recv; unbuffered, so a POST returns once the Conn has the message
 
 	limit atomic.Int64 // the largest POST body accepted
 	posts postBudget   // the POSTs whose message the Conn has not taken
@@ -169,7 +173,10 @@ func (h *httpConn) answersInit(env envelope, msg []byte) bool {
 // routeOf returns the stream a message of the Conn goes to. Called with
 // h.mu held.
 func (h *httpConn) routeOf(env envelope) string {
-	if !env.isResponse() {
+	switch {
+	case h.single:
+		return ""
+	case !env.isResponse():
 		return env.sessionID()
 	}
 	key, ok := env.answeredKey()
@@ -183,10 +190,11 @@ func (h *httpConn) routeOf(env envelope) string {
 
 // expectAnswer records where the Conn's answer to a client's message goes,
 // under the key of the ID the answer will carry. A message the Conn answers
-// with "id": null, or not at all, has no route: nothing would remove it.
+// with "id": null, or not at all, has no route: nothing would remove it,
+// and nor has any message of a client that reads one stream.
 func (h *httpConn) expectAnswer(env envelope, session string) {
 	key, ok := env.answerKey()
-	if !ok {
+	if !ok || h.single {
 		return
 	}
 	if env.methodName() == methodSessionLoad {

@@ -85,7 +85,7 @@ func nextEvent(t *testing.T, events <-chan string) string {
 // with an ID it carries keeps its route until its answer goes back.
 func TestHTTPClientRouteOfAnIDTheConnCannotCarry(t *testing.T) {
 	ts := startServer(t, nil)
-	client, server := openHTTPPair(t, ts, nil)
+	client, server := openHTTPPair(t, ts, perSessionStreams(t))
 	deliver(t, client, server, `{"jsonrpc":"2.0","method":"open","params":{"sessionId":"s"}}`) // opens the session's stream
 	for _, id := range []string{"1.5", "true", `{"a":1}`, `[1]`, "null"} {
 		msg := `{"jsonrpc":"2.0","id":` + id + `,"method":"x/any","params":{"sessionId":"s"}}`

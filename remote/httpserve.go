@@ -152,10 +152,12 @@ func readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byt
 
 // openHTTP opens a Streamable HTTP connection, in the place reserved for
 // it, for the POST of initialize: its Conn gets the request, and its
-// answer is the POST's.
+// answer is the POST's. A client that asks for one stream
+// (HeaderSingleStream) gets it, and the answer says so.
 func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, env envelope) {
 	h := newHTTPConn(s)
 	h.initID, _ = env.answerKey()
+	h.single = r.Header.Get(HeaderSingleStream) == "1"
 	if ref := s.admitReserved(h); ref != nil {
 		h.idle.disarm()
 		refuse(w, ref)
@@ -174,6 +176,9 @@ func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, e
 	case answer := <-h.initAnswer:
 		setWriteDeadline(w, s.opts.WriteTimeout)
 		w.Header().Set(HeaderConnectionID, h.id)
+		if h.single {
+			w.Header().Set(HeaderSingleStream, "1")
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)
 	case <-h.closed:
