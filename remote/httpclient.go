@@ -71,6 +71,7 @@ type httpClient struct {
 	calls    map[acprpc.IDKey]struct{} // the keys of our requests' IDs, until answered: only their answers open streams
 	maxSess  int                       // the session streams this side reads at most
 	single   bool                      // the server sends everything on the connection's stream
+	lastID   string                    // the ID of the last event read on the connection's stream, for resuming it
 	failing  bool                      // set once by fail: no stream is opened again
 }
 
@@ -348,7 +349,7 @@ func (t *httpClient) read(session string, st *clientStream) {
 	defer t.wg.Done()
 	empty := 0
 	for first := true; ; first = false {
-		resp, err := t.get(session)
+		resp, err := t.get(session, !first)
 		if first {
 			st.err = err
 			close(st.ready)
@@ -371,14 +372,21 @@ func (t *httpClient) read(session string, st *clientStream) {
 	}
 }
 
-// get opens the stream of session.
-func (t *httpClient) get(session string) (*http.Response, error) {
+// get opens the stream of session, or opens it again: the connection's
+// resumes after the last event read (resume.go), when the server numbers
+// its events or said it sends everything there.
+func (t *httpClient) get(session string, again bool) (*http.Response, error) {
 	t.mu.Lock()
 	h := http.Header{HeaderConnectionID: {t.connID}, "Accept": {"text/event-stream"}}
-	t.mu.Unlock()
-	if session != "" {
+	switch {
+	case session != "":
 		h.Set(HeaderSessionID, session)
+	case t.lastID != "":
+		h.Set("Last-Event-ID", t.lastID)
+	case again && t.single:
+		h.Set("Last-Event-ID", "0") // nothing read yet: everything written since the stream opened
 	}
+	t.mu.Unlock()
 	resp, err := t.do(http.MethodGet, nil, h)
 	if err != nil {
 		return nil, err
@@ -406,6 +414,7 @@ func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
 			if !t.hand(inbound{err: tooLarge}) {
 				return delivered, t.ctx.Err()
 			}
+			t.readUpTo(session, events.lastID)
 			continue
 		}
 		if err != nil {
@@ -423,8 +432,20 @@ func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
 		if !t.hand(inbound{msg: msg}) {
 			return delivered, t.ctx.Err()
 		}
+		t.readUpTo(session, events.lastID)
 		delivered = true
 	}
+}
+
+// readUpTo notes the ID of the last event of the connection's stream that
+// Recv took, after which a GET that opens it again resumes it.
+func (t *httpClient) readUpTo(session, id string) {
+	if session != "" || id == "" {
+		return
+	}
+	t.mu.Lock()
+	t.lastID = id
+	t.mu.Unlock()
 }
 
 // answersOurCall reports whether msg answers a call of ours still

@@ -223,10 +223,17 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	session := r.Header.Get(HeaderSessionID)
 	rc := http.NewResponseController(w)
-	st, err := h.attach(session, func() { _ = rc.SetWriteDeadline(h.drainBy) })
+	st, err := h.attach(r.Context(), session, r.Header.Get("Last-Event-ID"), func(d time.Time) { _ = rc.SetWriteDeadline(d) })
 	switch {
 	case errors.Is(err, errStreamBusy), errors.Is(err, errTooManySessions):
 		http.Error(w, "Conflict: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusConflict)
+		return
+	case errors.Is(err, errResumeAhead):
+		http.Error(w, "Bad Request: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusBadRequest)
+		return
+	case errors.Is(err, errResumeLost):
+		h.closeWith(err)
+		http.Error(w, "Gone: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusGone)
 		return
 	case err != nil:
 		http.Error(w, "Not Found: the connection is closed", http.StatusNotFound)
@@ -266,13 +273,13 @@ func flushBy(rc *http.ResponseController, deadline time.Time) error {
 }
 
 // stream writes st's messages to sink as they come (those queued together
-// at once), with a keep-alive comment every KeepAlive. A message leaves the
-// queue only once it was written, so one that a broken GET did not write
-// goes to the next.
+// at once), with a keep-alive comment every KeepAlive, until a GET that
+// resumes the stream ousts it. A message leaves the queue only once it was
+// written, so one that a broken GET did not write goes to the next.
 func (s *Server) stream(sink eventSink, h *httpConn, st *outStream) {
-	for {
-		if msgs := h.head(st); msgs != nil {
-			if sink.events(msgs, h.writeDeadline()) != nil {
+	for !h.isOusted(st) {
+		if msgs, first := h.head(st); msgs != nil {
+			if sink.events(msgs, first, h.writeDeadline()) != nil {
 				return
 			}
 			h.taken(st, len(msgs))
