@@ -115,7 +115,14 @@ func connectClient(t *testing.T, as *agentServer, kind string, h acprpc.Handler)
 // connectClientWith is connectClient with DialOptions.
 func connectClientWith(t *testing.T, as *agentServer, kind string, h acprpc.Handler, opts *DialOptions) (*acprpc.Conn, acprpc.Transport) {
 	t.Helper()
-	tr := dial(t, as.url(kind), opts)
+	return connectClientAt(t, as.url(kind), h, opts)
+}
+
+// connectClientAt is connectClientWith for the server at url (through a
+// balancer, say).
+func connectClientAt(t *testing.T, url string, h acprpc.Handler, opts *DialOptions) (*acprpc.Conn, acprpc.Transport) {
+	t.Helper()
+	tr := dial(t, url, opts)
 	client := acprpc.NewConn(context.Background(), tr, h, nil)
 	t.Cleanup(func() { _ = client.Close() })
 	var res json.RawMessage

@@ -101,57 +101,70 @@ func (h *handledCounts) of(method, session string) int {
 	return h.n[method+" "+session]
 }
 
-// A session/load's replay is handled whole when the load returns.
-func TestLoadReplayIsHandledBeforeTheLoadReturns(t *testing.T) {
+// orderCase is one pair of a message and the answer it precedes, on other
+// streams, played in rounds by a client Conn that counts what it handled.
+type orderCase struct {
+	name   string
+	rounds func(t *testing.T, client *acprpc.Conn, counts *handledCounts)
+}
+
+var orderCases = []orderCase{
+	{"load replay", loadReplayRounds},
+	{"new session's update", newSessionRounds},
+	{"notification without session", promptNoteRounds},
+}
+
+// loadReplayRounds: a session/load's replay is handled whole when the load
+// returns.
+func loadReplayRounds(t *testing.T, client *acprpc.Conn, counts *handledCounts) {
+	ctx := wiretest.Context(t)
+	rounds(20, func(i int) {
+		sid := fmt.Sprintf("old-%d", i)
+		require.NoError(t, client.Call(ctx, "session/load", map[string]any{"sessionId": sid, "cwd": "/", "mcpServers": []any{}}, nil))
+		require.Equal(t, replayed, counts.of("session/update", sid), "load %d returned before its replay was handled", i)
+	})
+}
+
+// newSessionRounds: an update of a new session sent before session/new's
+// answer is handled when session/new returns, although the client learns
+// the session only from that answer.
+func newSessionRounds(t *testing.T, client *acprpc.Conn, counts *handledCounts) {
+	ctx := wiretest.Context(t)
+	rounds(20, func(i int) {
+		var res struct{ SessionID string }
+		require.NoError(t, client.Call(ctx, "session/new", map[string]any{"cwd": "/", "mcpServers": []any{}}, &res))
+		require.Equal(t, 1, counts.of("session/update", res.SessionID), "session/new %d returned before its update was handled", i)
+	})
+}
+
+// promptNoteRounds: a notification of no session sent before a prompt's
+// answer is handled when the prompt returns.
+func promptNoteRounds(t *testing.T, client *acprpc.Conn, counts *handledCounts) {
+	ctx := wiretest.Context(t)
+	var res struct{ SessionID string }
+	require.NoError(t, client.Call(ctx, "session/new", map[string]any{"cwd": "/", "mcpServers": []any{}}, &res))
+	rounds(100, func(i int) {
+		require.NoError(t, client.Call(ctx, "session/prompt", map[string]any{"sessionId": res.SessionID, "prompt": []any{}}, nil))
+		require.Equal(t, i+1, counts.of("_test/note", ""), "prompt %d returned before the notification sent ahead of its answer was handled", i)
+	})
+}
+
+// runOrderCase plays c over each remote transport.
+func runOrderCase(t *testing.T, c orderCase) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			as := startAgent(t, orderedAgent(), nil, nil)
 			counts := &handledCounts{}
 			client, _ := connectClient(t, as, kind, counts)
-			ctx := wiretest.Context(t)
-			rounds(20, func(i int) {
-				sid := fmt.Sprintf("old-%d", i)
-				require.NoError(t, client.Call(ctx, "session/load", map[string]any{"sessionId": sid, "cwd": "/", "mcpServers": []any{}}, nil))
-				require.Equal(t, replayed, counts.of("session/update", sid), "load %d returned before its replay was handled", i)
-			})
+			c.rounds(t, client, counts)
 		})
 	}
 }
 
-// An update of a new session sent before session/new's answer is handled
-// when session/new returns, although the client learns the session only
-// from that answer.
-func TestNewSessionsUpdateIsHandledBeforeItsAnswer(t *testing.T) {
-	for _, kind := range kinds {
-		t.Run(kind, func(t *testing.T) {
-			as := startAgent(t, orderedAgent(), nil, nil)
-			counts := &handledCounts{}
-			client, _ := connectClient(t, as, kind, counts)
-			ctx := wiretest.Context(t)
-			rounds(20, func(i int) {
-				var res struct{ SessionID string }
-				require.NoError(t, client.Call(ctx, "session/new", map[string]any{"cwd": "/", "mcpServers": []any{}}, &res))
-				require.Equal(t, 1, counts.of("session/update", res.SessionID), "session/new %d returned before its update was handled", i)
-			})
-		})
-	}
-}
+func TestLoadReplayIsHandledBeforeTheLoadReturns(t *testing.T) { runOrderCase(t, orderCases[0]) }
 
-// A notification of no session sent before a prompt's answer is handled
-// when the prompt returns.
+func TestNewSessionsUpdateIsHandledBeforeItsAnswer(t *testing.T) { runOrderCase(t, orderCases[1]) }
+
 func TestNotificationWithoutSessionIsHandledBeforeThePromptReturns(t *testing.T) {
-	for _, kind := range kinds {
-		t.Run(kind, func(t *testing.T) {
-			as := startAgent(t, orderedAgent(), nil, nil)
-			counts := &handledCounts{}
-			client, _ := connectClient(t, as, kind, counts)
-			ctx := wiretest.Context(t)
-			var res struct{ SessionID string }
-			require.NoError(t, client.Call(ctx, "session/new", map[string]any{"cwd": "/", "mcpServers": []any{}}, &res))
-			rounds(100, func(i int) {
-				require.NoError(t, client.Call(ctx, "session/prompt", map[string]any{"sessionId": res.SessionID, "prompt": []any{}}, nil))
-				require.Equal(t, i+1, counts.of("_test/note", ""), "prompt %d returned before the notification sent ahead of its answer was handled", i)
-			})
-		})
-	}
+	runOrderCase(t, orderCases[2])
 }
