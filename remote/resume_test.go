@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -174,26 +174,17 @@ func TestHTTPStreamCutMidTurnResumesWithoutLossOrDuplicate(t *testing.T) {
 	assert.IsIncreasing(t, order, "updates out of order")
 }
 
-// sseEventIDs reads a GET's SSE response as sseEvents does, each event as
-// its "id:" and its data joined by a space.
-func sseEventIDs(resp *http.Response) <-chan string {
-	out := make(chan string, 1024)
-	go func() {
-		defer close(out)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		id := ""
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "id: "):
-				id = strings.TrimPrefix(line, "id: ")
-			case strings.HasPrefix(line, "data: "):
-				out <- id + " " + strings.TrimPrefix(line, "data: ")
-			}
-		}
-	}()
-	return out
+// openConnectionStream opens a Streamable HTTP connection by hand, and its
+// connection's stream, whose events (with their IDs, sseEventIDs) it
+// returns with the connection's ID and its server-side transport.
+func openConnectionStream(t *testing.T, opts *Options) (*rawHTTP, string, acprpc.Transport, <-chan string) {
+	t.Helper()
+	ts := startServer(t, opts)
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	get := c.open(http.MethodGet, "", HeaderConnectionID, id, "Accept", "text/event-stream")
+	require.Equal(t, http.StatusOK, get.StatusCode)
+	return c, id, server, sseEventIDs(get)
 }
 
 // A GET with Last-Event-ID takes the connection's stream over from the GET
@@ -202,12 +193,7 @@ func sseEventIDs(resp *http.Response) <-chan string {
 // that come again, then the rest, each once. Without Last-Event-ID a second
 // GET is still refused.
 func TestHTTPResumingGetTakesTheStreamOver(t *testing.T) {
-	ts := startServer(t, nil)
-	c := newRawHTTP(t, ts.url("http"))
-	id, server := c.initialize(ts)
-	old := c.open(http.MethodGet, "", HeaderConnectionID, id, "Accept", "text/event-stream")
-	require.Equal(t, http.StatusOK, old.StatusCode)
-	oldEvents := sseEventIDs(old)
+	c, id, server, oldEvents := openConnectionStream(t, nil)
 	ctx := wiretest.Context(t)
 	msg := func(n int) string { return fmt.Sprintf(`{"jsonrpc":"2.0","method":"n","params":{"n":%d}}`, n) }
 	for n := 1; n <= 3; n++ {
@@ -237,12 +223,7 @@ func TestHTTPResumingGetTakesTheStreamOver(t *testing.T) {
 // would break the order the client relies on. One that names an event
 // never sent is refused (400).
 func TestHTTPResumeThatCannotBeKeptEndsTheConnection(t *testing.T) {
-	ts := startServer(t, &Options{MaxQueuedBytes: 4 << 10}) // keeps 1 KiB
-	c := newRawHTTP(t, ts.url("http"))
-	id, server := c.initialize(ts)
-	get := c.open(http.MethodGet, "", HeaderConnectionID, id, "Accept", "text/event-stream")
-	require.Equal(t, http.StatusOK, get.StatusCode)
-	events := sseEventIDs(get)
+	c, id, server, events := openConnectionStream(t, &Options{MaxQueuedBytes: 4 << 10}) // keeps 1 KiB
 	ctx := wiretest.Context(t)
 	pad := strings.Repeat("x", 200)
 	for n := 1; n <= 10; n++ {
