@@ -71,7 +71,7 @@ type httpClient struct {
 	calls    map[acprpc.IDKey]struct{} // the keys of our requests' IDs, until answered: only their answers open streams
 	maxSess  int                       // the session streams this side reads at most
 	single   bool                      // the server sends everything on the connection's stream
-	lastID   string                    // the ID of the last event read on the connection's stream, for resuming it
+	lastID   []byte                    // the ID of the last event read on the connection's stream, for resuming it
 	failing  bool                      // set once by fail: no stream is opened again
 }
 
@@ -381,8 +381,8 @@ func (t *httpClient) get(session string, again bool) (*http.Response, error) {
 	switch {
 	case session != "":
 		h.Set(HeaderSessionID, session)
-	case t.lastID != "":
-		h.Set("Last-Event-ID", t.lastID)
+	case len(t.lastID) > 0:
+		h.Set("Last-Event-ID", string(t.lastID))
 	case again && t.single:
 		h.Set("Last-Event-ID", "0") // nothing read yet: everything written since the stream opened
 	}
@@ -439,12 +439,12 @@ func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
 
 // readUpTo notes the ID of the last event of the connection's stream that
 // Recv took, after which a GET that opens it again resumes it.
-func (t *httpClient) readUpTo(session, id string) {
-	if session != "" || id == "" {
+func (t *httpClient) readUpTo(session string, id []byte) {
+	if session != "" || len(id) == 0 {
 		return
 	}
 	t.mu.Lock()
-	t.lastID = id
+	t.lastID = append(t.lastID[:0], id...)
 	t.mu.Unlock()
 }
 

@@ -236,8 +236,8 @@ func (k *connSink) close() { _ = k.c.Close() }
 type sseReader struct {
 	r      *bufio.Reader
 	limit  int
-	lastID string // the ID of the last event next returned (the last "id:" field before it, as SSE has it)
-	id     string // the last "id:" field read
+	lastID []byte // the ID of the last event next returned (the last "id:" field before it, as SSE has it)
+	id     []byte // the last "id:" field read; both reuse their arrays, so an event's ID costs no allocation
 }
 
 func newSSEReader(r io.Reader, limit int) *sseReader {
@@ -262,11 +262,11 @@ func (s *sseReader) next() ([]byte, error) {
 			if !ev.has {
 				continue
 			}
-			s.lastID = s.id
+			s.lastID = append(s.lastID[:0], s.id...)
 			return ev.result()
 		}
 		if value, isID := bytes.CutPrefix(line, []byte("id:")); isID && !full {
-			s.id = string(bytes.TrimPrefix(value, []byte(" ")))
+			s.id = append(s.id[:0], bytes.TrimPrefix(value, []byte(" "))...)
 			continue
 		}
 		value, isData := bytes.CutPrefix(line, []byte("data:"))
