@@ -242,3 +242,18 @@ func TestHTTPResumeThatCannotBeKeptEndsTheConnection(t *testing.T) {
 	for range events {
 	}
 }
+
+// The client's SSE reader knows the ID of each event it returns: the last
+// "id:" field read before the event ends, as SSE has it (an event without
+// one keeps the last).
+func TestSSEReaderKeepsTheLastEventID(t *testing.T) {
+	r := newSSEReader(strings.NewReader("id: 1\ndata: a\n\ndata: b\n\nid:7\ndata: c\n\n:\n\nid: 9\n\ndata: d\n\n"), 1000)
+	for _, want := range []struct{ data, id string }{{"a", "1"}, {"b", "1"}, {"c", "7"}, {"d", "9"}} {
+		data, err := r.next()
+		require.NoError(t, err)
+		assert.Equal(t, want.data, string(data))
+		assert.Equal(t, want.id, string(r.lastID), "the ID of %q", want.data)
+	}
+	_, err := r.next()
+	assert.ErrorIs(t, err, io.EOF)
+}
