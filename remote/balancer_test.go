@@ -2,10 +2,12 @@ package remote
 
 import (
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -86,26 +88,42 @@ func TestOrderThroughABalancer(t *testing.T) {
 	}
 }
 
+// gets is a RoundTripper that tells of every GET it makes.
+type gets struct {
+	rt   http.RoundTripper
+	made chan struct{}
+}
+
+func (g gets) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet {
+		g.made <- struct{}{}
+	}
+	return g.rt.RoundTrip(r)
+}
+
 // A balancer whose idle timeout is shorter than the SSE keep-alive cuts the
-// connection's stream between turns; the client opens it again, resuming
-// it, and every turn after the cut is whole, its notification before its
-// answer.
+// connection's stream whenever it is idle; the client opens it again,
+// resuming it, however often (streams that lived that long are no server
+// ending them at once), and every turn after a cut is whole, its
+// notification before its answer.
 func TestStreamCutByABalancerBetweenTurns(t *testing.T) {
+	quick := quickEnd
+	quickEnd = 100 * time.Millisecond // below the balancer's timeout, so that the test takes little time
+	t.Cleanup(func() { quickEnd = quick })
 	as := startAgent(t, orderedAgent(), nil, &Options{KeepAlive: -1})
 	url := startBalancer(t, as.addr, "300ms")
 	counts := &handledCounts{}
-	client, _ := connectClientAt(t, url, counts, nil)
-	_, tr := as.next(t)
-	h := tr.(*httpConn)
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	g := gets{base, make(chan struct{}, 64)}
+	client, _ := connectClientAt(t, url, counts, &DialOptions{HTTPClient: &http.Client{Transport: g}})
 	ctx := wiretest.Context(t)
-	var res struct{ SessionID string }
-	require.NoError(t, client.Call(ctx, "session/new", map[string]any{"cwd": "/", "mcpServers": []any{}}, &res))
+	wiretest.Recv(t, ctx, g.made) // the connection's stream, opened
 	for i := range 3 {
-		h.mu.Lock()
-		held := h.streams[""].released // of the GET that carried the last answer
-		h.mu.Unlock()
-		wiretest.Recv(t, ctx, held) // the balancer cuts it
-		require.NoError(t, client.Call(ctx, "session/prompt", map[string]any{"sessionId": res.SessionID, "prompt": []any{}}, nil))
-		require.Equal(t, i+1, counts.of("_test/note", ""), "prompt %d after the cut", i)
+		for range maxEmptyReopens + 1 {
+			wiretest.Recv(t, ctx, g.made) // cut while idle, and opened again
+		}
+		require.NoError(t, client.Call(ctx, "session/prompt", map[string]any{"sessionId": "s", "prompt": []any{}}, nil))
+		require.Equal(t, i+1, counts.of("_test/note", ""), "prompt %d after the cuts", i)
 	}
 }

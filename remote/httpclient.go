@@ -24,6 +24,13 @@ const maxErrorBody = 8 << 10
 // delivering anything and be opened again before the transport gives up.
 const maxEmptyReopens = 3
 
+// quickEnd is how soon a stream must end, without delivering anything, to
+// count among maxEmptyReopens: the count stops a server that ends the
+// stream at once, again and again; a stream that a proxy's idle timeout ends
+// (one shorter than the server's keep-alive) lived that long and is opened
+// again, however often. A variable, for the tests.
+var quickEnd = closeWait
+
 // httpClient is the client's side of a Streamable HTTP connection, as an
 // acprpc.Transport. Send POSTs each message; the first, initialize, opens
 // the connection, and its answer comes in the POST's response. Recv
@@ -344,11 +351,13 @@ func (t *httpClient) startStream(session string) (*clientStream, error) {
 
 // read reads one stream until the transport ends. A stream the server
 // ends is opened again; one that the server refuses, or that ends again
-// and again without a message, fails the transport.
+// and again without a message, each time within quickEnd, fails the
+// transport.
 func (t *httpClient) read(session string, st *clientStream) {
 	defer t.wg.Done()
 	empty := 0
 	for first := true; ; first = false {
+		opened := time.Now()
 		resp, err := t.get(session, !first)
 		if first {
 			st.err = err
@@ -363,7 +372,7 @@ func (t *httpClient) read(session string, st *clientStream) {
 		if t.closing() || t.hasFailed() {
 			return
 		}
-		if delivered {
+		if delivered || time.Since(opened) >= quickEnd {
 			empty = 0
 		} else if empty++; empty >= maxEmptyReopens {
 			t.fail(fmt.Errorf("remote: the server keeps ending the SSE stream: %v", err))

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -256,4 +258,30 @@ func TestSSEReaderKeepsTheLastEventID(t *testing.T) {
 	}
 	_, err := r.next()
 	assert.ErrorIs(t, err, io.EOF)
+}
+
+// A server that ends the connection's stream at once, again and again,
+// without a message, fails the client's transport after maxEmptyReopens
+// tries, rather than have it open the stream in a loop.
+func TestHTTPClientGivesUpOnAStreamEndedAtOnce(t *testing.T) {
+	var gets atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost:
+			w.Header().Set(HeaderConnectionID, "c1")
+			_, _ = io.WriteString(w, initAnswer)
+		case http.MethodGet:
+			gets.Add(1)
+			w.Header().Set("Content-Type", "text/event-stream")
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	client := dial(t, srv.URL, nil)
+	require.NoError(t, client.Send([]byte(initRequest)))
+	assert.Equal(t, initAnswer, recvMsg(t, client))
+	_, err := recv(t, client)
+	assert.ErrorContains(t, err, "the server keeps ending the SSE stream")
+	assert.Equal(t, int32(maxEmptyReopens), gets.Load())
 }
