@@ -22,6 +22,15 @@ import (
 const (
 	HeaderConnectionID = "Acp-Connection-Id"
 	HeaderSessionID    = "Acp-Session-Id"
+
+	// HeaderSingleStream, "1" on the POST of initialize, asks the server to
+	// send every message of the connection on the connection's SSE stream,
+	// the one stream whose order is the order the agent sent them in; "1"
+	// on the answer says the server does. acprpc's client asks, and acprpc's
+	// server does; a peer that knows nothing of it (the TypeScript SDK's)
+	// neither asks nor answers, and gets a stream per session as the RFD
+	// describes. See docs/transports.md, "Order across streams".
+	HeaderSingleStream = "Acp-Single-Stream"
 )
 
 // An AcceptFunc starts serving a new connection over t, usually with
