@@ -29,7 +29,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.posts.enter() {
-		refuseOverBudget(w)
+		s.refuseOverBudget(w, r)
 		return
 	}
 	charged := &chargedBody{ReadCloser: r.Body, budget: &h.posts}
@@ -38,7 +38,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	body, status, why := readMessageBody(w, r, h.limit.Load())
 	switch {
 	case status == http.StatusTooManyRequests:
-		refuseOverBudget(w)
+		s.refuseOverBudget(w, r)
 		return
 	case status != 0:
 		http.Error(w, why, status)
@@ -54,6 +54,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 // no request that came later can take it in between.
 func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request) {
 	if ref := s.reserve(); ref != nil {
+		s.refusals.refused(r, ref)
 		refuseUnread(w, ref)
 		return
 	}
@@ -226,7 +227,9 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	st, err := h.attach(r.Context(), session, r.Header.Get("Last-Event-ID"), func(d time.Time) { _ = rc.SetWriteDeadline(d) })
 	switch {
 	case errors.Is(err, errStreamBusy), errors.Is(err, errTooManySessions):
-		http.Error(w, "Conflict: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusConflict)
+		ref := &refusal{http.StatusConflict, "Conflict: " + strings.TrimPrefix(err.Error(), "remote: ")}
+		s.refusals.refused(r, ref)
+		http.Error(w, ref.reason, ref.status)
 		return
 	case errors.Is(err, errResumeAhead):
 		http.Error(w, "Bad Request: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusBadRequest)

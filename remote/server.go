@@ -60,8 +60,9 @@ type AcceptFunc func(t acprpc.Transport, r *http.Request)
 // own, or serves on its own with Serve and ListenAndServe, which also apply
 // ReadHeaderTimeout and TLSConfig.
 type Server struct {
-	accept AcceptFunc
-	opts   Options
+	accept   AcceptFunc
+	opts     Options
+	refusals *refusalLog // logs the refusals, rate limited
 
 	mu      sync.Mutex
 	open    map[acprpc.Transport]struct{} // every connection, to close them all
@@ -86,11 +87,13 @@ type Server struct {
 // NewServer returns a Server that hands each new connection to accept.
 // opts may be nil for the defaults.
 func NewServer(accept AcceptFunc, opts *Options) *Server {
+	settled := opts.settled()
 	return &Server{
-		accept:  accept,
-		opts:    opts.settled(),
-		open:    make(map[acprpc.Transport]struct{}),
-		streams: make(map[string]*httpConn),
+		accept:   accept,
+		opts:     settled,
+		refusals: newRefusalLog(settled.Logger),
+		open:     make(map[acprpc.Transport]struct{}),
+		streams:  make(map[string]*httpConn),
 	}
 }
 
@@ -102,6 +105,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		allowCrossOrigin(w, page) // on every answer, so that the page can read a refusal too
 	}
 	if ref := s.checkSource(r); ref != nil {
+		s.refusals.refused(r, ref)
 		refuseRequest(w, ref)
 		return
 	}
@@ -118,6 +122,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ref := s.authenticate(r); ref != nil {
+		s.refusals.refused(r, ref)
 		refuseRequest(w, ref)
 		return
 	}
@@ -163,6 +168,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		onClose:      func() { s.forget(t) },
 	})
 	if ref := s.admit(t); ref != nil {
+		s.refusals.refused(r, ref)
 		refuse(w, ref)
 		return
 	}
