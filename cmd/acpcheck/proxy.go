@@ -236,8 +236,8 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	if rec != nil {
 		rec.end(recordEnd{Why: end.why, ByEditor: end.byEditor})
 	}
-	end.code = 1
-	if agent.cmd.ProcessState != nil && agent.cmd.ProcessState.ExitCode() >= 0 {
+	end.code = 1 // killed, or stuck in the kernel
+	if agent.awaitExit(0) && agent.cmd.ProcessState.ExitCode() >= 0 {
 		end.code = agent.cmd.ProcessState.ExitCode()
 	}
 	return end, nil

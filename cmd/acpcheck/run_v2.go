@@ -58,8 +58,8 @@ func (r *runner) runV2() {
 // whole conversation's rules then see all the agent wrote, a late second
 // answer included.
 func (r *runner) endConversation() {
+	r.settle() // the client's last answers go out: a write after stdin's close would end the connection
 	if r.agent == nil {
-		r.settle()
 		return
 	}
 	_ = r.agent.stdin.Close()
