@@ -212,6 +212,7 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}, reading, outBroken) }()
 
 	end := conversationEnd{byEditor: true}
+	bounds := defaultStop
 	select {
 	case <-ctx.Done():
 		end.why = "acpcheck was signalled to stop"
@@ -220,12 +221,16 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 		// The agent may still be writing its last words: it is stopped
 		// once it has written nothing for the stop's exit bound.
 		awaitQuiet(ctx, agent, reading, outBroken, defaultStop.exit)
+		bounds.exit = 0 // waited
 	case <-outBroken:
 		end.why = "the editor closed its end of the agent's stdout"
 	case <-agent.exited:
 		end.why, end.byEditor = "the agent exited", false
 	}
-	if !agent.stop(defaultStop) {
+	if ctx.Err() != nil {
+		bounds.exit = 0 // a signal to the proxy is passed on at once
+	}
+	if !agent.stop(bounds) {
 		end.why += "; the agent would not die, even of SIGKILL"
 	}
 	// The agent's output ends when it and whatever shares its stdout have
