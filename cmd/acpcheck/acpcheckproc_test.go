@@ -108,3 +108,10 @@ func (p *acpcheckProc) requireGone(t *testing.T) {
 		require.False(t, ok, "process %d, started by the agent, outlived acpcheck: %s", pid, b)
 	}
 }
+
+// initialize writes the editor's initialize request to the proxy.
+func (p *acpcheckProc) initialize(t *testing.T) {
+	t.Helper()
+	_, err := p.stdin.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
+	require.NoError(t, err)
+}

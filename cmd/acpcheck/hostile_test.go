@@ -32,8 +32,7 @@ func TestProxyEndsOnSignalWhenAgentIgnoresSIGTERM(t *testing.T) {
 			t.Parallel()
 			p := startAcpcheck(t, "correct,"+faultIgnoreTerm+","+faultIgnoreEOF, "proxy", "--", osArgs0())
 			out := readLines(p.stdout)
-			_, err := p.stdin.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
-			require.NoError(t, err)
+			p.initialize(t)
 			awaitLine(t, out, `"protocolVersion":1`, processBound)
 			require.NoError(t, p.cmd.Process.Signal(sig))
 			p.awaitExit(t, processBound)
@@ -65,8 +64,7 @@ func TestProxyKeepsRecordWhenEditorQuits(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "wire.jsonl")
 	p := startAcpcheck(t, agentTicker, "proxy", "-record", record, "--", osArgs0())
 	errs := readLines(p.stderr)
-	_, err := p.stdin.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
-	require.NoError(t, err)
+	p.initialize(t)
 	awaitLine(t, readLines(p.stdout), "tick", processBound)
 	require.NoError(t, p.stdout.Close()) // the editor quits, its stdin left open
 	state := p.awaitExit(t, processBound)
@@ -99,11 +97,18 @@ func TestProxyForwardsWhileStderrIsFull(t *testing.T) {
 	awaitLine(t, out, `"sessionId"`, processBound)
 	errs := readLines(p.stderr) // late: the proxy says what it dropped
 	awaitLine(t, errs, "findings were not written", processBound)
+	ended := make(chan string, 1) // read on, as the editor now does
+	go func() {
+		defer close(ended)
+		for l := range errs {
+			if strings.Contains(l, "the conversation ended") {
+				ended <- l
+			}
+		}
+	}()
 	require.NoError(t, p.stdin.Close())
-	// Read on while the proxy ends: its last line waits a bounded time for
-	// a full stderr, and is dropped after.
-	awaitLine(t, errs, "the conversation ended", processBound)
 	p.awaitExit(t, processBound)
+	assert.Contains(t, <-ended, "of them not written: stderr was full")
 }
 
 // no-leftover finds a daemon the agent started, double-forked into a
@@ -125,8 +130,7 @@ func TestNoLeftoverFindsDaemon(t *testing.T) {
 func TestProxyRecordSurvivesKill(t *testing.T) {
 	record := filepath.Join(t.TempDir(), "wire.jsonl")
 	p := startAcpcheck(t, agentTicker, "proxy", "-record", record, "--", osArgs0())
-	_, err := p.stdin.WriteString(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")
-	require.NoError(t, err)
+	p.initialize(t)
 	out := readLines(p.stdout)
 	awaitLine(t, out, `"tick 200"`, processBound)
 	signalGroup(p.cmd, true) // the proxy and its agent, as a shell's group would be
@@ -136,4 +140,43 @@ func TestProxyRecordSurvivesKill(t *testing.T) {
 	assert.Zero(t, rec.cut, "the record ends in a whole line")
 	assert.Greater(t, len(rec.lines), 100, "the lines forwarded before the kill are recorded")
 	assert.Empty(t, rec.end.Why, "a killed proxy writes no end")
+}
+
+// The proxy ends hostile agents when the editor closes its stdin or signals
+// it, within the stop's bounds, leaving nothing behind: one that ignores its
+// stdin's end and SIGTERM, one that left its group too, one that leaves a
+// daemon.
+func TestProxyEndsHostileAgents(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		faults []string
+		end    func(p *acpcheckProc) error
+	}{
+		{"ignores stdin's end and SIGTERM", []string{faultIgnoreEOF, faultIgnoreTerm}, func(p *acpcheckProc) error { return p.stdin.Close() }},
+		{"left its group", []string{faultOwnGroup, faultIgnoreEOF, faultIgnoreTerm}, func(p *acpcheckProc) error { return p.cmd.Process.Signal(syscall.SIGTERM) }},
+		{"left its group, stdin closed", []string{faultOwnGroup, faultIgnoreEOF, faultIgnoreTerm}, func(p *acpcheckProc) error { return p.stdin.Close() }},
+		{"daemonised a child", []string{faultDaemon}, func(p *acpcheckProc) error { return p.stdin.Close() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			p := startAcpcheck(t, strings.Join(append([]string{"correct"}, c.faults...), ","), "proxy", "--", osArgs0())
+			out := readLines(p.stdout)
+			p.initialize(t)
+			awaitLine(t, out, `"protocolVersion":1`, processBound)
+			require.NoError(t, c.end(p))
+			p.awaitExit(t, processBound)
+			p.requireGone(t)
+		})
+	}
+}
+
+// An editor that stops reading the proxy's stdout, then closes its stdin:
+// the proxy's write to it stays blocked, and the proxy still ends the agent
+// and exits within its bounds (the stop's, drainBound, outputIdle).
+func TestProxyEndsWhenEditorStopsReading(t *testing.T) {
+	p := startAcpcheck(t, agentCat, "proxy", "--", osArgs0())
+	_, err := p.stdin.WriteString(strings.Repeat(`{"jsonrpc":"2.0","method":"_x/note","params":{}}`+"\n", 4000)) // echoed: more than a pipe holds
+	require.NoError(t, err)
+	require.NoError(t, p.stdin.Close()) // the agent floods after its input's end
+	p.awaitExit(t, 2*processBound)
 }

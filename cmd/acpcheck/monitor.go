@@ -30,9 +30,10 @@ type monitor struct {
 	// idle holds the sessions whose last prompt was answered, with the
 	// line of the answer, until their next prompt.
 	idle map[string]int
-	// lastNote holds, for each direction, the last notification sent that
-	// way: an answer without an ID is laid at it.
-	lastNote map[string]int
+	// bursts holds, for each direction, the last burst of notifications
+	// sent that way: the answers without an ID that follow it are laid at
+	// its notifications, in order.
+	bursts map[string]*noteBurst
 	// v2 is set once initialize was answered with protocol version 2,
 	// where a prompt is answered as soon as it is taken and its turn goes on
 	// after the answer.
@@ -42,6 +43,34 @@ type monitor struct {
 	checked map[string]bool
 	// ms is when the line being taken went.
 	ms float64
+	// cut: the next line is cut short (see cutShort).
+	cut bool
+}
+
+// noteBurst is the notifications one side sent last, together: up to a
+// line of the other side's or a request of its own.
+type noteBurst struct {
+	seqs     []int
+	open     bool // the next notification of that side joins it
+	answered int  // the answers without an ID laid at it so far
+}
+
+func (b *noteBurst) add(seq int) {
+	if !b.open {
+		b.seqs, b.answered, b.open = nil, 0, true
+	}
+	b.seqs = append(b.seqs, seq)
+}
+
+// answeredBy lays one more answer without an ID at the burst: at its next
+// notification not yet answered, or its last.
+func (b *noteBurst) answeredBy() (int, bool) {
+	if len(b.seqs) == 0 {
+		return 0, false
+	}
+	i := min(b.answered, len(b.seqs)-1)
+	b.answered++
+	return b.seqs[i], true
 }
 
 // inFlight is a request awaiting its answer.
@@ -88,7 +117,7 @@ func newMonitor(report func(violation)) *monitor {
 		unparsed: map[string]int{},
 		idle:     map[string]int{},
 		checked:  map[string]bool{},
-		lastNote: map[string]int{},
+		bursts:   map[string]*noteBurst{toAgent: {}, fromAgent: {}},
 	}
 	return m
 }
@@ -110,10 +139,13 @@ func (m *monitor) line(dir string, raw []byte, ms float64) int {
 	m.ms = ms
 	p := parse(raw)
 	m.judgeLine(dir, seq, raw, p)
+	m.bursts[other(dir)].open = false // a line of the other side ends its burst
 	switch {
 	case p.isRequest():
+		m.bursts[dir].open = false
 		m.request(dir, seq, p)
 	case p.isNotification():
+		m.bursts[dir].add(seq)
 		m.notification(dir, seq, p)
 	case p.isAnswer():
 		m.answer(dir, seq, p)
@@ -135,7 +167,6 @@ func (m *monitor) request(dir string, seq int, p parsed) {
 
 func (m *monitor) notification(dir string, seq int, p parsed) {
 	m.checked[ruleNoteUnanswered.ID] = true
-	m.lastNote[dir] = seq
 	switch {
 	case p.Method == "$/cancel_request":
 		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
@@ -173,7 +204,7 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 			m.unparsed[reqDir]--
 			return
 		}
-		if note, ok := m.lastNote[reqDir]; ok {
+		if note, ok := m.bursts[reqDir].answeredBy(); ok {
 			m.flagBy(dir, ruleNoteUnanswered, []int{note, seq}, "an answer without an ID, after the notification on line %d: notifications are never answered", note)
 			return
 		}
@@ -252,6 +283,12 @@ func (m *monitor) end(byEditor bool) {
 		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
 	}
 	m.cancelledUnanswered()
+}
+
+// tooLong reports a line longer than acpcheck keeps: it was forwarded
+// whole, and the record keeps its first bytes, marked.
+func (m *monitor) tooLong(seq int, dir string, size int) {
+	m.report(violation{Rule: ruleLineSize, Detail: fmt.Sprintf("line %d (%s) is %d bytes, more than the %d acpcheck keeps: it was forwarded whole, and the record keeps its first %d bytes, marked truncated_from", seq, dir, size, maxKeptLine, maxKeptLine), Lines: []int{seq}, Side: sideOf(dir)})
 }
 
 // wasChecked reports whether the conversation so far gave rule a chance to

@@ -16,6 +16,10 @@ var (
 // judgeLine applies the rules of a line by itself to one line, blaming the
 // side that sent it.
 func (m *monitor) judgeLine(dir string, seq int, raw []byte, p parsed) {
+	if m.cut {
+		m.cut = false
+		return // what is left of it says nothing of the line that was sent
+	}
 	kind, found := judgeLine(raw)
 	m.checked[ruleFraming.ID] = true
 	if kind == "answer" {
@@ -27,6 +31,14 @@ func (m *monitor) judgeLine(dir string, seq int, raw []byte, p parsed) {
 	for _, f := range found {
 		m.flagBy(dir, f.rule, []int{seq}, "%s", f.detail)
 	}
+}
+
+// cutShort says whether the next line is only the first bytes of a line
+// longer than acpcheck keeps, which the line rules cannot judge.
+func (m *monitor) cutShort(cut bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cut = cut
 }
 
 // echoBroken flags an answer whose ID is none the other side sent, but

@@ -20,6 +20,11 @@ type proxyOptions struct {
 	Record io.Writer // the wire as JSON lines, if not nil
 }
 
+// maxKeptLine is how much of one line the proxy keeps for its checks and
+// its record: the rest of a longer line is forwarded, counted, and not
+// kept, so that a line with no end cannot grow acpcheck's memory.
+const maxKeptLine = 1 << 20
+
 // splitter cuts a byte stream into lines for the monitor and the record.
 // It numbers the lines a chunk ends before the chunk is forwarded, and
 // hands them to the sequencer after.
@@ -27,6 +32,7 @@ type splitter struct {
 	dir     string
 	q       *sequencer
 	partial []byte
+	size    int // the length of the line begun in partial, which keeps at most maxKeptLine of it
 	// seq and ms are the number of the next line handed over and when its
 	// chunk went.
 	seq int
@@ -45,26 +51,39 @@ func (s *splitter) write(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			s.partial = append(s.partial, b...)
+			s.keep(b)
 			return
 		}
-		line := b[:i]
-		if len(s.partial) > 0 {
-			line = append(s.partial, line...)
-			s.partial = s.partial[:0]
+		line, size := b[:i], i
+		if s.size > 0 {
+			s.keep(line)
+			line, size = s.partial, s.size
+			s.partial, s.size = s.partial[:0], 0
 		}
-		s.q.put(s.seq, s.ms, s.dir, bytes.TrimSuffix(line, []byte("\r")))
+		if size == len(line) {
+			line = bytes.TrimSuffix(line, []byte("\r"))
+			size = len(line)
+		}
+		s.q.put(s.seq, s.ms, s.dir, line, size)
 		s.seq++
 		b = b[i+1:]
 	}
 }
 
+// keep adds part of a line to partial, up to maxKeptLine of the line.
+func (s *splitter) keep(b []byte) {
+	s.size += len(b)
+	if room := maxKeptLine - len(s.partial); room > 0 {
+		s.partial = append(s.partial, b[:min(room, len(b))]...)
+	}
+}
+
 // flush hands on a last line that had no newline.
 func (s *splitter) flush() {
-	if len(s.partial) > 0 {
+	if s.size > 0 {
 		seq, ms := s.q.reserve(1)
-		s.q.put(seq, ms, s.dir, s.partial)
-		s.partial = nil
+		s.q.put(seq, ms, s.dir, s.partial, s.size)
+		s.partial, s.size = nil, 0
 	}
 }
 
@@ -86,6 +105,7 @@ func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch, broken cha
 			s.reserve(buf[:n])
 			if werr == nil {
 				_, werr = dst.Write(buf[:n])
+				w.wrote()
 				if werr != nil && broken != nil {
 					close(broken)
 				}
@@ -115,7 +135,7 @@ type recorder struct {
 	err error // the first failed write: the record stops there
 }
 
-func (r *recorder) line(seq int, ms float64, dir string, raw []byte) {
+func (r *recorder) line(seq int, ms float64, dir string, raw []byte, size int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.err != nil {
@@ -123,6 +143,9 @@ func (r *recorder) line(seq int, ms float64, dir string, raw []byte) {
 	}
 	l := Line{Seq: seq, Ms: ms, Dir: dir}
 	l.setRaw(raw)
+	if size > len(raw) {
+		l.Size = size
+	}
 	b, _ := json.Marshal(l)
 	_, r.err = r.w.Write(append(b, '\n'))
 }
@@ -164,10 +187,14 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	if o.Record != nil {
 		rec = &recorder{w: o.Record}
 	}
-	q := newSequencer(func(seq int, ms float64, dir string, line []byte) {
+	q := newSequencer(func(seq int, ms float64, dir string, line []byte, size int) {
+		m.cutShort(size > len(line))
 		m.line(dir, line, ms) // numbers it seq too: the lines come in order
+		if size > len(line) {
+			m.tooLong(seq, dir, size)
+		}
 		if rec != nil {
-			rec.line(seq, ms, dir, line)
+			rec.line(seq, ms, dir, line, size)
 		}
 	})
 	stdinEnded := make(chan struct{})
@@ -182,9 +209,11 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	outDone := make(chan error, 1)
 	outBroken := make(chan struct{})
 	reading := &readWatch{}
+	reading.wrote() // the start counts as progress
 	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}, reading, outBroken) }()
 
 	end := conversationEnd{byEditor: true}
+	bounds := defaultStop
 	select {
 	case <-ctx.Done():
 		end.why = "acpcheck was signalled to stop"
@@ -193,12 +222,16 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 		// The agent may still be writing its last words: it is stopped
 		// once it has written nothing for the stop's exit bound.
 		awaitQuiet(ctx, agent, reading, outBroken, defaultStop.exit)
+		bounds.exit = 0 // waited
 	case <-outBroken:
 		end.why = "the editor closed its end of the agent's stdout"
 	case <-agent.exited:
 		end.why, end.byEditor = "the agent exited", false
 	}
-	if !agent.stop(defaultStop) {
+	if ctx.Err() != nil {
+		bounds.exit = 0 // a signal to the proxy is passed on at once
+	}
+	if !agent.stop(bounds) {
 		end.why += "; the agent would not die, even of SIGKILL"
 	}
 	// The agent's output ends when it and whatever shares its stdout have
@@ -209,8 +242,8 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	if rec != nil {
 		rec.end(recordEnd{Why: end.why, ByEditor: end.byEditor})
 	}
-	end.code = 1
-	if agent.cmd.ProcessState != nil && agent.cmd.ProcessState.ExitCode() >= 0 {
+	end.code = 1 // killed, or stuck in the kernel
+	if agent.awaitExit(0) && agent.cmd.ProcessState.ExitCode() >= 0 {
 		end.code = agent.cmd.ProcessState.ExitCode()
 	}
 	return end, nil
@@ -251,8 +284,9 @@ func proxyCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 // coming once the agent has exited: a process it left behind may hold it.
 const outputIdle = 2 * time.Second
 
-// awaitQuiet waits for the agent to exit, until its output has been quiet
-// for d, or ctx ends, or the editor closes stdout.
+// awaitQuiet waits for the agent to exit, until its output has made no
+// progress for d (nothing read, nothing written on), or ctx ends, or the
+// editor closes stdout.
 func awaitQuiet(ctx context.Context, agent *agentProc, reading *readWatch, outBroken <-chan struct{}, d time.Duration) {
 	tick := time.NewTicker(d / 10)
 	defer tick.Stop()
@@ -265,7 +299,7 @@ func awaitQuiet(ctx context.Context, agent *agentProc, reading *readWatch, outBr
 		case <-outBroken:
 			return
 		case <-tick.C:
-			if reading.waiting() >= d {
+			if reading.quiet() >= d {
 				return
 			}
 		}
@@ -305,10 +339,12 @@ func awaitOutputEnd(done <-chan error, w *readWatch, output io.Closer) {
 	}
 }
 
-// readWatch tells how long a forward has been waiting in its current read.
-// A nil *readWatch watches nothing.
+// readWatch tells how long a forward has been waiting in its current read,
+// and how long since it last read or wrote anything. A nil *readWatch
+// watches nothing.
 type readWatch struct {
-	since atomic.Int64 // when the read began, in Unix nanoseconds; 0 outside a read
+	since    atomic.Int64 // when the read began, in Unix nanoseconds; 0 outside a read
+	progress atomic.Int64 // when a read or a write last returned, in Unix nanoseconds
 }
 
 func (w *readWatch) enter() {
@@ -320,6 +356,14 @@ func (w *readWatch) enter() {
 func (w *readWatch) leave() {
 	if w != nil {
 		w.since.Store(0)
+		w.progress.Store(time.Now().UnixNano())
+	}
+}
+
+// wrote notes a write that returned.
+func (w *readWatch) wrote() {
+	if w != nil {
+		w.progress.Store(time.Now().UnixNano())
 	}
 }
 
@@ -330,4 +374,10 @@ func (w *readWatch) waiting() time.Duration {
 		return 0
 	}
 	return time.Since(time.Unix(0, since))
+}
+
+// quiet is how long since the forward last read or wrote anything: a write
+// stuck on an editor that stopped reading is no progress.
+func (w *readWatch) quiet() time.Duration {
+	return time.Since(time.Unix(0, w.progress.Load()))
 }

@@ -137,6 +137,7 @@ func replay(name string, rec recording) *Report {
 	var found []violation
 	m := newMonitor(func(v violation) { found = append(found, v) })
 	for _, l := range lines {
+		m.cutShort(l.Size > 0)
 		m.line(l.Dir, l.bytes(), l.Ms)
 	}
 	m.end(rec.end.cutShort())

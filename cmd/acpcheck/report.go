@@ -194,6 +194,13 @@ func (rep *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "     spec (%s): %s\n", r.Tier, r.Spec)
 		}
 	}
+	for _, wire := range [][]Line{rep.Wire, rep.WireV2} {
+		for _, l := range wire {
+			if l.Size > 0 {
+				fmt.Fprintf(w, "note: line %d (%s) was %d bytes, more than acpcheck keeps: only its first %d are in the report\n", l.Seq, arrow(l.Dir), l.Size, len(l.bytes()))
+			}
+		}
+	}
 	fmt.Fprintf(w, "\n%d passed, %d failed, %d not brought about", counts[string(Pass)], counts[string(Fail)], counts[string(NotBrought)])
 	if counts["warn"]+counts["recorded"] > 0 {
 		fmt.Fprintf(w, "; %d SHOULD broken (reported), %d MAY not done (recorded)", counts["warn"], counts["recorded"])

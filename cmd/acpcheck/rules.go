@@ -83,6 +83,11 @@ var (
 	ruleV2Entity = Rule{ID: "v2-entity-cancel", Title: "v2: tool_call/cancel (terminal/cancel) of an entity advertising capabilities.cancel is accepted and confirmed by its final update; one unknown or final is refused -32602", Spec: pageV2ToolCalls, Tier: TierMust}
 )
 
+// ruleLineSize is not a rule of the protocol but of acpcheck's memory: a
+// line longer than it keeps is reported, and kept cut, marked so.
+// It is recorded only: the pages set no limit.
+var ruleLineSize = Rule{ID: "line-size", Title: "a line is no longer than acpcheck keeps (1 MiB in the proxy, the connection's 32 MiB limit in run)", Spec: pageTransports, Tier: TierMay}
+
 var allRules = []Rule{
 	ruleInitialize, ruleSessionNew, rulePromptTurn, ruleCancelStop, ruleTurnAfter, ruleCancelRequest,
 	ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter, ruleParseError, ruleMethodNotFound,

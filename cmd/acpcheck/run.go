@@ -60,7 +60,6 @@ type runner struct {
 	v2       bool        // the connection speaks v2
 	canClose bool        // the agent advertises sessionCapabilities.close (v1)
 
-	notesRead    bool     // the notifications scenario's probes were read
 	parseProbe   [2]int   // the malformed line and its answer: the one ID-less answer that is due
 	initID       string   // initialize's ID, answered before the probes
 	freshUpdates int      // content updates of the prompt's turn in a fresh session
@@ -289,7 +288,7 @@ func (r *runner) initialize() error {
 		return fmt.Errorf("%w: it ended its output before answering initialize (%v)%s", errNotRun, err, r.exitNote())
 	case r.transportRefused(err):
 		return fmt.Errorf("%w: the server refused initialize: %v", errNotRun, err)
-	case ctx.Err() != nil:
+	case err != nil && ctx.Err() != nil:
 		r.res.fail(ruleInitialize, []int{req.Seq}, "initialize was not answered within %s", r.o.Timeout)
 	case err != nil:
 		r.res.fail(ruleInitialize, r.linesOf(req), "initialize was answered with an error: %v", err)
@@ -627,13 +626,12 @@ func (r *runner) notifications() {
 	ctx, cancel := r.bounded(r.o.Timeout)
 	defer cancel()
 	err := r.conn.Call(ctx, extMethod, struct{}{}, nil)
-	if ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed) {
+	if err != nil && (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)) {
 		r.extRequest(false)
 		r.res.notBrought(ruleNoteUnanswered, "the agent answered no request after the probes")
 		return
 	}
 	r.extRequest(true)
-	r.notesRead = true
 	r.settle()
 }
 
@@ -660,10 +658,10 @@ func (r *runner) badInput() {
 	req, _ := r.w.await(ctx, mark, sent("acpcheck/no_such_method"))
 	var rpcErr *acprpc.Error
 	switch {
-	case (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)) && seq == 0:
+	case err != nil && (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)) && seq == 0:
 		r.res.fail(ruleMethodNotFound, r.linesOf(req), "the request for an unknown method was not answered: %v", err)
 		return
-	case ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed):
+	case err != nil && (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)):
 		lines := []int{seq} // the line that is not JSON, and the request if it could still be sent
 		if req.Seq != 0 {
 			lines = append(lines, req.Seq)
@@ -782,114 +780,37 @@ func (r *runner) drain() {
 	}
 }
 
-// wireRules checks what holds of the whole transcript: each request
-// answered once, no answer to an ID never used or to a notification, no
-// update of a turn after its answer.
+// conversationRules are the rules of the whole conversation, which run,
+// proxy and report judge alike: the monitor holds them, and run feeds it
+// its transcript once the agent's output has ended.
+var conversationRules = []Rule{ruleOneAnswer, ruleUnknownID, ruleNoteUnanswered, ruleUpdateAfter,
+	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho}
+
+// wireRules judges the whole transcript by the monitor's rules, the
+// conversation's end the agent's (run waited its bounds for every answer).
+// Only the agent is judged: acpcheck is the client, and breaks the client's
+// rules on purpose (a line that is not JSON).
 func (r *runner) wireRules() {
-	lines := r.w.all()
-	judgeLines(lines, fromAgent, r.res)
-	requests := map[string]Line{}
-	answers := map[string][]Line{}
-	answered := map[int]int{} // the first line of a burst of notifications → its ID-less answers so far
-	for _, l := range lines {
-		switch {
-		case l.Dir == toAgent && l.msg.isRequest():
-			requests[string(l.msg.ID)] = l
-		case l.Dir == fromAgent && l.msg.isAnswer() && l.msg.hasID():
-			id := string(l.msg.ID)
-			if _, ok := requests[id]; !ok {
-				r.res.fail(ruleUnknownID, []int{l.Seq}, "an answer carries ID %s, which the client never used", id)
-			}
-			answers[id] = append(answers[id], l)
-		case l.Dir == fromAgent && l.msg.isAnswer() && l.Seq != r.parseProbe[1]:
-			burst := noteBurst(lines, l.Seq)
-			if len(burst) == 0 {
-				r.res.fail(ruleNoteUnanswered, []int{l.Seq}, "the agent sent an answer without an ID, to no notification")
-				break
-			}
-			i := min(answered[burst[0]], len(burst)-1)
-			answered[burst[0]]++
-			r.res.fail(ruleNoteUnanswered, []int{burst[i], l.Seq}, "the agent answered a notification")
+	var found []violation
+	m := newMonitor(func(v violation) {
+		if v.Side == sideAgent {
+			found = append(found, v)
 		}
+	})
+	for _, l := range r.w.all() {
+		m.cutShort(l.Size > 0)
+		m.line(l.Dir, l.bytes(), l.Ms)
 	}
-	if len(requests) > 0 {
-		r.res.pass(ruleUnknownID)
-	}
-	if r.notesRead {
-		r.res.pass(ruleNoteUnanswered)
-	}
-	ids := make([]string, 0, len(requests))
-	for id := range requests {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, func(a, b string) int { return requests[a].Seq - requests[b].Seq })
-	for _, id := range ids {
-		req, got := requests[id], answers[id]
-		switch {
-		case len(got) == 0:
-			r.res.fail(ruleOneAnswer, []int{req.Seq}, "%s (ID %s) was never answered", req.msg.Method, id)
-		case len(got) > 1:
-			seqs := []int{req.Seq}
-			for _, a := range got {
-				seqs = append(seqs, a.Seq)
-			}
-			r.res.fail(ruleOneAnswer, seqs, "%s (ID %s) was answered %d times", req.msg.Method, id, len(got))
-		}
-	}
-	if len(requests) > 0 {
-		r.res.pass(ruleOneAnswer)
-	}
-	if r.v2 { // in v2 a turn's updates follow its prompt's answer, up to its idle
-		r.updatesAfterIdle(lines)
-	} else {
-		r.updatesAfterAnswers(lines, requests, answers)
-	}
-}
-
-// noteBurst is the notifications the client sent last before line seq,
-// together: the answers without an ID that follow them are taken for theirs,
-// in order. It goes back from seq to the last notification sent, then on
-// back over the client's notifications, up to a line of the agent's or a
-// request.
-func noteBurst(lines []Line, seq int) []int {
-	var burst []int
-	for i := seq - 2; i >= 0; i-- {
-		l := lines[i]
-		switch {
-		case l.Dir == toAgent && l.msg.isNotification():
-			burst = append([]int{l.Seq}, burst...)
-		case len(burst) > 0 && (l.Dir == fromAgent || l.msg.isRequest()):
-			return burst
-		}
-	}
-	return burst
-}
-
-// updatesAfterAnswers finds the content updates of each session that came
-// after a prompt's answer and before the session's next prompt.
-func (r *runner) updatesAfterAnswers(lines []Line, requests map[string]Line, answers map[string][]Line) {
-	checked := false
-	for id, req := range requests {
-		if req.msg.Method != acpv1.MethodSessionPrompt || len(answers[id]) != 1 {
-			continue // a prompt answered twice is one-answer's finding: which answer its updates precede is moot
-		}
-		checked = true
-		session, ans := req.msg.sessionID(), answers[id][0]
-		end := len(lines) + 1
-		for _, l := range lines[ans.Seq:] {
-			if l.Dir == toAgent && l.msg.Method == acpv1.MethodSessionPrompt && l.msg.sessionID() == session {
-				end = l.Seq
-				break
+	m.end(false)
+	for _, rule := range conversationRules {
+		for _, v := range found {
+			if v.Rule.ID == rule.ID {
+				r.res.fail(rule, v.Lines, "%s", v.Detail)
 			}
 		}
-		late := r.contentUpdates(session, ans.Seq, end)
-		if len(late) > 0 {
-			r.res.fail(ruleUpdateAfter, append([]int{req.Seq, ans.Seq}, late...),
-				"%d update(s) of session %s came after its prompt was answered %s", len(late), session, answerText(ans))
+		if m.wasChecked(rule) {
+			r.res.pass(rule)
 		}
-	}
-	if checked {
-		r.res.pass(ruleUpdateAfter)
 	}
 }
 

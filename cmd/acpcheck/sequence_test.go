@@ -19,7 +19,7 @@ func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 // agent did, and the answer after it.
 func TestRecordKeepsCauseBeforeEffect(t *testing.T) {
 	var got []string
-	q := newSequencer(func(seq int, _ float64, dir string, line []byte) {
+	q := newSequencer(func(seq int, _ float64, dir string, line []byte, _ int) {
 		got = append(got, fmt.Sprintf("%d %s %s", seq, dir, line))
 	})
 	fromAgentSide := &splitter{dir: fromAgent, q: q}

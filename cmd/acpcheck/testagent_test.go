@@ -54,6 +54,11 @@ const (
 	faultNotUTF8       = "not-utf8"             // the quick turn's update carries a byte that is not UTF-8
 	faultExitMidTurn   = "exit-mid-turn"        // v1: exits when the first slow turn is cancelled
 	faultCrossed       = "cancel-crossed"       // a cancelled prompt answered end_turn at once, as a turn that ended as the cancel came
+	faultHugeUpdate    = "huge-update"          // the quick turn sends an update of hugeLine bytes
+	faultFlood         = "flood-updates"        // the quick turn sends flood()'s 2 MiB of updates before its answer
+	faultNoise         = "noise"                // a line that is not JSON before each message it sends
+	faultSilent        = "silent"               // reads everything, answers nothing
+	faultCloseStdout   = "close-stdout"         // closes its stdout once initialize is answered, and writes on
 	faultUninvited     = "uninvited-terminal"   // v1: the quick turn calls terminal/create, never offered, and fails with it
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
@@ -92,7 +97,8 @@ const (
 const (
 	agentCat       = "cat"
 	agentFloodExit = "flood-exit"
-	agentTicker    = "ticker" // writes an update every few milliseconds until its stdin ends, answering nothing
+	agentTicker    = "ticker"    // writes an update every few milliseconds until its stdin ends, answering nothing
+	agentHugeLine  = "huge-line" // writes one line of hugeLine bytes, then a short one, and exits
 )
 
 // flood is what those agents write unasked: 2 MiB of session/update lines
@@ -137,6 +143,10 @@ func testAgentMain() bool {
 	case agentCat: // echoes its input byte for byte, then floods, then exits
 		_, _ = io.Copy(os.Stdout, os.Stdin)
 		_, _ = os.Stdout.Write(flood())
+		return true
+	case agentHugeLine:
+		_, _ = os.Stdout.Write(hugeUpdate("s1"))
+		_, _ = os.Stdout.WriteString(cutLine + "\n")
 		return true
 	case agentTicker:
 		notePID("agent")
@@ -244,10 +254,16 @@ func (a *rawAgent) serve(in io.Reader) {
 			_ = a.out.Flush()
 			continue
 		}
+		if a.faults[faultSilent] {
+			continue
+		}
 		a.mu.Lock()
 		a.handle(m)
 		_ = a.out.Flush()
 		a.mu.Unlock()
+		if a.faults[faultCloseStdout] && m.Method == "initialize" {
+			os.Stdout.Close() // what it writes from now on fails
+		}
 	}
 	if a.v2 && a.faults[faultLateAnswer] && a.last != nil {
 		a.result(a.last, `{}`)
@@ -256,6 +272,9 @@ func (a *rawAgent) serve(in io.Reader) {
 }
 
 func (a *rawAgent) send(format string, args ...any) {
+	if a.faults[faultNoise] {
+		a.out.WriteString("this is not JSON\n")
+	}
 	fmt.Fprintf(a.out, format+"\n", args...)
 }
 
@@ -392,6 +411,12 @@ func (a *rawAgent) prompt(m rawMsg) {
 		a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"true"}}`, term, session)
 		a.uninvited[term] = string(m.ID)
 		return
+	}
+	if a.faults[faultFlood] && session == "s1" { // flood()'s updates are s1's
+		_, _ = a.out.Write(flood())
+	}
+	if a.faults[faultHugeUpdate] {
+		_, _ = a.out.Write(hugeUpdate(session))
 	}
 	if a.faults[faultNotUTF8] {
 		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"caf`+"\xe9"+`"}}}}`, session)
@@ -672,4 +697,15 @@ func tick() {
 			return
 		}
 	}
+}
+
+// hugeLine is the length of the line a hostile agent sends: 100 MiB.
+const hugeLine = 100 << 20
+
+// hugeUpdate is a session/update line of hugeLine bytes, its newline
+// included.
+func hugeUpdate(session string) []byte {
+	head := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"`, session)
+	tail := `"}}}}` + "\n"
+	return []byte(head + strings.Repeat("x", hugeLine-len(head)-len(tail)) + tail)
 }

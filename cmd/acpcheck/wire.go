@@ -27,6 +27,9 @@ type Line struct {
 	// for byte (JSON would turn each bad byte into U+FFFD); Raw is empty
 	// then. The proxy's record and run's -json report both write it so.
 	Base64 []byte `json:"raw_base64,omitempty"`
+	// Size is, for a line longer than acpcheck keeps, its length: Raw (or
+	// Base64) holds only its first bytes. Zero for a line kept whole.
+	Size int `json:"truncated_from,omitempty"`
 
 	msg parsed
 }
@@ -142,6 +145,7 @@ type transcript struct {
 
 	mu      sync.Mutex
 	lines   []Line
+	kept    int // the bytes of the lines kept
 	changed chan struct{}
 }
 
@@ -149,12 +153,30 @@ func newTranscript() *transcript {
 	return &transcript{start: time.Now(), changed: make(chan struct{})}
 }
 
+// The transcript's bound: once it holds maxTranscript bytes of lines, each
+// further line keeps only its first maxLateLine bytes, marked with its size.
+const (
+	maxTranscript = 256 << 20
+	maxLateLine   = 4 << 10
+)
+
 // add records a line and returns its sequence number.
-func (w *transcript) add(dir string, raw []byte) int {
+func (w *transcript) add(dir string, raw []byte) int { return w.addSized(dir, raw, len(raw)) }
+
+// addSized records a line of size bytes, of which raw is the first (all
+// but for one over the connection's limit), and returns its number.
+func (w *transcript) addSized(dir string, raw []byte, size int) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.kept >= maxTranscript && len(raw) > maxLateLine {
+		raw = raw[:maxLateLine]
+	}
+	w.kept += len(raw)
 	l := Line{Seq: len(w.lines) + 1, Ms: float64(time.Since(w.start).Microseconds()) / 1000, Dir: dir, msg: parse(raw)}
 	l.setRaw(raw)
+	if size > len(raw) {
+		l.Size = size
+	}
 	w.lines = append(w.lines, l)
 	close(w.changed)
 	w.changed = make(chan struct{})
@@ -165,7 +187,7 @@ func (w *transcript) add(dir string, raw []byte) int {
 // recorded by the tap, as it is written (see tap.Send).
 func (w *transcript) hooks() acprpc.Hooks {
 	return acprpc.Hooks{
-		Received: func(_ context.Context, m *acprpc.Message) { w.add(fromAgent, m.Raw) },
+		Received: func(_ context.Context, m *acprpc.Message) { w.addSized(fromAgent, m.Raw, m.Size) },
 	}
 }
 
