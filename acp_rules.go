@@ -32,7 +32,7 @@ type acpRequest struct {
 
 // acpCall is what ACP follows of one of this side's calls.
 type acpCall struct {
-	turn *turnWatch // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
+	turn *turnWatch // a prompt turn (acp_turn.go)
 }
 
 func (a *acpRules) init(c *Conn, h Handler) {
@@ -149,19 +149,38 @@ func (c *Conn) onCancelRequest(m *message) {
 	c.peerCancelled(m, wire.Member(m.Params, field))
 }
 
-// cancelCall is the $/cancel_request of this side's call id, whose context
-// ended; a watched prompt turn records its cancel first.
-func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64) *frame {
+// cancelCall tells the peer that this side's call id is no longer wanted,
+// its context having ended or Shutdown having begun, and says which cancel
+// it was: a prompt turn is cancelled as ACP prescribes, with session/cancel
+// sent here, and its wait for the answer set (acp_turn.go); any other call
+// gets the $/cancel_request frame returned, for the engine to send.
+func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64, co *callOptions) (f *frame, how string) {
+	if how, ok := a.conn.cancelTurn(ctx, pc, co); ok {
+		return nil, how
+	}
 	if pc.acp.turn != nil {
 		pc.acp.turn.cancelled.Store(true)
 	}
-	f := getFrame()
+	f = getFrame()
 	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}
 	f.Begin(nil)
 	f.Buf.WriteString(`,"method":"$/cancel_request","params":{"requestId":`)
 	f.Buf.Write(strconv.AppendInt(f.Buf.AvailableBuffer(), id, 10))
 	f.Buf.WriteString("}}")
-	return f
+	return f, MethodCancelRequest + " for request " + strconv.FormatInt(id, 10)
+}
+
+// closing tells the agent, as Close begins, that the turns of this side's
+// prompt calls in flight are cancelled: session/cancel for each of their
+// sessions, queued for the close to flush ahead of the transport's end.
+func (a *acpRules) closing() {
+	c := a.conn
+	if c.Err() != nil {
+		return
+	}
+	for _, sessionID := range c.turnsInFlight() {
+		_ = c.Notify(context.Background(), methodSessionCancel, sessionParams{SessionID: sessionID})
+	}
 }
 
 // mayCall refuses a call ACP forbids at this point of the connection: a
@@ -196,8 +215,8 @@ func (a *acpRules) initialized() bool {
 	return a.versions.initialized.Load() || a.conn.ProtocolVersion() != 0
 }
 
-// callSent starts following a call ACP reads the answer of: a prompt turn
-// with Options.ReportCancelledTurns. f is the call's request.
+// callSent starts following a call ACP reads the answer of, or cancels its
+// own way: a prompt turn. f is the call's request.
 func (a *acpRules) callSent(pc *pendingCall, f *frame) {
 	a.conn.watchTurn(pc, f)
 }

@@ -287,6 +287,7 @@ const closeFlushTimeout = 250 * time.Millisecond
 // interrupted (a blocking stdin), is left to end on its own. It is safe to
 // call more than once, from any goroutine, a handler's included.
 func (c *Conn) Close() error {
+	c.acp.closing() // a client's turns in flight are cancelled, not left running
 	c.closeNow(errClosedHere)
 	t := time.NewTimer(readerExitWait)
 	defer t.Stop()

@@ -312,21 +312,21 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 			<-pc.done
 			return c.complete(ctx, ctx.Done(), nil, pc, result, callErr, nil)
 		}
-		c.sendCancel(ctx, pc, id)
-		return c.afterCancel(ctx, id, pc, result, callErr, co, ctx.Err())
+		how := c.sendCancel(ctx, pc, id, &co)
+		return c.afterCancel(ctx, id, pc, result, callErr, co, cancelledCall{ctxErr: ctx.Err(), sent: how})
 	case <-c.stopping:
 		// Shutdown cancels this side's calls as it cancels the peer's
 		// requests: the peer is told, and may still answer.
-		c.sendCancel(ctx, pc, id)
-		return c.afterCancel(ctx, id, pc, result, callErr, co, ErrShutdown)
+		how := c.sendCancel(ctx, pc, id, &co)
+		return c.afterCancel(ctx, id, pc, result, callErr, co, cancelledCall{ctxErr: ErrShutdown, sent: how})
 	}
 }
 
 // afterCancel ends a call that was cancelled, for why, and whose cancel is
 // sent: it waits up to co's WaitAfterCancel for the answer, and, with
 // ReleaseOnCancel, a call that returns without it leaves the calls awaiting
-// answers.
-func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, result any, callErr func(error) error, co callOptions, why error) error {
+// answers. A wait that runs out says so, and which cancel the peer had.
+func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, result any, callErr func(error) error, co callOptions, why cancelledCall) error {
 	if co.waitAfterCancel > 0 {
 		// A timer, not a context with a timeout: a burst of cancelled calls
 		// waits for thousands of answers, and the context costs four times
@@ -335,14 +335,15 @@ func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, resul
 		defer wait.Stop()
 		select {
 		case <-pc.done:
-			return c.complete(ctx, nil, wait.C, pc, result, callErr, why)
+			return c.complete(ctx, nil, wait.C, pc, result, callErr, why.ctxErr)
 		case <-wait.C:
 		}
+		why.waited = co.waitAfterCancel
 	}
 	if co.releaseOnCancel {
 		c.calls.release(id)
 	}
-	return callErr(cancelledCall{ctxErr: why})
+	return callErr(why)
 }
 
 // complete turns a finished call into Call's return. giveUp, or timeout,
@@ -476,6 +477,7 @@ type CallOption func(*callOptions)
 
 type callOptions struct {
 	waitAfterCancel time.Duration
+	waitSet         bool // the call's own WaitAfterCancel, which the protocol keeps
 	releaseOnCancel bool
 }
 
@@ -504,7 +506,7 @@ func (co callOptions) with(opts []CallOption) callOptions {
 // WaitAfterCancel sets, for one Call, how long to wait for the peer's answer
 // after the call's context ends; see Options.WaitAfterCancel.
 func WaitAfterCancel(d time.Duration) CallOption {
-	return func(o *callOptions) { o.waitAfterCancel = d }
+	return func(o *callOptions) { o.waitAfterCancel, o.waitSet = d, true }
 }
 
 // ReleaseOnCancel makes one Call, once it has returned on its cancel without

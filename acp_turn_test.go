@@ -1,0 +1,209 @@
+package acprpc_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+type stopReason struct {
+	StopReason string `json:"stopReason"`
+}
+
+// holdPermission is a client whose session/request_permission handler
+// waits for its context, and says why it ended.
+// It answers ping (expectQuiet).
+func holdPermission(causes chan<- error) wiretest.Mux {
+	m := pinged()
+	m["session/request_permission"] = func(ctx context.Context, req *acprpc.Request) (any, error) {
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return nil, ctx.Err()
+	}
+	return m
+}
+
+// pinged is a client that answers ping (expectQuiet) and nothing else.
+func pinged() wiretest.Mux {
+	return wiretest.Mux{"ping": func(context.Context, *acprpc.Request) (any, error) { return "pong", nil }}
+}
+
+// A prompt call whose context ends cancels its turn as ACP's prompt-turn
+// page prescribes: session/cancel for its session, and no $/cancel_request,
+// with the agent's pending permission request answered cancelled first, as
+// CancelSession does. The call then returns the agent's stopReason
+// "cancelled" as a result, with no error: for a cancel, and for a deadline.
+func TestPromptContextCancelsTheTurn(t *testing.T) {
+	for _, version := range []acprpc.ProtocolVersion{acprpc.ProtocolV1, acprpc.ProtocolV2} {
+		for _, how := range []string{"cancel", "deadline"} {
+			t.Run(fmt.Sprintf("v%d/%s", version, how), func(t *testing.T) {
+				ctx := wiretest.Context(t)
+				causes := make(chan error, 1)
+				c, p := wiretest.Connect(t, wiretest.Transports[0], holdPermission(causes), &acprpc.Options{PinnedVersion: version})
+				callCtx, cancel := context.WithCancel(ctx)
+				if how == "deadline" {
+					callCtx, cancel = context.WithTimeout(ctx, time.Millisecond)
+				}
+				defer cancel()
+				var res stopReason
+				done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s", "prompt": []any{}}, &res)
+				prompt := p.ExpectRequest(ctx, "session/prompt")
+				p.Request("7", "session/request_permission", `{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[]}`)
+				if how == "cancel" {
+					expectQuiet(t, ctx, p, "8") // the permission request is in flight
+					cancel()
+				}
+				m := p.ExpectNotification(ctx, "session/cancel")
+				assert.JSONEq(t, `{"sessionId":"s"}`, string(m.Params))
+				if version == acprpc.ProtocolV1 && how == "cancel" {
+					// v1's client answers its permission requests itself; v2
+					// leaves them to the agent's $/cancel_request.
+					p.ExpectResult(ctx, "7", `{"outcome":{"outcome":"cancelled"}}`)
+					assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled)
+				}
+				p.Respond(string(prompt.ID), `{"stopReason":"cancelled"}`)
+				require.NoError(t, wiretest.Recv(t, ctx, done), "the agent's cancelled stop reason is a result")
+				assert.Equal(t, "cancelled", res.StopReason)
+				if version == acprpc.ProtocolV2 || how == "deadline" {
+					p.Cancel("7")
+					p.Expect(ctx) // its answer, cancelled
+				}
+				expectQuiet(t, ctx, p, "9") // and no $/cancel_request before it
+				assert.EqualValues(t, 1, c.Stats().CancelsSent)
+			})
+		}
+	}
+}
+
+// The agent that does not confirm the cancel within the wait: the call
+// returns an error that says so and which cancel was sent, matching
+// ErrCancelled and the context's error. The late answer is dropped, and
+// the next prompt on the session gets its own answer.
+func TestPromptCancelWaitRunsOut(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{TurnCancelWait: 20 * time.Millisecond})
+	callCtx, cancel := context.WithCancel(ctx)
+	var res stopReason
+	done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s", "prompt": []any{}}, &res)
+	first := p.ExpectRequest(ctx, "session/prompt")
+	cancel()
+	p.ExpectNotification(ctx, "session/cancel")
+	err := wiretest.Recv(t, ctx, done)
+	assertCancelledCall(t, err, context.Canceled, "session/prompt", "1")
+	assert.Contains(t, err.Error(), `sent session/cancel for session "s", and the peer had not answered 20ms later`)
+	assert.Contains(t, err.Error(), "WaitAfterCancel")
+
+	done = goCall(c, ctx, "session/prompt", map[string]any{"sessionId": "s", "prompt": []any{}}, &res)
+	second := p.ExpectRequest(ctx, "session/prompt")
+	p.Respond(string(first.ID), `{"stopReason":"cancelled"}`)
+	p.Respond(string(second.ID), `{"stopReason":"end_turn"}`)
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+	assert.Equal(t, "end_turn", res.StopReason, "the late answer is not the next turn's")
+
+	// Any other call's wait names its $/cancel_request.
+	callCtx, cancel = context.WithCancel(ctx)
+	done = goCall(c, callCtx, "x/slow", nil, nil, acprpc.WaitAfterCancel(20*time.Millisecond))
+	slow := p.ExpectRequest(ctx, "x/slow")
+	cancel()
+	p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+	err = wiretest.Recv(t, ctx, done)
+	assert.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.Contains(t, err.Error(), "sent $/cancel_request for request "+string(slow.ID)+", and the peer had not answered 20ms later")
+}
+
+// A call's own WaitAfterCancel overrides TurnCancelWait; a negative
+// TurnCancelWait returns at once, with the cancel still sent.
+func TestPromptCancelWaitOptions(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{TurnCancelWait: -1})
+	callCtx, cancel := context.WithCancel(ctx)
+	done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
+	p.ExpectRequest(ctx, "session/prompt")
+	cancel()
+	p.ExpectNotification(ctx, "session/cancel")
+	err := wiretest.Recv(t, ctx, done)
+	assert.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.Contains(t, err.Error(), "cancelled: context canceled")
+	assert.NotContains(t, err.Error(), "had not answered")
+
+	c2, p2 := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+	callCtx, cancel = context.WithCancel(ctx)
+	done = goCall(c2, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil, acprpc.WaitAfterCancel(time.Millisecond))
+	p2.ExpectRequest(ctx, "session/prompt")
+	cancel()
+	p2.ExpectNotification(ctx, "session/cancel")
+	assert.Contains(t, wiretest.Recv(t, ctx, done).Error(), "had not answered 1ms later")
+}
+
+// CancelSession, then the call's context: one session/cancel, which the
+// call's wait names.
+func TestPromptCancelAfterCancelSession(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], pinged(), &acprpc.Options{TurnCancelWait: 20 * time.Millisecond})
+	callCtx, cancel := context.WithCancel(ctx)
+	done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
+	p.ExpectRequest(ctx, "session/prompt")
+	require.NoError(t, acprpc.CancelSession(ctx, c, "s"))
+	p.ExpectNotification(ctx, "session/cancel")
+	cancel()
+	assert.Contains(t, wiretest.Recv(t, ctx, done).Error(), `sent session/cancel for session "s" (by CancelSession)`)
+	expectQuiet(t, ctx, p, "1")
+}
+
+// A prompt whose params name no session cannot be cancelled by
+// session/cancel: it gets $/cancel_request.
+func TestPromptWithoutSessionGetsCancelRequest(t *testing.T) {
+	ctx := wiretest.Context(t)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+	callCtx, cancel := context.WithCancel(ctx)
+	done := goCall(c, callCtx, "session/prompt", map[string]any{"prompt": []any{}}, nil)
+	m := p.ExpectRequest(ctx, "session/prompt")
+	cancel()
+	assert.True(t, p.ExpectNotification(ctx, acprpc.MethodCancelRequest).IsCancelOf(string(m.ID)))
+	p.RespondError(string(m.ID), acprpc.CodeRequestCancelled, "Request cancelled")
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, done), acprpc.ErrCancelled)
+}
+
+// Shutdown cancels a turn in flight with session/cancel, and the call gets
+// the agent's stop reason; Close sends session/cancel for the turns in
+// flight ahead of the transport's end.
+func TestShutdownAndCloseCancelTheTurn(t *testing.T) {
+	t.Run("shutdown", func(t *testing.T) {
+		ctx := wiretest.Context(t)
+		c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+		var res stopReason
+		done := goCall(c, ctx, "session/prompt", map[string]any{"sessionId": "s"}, &res)
+		m := p.ExpectRequest(ctx, "session/prompt")
+		shut := make(chan error, 1)
+		go func() { shut <- c.Shutdown(ctx) }()
+		p.ExpectNotification(ctx, "session/cancel")
+		p.Respond(string(m.ID), `{"stopReason":"cancelled"}`)
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+		assert.Equal(t, "cancelled", res.StopReason)
+		assert.NoError(t, wiretest.Recv(t, ctx, shut))
+	})
+	t.Run("close", func(t *testing.T) {
+		ctx := wiretest.Context(t)
+		c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+		done := goCall(c, ctx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
+		p.ExpectRequest(ctx, "session/prompt")
+		other := goCall(c, ctx, "session/prompt", map[string]any{"sessionId": "t"}, nil)
+		p.ExpectRequest(ctx, "session/prompt")
+		require.NoError(t, c.Close())
+		var sessions []string
+		for _, m := range p.Rest(ctx) {
+			require.Equal(t, "session/cancel", m.Method, m.Raw)
+			sessions = append(sessions, string(m.ParamMember("sessionId")))
+		}
+		assert.ElementsMatch(t, []string{`"s"`, `"t"`}, sessions)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, done), acprpc.ErrConnClosed)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, other), acprpc.ErrConnClosed)
+	})
+}
