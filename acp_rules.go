@@ -216,9 +216,13 @@ func (a *acpRules) initialized() bool {
 }
 
 // callSent starts following a call ACP reads the answer of, or cancels its
-// own way: a prompt turn. f is the call's request.
-func (a *acpRules) callSent(pc *pendingCall, f *frame) {
+// own way: a prompt turn, which goes out only once the agent has answered
+// its session's turn this side cancelled earlier, so that nothing of that
+// turn can be taken for the new one's. f is the call's request. An error
+// says why the call is not sent.
+func (a *acpRules) callSent(ctx context.Context, pc *pendingCall, f *frame) error {
 	a.conn.watchTurn(pc, f)
+	return a.conn.awaitCancelledTurns(ctx, pc)
 }
 
 // callAnswered sees the result of one of this side's calls on the read

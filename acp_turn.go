@@ -41,6 +41,60 @@ func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
 	pc.acp.turn = turn
 }
 
+// awaitCancelledTurns holds a prompt call, before it is sent, until the
+// agent has answered every turn of its session that this side cancelled
+// and that the agent has not answered yet (their calls returned when their
+// wait ran out): ACP's updates name the session, not the turn, and an agent
+// sends a cancelled turn's last updates before its answer, so once the
+// answer is read nothing of that turn can be taken for the new one's. The
+// hold is bounded by TurnCancelWait, after which the prompt goes out with a
+// warning, and by ctx, which sends nothing.
+func (c *Conn) awaitCancelledTurns(ctx context.Context, pc *pendingCall) error {
+	turn := pc.acp.turn
+	if turn == nil || turn.sessionID == "" {
+		return nil
+	}
+	earlier := c.cancelledTurns(turn.sessionID, pc)
+	if len(earlier) == 0 || c.turnCancelWait() == 0 {
+		return nil
+	}
+	c.log.Debug("acprpc: holding a prompt until the agent answers the session's cancelled turn",
+		"session", turn.sessionID, "turns", len(earlier))
+	wait := time.NewTimer(c.turnCancelWait())
+	defer wait.Stop()
+	for _, e := range earlier {
+		select {
+		case <-e.done:
+		case <-c.closed:
+			return nil // the call finds the connection closed
+		case <-ctx.Done():
+			return cancelledCall{ctxErr: ctx.Err()}
+		case <-wait.C:
+			c.log.Warn("acprpc: the agent has not answered a prompt whose turn was cancelled; "+
+				"sending the session's next prompt anyway, whose updates may include the earlier turn's",
+				"session", turn.sessionID, "waited", c.turnCancelWait().String())
+			return nil
+		}
+	}
+	return nil
+}
+
+// cancelledTurns returns the session's prompt calls other than pc whose
+// turns this side cancelled and the agent has not answered.
+func (c *Conn) cancelledTurns(sessionID string, pc *pendingCall) []*pendingCall {
+	c.calls.mu.Lock()
+	defer c.calls.mu.Unlock()
+	var turns []*pendingCall
+	for _, calls := range []map[int64]*pendingCall{c.calls.m, c.calls.released} {
+		for _, other := range calls {
+			if t := other.acp.turn; other != pc && t != nil && t.sessionID == sessionID && t.cancelled.Load() {
+				turns = append(turns, other)
+			}
+		}
+	}
+	return turns
+}
+
 // cancelTurn cancels the turn of a prompt call whose context ended, or that
 // Shutdown cancelled, as ACP's prompt-turn page prescribes: session/cancel
 // for its session, with everything CancelSession does. The agent then owes

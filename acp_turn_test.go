@@ -3,6 +3,9 @@ package acprpc_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,4 +209,86 @@ func TestShutdownAndCloseCancelTheTurn(t *testing.T) {
 		assert.ErrorIs(t, wiretest.Recv(t, ctx, done), acprpc.ErrConnClosed)
 		assert.ErrorIs(t, wiretest.Recv(t, ctx, other), acprpc.ErrConnClosed)
 	})
+}
+
+// A prompt on a session whose cancelled turn the agent has not answered
+// yet (its call returned when its wait ran out) goes out only once that
+// answer is read, so that nothing of the earlier turn can be taken for the
+// new one's; an agent that never answers holds it for TurnCancelWait, after
+// which it goes out with a warning.
+func TestPromptWaitsForTheCancelledTurnsAnswer(t *testing.T) {
+	ctx := wiretest.Context(t)
+	held := logSignal{msg: "acprpc: holding a prompt until the agent answers the session's cancelled turn", seen: make(chan struct{})}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], pinged(), &acprpc.Options{Logger: slog.New(&held), TurnCancelWait: time.Minute})
+	callCtx, cancel := context.WithCancel(ctx)
+	done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil, acprpc.WaitAfterCancel(time.Millisecond))
+	first := p.ExpectRequest(ctx, "session/prompt")
+	cancel()
+	p.ExpectNotification(ctx, "session/cancel")
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, done), acprpc.ErrCancelled)
+
+	other := goCall(c, ctx, "session/prompt", map[string]any{"sessionId": "t"}, nil)
+	p.ExpectRequest(ctx, "session/prompt") // another session's prompt is not held
+	var res stopReason
+	done = goCall(c, ctx, "session/prompt", map[string]any{"sessionId": "s"}, &res)
+	wiretest.Recv(t, ctx, (<-chan struct{})(held.seen))
+	expectQuiet(t, ctx, p, "1") // held: no prompt before the pong
+	p.Notify("session/update", `{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk"}}`)
+	p.Respond(string(first.ID), `{"stopReason":"cancelled"}`)
+	second := p.ExpectRequest(ctx, "session/prompt")
+	p.Respond(string(second.ID), `{"stopReason":"end_turn"}`)
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+	assert.Equal(t, "end_turn", res.StopReason)
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, other), acprpc.ErrConnClosed)
+
+	// An agent that never answers holds the next prompt for TurnCancelWait.
+	records := &wiretest.Recorder{}
+	c, p = wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{Logger: records.Logger(), TurnCancelWait: 20 * time.Millisecond})
+	callCtx, cancel = context.WithCancel(ctx)
+	done = goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
+	p.ExpectRequest(ctx, "session/prompt")
+	cancel()
+	p.ExpectNotification(ctx, "session/cancel")
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, done), acprpc.ErrCancelled)
+	done = goCall(c, ctx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
+	second = p.ExpectRequest(ctx, "session/prompt")
+	_, warned := records.FindLogged(slog.LevelWarn, "acprpc: the agent has not answered a prompt whose turn was cancelled")
+	assert.True(t, warned)
+	p.Respond(string(second.ID), `{"stopReason":"end_turn"}`)
+	require.NoError(t, wiretest.Recv(t, ctx, done))
+
+	// A held prompt whose context ends is not sent.
+	c, p = wiretest.Connect(t, wiretest.Transports[0], pinged(), &acprpc.Options{TurnCancelWait: time.Minute})
+	callCtx, cancel = context.WithCancel(ctx)
+	done = goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil, acprpc.WaitAfterCancel(time.Millisecond))
+	p.ExpectRequest(ctx, "session/prompt")
+	cancel()
+	p.ExpectNotification(ctx, "session/cancel")
+	wiretest.Recv(t, ctx, done)
+	callCtx, cancel = context.WithCancel(ctx)
+	done = goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
+	cancel()
+	err := wiretest.Recv(t, ctx, done)
+	assert.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.ErrorIs(t, err, context.Canceled)
+	expectQuiet(t, ctx, p, "1")
+}
+
+// logSignal is a log handler that closes seen once a message containing
+// msg is logged.
+type logSignal struct {
+	msg  string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (h *logSignal) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logSignal) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logSignal) WithGroup(string) slog.Handler            { return h }
+func (h *logSignal) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.msg) {
+		h.once.Do(func() { close(h.seen) })
+	}
+	return nil
 }

@@ -296,7 +296,11 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		return &CallError{Method: method, Err: paramsError(err, params)} // not sent: no ID
 	}
 	f.info.ctx = ctx
-	c.acp.callSent(pc, f)
+	if err := c.acp.callSent(ctx, pc, f); err != nil {
+		c.calls.take(id)
+		f.release()
+		return &CallError{Method: method, Err: err} // not sent: no ID
+	}
 	if err := c.writer.sendNow(f); err != nil {
 		c.calls.take(id)
 		c.writeFailed(err)
