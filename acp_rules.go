@@ -92,6 +92,11 @@ func (a *acpRules) read(m *message) (needs acpNeeds, used bool) {
 			"method", m.Method, "id", string(m.ID))
 	case p.entityCancels && (m.Method == methodToolCallCancel || m.Method == methodTerminalCancel):
 		return needs, c.onEntityCancel(m)
+	case c.isSessionCancel(m.Method) && !handlerServes(c.handler, c, m.Method):
+		// A session/close the application does not serve is answered
+		// -32601, and so cancels nothing: a client told that the agent
+		// cannot close sessions knows that the session and its turn go on,
+		// and can cancel the turn with session/cancel.
 	case c.isSessionCancel(m.Method):
 		// A request of the session's cancel methods (session/close, a
 		// request in v1's schema as in v2's) cancels as the notification
