@@ -106,10 +106,11 @@ func (c *Conn) cancelledTurns(sessionID string, pc *pendingCall) []*pendingCall 
 // with an error); one that honoured it as well as session/cancel could
 // answer the prompt -32800 instead of the stop reason the client wants.
 // It reports which cancel was sent, and false for a prompt that names no
-// session, which only $/cancel_request can reach.
+// session, which only $/cancel_request can reach, or one made with
+// CancelRequestOnly.
 func (c *Conn) cancelTurn(ctx context.Context, pc *pendingCall, co *callOptions) (how string, ok bool) {
 	turn := pc.acp.turn
-	if turn == nil || turn.sessionID == "" {
+	if turn == nil || turn.sessionID == "" || co.requestCancel {
 		return "", false
 	}
 	if !co.waitSet {

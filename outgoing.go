@@ -483,6 +483,7 @@ type callOptions struct {
 	waitAfterCancel time.Duration
 	waitSet         bool // the call's own WaitAfterCancel, which the protocol keeps
 	releaseOnCancel bool
+	requestCancel   bool // the protocol's cancel of the request alone (CancelRequestOnly)
 }
 
 // callOptions returns the options of one Call: the connection's, adjusted
@@ -511,6 +512,17 @@ func (co callOptions) with(opts []CallOption) callOptions {
 // after the call's context ends; see Options.WaitAfterCancel.
 func WaitAfterCancel(d time.Duration) CallOption {
 	return func(o *callOptions) { o.waitAfterCancel, o.waitSet = d, true }
+}
+
+// CancelRequestOnly makes one Call, when its context ends or Shutdown
+// cancels it, send the peer $/cancel_request for it alone, even for a
+// session/prompt, whose turn is otherwise cancelled with session/cancel
+// (see Options.TurnCancelWait). It is for a tool that checks how an agent
+// honours $/cancel_request of a prompt, and for an agent known to honour it
+// and not session/cancel. The call then waits WaitAfterCancel, not
+// TurnCancelWait.
+func CancelRequestOnly() CallOption {
+	return func(o *callOptions) { o.requestCancel = true }
 }
 
 // ReleaseOnCancel makes one Call, once it has returned on its cancel without
