@@ -292,3 +292,70 @@ func (h *logSignal) Handle(_ context.Context, r slog.Record) error {
 	}
 	return nil
 }
+
+// An idle cancel changes nothing, on either side: a prompt's context
+// ending as the agent answers (its session/cancel then reaches an agent
+// with no turn), and a CancelSession just after the answer (a timer firing
+// late, a double click), are ignored by the acprpc agent, cost the client
+// nothing, and the next prompt on the session gets a normal turn. The
+// cancels race the answer: the client cancels from the turn's own update.
+func TestIdleCancelChangesNothing(t *testing.T) {
+	for _, version := range []acprpc.ProtocolVersion{acprpc.ProtocolV1, acprpc.ProtocolV2} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			var cancelTurn func()
+			var mu sync.Mutex
+			client := wiretest.Mux{"session/update": func(context.Context, *acprpc.Request) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if cancelTurn != nil {
+					cancelTurn()
+				}
+				return nil, nil
+			}}
+			agent := wiretest.Mux{
+				"session/prompt": func(ctx context.Context, req *acprpc.Request) (any, error) {
+					if err := acprpc.ConnFromContext(ctx).Notify(ctx, "session/update", map[string]any{"sessionId": req.SessionID}); err != nil {
+						return nil, err
+					}
+					if ctx.Err() != nil {
+						return stopReason{"cancelled"}, nil
+					}
+					return stopReason{"end_turn"}, nil
+				},
+				"session/cancel": func(context.Context, *acprpc.Request) (any, error) { return nil, nil },
+			}
+			opts := &acprpc.Options{PinnedVersion: version, ReportCancelledTurns: true}
+			l := wiretest.NewWire(t, wiretest.Side{Handler: client, Options: opts}, wiretest.Side{Handler: agent, Options: &acprpc.Options{PinnedVersion: version}})
+			c := l.A
+			params := map[string]any{"sessionId": "s", "prompt": []any{}}
+			for round := range 200 {
+				callCtx, cancel := context.WithCancel(ctx)
+				mu.Lock()
+				cancelTurn = cancel
+				mu.Unlock()
+				var res stopReason
+				err := c.Call(callCtx, "session/prompt", params, &res)
+				mu.Lock()
+				cancelTurn = nil
+				mu.Unlock()
+				cancel()
+				// The answer may be read before the update's handler has
+				// run: the call then ends cancelled, with the answer in it.
+				if err != nil {
+					require.ErrorIs(t, err, acprpc.ErrCancelled, "round %d", round)
+				}
+				require.Contains(t, []string{"end_turn", "cancelled"}, res.StopReason, "round %d", round)
+				if round%2 == 0 {
+					require.NoError(t, acprpc.CancelSession(ctx, c, "s"), "round %d: a cancel after the answer", round)
+				}
+				res = stopReason{}
+				require.NoError(t, c.Call(ctx, "session/prompt", params, &res), "round %d", round)
+				require.Equal(t, "end_turn", res.StopReason, "round %d: the turn after an idle cancel is a normal one", round)
+			}
+			assert.Zero(t, c.Stats().OutgoingInFlight)
+			assert.Zero(t, c.Stats().IncomingInFlight)
+			assert.Zero(t, l.B.Stats().IncomingInFlight)
+		})
+	}
+}
