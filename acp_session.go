@@ -43,7 +43,8 @@ func (c *Conn) onSessionCancel(sessionID string) []*inRequest {
 //
 // The caller of the session's session/prompt then receives the agent's
 // stopReason "cancelled" (with Options.ReportCancelledTurns, also from an
-// agent that answers "end_turn"). session/cancel is queued before any local
+// agent that answers "end_turn"). Ending the prompt call's context does
+// all of this too (Options.TurnCancelWait). session/cancel is queued before any local
 // request is cancelled, so the agent always reads it ahead of their cancelled
 // answers.
 func CancelSession[S ~string](ctx context.Context, c *Conn, sessionID S) error {
