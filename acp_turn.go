@@ -38,7 +38,11 @@ func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
 	if sid := wire.Member(wire.Member(f.Buf.Bytes(), "params"), "sessionId"); len(sid) > 0 && sid[0] == '"' {
 		turn.sessionID = wire.Unquote(sid)
 	}
+	// The call is in the table already, where a CancelSession looks for
+	// the session's turns under the table's lock.
+	c.calls.mu.Lock()
 	pc.acp.turn = turn
+	c.calls.mu.Unlock()
 }
 
 // awaitCancelledTurns holds a prompt call, before it is sent, until the

@@ -359,3 +359,23 @@ func TestIdleCancelChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// CancelSession for a session whose prompt is being called at that moment:
+// the turn is cancelled or not, and the call returns its stop reason
+// either way; under -race, the turn the call records and the cancel that
+// looks for it do not race.
+func TestCancelSessionRacesPromptCall(t *testing.T) {
+	ctx := wiretest.Context(t)
+	agent := wiretest.Mux{"session/prompt": func(ctx context.Context, req *acprpc.Request) (any, error) {
+		return stopReason{"end_turn"}, nil
+	}}
+	l := wiretest.NewWire(t, wiretest.Side{Options: &acprpc.Options{ReportCancelledTurns: true}}, wiretest.Side{Handler: agent})
+	for round := range 200 {
+		cancelled := make(chan error, 1)
+		go func() { cancelled <- acprpc.CancelSession(ctx, l.A, "s") }()
+		var res stopReason
+		require.NoError(t, l.A.Call(ctx, "session/prompt", map[string]any{"sessionId": "s"}, &res), "round %d", round)
+		require.Contains(t, []string{"end_turn", "cancelled"}, res.StopReason, "round %d", round)
+		require.NoError(t, wiretest.Recv(t, ctx, cancelled))
+	}
+}

@@ -22,7 +22,7 @@ type pendingCall struct {
 	result  []byte
 	errObj  []byte
 	barrier uint64  // notifications to handle before the answer is seen
-	acp     acpCall // what the protocol follows of the call (acp_rules.go); set before it is sent
+	acp     acpCall // what the protocol follows of the call (acp_rules.go); set under the table's lock before it is sent
 	// released: the caller gave up on the call with ReleaseOnCancel, and
 	// the call waits among the released, not the calls awaiting answers.
 	released bool
