@@ -45,7 +45,7 @@ type turnAgent struct {
 func modelAgent(spec agentSpec) turnAgent {
 	return turnAgent{name: spec.name, command: spec.command, model: true,
 		slow: "Talk for a long time. " + slowMark, quick: "Say hello. " + quickMark,
-		deadline: 4 * time.Second, emptyTurnAfterCancel: spec.emptyTurnAfterCancel}
+		deadline: 6 * time.Second, emptyTurnAfterCancel: spec.emptyTurnAfterCancel}
 }
 
 // turnAgents are the agents of the proof: the two real ones, against the
