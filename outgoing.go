@@ -250,13 +250,14 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // partial result); a wait that runs out says which cancel was sent and how
 // long the call waited. A session/prompt is cancelled as ACP prescribes
 // instead: session/cancel for its session, with everything CancelSession
-// does, then a wait of Options.TurnCancelWait for the agent's answer,
-// whose stopReason "cancelled" Call returns with a nil error (see
-// CancelRequestOnly for $/cancel_request alone). A prompt on a session whose
-// cancelled turn the agent has not answered yet is sent once that answer is
-// read, or TurnCancelWait has passed. An error answer comes back as a *CallError wrapping the
-// peer's *Error. If the connection closes first, the error matches
-// ErrConnClosed, which no answer of the peer's can.
+// does, then a wait of Options.TurnCancelWait for the agent's answer, whose
+// stopReason "cancelled" Call returns with a nil error (see
+// CancelRequestOnly for $/cancel_request alone). A prompt on a session
+// whose cancelled turn the agent has not answered yet is sent once that
+// answer is read, or TurnCancelWait has passed. An error answer comes back
+// as a *CallError wrapping the peer's *Error. If the connection closes
+// first, the error matches ErrConnClosed, which no answer of the peer's
+// can.
 //
 // Call returns the answer only after every notification the peer sent
 // before it has been handled. The ordering never costs a caller its
