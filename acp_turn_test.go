@@ -51,21 +51,22 @@ func TestPromptContextCancelsTheTurn(t *testing.T) {
 				causes := make(chan error, 1)
 				c, p := wiretest.Connect(t, wiretest.Transports[0], holdPermission(causes), &acprpc.Options{PinnedVersion: version})
 				callCtx, cancel := context.WithCancel(ctx)
-				if how == "deadline" {
-					callCtx, cancel = context.WithTimeout(ctx, time.Millisecond)
-				}
 				defer cancel()
+				var callErr error = context.Canceled
+				if how == "deadline" {
+					callCtx, cancel = passingDeadline(ctx)
+					callErr = context.DeadlineExceeded
+				}
 				var res stopReason
 				done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s", "prompt": []any{}}, &res)
 				prompt := p.ExpectRequest(ctx, "session/prompt")
 				p.Request("7", "session/request_permission", `{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[]}`)
-				if how == "cancel" {
-					expectQuiet(t, ctx, p, "8") // the permission request is in flight
-					cancel()
-				}
+				expectQuiet(t, ctx, p, "8") // the permission request is in flight
+				cancel()
+				require.ErrorIs(t, callCtx.Err(), callErr)
 				m := p.ExpectNotification(ctx, "session/cancel")
 				assert.JSONEq(t, `{"sessionId":"s"}`, string(m.Params))
-				if version == acprpc.ProtocolV1 && how == "cancel" {
+				if version == acprpc.ProtocolV1 {
 					// v1's client answers its permission requests itself; v2
 					// leaves them to the agent's $/cancel_request.
 					p.ExpectResult(ctx, "7", `{"outcome":{"outcome":"cancelled"}}`)
@@ -74,7 +75,7 @@ func TestPromptContextCancelsTheTurn(t *testing.T) {
 				p.Respond(string(prompt.ID), `{"stopReason":"cancelled"}`)
 				require.NoError(t, wiretest.Recv(t, ctx, done), "the agent's cancelled stop reason is a result")
 				assert.Equal(t, "cancelled", res.StopReason)
-				if version == acprpc.ProtocolV2 || how == "deadline" {
+				if version == acprpc.ProtocolV2 {
 					p.Cancel("7")
 					p.Expect(ctx) // its answer, cancelled
 				}
@@ -217,11 +218,26 @@ func TestShutdownAndCloseCancelTheTurn(t *testing.T) {
 // new one's; an agent that never answers holds it for TurnCancelWait, after
 // which it goes out with a warning.
 func TestPromptWaitsForTheCancelledTurnsAnswer(t *testing.T) {
+	for _, release := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ReleaseOnCancel %v", release), func(t *testing.T) {
+			var opts []acprpc.CallOption
+			if release {
+				opts = append(opts, acprpc.ReleaseOnCancel())
+			}
+			heldUntilAnswered(t, opts...)
+		})
+	}
+	heldAndBounded(t)
+}
+
+// heldUntilAnswered: the next prompt goes out once the cancelled turn's
+// call, made with opts, is answered.
+func heldUntilAnswered(t *testing.T, opts ...acprpc.CallOption) {
 	ctx := wiretest.Context(t)
 	held := logSignal{msg: "acprpc: holding a prompt until the agent answers the session's cancelled turn", seen: make(chan struct{})}
 	c, p := wiretest.Connect(t, wiretest.Transports[0], pinged(), &acprpc.Options{Logger: slog.New(&held), TurnCancelWait: time.Minute})
 	callCtx, cancel := context.WithCancel(ctx)
-	done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil, acprpc.WaitAfterCancel(time.Millisecond))
+	done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil, append(opts, acprpc.WaitAfterCancel(time.Millisecond))...)
 	first := p.ExpectRequest(ctx, "session/prompt")
 	cancel()
 	p.ExpectNotification(ctx, "session/cancel")
@@ -241,18 +257,22 @@ func TestPromptWaitsForTheCancelledTurnsAnswer(t *testing.T) {
 	assert.Equal(t, "end_turn", res.StopReason)
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, other), acprpc.ErrConnClosed)
+}
 
-	// An agent that never answers holds the next prompt for TurnCancelWait.
+// heldAndBounded: an agent that never answers holds the next prompt for
+// TurnCancelWait, and a held prompt whose context ends is not sent.
+func heldAndBounded(t *testing.T) {
+	ctx := wiretest.Context(t)
 	records := &wiretest.Recorder{}
-	c, p = wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{Logger: records.Logger(), TurnCancelWait: 20 * time.Millisecond})
-	callCtx, cancel = context.WithCancel(ctx)
-	done = goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{Logger: records.Logger(), TurnCancelWait: 20 * time.Millisecond})
+	callCtx, cancel := context.WithCancel(ctx)
+	done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
 	p.ExpectRequest(ctx, "session/prompt")
 	cancel()
 	p.ExpectNotification(ctx, "session/cancel")
 	assert.ErrorIs(t, wiretest.Recv(t, ctx, done), acprpc.ErrCancelled)
 	done = goCall(c, ctx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
-	second = p.ExpectRequest(ctx, "session/prompt")
+	second := p.ExpectRequest(ctx, "session/prompt")
 	_, warned := records.FindLogged(slog.LevelWarn, "acprpc: the agent has not answered a prompt whose turn was cancelled")
 	assert.True(t, warned)
 	p.Respond(string(second.ID), `{"stopReason":"end_turn"}`)
@@ -273,6 +293,31 @@ func TestPromptWaitsForTheCancelledTurnsAnswer(t *testing.T) {
 	assert.ErrorIs(t, err, acprpc.ErrCancelled)
 	assert.ErrorIs(t, err, context.Canceled)
 	expectQuiet(t, ctx, p, "1")
+}
+
+// passingDeadline returns a context whose deadline passes when pass is
+// called: its Err is then context.DeadlineExceeded, as a deadline's is,
+// at a moment the test chooses rather than the clock.
+func passingDeadline(parent context.Context) (ctx context.Context, pass func()) {
+	d := &deadlineCtx{Context: parent, done: make(chan struct{})}
+	var once sync.Once
+	return d, func() { once.Do(func() { close(d.done) }) }
+}
+
+type deadlineCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (d *deadlineCtx) Deadline() (time.Time, bool) { return time.Now(), true }
+func (d *deadlineCtx) Done() <-chan struct{}       { return d.done }
+func (d *deadlineCtx) Err() error {
+	select {
+	case <-d.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
 
 // logSignal is a log handler that closes seen once a message containing

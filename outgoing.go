@@ -206,6 +206,7 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 	}
 	if pc.released {
 		c.log.Debug("acprpc: dropping the late answer to a call released on its cancel", "id", string(rawID), "method", pc.method)
+		pc.end(nil, nil, 0) // its caller has returned; what waits for its end (acp_turn.go) goes on
 		return
 	}
 	pc.end(result, errObj, c.notes.barrier())
