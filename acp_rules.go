@@ -32,7 +32,8 @@ type acpRequest struct {
 
 // acpCall is what ACP follows of one of this side's calls.
 type acpCall struct {
-	turn *turnWatch // a prompt turn (acp_turn.go)
+	turn  *turnWatch // a prompt turn (acp_turn.go): &watch, or nil
+	watch turnWatch  // the turn, kept in the call's own allocation
 }
 
 func (a *acpRules) init(c *Conn, h Handler) {

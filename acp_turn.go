@@ -34,7 +34,8 @@ func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
 	if pc.method != methodSessionPrompt {
 		return
 	}
-	turn := &turnWatch{report: c.opts.ReportCancelledTurns}
+	turn := &pc.acp.watch
+	turn.report = c.opts.ReportCancelledTurns
 	if sid := wire.Member(wire.Member(f.Buf.Bytes(), "params"), "sessionId"); len(sid) > 0 && sid[0] == '"' {
 		turn.sessionID = wire.Unquote(sid)
 	}
