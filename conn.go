@@ -283,12 +283,17 @@ func (c *Conn) closeFlushing(reason error, flush context.Context) {
 const closeFlushTimeout = 250 * time.Millisecond
 
 // Close closes the connection and waits for its goroutines to end. Handlers
-// still running have their contexts cancelled and their answers dropped.
+// still running have their contexts cancelled and their answers dropped. A
+// client's session/prompt calls in flight have their turns cancelled: the
+// agent is sent session/cancel for each of their sessions, queued ahead of
+// the close, so that an agent that outlives the connection (a remote one)
+// does not run on.
 // Close returns promptly whatever the peer and the transport do: a write
 // stuck on a peer that stopped reading, or a read of a file that cannot be
 // interrupted (a blocking stdin), is left to end on its own. It is safe to
 // call more than once, from any goroutine, a handler's included.
 func (c *Conn) Close() error {
+	c.acp.closing() // a client's turns in flight are cancelled, not left running
 	c.closeNow(errClosedHere)
 	t := time.NewTimer(readerExitWait)
 	defer t.Stop()
@@ -340,7 +345,7 @@ type Stats struct {
 	IncomingInFlight int    // requests from the peer not yet answered
 	OutgoingInFlight int    // our requests not yet answered
 	CancelsReceived  uint64 // well-formed cancels received
-	CancelsSent      uint64 // $/cancel_request notifications sent
+	CancelsSent      uint64 // cancels sent for this side's calls: $/cancel_request, or session/cancel for a prompt's turn
 }
 
 // Stats returns the connection's counters; it is cheap enough to poll.

@@ -103,8 +103,20 @@ type Options struct {
 	// WaitAfterCancel is how long Call waits, once its context has ended
 	// and $/cancel_request is sent, for the peer's answer, so that a caller
 	// can get a marker or a partial result. Zero returns at once. A call
-	// can override it with the WaitAfterCancel CallOption.
+	// can override it with the WaitAfterCancel CallOption. A session/prompt
+	// call waits TurnCancelWait instead.
 	WaitAfterCancel time.Duration
+
+	// TurnCancelWait is how long a session/prompt call whose context ended
+	// (a cancel, a deadline) or that Shutdown cancelled waits for the
+	// agent's answer, once the call has cancelled its turn with
+	// session/cancel as CancelSession does. An agent that honours it
+	// answers stopReason "cancelled", which the call returns as a result
+	// with a nil error; if the wait runs out first, the call returns an
+	// error that matches ErrCancelled and ctx's error and says so. Zero
+	// means DefaultTurnCancelWait (5s); a negative value returns at once.
+	// The WaitAfterCancel CallOption overrides it for one call.
+	TurnCancelWait time.Duration
 
 	// Hooks see every message the connection receives or sends; the zero
 	// value has none.
