@@ -468,6 +468,9 @@ func (c *Conn) closedErr() error {
 	if err := c.Err(); err != nil {
 		return err
 	}
+	if err := c.inputEnd.Load(); err != nil {
+		return *err
+	}
 	return ErrConnClosed
 }
 

@@ -1,0 +1,173 @@
+package acprpc_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// End-of-input tests: the peer closes the Conn's input right after its last
+// requests, as a one-shot client (printf ... | agent) or an editor that
+// half-closes as it quits does, and reads on. Every request read before the
+// end is answered, once, before Serve returns and the output closes.
+
+// eofWatch is the Conn's end of a pipe that tells when a read of it has
+// reached the end of the input: a handler that waits for it returns only
+// once the close is being read, slower than the close.
+type eofWatch struct {
+	io.ReadWriteCloser
+	once sync.Once
+	seen chan struct{}
+}
+
+func (e *eofWatch) Read(p []byte) (int, error) {
+	n, err := e.ReadWriteCloser.Read(p)
+	if err == io.EOF {
+		e.once.Do(func() { close(e.seen) })
+	}
+	return n, err
+}
+
+// serveWatched runs Serve over an os.Pipe pair, the Conn's input watched,
+// with the handler h makes of the watch, and returns the scripted peer and
+// Serve's outcome.
+func serveWatched(t *testing.T, h func(*eofWatch) acprpc.Handler, opts *acprpc.Options) (*wiretest.Peer, <-chan error) {
+	t.Helper()
+	conn, p := wiretest.RawPipe(t)
+	w := &eofWatch{ReadWriteCloser: conn, seen: make(chan struct{})}
+	served := make(chan error, 1)
+	go func() { served <- acprpc.Serve(context.Background(), acprpc.NewStream(w), h(w), opts) }()
+	return p, served
+}
+
+// afterTheEnd is a handler that returns its result once the input's end
+// has been read and then either the connection has closed or 50 ms have
+// passed: a handler slower than the close.
+func afterTheEnd(w *eofWatch) acprpc.Handler {
+	return acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		select {
+		case <-w.seen:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		work := time.NewTimer(50 * time.Millisecond) // the handler's work, not a wait of the test's
+		defer work.Stop()
+		select {
+		case <-acprpc.ConnFromContext(ctx).Done():
+		case <-work.C:
+		}
+		return map[string]string{"done": req.ID.String()}, nil
+	})
+}
+
+// answersByID reads the peer's input to its end, which Serve has closed
+// already, and returns each answer by its ID, failing on a second answer
+// for one ID or on anything that is not an answer.
+func answersByID(t *testing.T, ctx context.Context, p *wiretest.Peer) map[string]wiretest.Msg {
+	t.Helper()
+	got := map[string]wiretest.Msg{}
+	for _, m := range p.Rest(ctx) {
+		require.True(t, m.IsResponse(), "not an answer: %s", m.Raw)
+		_, twice := got[string(m.ID)]
+		require.False(t, twice, "request %s answered twice", m.ID)
+		got[string(m.ID)] = m
+	}
+	return got
+}
+
+// sendThenEnd sends n requests of method, IDs 1 to n, and ends the Conn's
+// input right after them.
+func sendThenEnd(p *wiretest.Peer, n int, method string) {
+	for i := 1; i <= n; i++ {
+		p.Request(fmt.Sprint(i), method, `{"sessionId":"s"}`)
+	}
+	p.CloseWrite()
+}
+
+// A request read just before the end of input, whose handler is slower than
+// the close, gets its result before Serve returns and the output closes. It
+// used to get nothing: the close cancelled the handler and dropped its
+// answer, and Serve returned nil.
+func TestInputEndRequestReadJustBeforeGetsItsResult(t *testing.T) {
+	ctx := wiretest.Context(t)
+	p, served := serveWatched(t, afterTheEnd, nil)
+	sendThenEnd(p, 1, "x/slow")
+	require.NoError(t, wiretest.Recv(t, ctx, served))
+	got := answersByID(t, ctx, p) // all of it was written before Serve returned
+	require.Len(t, got, 1)
+	assert.JSONEq(t, `{"done":"1"}`, string(got["1"].Result))
+}
+
+// Many requests in flight at the end of input: each gets its result, once.
+func TestInputEndManyRequestsInFlightAreEachAnsweredOnce(t *testing.T) {
+	ctx := wiretest.Context(t)
+	const n = 100
+	p, served := serveWatched(t, afterTheEnd, nil)
+	sendThenEnd(p, n, "x/slow")
+	require.NoError(t, wiretest.Recv(t, ctx, served))
+	got := answersByID(t, ctx, p)
+	require.Len(t, got, n)
+	for i := 1; i <= n; i++ {
+		assert.JSONEq(t, fmt.Sprintf(`{"done":"%d"}`, i), string(got[fmt.Sprint(i)].Result))
+	}
+}
+
+// Handlers that never return, and ignore their contexts, are answered as
+// cancelled once InputEndGrace has passed: a prompt with its marker, any
+// other method -32800. Serve returns then, not when they do.
+func TestInputEndHandlerThatNeverReturnsIsAnsweredWithinTheBound(t *testing.T) {
+	ctx := wiretest.Context(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	deaf := func(*eofWatch) acprpc.Handler {
+		return acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
+			<-release
+			return nil, nil
+		})
+	}
+	const bound = 100 * time.Millisecond
+	p, served := serveWatched(t, deaf, &acprpc.Options{InputEndGrace: bound})
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.Request("2", "x/other", "")
+	ended := time.Now()
+	p.CloseWrite()
+	require.NoError(t, wiretest.Recv(t, ctx, served))
+	assert.GreaterOrEqual(t, time.Since(ended), bound, "answered before the bound")
+	got := answersByID(t, ctx, p)
+	require.Len(t, got, 2)
+	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
+	assert.Equal(t, int64(acprpc.CodeRequestCancelled), got["2"].Code())
+}
+
+// The end of input over and over, with a few requests in flight each time,
+// in a loop bounded in rounds and time: each is answered with its result,
+// once, before Serve returns.
+func TestInputEndStress(t *testing.T) {
+	rounds := 100
+	if testing.Short() {
+		rounds = 20
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for round := 0; round < rounds && time.Now().Before(deadline); round++ {
+		ctx := wiretest.Context(t)
+		n := 1 + round%5
+		p, served := serveWatched(t, afterTheEnd, nil)
+		sendThenEnd(p, n, "x/slow")
+		require.NoError(t, wiretest.Recv(t, ctx, served))
+		got := answersByID(t, ctx, p)
+		require.Len(t, got, n, "round %d", round)
+		for id, m := range got {
+			require.JSONEq(t, fmt.Sprintf(`{"done":%q}`, id), string(m.Result), "round %d", round)
+		}
+		p.Close()
+	}
+}
