@@ -59,7 +59,7 @@ type Conn struct {
 	// inputEnd is why the peer's input ended, once it has: the error of a
 	// call no answer can reach any more, before the connection closes.
 	inputEnd atomic.Pointer[error]
-	readDone  chan struct{}
+	readDone chan struct{}
 }
 
 // NewConn starts serving t with h, which may be nil for a side that only

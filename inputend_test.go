@@ -3,8 +3,6 @@ package acprpc_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,30 +18,13 @@ import (
 // half-closes as it quits does, and reads on. Every request read before the
 // end is answered, once, before Serve returns and the output closes.
 
-// eofWatch is the Conn's end of a pipe that tells when a read of it has
-// reached the end of the input: a handler that waits for it returns only
-// once the close is being read, slower than the close.
-type eofWatch struct {
-	io.ReadWriteCloser
-	once sync.Once
-	seen chan struct{}
-}
-
-func (e *eofWatch) Read(p []byte) (int, error) {
-	n, err := e.ReadWriteCloser.Read(p)
-	if err == io.EOF {
-		e.once.Do(func() { close(e.seen) })
-	}
-	return n, err
-}
-
-// serveWatched runs Serve over an os.Pipe pair, the Conn's input watched,
+// serveWatched runs Serve over an os.Pipe pair, the end of its input watched,
 // with the handler h makes of the watch, and returns the scripted peer and
 // Serve's outcome.
-func serveWatched(t *testing.T, h func(*eofWatch) acprpc.Handler, opts *acprpc.Options) (*wiretest.Peer, <-chan error) {
+func serveWatched(t *testing.T, h func(*wiretest.EOFWatch) acprpc.Handler, opts *acprpc.Options) (*wiretest.Peer, <-chan error) {
 	t.Helper()
 	conn, p := wiretest.RawPipe(t)
-	w := &eofWatch{ReadWriteCloser: conn, seen: make(chan struct{})}
+	w := wiretest.WatchEOF(conn)
 	served := make(chan error, 1)
 	go func() { served <- acprpc.Serve(context.Background(), acprpc.NewStream(w), h(w), opts) }()
 	return p, served
@@ -52,10 +33,10 @@ func serveWatched(t *testing.T, h func(*eofWatch) acprpc.Handler, opts *acprpc.O
 // afterTheEnd is a handler that returns its result once the input's end
 // has been read and then either the connection has closed or 50 ms have
 // passed: a handler slower than the close.
-func afterTheEnd(w *eofWatch) acprpc.Handler {
+func afterTheEnd(w *wiretest.EOFWatch) acprpc.Handler {
 	return acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
 		select {
-		case <-w.seen:
+		case <-w.Seen():
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
@@ -128,7 +109,7 @@ func TestInputEndHandlerThatNeverReturnsIsAnsweredWithinTheBound(t *testing.T) {
 	ctx := wiretest.Context(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	deaf := func(*eofWatch) acprpc.Handler {
+	deaf := func(*wiretest.EOFWatch) acprpc.Handler {
 		return acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
 			<-release
 			return nil, nil
