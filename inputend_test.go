@@ -3,6 +3,9 @@ package acprpc_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,4 +154,105 @@ func TestInputEndStress(t *testing.T) {
 		}
 		p.Close()
 	}
+}
+
+// A handler's call to the peer is pending when the peer's input ends: no
+// answer can come any more, so the call fails at once, with an error that
+// says the connection closed because the peer's output ended (not a
+// cancel), while the connection is still open to write the answer; and
+// its request is cut short by that end: the prompt is answered with its
+// cancelled marker at once, not once InputEndGrace has passed. The call
+// used to end only with the close, and the answer made the closing flush
+// or not, by chance.
+func TestInputEndCallPendingFailsAtOnce(t *testing.T) {
+	ctx := wiretest.Context(t)
+	callErr, connErr := make(chan error, 1), make(chan error, 1)
+	asks := func(*wiretest.EOFWatch) acprpc.Handler {
+		return acprpc.HandlerFunc(func(hctx context.Context, req *acprpc.Request) (any, error) {
+			conn := acprpc.ConnFromContext(hctx)
+			err := conn.Call(hctx, "session/request_permission", map[string]string{"sessionId": "s"}, nil)
+			callErr <- err
+			connErr <- conn.Err()
+			return nil, err
+		})
+	}
+	p, served := serveWatched(t, asks, &acprpc.Options{InputEndGrace: time.Hour})
+	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+	p.ExpectRequest(ctx, "session/request_permission")
+	p.CloseWrite()
+	err := wiretest.Recv(t, ctx, callErr)
+	require.ErrorIs(t, err, acprpc.ErrConnClosed)
+	require.ErrorIs(t, err, io.EOF)
+	require.NotErrorIs(t, err, acprpc.ErrCancelled)
+	require.NoError(t, wiretest.Recv(t, ctx, connErr), "the call ended with the connection, not at the end of input")
+	require.NoError(t, wiretest.Recv(t, ctx, served))
+	got := answersByID(t, ctx, p)
+	require.Len(t, got, 1)
+	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
+}
+
+// A handler sends notifications once the peer's input has ended, then its
+// result: the peer reads every one, in order, before the answer, and all
+// before Serve returns.
+func TestInputEndNotificationsQueuedBeforeTheAnswerAreWritten(t *testing.T) {
+	ctx := wiretest.Context(t)
+	const updates = 100
+	chatty := func(w *wiretest.EOFWatch) acprpc.Handler {
+		return acprpc.HandlerFunc(func(hctx context.Context, req *acprpc.Request) (any, error) {
+			<-w.Seen()
+			for i := range updates {
+				if err := acprpc.ConnFromContext(hctx).Notify(hctx, "session/update", map[string]any{"sessionId": "s", "n": i}); err != nil {
+					return nil, err
+				}
+			}
+			return map[string]string{"done": req.ID.String()}, nil
+		})
+	}
+	p, served := serveWatched(t, chatty, nil)
+	sendThenEnd(p, 1, "x/chatty")
+	require.NoError(t, wiretest.Recv(t, ctx, served))
+	rest := p.Rest(ctx)
+	require.Len(t, rest, updates+1)
+	for i, m := range rest[:updates] {
+		require.True(t, m.IsNotification(), "line %d: %s", i, m.Raw)
+		require.Equal(t, fmt.Sprint(i), string(m.ParamMember("n")))
+	}
+	assert.True(t, rest[updates].IsAnswerTo("1"), "the last line: %s", rest[updates].Raw)
+}
+
+// The peer has closed the Conn's output (it reads nothing, a write fails
+// with EPIPE) and its input ends with requests in flight, one of them deaf
+// to its context. Serve does not wait out InputEndGrace for answers no one
+// can read: the first answer's write fails, which closes the connection,
+// and Serve returns, saying so.
+func TestInputEndWithTheOutputClosedByThePeer(t *testing.T) {
+	ctx := wiretest.Context(t)
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, outR.Close()) // writes to outW now fail with EPIPE
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	h := wiretest.Mux{
+		"x/quick": func(context.Context, *acprpc.Request) (any, error) { return "ok", nil },
+		"x/deaf": func(context.Context, *acprpc.Request) (any, error) {
+			<-release
+			return nil, nil
+		},
+	}
+	lines := wiretest.RequestLine("0", "x/deaf", `{}`) + "\n"
+	for i := 1; i <= 10; i++ {
+		lines += wiretest.RequestLine(fmt.Sprint(i), "x/quick", `{}`) + "\n"
+	}
+	_, err = io.WriteString(inW, lines) // all in the pipe's buffer before Serve starts, which closes inR
+	require.NoError(t, err)
+	require.NoError(t, inW.Close())
+	served := make(chan error, 1)
+	go func() {
+		served <- acprpc.Serve(context.Background(), acprpc.NewStreamPipes(inR, outW), h, &acprpc.Options{InputEndGrace: time.Hour})
+	}()
+	err = wiretest.Recv(t, ctx, served)
+	require.ErrorIs(t, err, acprpc.ErrConnClosed)
+	assert.ErrorIs(t, err, syscall.EPIPE)
 }

@@ -281,6 +281,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	}
 	id, pc, err := c.calls.register(method)
 	if errors.Is(err, ErrConnClosed) {
+		c.cutShortByInputEnd(ctx)
 		err = c.closedErr() // says what closed the connection: an agent's exit, a failed write
 	}
 	if err != nil {
@@ -357,6 +358,7 @@ func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, resul
 // it.
 func (c *Conn) complete(ctx context.Context, giveUp <-chan struct{}, timeout <-chan time.Time, pc *pendingCall, result any, callErr func(error) error, ctxErr error) error {
 	if !pc.answered() {
+		c.cutShortByInputEnd(ctx)
 		return callErr(c.closedErr())
 	}
 	// Not reached, with the connection open: the bound came (the notifier
@@ -459,6 +461,22 @@ func paramsError(err error, params any) error {
 			"pass a struct, a map or a slice, or nil for none", params, kind.Kind)
 	}
 	return fmt.Errorf("not sent: cannot encode the params: %w", err)
+}
+
+// cutShortByInputEnd cancels the request whose handler made, with ctx, a
+// call that the end of the peer's input has left without an answer, as a
+// failed write does: the handler that returns the call's error then has
+// its request answered as cancelled (its marker or -32800), cut short by
+// the peer's end, not failed with -32603. A call made otherwise, or once
+// the connection has closed, changes nothing.
+func (c *Conn) cutShortByInputEnd(ctx context.Context) {
+	end := c.inputEnd.Load()
+	if end == nil || c.Err() != nil {
+		return
+	}
+	if r, ok := ctx.Value(inRequestKey).(*inRequest); ok && r.conn == c {
+		r.cancelWith(*end)
+	}
 }
 
 // closedErr is the error of a call the connection's end left unanswered:
