@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -102,4 +103,37 @@ func inputEndChild(mode string) int {
 		return 6
 	}
 	return 0
+}
+
+// The client closes the agent's stdout (it reads nothing more) and then its
+// stdin, with a request in flight. The answer's write fails: ServeStdio
+// returns, with the write's error (EPIPE) or nil, whichever end closed the
+// connection first, and the agent's own code runs on to its exit. Go's default for a write to a closed stdout is to kill the
+// process with SIGPIPE, which used to end the agent there, its cleanup
+// (its children, its sessions) never run.
+func TestStdoutClosedByTheClient(t *testing.T) {
+	ctx := wiretest.Context(t)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestInputEndOverStdio$", "-test.count=1")
+	cmd.Env = append(os.Environ(), inputEndChildEnv+"=slow", "GORACE=atexit_sleep_ms=0")
+	stdoutR, stdoutW, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.Stdout = stdoutW
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	require.NoError(t, stdoutW.Close())
+	require.NoError(t, stdoutR.Close()) // no one reads the agent's stdout any more
+	_, err = fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"x/slow","params":{}}`)
+	require.NoError(t, err)
+	require.NoError(t, stdin.Close())
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) { // the write's failure closed the connection before the end of stdin did
+		require.Equal(t, 6, exit.ExitCode(), "not ServeStdio's return (%v); the agent says: %s", exit, stderr.String())
+		assert.Contains(t, stderr.String(), "broken pipe")
+		return
+	}
+	require.NoError(t, err, "the agent says: %s", stderr.String())
 }

@@ -35,7 +35,14 @@ func Serve(ctx context.Context, t Transport, h Handler, opts *Options) error {
 // os.Stdout, until the client closes the agent's stdin. Both are closed
 // when it returns, so what the agent writes after it belongs on stderr.
 //
+// While it serves, a write to a stdout the client has closed fails (EPIPE)
+// instead of killing the process with SIGPIPE, Go's default for standard
+// output on Unix: the connection closes, ServeStdio returns (the write's
+// error, or nil if the end of stdin closed it first), and the agent's own
+// code runs on to its exit (its children ended, its sessions saved).
+//
 //	func main() { acprpc.ServeStdio(context.Background(), router, nil) }
 func ServeStdio(ctx context.Context, h Handler, opts *Options) error {
+	defer failWritesToClosedStdout()()
 	return Serve(ctx, NewStreamPipes(os.Stdin, os.Stdout), h, opts)
 }
