@@ -53,21 +53,6 @@ func afterTheEnd(w *wiretest.EOFWatch) acprpc.Handler {
 	})
 }
 
-// answersByID reads the peer's input to its end, which Serve has closed
-// already, and returns each answer by its ID, failing on a second answer
-// for one ID or on anything that is not an answer.
-func answersByID(t *testing.T, ctx context.Context, p *wiretest.Peer) map[string]wiretest.Msg {
-	t.Helper()
-	got := map[string]wiretest.Msg{}
-	for _, m := range p.Rest(ctx) {
-		require.True(t, m.IsResponse(), "not an answer: %s", m.Raw)
-		_, twice := got[string(m.ID)]
-		require.False(t, twice, "request %s answered twice", m.ID)
-		got[string(m.ID)] = m
-	}
-	return got
-}
-
 // sendThenEnd sends n requests of method, IDs 1 to n, and ends the Conn's
 // input right after them.
 func sendThenEnd(p *wiretest.Peer, n int, method string) {
@@ -86,7 +71,7 @@ func TestInputEndRequestReadJustBeforeGetsItsResult(t *testing.T) {
 	p, served := serveWatched(t, afterTheEnd, nil)
 	sendThenEnd(p, 1, "x/slow")
 	require.NoError(t, wiretest.Recv(t, ctx, served))
-	got := answersByID(t, ctx, p) // all of it was written before Serve returned
+	got := p.RestAnswers(ctx) // all of it was written before Serve returned
 	require.Len(t, got, 1)
 	assert.JSONEq(t, `{"done":"1"}`, string(got["1"].Result))
 }
@@ -98,7 +83,7 @@ func TestInputEndManyRequestsInFlightAreEachAnsweredOnce(t *testing.T) {
 	p, served := serveWatched(t, afterTheEnd, nil)
 	sendThenEnd(p, n, "x/slow")
 	require.NoError(t, wiretest.Recv(t, ctx, served))
-	got := answersByID(t, ctx, p)
+	got := p.RestAnswers(ctx)
 	require.Len(t, got, n)
 	for i := 1; i <= n; i++ {
 		assert.JSONEq(t, fmt.Sprintf(`{"done":"%d"}`, i), string(got[fmt.Sprint(i)].Result))
@@ -126,7 +111,7 @@ func TestInputEndHandlerThatNeverReturnsIsAnsweredWithinTheBound(t *testing.T) {
 	p.CloseWrite()
 	require.NoError(t, wiretest.Recv(t, ctx, served))
 	assert.GreaterOrEqual(t, time.Since(ended), bound, "answered before the bound")
-	got := answersByID(t, ctx, p)
+	got := p.RestAnswers(ctx)
 	require.Len(t, got, 2)
 	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
 	assert.Equal(t, int64(acprpc.CodeRequestCancelled), got["2"].Code())
@@ -147,7 +132,7 @@ func TestInputEndStress(t *testing.T) {
 		p, served := serveWatched(t, afterTheEnd, nil)
 		sendThenEnd(p, n, "x/slow")
 		require.NoError(t, wiretest.Recv(t, ctx, served))
-		got := answersByID(t, ctx, p)
+		got := p.RestAnswers(ctx)
 		require.Len(t, got, n, "round %d", round)
 		for id, m := range got {
 			require.JSONEq(t, fmt.Sprintf(`{"done":%q}`, id), string(m.Result), "round %d", round)
@@ -186,7 +171,7 @@ func TestInputEndCallPendingFailsAtOnce(t *testing.T) {
 	require.NotErrorIs(t, err, acprpc.ErrCancelled)
 	require.NoError(t, wiretest.Recv(t, ctx, connErr), "the call ended with the connection, not at the end of input")
 	require.NoError(t, wiretest.Recv(t, ctx, served))
-	got := answersByID(t, ctx, p)
+	got := p.RestAnswers(ctx)
 	require.Len(t, got, 1)
 	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
 }

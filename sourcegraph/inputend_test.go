@@ -54,21 +54,6 @@ func afterTheEnd(w *wiretest.EOFWatch) jsonrpc2.Handler {
 	})
 }
 
-// answersByID reads what the Layer wrote, to its end, and returns each
-// answer by its ID, failing on a second answer for one ID or on anything
-// that is not an answer.
-func answersByID(t *testing.T, ctx context.Context, p *wiretest.Peer) map[string]wiretest.Msg {
-	t.Helper()
-	got := map[string]wiretest.Msg{}
-	for _, m := range p.Rest(ctx) {
-		require.True(t, m.IsResponse(), "not an answer: %s", m.Raw)
-		_, twice := got[string(m.ID)]
-		require.False(t, twice, "request %s answered twice", m.ID)
-		got[string(m.ID)] = m
-	}
-	return got
-}
-
 // A request read just before the end of input, its handler slower than the
 // close, gets its result before the connection ends. It used to get
 // nothing, every time: the engine closed on the end and refused the reply,
@@ -79,7 +64,7 @@ func TestInputEndRequestReadJustBeforeGetsItsResult(t *testing.T) {
 	p.Request("1", "x/slow", `{}`)
 	p.CloseWrite()
 	wiretest.Recv(t, ctx, gone)
-	got := answersByID(t, ctx, p) // written before the connection ended
+	got := p.RestAnswers(ctx) // written before the connection ended
 	require.Len(t, got, 1)
 	assert.JSONEq(t, `{"done":"1"}`, string(got["1"].Result))
 }
@@ -94,7 +79,7 @@ func TestInputEndManyRequestsInFlightAreEachAnsweredOnce(t *testing.T) {
 	}
 	p.CloseWrite()
 	wiretest.Recv(t, ctx, gone)
-	got := answersByID(t, ctx, p)
+	got := p.RestAnswers(ctx)
 	require.Len(t, got, n)
 	for i := 1; i <= n; i++ {
 		assert.JSONEq(t, fmt.Sprintf(`{"done":"%d"}`, i), string(got[fmt.Sprint(i)].Result))
@@ -122,7 +107,7 @@ func TestInputEndHandlerThatNeverRepliesIsAnsweredWithinTheBound(t *testing.T) {
 	p.CloseWrite()
 	wiretest.Recv(t, ctx, gone)
 	assert.GreaterOrEqual(t, time.Since(ended), bound, "answered before the bound")
-	got := answersByID(t, ctx, p)
+	got := p.RestAnswers(ctx)
 	require.Len(t, got, 2)
 	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
 	assert.Equal(t, int64(acprpc.CodeRequestCancelled), got["2"].Code())
@@ -145,7 +130,7 @@ func TestInputEndStress(t *testing.T) {
 		}
 		p.CloseWrite()
 		wiretest.Recv(t, ctx, gone)
-		got := answersByID(t, ctx, p)
+		got := p.RestAnswers(ctx)
 		require.Len(t, got, n, "round %d", round)
 		for id, m := range got {
 			require.JSONEq(t, fmt.Sprintf(`{"done":%q}`, id), string(m.Result), "round %d", round)
