@@ -56,10 +56,11 @@ type Conn struct {
 	ready     chan struct{} // closed once NewConn has set every field
 	closed    chan struct{}
 	reason    error // why the connection closed; set before closed is closed
+	readDone  chan struct{}
+
 	// inputEnd is why the peer's input ended, once it has: the error of a
 	// call no answer can reach any more, before the connection closes.
 	inputEnd atomic.Pointer[error]
-	readDone chan struct{}
 }
 
 // NewConn starts serving t with h, which may be nil for a side that only
