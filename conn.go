@@ -156,7 +156,8 @@ func asTooLarge(err error) *MessageTooLargeError {
 // for at most Options.InputEndGrace. The notifications are handled, so the
 // answers that came behind them reach their callers after them; the
 // requests are answered, by their handlers, or as cancelled once the bound
-// has passed. This side's calls end at once, as no answer can come.
+// has passed, unless the peer is gone. This side's calls end at once, as
+// no answer can come.
 func (c *Conn) inputEnded(why error) {
 	reason := fmt.Errorf("%w by the peer: its output ended: %w", ErrConnClosed, why)
 	c.inputEnd.Store(&reason)
@@ -164,8 +165,18 @@ func (c *Conn) inputEnded(why error) {
 	grace, stop := context.WithTimeout(context.Background(), c.opts.InputEndGrace)
 	defer stop()
 	c.notes.waitFor(c.notes.barrier(), grace.Done(), nil)
-	c.answerAll(grace, reason)
+	if !peerGone(why) {
+		c.answerAll(grace, reason)
+	}
 	c.closeNow(reason)
+}
+
+// peerGone reports whether why, the end of the peer's input, says that the
+// peer reads nothing more either (see Transport's Recv): no answer could
+// reach it.
+func peerGone(why error) bool {
+	var gone interface{ PeerGone() bool }
+	return errors.As(why, &gone) && gone.PeerGone()
 }
 
 // answerAll waits until every request in flight is answered, or until

@@ -2,6 +2,7 @@ package acprpc_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -240,4 +241,46 @@ func TestInputEndWithTheOutputClosedByThePeer(t *testing.T) {
 	err = wiretest.Recv(t, ctx, served)
 	require.ErrorIs(t, err, acprpc.ErrConnClosed)
 	assert.ErrorIs(t, err, syscall.EPIPE)
+}
+
+// goneAtEOF is a transport whose end of input says the peer is gone: it
+// reads nothing more either, as a process that has exited.
+type goneAtEOF struct{ acprpc.Transport }
+
+func (g goneAtEOF) Recv() ([]byte, error) {
+	msg, err := g.Transport.Recv()
+	if errors.Is(err, io.EOF) {
+		err = peerGoneError{err}
+	}
+	return msg, err
+}
+
+type peerGoneError struct{ error }
+
+func (e peerGoneError) Unwrap() error { return e.error }
+func (peerGoneError) PeerGone() bool  { return true }
+
+// When the transport says the peer is gone with its input, no answer can
+// reach it: the requests in flight are not waited for (InputEndGrace is an
+// hour here), their handlers' contexts end with the close, and Serve
+// returns nil, the peer having left.
+func TestInputEndPeerGoneIsNotWaitedFor(t *testing.T) {
+	ctx := wiretest.Context(t)
+	conn, p := wiretest.RawPipe(t)
+	entered, cause := make(chan struct{}), make(chan error, 1)
+	h := acprpc.HandlerFunc(func(hctx context.Context, req *acprpc.Request) (any, error) {
+		close(entered)
+		<-hctx.Done()
+		cause <- context.Cause(hctx)
+		return nil, hctx.Err()
+	})
+	served := make(chan error, 1)
+	go func() {
+		served <- acprpc.Serve(context.Background(), goneAtEOF{acprpc.NewStream(conn)}, h, &acprpc.Options{InputEndGrace: time.Hour})
+	}()
+	p.Request("1", "x/dialog", "")
+	wiretest.Recv(t, ctx, entered)
+	p.CloseWrite()
+	require.ErrorIs(t, wiretest.Recv(t, ctx, cause), acprpc.ErrConnClosed)
+	require.NoError(t, wiretest.Recv(t, ctx, served))
 }
