@@ -248,8 +248,10 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // ErrCancelled, at once or, with WaitAfterCancel, once the peer's answer
 // arrives (a result then returns nil, so a caller can use a marker or a
 // partial result). An error answer comes back as a *CallError wrapping the
-// peer's *Error. If the connection closes first, the error matches
-// ErrConnClosed, which no answer of the peer's can.
+// peer's *Error. If the connection closes first, or the peer's input ends
+// (no answer can come any more; the connection closes right after it has
+// answered what it read), the error matches ErrConnClosed, which no answer
+// of the peer's can.
 //
 // Call returns the answer only after every notification the peer sent
 // before it has been handled. The ordering never costs a caller its
