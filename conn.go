@@ -173,6 +173,19 @@ func (c *Conn) inputEnded(why error) {
 	c.closeNow(reason)
 }
 
+// inputEndRanOut answers a request whose handler has not returned within
+// Options.InputEndGrace of the end of the peer's input, its context ending
+// with reason, and says so: the handler's own answer will be dropped.
+func (c *Conn) inputEndRanOut(r *inRequest, reason error) {
+	r.atInputEnd.Store(true)
+	r.cancelWith(reason)
+	if !c.answer(r, c.cancelledFrame(r.rawID, r.req.Method)) {
+		return // the handler returned meanwhile
+	}
+	c.log.Warn("acprpc: the peer's input ended with a request in flight whose handler still runs after Options.InputEndGrace, so it was answered cancelled for it and its own answer will be dropped; return from the handler sooner, or raise the bound",
+		"method", r.req.Method, "id", r.req.ID.String(), "grace", c.opts.InputEndGrace.String())
+}
+
 // peerGone reports whether why, the end of the peer's input, says that the
 // peer reads nothing more either (see Transport's Recv): no answer could
 // reach it.
@@ -194,8 +207,7 @@ func (c *Conn) answerAll(grace context.Context, reason error) {
 		return
 	}
 	for _, r := range c.incoming.all() {
-		r.cancel(reason)
-		c.answerCancelled(r)
+		c.inputEndRanOut(r, reason)
 	}
 	// An answer that was under way as the bound passed is queued in a
 	// moment: its request had left the table already.

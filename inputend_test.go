@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -93,11 +95,14 @@ func TestInputEndManyRequestsInFlightAreEachAnsweredOnce(t *testing.T) {
 
 // Handlers that never return, and ignore their contexts, are answered as
 // cancelled once InputEndGrace has passed: a prompt with its marker, any
-// other method -32800. Serve returns then, not when they do.
+// other method -32800. Serve returns then, not when they do. Each is named
+// in a warning, and its late return said to be dropped.
 func TestInputEndHandlerThatNeverReturnsIsAnsweredWithinTheBound(t *testing.T) {
 	ctx := wiretest.Context(t)
+	log := &wiretest.Recorder{}
 	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
 	deaf := func(*wiretest.EOFWatch) acprpc.Handler {
 		return acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) {
 			<-release
@@ -105,7 +110,7 @@ func TestInputEndHandlerThatNeverReturnsIsAnsweredWithinTheBound(t *testing.T) {
 		})
 	}
 	const bound = 100 * time.Millisecond
-	p, served := serveWatched(t, deaf, &acprpc.Options{InputEndGrace: bound})
+	p, served := serveWatched(t, deaf, &acprpc.Options{InputEndGrace: bound, Logger: log.Logger()})
 	p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
 	p.Request("2", "x/other", "")
 	ended := time.Now()
@@ -116,6 +121,13 @@ func TestInputEndHandlerThatNeverReturnsIsAnsweredWithinTheBound(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(got["1"].Result))
 	assert.Equal(t, int64(acprpc.CodeRequestCancelled), got["2"].Code())
+
+	warning := log.AwaitLogged(t, ctx, slog.LevelWarn, "Options.InputEndGrace")
+	assert.Equal(t, "100ms", warning.Attrs["grace"])
+	assert.Contains(t, []string{"session/prompt", "x/other"}, warning.Attrs["method"])
+	releaseOnce.Do(func() { close(release) })
+	late := log.AwaitLogged(t, ctx, slog.LevelInfo, "has returned after its request was answered cancelled at the end of the peer's input")
+	assert.Contains(t, []string{"session/prompt", "x/other"}, late.Attrs["method"])
 }
 
 // The end of input over and over, with a few requests in flight each time,
