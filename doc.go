@@ -148,7 +148,16 @@
 // way out): handlers' contexts end with ErrConnClosed, pending calls
 // fail with an error that matches ErrConnClosed (which no answer of the
 // peer's can) and says who closed the connection and why, as every later
-// Call and Notify does, and Close returns promptly whatever the peer does. At the
-// end of the peer's input the notifications already read are handled first.
-// docs/design.md walks through both.
+// Call and Notify does, and Close returns promptly whatever the peer does.
+//
+// The end of the peer's input (a client that closes the agent's stdin) is
+// the peer saying it will send nothing more, not that it stopped reading:
+// what was read before it is served first, for up to
+// Options.InputEndGrace (a second by default), with the connection open.
+// The notifications are handled; every request is answered, with its
+// handler's result, or as cancelled once the bound has passed; this side's
+// pending calls fail at once, since no answer can come. Then the connection
+// closes. Done fires then, with the last answers still being written:
+// Close waits for them, and Serve and ServeStdio return only once they
+// are. docs/design.md walks through all three ends.
 package acprpc

@@ -257,8 +257,9 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // whose cancelled turn the agent has not answered yet is sent once that
 // answer is read, or TurnCancelWait has passed. An error answer comes back
 // as a *CallError wrapping the peer's *Error. If the connection closes
-// first, the error matches ErrConnClosed, which no answer of the peer's
-// can.
+// first, or the peer's input ends (no answer can come any more; the
+// connection closes right after it has answered what it read), the error
+// matches ErrConnClosed, which no answer of the peer's can.
 //
 // Call returns the answer only after every notification the peer sent
 // before it has been handled. The ordering never costs a caller its
@@ -290,6 +291,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	}
 	id, pc, err := c.calls.register(method)
 	if errors.Is(err, ErrConnClosed) {
+		c.cutShortByInputEnd(ctx)
 		err = c.closedErr() // says what closed the connection: an agent's exit, a failed write
 	}
 	if err != nil {
@@ -371,6 +373,7 @@ func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, resul
 // it.
 func (c *Conn) complete(ctx context.Context, giveUp <-chan struct{}, timeout <-chan time.Time, pc *pendingCall, result any, callErr func(error) error, ctxErr error) error {
 	if !pc.answered() {
+		c.cutShortByInputEnd(ctx)
 		return callErr(c.closedErr())
 	}
 	// Not reached, with the connection open: the bound came (the notifier
@@ -475,12 +478,31 @@ func paramsError(err error, params any) error {
 	return fmt.Errorf("not sent: cannot encode the params: %w", err)
 }
 
+// cutShortByInputEnd cancels the request whose handler made, with ctx, a
+// call that the end of the peer's input has left without an answer, as a
+// failed write does: the handler that returns the call's error then has
+// its request answered as cancelled (its marker or -32800), cut short by
+// the peer's end, not failed with -32603. A call made otherwise, or once
+// the connection has closed, changes nothing.
+func (c *Conn) cutShortByInputEnd(ctx context.Context) {
+	end := c.inputEnd.Load()
+	if end == nil || c.Err() != nil {
+		return
+	}
+	if r, ok := ctx.Value(inRequestKey).(*inRequest); ok && r.conn == c {
+		r.cancelWith(*end)
+	}
+}
+
 // closedErr is the error of a call the connection's end left unanswered:
 // why the connection closed, which matches ErrConnClosed and says what ended
 // it (an agent's exit, a failed write, the end of the input).
 func (c *Conn) closedErr() error {
 	if err := c.Err(); err != nil {
 		return err
+	}
+	if err := c.inputEnd.Load(); err != nil {
+		return *err
 	}
 	return ErrConnClosed
 }
