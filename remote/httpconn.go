@@ -275,9 +275,16 @@ func (h *httpConn) attach(ctx context.Context, session, lastEventID string, dead
 	if err != nil {
 		return nil, err
 	}
-	resuming := st.resume.on && lastEventID != ""
-	if st.receiver && (!resuming || !h.oust(ctx, st)) {
-		return nil, errStreamBusy
+	if st.receiver {
+		if !st.resume.on || lastEventID == "" {
+			return nil, errStreamBusy
+		}
+		if err := h.mayResume(st, lastEventID); err != nil {
+			return nil, err // refused before the GET that holds the stream is ended
+		}
+		if !h.oust(ctx, st) {
+			return nil, errStreamBusy
+		}
 	}
 	if h.isClosed() {
 		return h.lateStream(session)

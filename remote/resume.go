@@ -77,7 +77,7 @@ func (h *httpConn) resumeAfter(st *outStream, lastEventID string) error {
 		r.kept, r.bytes = nil, 0
 		return nil
 	}
-	last, err := strconv.ParseUint(lastEventID, 10, 64)
+	last, err := parseEventID(lastEventID)
 	switch {
 	case err != nil || last > r.sentID:
 		return errResumeAhead
@@ -93,6 +93,24 @@ func (h *httpConn) resumeAfter(st *outStream, lastEventID string) error {
 	r.kept, r.bytes = nil, 0
 	return nil
 }
+
+// mayResume refuses, before a GET that resumes st takes it over from the
+// GET that holds it, a lastEventID that could not name an event the client
+// read: one that is not a number, or beyond those written and those being
+// written (the head of the queue, which the holder notes as written only
+// once its write returns, after the client may have read it). A GET so
+// refused ends nothing. Called with h.mu held.
+func (h *httpConn) mayResume(st *outStream, lastEventID string) error {
+	last, err := parseEventID(lastEventID)
+	if err != nil || last > st.resume.sentID+uint64(len(st.queue)) {
+		return errResumeAhead
+	}
+	return nil
+}
+
+// parseEventID reads an event ID the server wrote: a decimal number, no
+// sign.
+func parseEventID(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
 
 // oust ends the GET that holds st, for one that resumes it, and waits until
 // it has let go (its write cut short by a deadline in the past), at most
