@@ -12,7 +12,9 @@ import (
 )
 
 // numbered is the nth message of a test's server, as a notification.
-func numbered(n int) string { return fmt.Sprintf(`{"jsonrpc":"2.0","method":"n","params":{"n":%d}}`, n) }
+func numbered(n int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","method":"n","params":{"n":%d}}`, n)
+}
 
 // A GET whose Last-Event-ID the server cannot resume from (not a number,
 // negative, beyond 64 bits, an event that was never sent) is refused with
