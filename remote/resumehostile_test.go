@@ -36,3 +36,39 @@ func TestHTTPResumeWithABadLastEventIDLeavesTheReader(t *testing.T) {
 	for range events {
 	}
 }
+
+// A GET that resumes the connection's stream after the connection closed
+// (Shutdown's cancelled answer still queued, the client's stream cut just
+// before) gets the events written into the cut stream after its
+// Last-Event-ID, then what was queued, each with its ID: it used to get
+// only what was queued, with a gap in the IDs the client could not see.
+func TestHTTPResumeAfterTheCloseGetsWhatTheCutStreamLost(t *testing.T) {
+	ts := startServer(t, nil)
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	get := c.open(http.MethodGet, "", HeaderConnectionID, id, "Accept", "text/event-stream")
+	require.Equal(t, http.StatusOK, get.StatusCode)
+	events := sseEventIDs(get)
+	ctx := wiretest.Context(t)
+	for n := 1; n <= 3; n++ {
+		send(t, server, numbered(n))
+		require.Equal(t, fmt.Sprintf("%d %s", n, numbered(n)), wiretest.Recv(t, ctx, events))
+	}
+	h := ts.Server.lookup(id, true)
+	h.mu.Lock()
+	released := h.streams[""].released
+	h.mu.Unlock()
+	require.NoError(t, get.Body.Close()) // the cut: the client read event 1 only
+	wiretest.Recv(t, ctx, released)
+	send(t, server, numbered(4))
+	require.NoError(t, server.Close())
+
+	resp := c.open(http.MethodGet, "", HeaderConnectionID, id, "Accept", "text/event-stream", "Last-Event-ID", "1")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var got []string
+	for ev := range sseEventIDs(resp) {
+		got = append(got, ev)
+	}
+	want := []string{"2 " + numbered(2), "3 " + numbered(3), "4 " + numbered(4)}
+	assert.Equal(t, want, got)
+}
