@@ -3,7 +3,10 @@ package remote
 import (
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,4 +74,78 @@ func TestHTTPResumeAfterTheCloseGetsWhatTheCutStreamLost(t *testing.T) {
 	}
 	want := []string{"2 " + numbered(2), "3 " + numbered(3), "4 " + numbered(4)}
 	assert.Equal(t, want, got)
+}
+
+// held is what h holds for its client: the messages queued on its streams
+// and the events its connection's stream keeps for a GET that resumes it.
+func held(h *httpConn) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.queued + h.streams[""].resume.bytes
+}
+
+// A client whose stream is cut again and again while the agent floods it,
+// each time before it read the last quarter of what the server wrote (more
+// than the server keeps for resuming before it), loses nothing,
+// reads nothing twice, and makes the server hold at most MaxQueuedBytes
+// and the quarter of it kept for resuming, with one message more: the
+// events a resume puts back are queued beyond MaxQueuedBytes, and Send
+// waits until the queue is below it again. The GETs are driven through the
+// methods serveGet calls, without sockets, whose buffers would decide how
+// much a cut loses.
+func TestHTTPStreamCutAgainAndAgainHoldsBoundedMemory(t *testing.T) {
+	const limit, n = 64 << 10, 6000
+	ts := startServer(t, &Options{MaxQueuedBytes: limit})
+	c := newRawHTTP(t, ts.url("http"))
+	_, server := c.initialize(ts)
+	h := server.(*httpConn)
+	msg := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","method":"n","params":{"n":%d,"pad":%q}}`, i, strings.Repeat("x", 100))
+	}
+	sent := make(chan error, 1)
+	go func() {
+		for i := 1; i <= n; i++ {
+			if err := server.Send([]byte(msg(i))); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	ctx := wiretest.Context(t)
+	last, most, cuts := 0, 0, 0
+	for last < n {
+		lastEventID := ""
+		if last > 0 {
+			lastEventID = strconv.Itoa(last)
+		}
+		st, err := h.attach(ctx, "", lastEventID, func(time.Time) {})
+		require.NoError(t, err)
+		var msgs [][]byte
+		for taken := 0; taken < limit/2 && last+len(msgs) < n; {
+			batch, first := h.head(st)
+			if batch == nil { // the flood has not caught up
+				wiretest.Recv(t, ctx, st.wake)
+				continue
+			}
+			require.Equal(t, uint64(last+len(msgs)+1), first, "the event after the one the client read last")
+			h.taken(st, len(batch)) // written
+			msgs = append(msgs, batch...)
+			for _, m := range batch {
+				taken += len(m)
+			}
+		}
+		read := len(msgs) - len(msgs)/4 // the client read all but the last quarter before the cut
+		for _, m := range msgs[:read] {
+			require.Equal(t, msg(last+1), string(m))
+			last++
+		}
+		most = max(most, held(h))
+		require.LessOrEqual(t, most, limit+limit/4+len(msg(n)), "what the server holds for the client")
+		h.detach("", st)
+		cuts++
+	}
+	require.NoError(t, <-sent)
+	t.Logf("%d cuts, held at most %d bytes (MaxQueuedBytes %d)", cuts, most, limit)
+	require.NoError(t, server.Close())
 }
