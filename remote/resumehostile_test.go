@@ -1,10 +1,13 @@
 package remote
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,5 +150,175 @@ func TestHTTPStreamCutAgainAndAgainHoldsBoundedMemory(t *testing.T) {
 	}
 	require.NoError(t, <-sent)
 	t.Logf("%d cuts, held at most %d bytes (MaxQueuedBytes %d)", cuts, most, limit)
+	require.NoError(t, server.Close())
+}
+
+// Two GETs that resume the connection's stream in a loop, each taking it
+// from the other (and from its own last) while the agent writes, never
+// deadlock, and each stream they get is coherent: its first event is the
+// one after its Last-Event-ID, its events follow each other, and an ID
+// always carries the same message; together they read every message. A
+// GET that comes while another is taking the stream over gets 409.
+func TestHTTPResumingGetsFightingForTheStream(t *testing.T) {
+	const n, fighters, perGet, ahead = 300, 2, 2, 4
+	c, id, server, first := openConnectionStream(t, &Options{Logger: slog.New(slog.DiscardHandler)})
+	ctx := wiretest.Context(t)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	lastSeen := 0
+	done := make(chan struct{})
+	progress := make(chan struct{}, 1)
+	note := func(ev string) {
+		idText, data, _ := strings.Cut(ev, " ")
+		eventID, err := strconv.Atoi(idText)
+		if !assert.NoError(t, err, ev) || !assert.Equal(t, numbered(eventID), data, "event %d", eventID) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[idText] = true
+		if eventID > lastSeen {
+			lastSeen = eventID
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+			if lastSeen == n {
+				close(done)
+			}
+		}
+	}
+	// read notes the events of one GET, checking that they follow from
+	// after.
+	var readers sync.WaitGroup
+	read := func(events <-chan string, after int, took chan<- struct{}) {
+		defer readers.Done()
+		next := after + 1
+		for ev := range events {
+			assert.True(t, strings.HasPrefix(ev, strconv.Itoa(next)+" "), "event %d expected, got %s", next, ev)
+			next++
+			note(ev)
+			if next-after == perGet+1 {
+				close(took)
+			}
+		}
+		if next-after <= perGet {
+			close(took)
+		}
+	}
+	readers.Add(1)
+	go read(first, 0, make(chan struct{}))
+	sent := make(chan error, 1)
+	go func() {
+		for i := 1; i <= n; i++ {
+			for { // at most ahead events beyond those read, so that the GETs fight all along
+				mu.Lock()
+				behind := lastSeen < i-ahead
+				mu.Unlock()
+				if !behind {
+					break
+				}
+				select {
+				case <-progress:
+				case <-ctx.Done():
+					sent <- ctx.Err()
+					return
+				}
+			}
+			if err := server.Send([]byte(numbered(i))); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	var fighting sync.WaitGroup
+	got := map[int]int{}
+	for range fighters {
+		fighting.Add(1)
+		go func() {
+			defer fighting.Done()
+			for {
+				select {
+				case <-done:
+					return
+				case <-ctx.Done():
+					return
+				default:
+				}
+				mu.Lock()
+				after := lastSeen
+				mu.Unlock()
+				resp := c.open(http.MethodGet, "", HeaderConnectionID, id, "Accept", "text/event-stream", "Last-Event-ID", strconv.Itoa(after))
+				mu.Lock()
+				got[resp.StatusCode]++
+				mu.Unlock()
+				if resp.StatusCode != http.StatusOK {
+					resp.Body.Close()
+					continue
+				}
+				took := make(chan struct{})
+				readers.Add(1)
+				go read(sseEventIDs(resp), after, took)
+				select { // a few events, or its end, then the next GET
+				case <-took:
+				case <-done:
+				case <-ctx.Done():
+				}
+			}
+		}()
+	}
+	fighting.Wait()
+	mu.Lock()
+	t.Logf("GETs answered: %v; last event read %d of %d", got, lastSeen, n)
+	mu.Unlock()
+	require.NoError(t, <-sent)
+	require.NoError(t, server.Close())
+	readers.Wait()
+	for s := range got {
+		assert.Contains(t, []int{http.StatusOK, http.StatusConflict}, s)
+	}
+	for i := 1; i <= n; i++ {
+		assert.True(t, seen[strconv.Itoa(i)], "event %d never read", i)
+	}
+}
+
+// A GET whose write of a batch of events fails part-way (a connection
+// reset) notes none of them written, though the client may have read the
+// first: a GET that resumes after one of those starts after it. It used to
+// get 400, as would every GET after it, and the connection could not go
+// on; so did a GET resuming after an event another GET had read, once a
+// GET with an older Last-Event-ID had taken the stream back.
+func TestHTTPResumeAfterAnEventOfABatchCutPartWay(t *testing.T) {
+	ts := startServer(t, nil)
+	c := newRawHTTP(t, ts.url("http"))
+	_, server := c.initialize(ts)
+	h := server.(*httpConn)
+	ctx := wiretest.Context(t)
+	for i := 1; i <= 5; i++ {
+		send(t, server, numbered(i))
+	}
+	st, err := h.attach(ctx, "", "", func(time.Time) {})
+	require.NoError(t, err)
+	msgs, first := h.head(st)
+	require.Len(t, msgs, 5)
+	require.Equal(t, uint64(1), first)
+	h.detach("", st) // the write failed: nothing taken, but the client read events 1 to 3
+
+	st, err = h.attach(ctx, "", "3", func(time.Time) {})
+	require.NoError(t, err, "a GET resuming after event 3")
+	msgs, first = h.head(st)
+	require.Equal(t, uint64(4), first)
+	require.Equal(t, []string{numbered(4), numbered(5)}, strings.Fields(string(bytes.Join(msgs, []byte(" ")))))
+	h.taken(st, len(msgs))
+	h.detach("", st)
+
+	st, err = h.attach(ctx, "", "1", func(time.Time) {}) // an older Last-Event-ID takes the stream back
+	require.NoError(t, err)
+	msgs, first = h.head(st)
+	require.Equal(t, uint64(2), first)
+	require.Equal(t, []string{numbered(2), numbered(3), numbered(4), numbered(5)}, strings.Fields(string(bytes.Join(msgs, []byte(" ")))))
+	h.detach("", st)
+	assert.Equal(t, 5*len(numbered(1)), held(h), "event 1 kept, 2 to 5 queued")
 	require.NoError(t, server.Close())
 }
