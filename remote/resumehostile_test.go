@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -321,4 +323,92 @@ func TestHTTPResumeAfterAnEventOfABatchCutPartWay(t *testing.T) {
 	h.detach("", st)
 	assert.Equal(t, 5*len(numbered(1)), held(h), "event 1 kept, 2 to 5 queued")
 	require.NoError(t, server.Close())
+}
+
+// initializeWith opens a connection with a POST of initialize carrying
+// headers (name, value pairs), and returns its answer's headers and the
+// server's side.
+func initializeWith(t *testing.T, ts *testServer, c *rawHTTP, headers ...string) (http.Header, acprpc.Transport) {
+	t.Helper()
+	answered := make(chan *http.Response, 1)
+	go func() {
+		resp, _ := c.do(http.MethodPost, initRequest, headers...)
+		answered <- resp
+	}()
+	server := ts.next(t)
+	require.Equal(t, initRequest, recvMsg(t, server))
+	send(t, server, initAnswer)
+	resp := <-answered
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return resp.Header, server
+}
+
+// One stream is agreed on only by Acp-Single-Stream: 1 on the POST of
+// initialize, and the answer says so; any other value means no, and the
+// header on a later POST changes nothing.
+func TestHTTPSingleStreamIsAgreedOnlyAtInitialize(t *testing.T) {
+	ts := startServer(t, nil)
+	c := newRawHTTP(t, ts.url("http"))
+	for _, value := range []string{"1", " 1 ", "0", "true", "yes", "1, 1", "2", ""} {
+		headers := []string{}
+		if value != "" {
+			headers = append(headers, HeaderSingleStream, value)
+		}
+		answer, server := initializeWith(t, ts, c, headers...)
+		want := strings.TrimSpace(value) == "1"
+		assert.Equal(t, want, server.(*httpConn).single, "Acp-Single-Stream %q", value)
+		assert.Equal(t, want, answer.Get(HeaderSingleStream) == "1", "the answer to Acp-Single-Stream %q says", value)
+		if !want {
+			id := answer.Get(HeaderConnectionID)
+			posted := make(chan *http.Response, 1)
+			go func() {
+				resp, _ := c.do(http.MethodPost, `{"jsonrpc":"2.0","method":"n"}`, HeaderConnectionID, id, HeaderSingleStream, "1")
+				posted <- resp
+			}()
+			recvMsg(t, server)
+			assert.Equal(t, http.StatusAccepted, (<-posted).StatusCode)
+			assert.False(t, server.(*httpConn).single, "the header on a later POST")
+		}
+		require.NoError(t, server.Close())
+	}
+}
+
+// A client that agrees on one stream and never opens it holds at most
+// MaxQueuedBytes, its session's messages among them: the agent's Send
+// waits, then fails once IdleTimeout closes the connection, saying why.
+func TestHTTPSingleStreamNeverOpenedEndsTheAgentsSends(t *testing.T) {
+	const limit = 1024
+	ts := startServer(t, &Options{MaxQueuedBytes: limit, IdleTimeout: 200 * time.Millisecond, WriteTimeout: -1})
+	c := newRawHTTP(t, ts.url("http"))
+	_, server := initializeWith(t, ts, c, HeaderSingleStream, "1")
+	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","pad":"` + strings.Repeat("x", 200) + `"}}`
+	var err error
+	for err == nil {
+		err = server.Send([]byte(update))
+	}
+	require.ErrorContains(t, err, "no SSE stream open for 200ms")
+	h := server.(*httpConn)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.LessOrEqual(t, h.queued, limit+len(update))
+	assert.Len(t, h.streams, 1, "no session stream: everything on the connection's")
+}
+
+// A GET that resumes a connection its client ended with DELETE gets 404:
+// nothing is left to resume, and the GET that held the stream ends.
+func TestHTTPResumeAfterDeleteIsNotFound(t *testing.T) {
+	c, id, server, events := openConnectionStream(t, nil)
+	ctx := wiretest.Context(t)
+	send(t, server, numbered(1))
+	require.Equal(t, "1 "+numbered(1), wiretest.Recv(t, ctx, events))
+	resp, body := c.do(http.MethodDelete, "", HeaderConnectionID, id)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, body)
+	for range events {
+	}
+	for _, last := range []string{"0", "1", "2"} {
+		resp, body = c.do(http.MethodGet, "", HeaderConnectionID, id, "Accept", "text/event-stream", "Last-Event-ID", last)
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode, "Last-Event-ID %s: %s", last, body)
+	}
+	_, err := recv(t, server)
+	assert.ErrorIs(t, err, io.EOF)
 }
