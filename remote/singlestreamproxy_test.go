@@ -21,15 +21,15 @@ func headerProxy(t *testing.T, target string, add, strip bool) (proxied string, 
 	t.Helper()
 	u, err := url.Parse(target)
 	require.NoError(t, err)
-	p := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host}) // the path as the client sends it
-	p.FlushInterval = -1                                                              // SSE events as they come
-	direct := p.Director
-	p.Director = func(r *http.Request) {
-		direct(r)
-		r.Host = u.Host // the server allows its own loopback names only
-		if add {
-			r.Header.Set(HeaderSingleStream, "1")
-		}
+	p := &httputil.ReverseProxy{
+		FlushInterval: -1, // SSE events as they come
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: u.Scheme, Host: u.Host}) // the path as the client sends it
+			r.Out.Host = u.Host                                // the server allows its own loopback names only
+			if add {
+				r.Out.Header.Set(HeaderSingleStream, "1")
+			}
+		},
 	}
 	agreed = &atomic.Bool{}
 	p.ModifyResponse = func(resp *http.Response) error {
