@@ -15,7 +15,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -325,24 +324,6 @@ func TestHTTPResumeAfterAnEventOfABatchCutPartWay(t *testing.T) {
 	require.NoError(t, server.Close())
 }
 
-// initializeWith opens a connection with a POST of initialize carrying
-// headers (name, value pairs), and returns its answer's headers and the
-// server's side.
-func initializeWith(t *testing.T, ts *testServer, c *rawHTTP, headers ...string) (http.Header, acprpc.Transport) {
-	t.Helper()
-	answered := make(chan *http.Response, 1)
-	go func() {
-		resp, _ := c.do(http.MethodPost, initRequest, headers...)
-		answered <- resp
-	}()
-	server := ts.next(t)
-	require.Equal(t, initRequest, recvMsg(t, server))
-	send(t, server, initAnswer)
-	resp := <-answered
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	return resp.Header, server
-}
-
 // One stream is agreed on only by Acp-Single-Stream: 1 on the POST of
 // initialize, and the answer says so; any other value means no, and the
 // header on a later POST changes nothing.
@@ -354,7 +335,7 @@ func TestHTTPSingleStreamIsAgreedOnlyAtInitialize(t *testing.T) {
 		if value != "" {
 			headers = append(headers, HeaderSingleStream, value)
 		}
-		answer, server := initializeWith(t, ts, c, headers...)
+		answer, server := c.initializeWith(ts, headers...)
 		want := strings.TrimSpace(value) == "1"
 		assert.Equal(t, want, server.(*httpConn).single, "Acp-Single-Stream %q", value)
 		assert.Equal(t, want, answer.Get(HeaderSingleStream) == "1", "the answer to Acp-Single-Stream %q says", value)
@@ -380,7 +361,7 @@ func TestHTTPSingleStreamNeverOpenedEndsTheAgentsSends(t *testing.T) {
 	const limit = 1024
 	ts := startServer(t, &Options{MaxQueuedBytes: limit, IdleTimeout: 200 * time.Millisecond, WriteTimeout: -1})
 	c := newRawHTTP(t, ts.url("http"))
-	_, server := initializeWith(t, ts, c, HeaderSingleStream, "1")
+	_, server := c.initializeWith(ts, HeaderSingleStream, "1")
 	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","pad":"` + strings.Repeat("x", 200) + `"}}`
 	var err error
 	for err == nil {
