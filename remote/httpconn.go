@@ -269,18 +269,25 @@ func (h *httpConn) attach(ctx context.Context, session, lastEventID string, dead
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.isClosed() {
-		return h.lateStream(session)
+		return h.lateStream(session, lastEventID)
 	}
 	st, err := h.stream(session)
 	if err != nil {
 		return nil, err
 	}
-	resuming := st.resume.on && lastEventID != ""
-	if st.receiver && (!resuming || !h.oust(ctx, st)) {
-		return nil, errStreamBusy
+	if st.receiver {
+		if !st.resume.on || lastEventID == "" {
+			return nil, errStreamBusy
+		}
+		if err := h.mayResume(st, lastEventID); err != nil {
+			return nil, err // refused before the GET that holds the stream is ended
+		}
+		if !h.oust(ctx, st) {
+			return nil, errStreamBusy
+		}
 	}
 	if h.isClosed() {
-		return h.lateStream(session)
+		return h.lateStream(session, lastEventID)
 	}
 	if st.resume.on {
 		if err := h.resumeAfter(st, lastEventID); err != nil {
@@ -454,11 +461,18 @@ func (h *httpConn) unfetched() bool {
 
 // lateStream gives a GET that comes after the close the stream of session,
 // if it still holds messages no GET took and drainBy has not passed: the
-// GET writes them and ends. Called with h.mu held.
-func (h *httpConn) lateStream(session string) (*outStream, error) {
+// GET writes them and ends. A GET that resumes the connection's stream
+// gets first what was written after its Last-Event-ID, as before the
+// close. Called with h.mu held.
+func (h *httpConn) lateStream(session, lastEventID string) (*outStream, error) {
 	st := h.streams[session]
 	if !h.awaitsGets || st == nil || st.receiver || len(st.queue) == 0 || !time.Now().Before(h.drainBy) {
 		return nil, h.reason
+	}
+	if st.resume.on {
+		if err := h.resumeAfter(st, lastEventID); err != nil {
+			return nil, err
+		}
 	}
 	st.receiver = true
 	st.released = make(chan struct{})
