@@ -51,7 +51,7 @@ func (r *runner) entityCancelV2() {
 		return
 	}
 	defer r.endWorkV2(session, p)
-	e, ok := r.cancellableEntity(session, p.req.Seq)
+	e, ok := r.awaitCancellable(session, p.req.Seq)
 	if !ok {
 		r.res.notBrought(ruleV2Entity, "no tool call or terminal of the slow prompt's work advertised capabilities.cancel")
 		return
@@ -75,6 +75,27 @@ func (r *runner) entityCancelV2() {
 		}
 	}
 	r.res.pass(ruleV2Entity)
+}
+
+// awaitCancellable returns the first tool call or terminal of session that
+// advertises capabilities.cancel, waiting up to CancelAfter for one: the
+// work may advertise it a moment after it was judged under way.
+func (r *runner) awaitCancellable(session string, from int) (entity, bool) {
+	ctx, cancel := r.bounded(r.o.CancelAfter)
+	defer cancel()
+	for mark := from; ; {
+		if e, ok := r.cancellableEntity(session, from); ok {
+			return e, true
+		}
+		l, ok := r.w.await(ctx, mark+1, func(l Line) bool {
+			_, u, ok := entityUpdate(l, session)
+			return ok && advertisesCancel(u["capabilities"])
+		})
+		if !ok {
+			return entity{}, false
+		}
+		mark = l.Seq
+	}
 }
 
 // cancellableEntity returns the first tool call or terminal of session,

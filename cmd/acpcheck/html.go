@@ -279,10 +279,11 @@ func shownRaw(l Line) string {
 	if l.Base64 != nil {
 		return fmt.Sprintf("(%d bytes that are not UTF-8: %q)", len(l.Base64), l.Base64[:min(len(l.Base64), 200)])
 	}
-	if len(l.Raw) <= maxPageLine {
-		return l.Raw
+	raw := string(l.bytes())
+	if len(raw) <= maxPageLine {
+		return raw
 	}
-	return l.Raw[:maxPageLine] + fmt.Sprintf("… (%d bytes in all)", len(l.Raw))
+	return raw[:maxPageLine] + fmt.Sprintf("… (%d bytes in all)", len(raw))
 }
 
 // duration writes milliseconds the way people read them.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,9 +35,8 @@ func readProc(pid int) (procInfo, bool) {
 	return p, true
 }
 
-// family lists the live processes descended from root or in its process
-// group, root excluded.
-func family(root int) []int {
+// processes lists the live processes.
+func processes() []procInfo {
 	entries, _ := os.ReadDir("/proc")
 	var procs []procInfo
 	for _, e := range entries {
@@ -46,6 +46,24 @@ func family(root int) []int {
 			}
 		}
 	}
+	return procs
+}
+
+// group lists the live processes of process group pgid.
+func group(pgid int) []int {
+	var out []int
+	for _, p := range processes() {
+		if p.pgrp == pgid {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// family lists the live processes descended from root or in its process
+// group, root excluded.
+func family(root int) []int {
+	procs := processes()
 	in := map[int]bool{root: true}
 	for grew := true; grew; {
 		grew = false
@@ -68,6 +86,30 @@ func family(root int) []int {
 func alive(pids []int) []int {
 	var out []int
 	for _, pid := range pids {
+		if _, ok := readProc(pid); ok {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// marked lists the live processes whose environment holds markEnv=mark:
+// what an agent started, however it left the agent's group and descendants
+// (a daemon that double-forked and called setsid, reparented to init).
+// A process that cleared its environment is not found this way.
+func marked(mark string) []int {
+	want := []byte(markEnv + "=" + mark + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.HasPrefix(env, want) && !bytes.Contains(env, append([]byte{0}, want...)) {
+			continue
+		}
 		if _, ok := readProc(pid); ok {
 			out = append(out, pid)
 		}

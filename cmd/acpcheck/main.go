@@ -55,6 +55,9 @@ import (
 const version = "0.1.0"
 
 func main() {
+	// A write to a closed stdout or stderr (an editor that quit, a report
+	// piped into head) fails with EPIPE instead of killing acpcheck.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := mainCode(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // monitor watches a conversation go by, line by line in each direction,
@@ -21,15 +23,17 @@ type monitor struct {
 	// answered holds the IDs answered so far, for each direction of the
 	// requests.
 	answered map[string]map[string]bool
-	// unparsed counts the lines that were not JSON, for each direction of
-	// the line: each may get one answer without an ID.
+	// unparsed counts the lines that were not messages (not JSON, or JSON
+	// of no message's shape), for each direction of the line: each may get
+	// one error answer without an ID.
 	unparsed map[string]int
 	// idle holds the sessions whose last prompt was answered, with the
 	// line of the answer, until their next prompt.
 	idle map[string]int
-	// lastNote holds, for each direction, the last notification sent that
-	// way: an answer without an ID is laid at it.
-	lastNote map[string]int
+	// bursts holds, for each direction, the last burst of notifications
+	// sent that way: the answers without an ID that follow it are laid at
+	// its notifications, in order.
+	bursts map[string]*noteBurst
 	// v2 is set once initialize was answered with protocol version 2,
 	// where a prompt is answered as soon as it is taken and its turn goes on
 	// after the answer.
@@ -37,6 +41,34 @@ type monitor struct {
 	// checked holds the rules the conversation so far gave a chance to
 	// break: a rule no line could have broken is not passed by a replay.
 	checked map[string]bool
+	// ms is when the line being taken went.
+	ms float64
+}
+
+// noteBurst is the notifications one side sent last, together: up to a
+// line of the other side's or a request of its own.
+type noteBurst struct {
+	seqs     []int
+	open     bool // the next notification of that side joins it
+	answered int  // the answers without an ID laid at it so far
+}
+
+func (b *noteBurst) add(seq int) {
+	if !b.open {
+		b.seqs, b.answered, b.open = nil, 0, true
+	}
+	b.seqs = append(b.seqs, seq)
+}
+
+// answeredBy lays one more answer without an ID at the burst: at its next
+// notification not yet answered, or its last.
+func (b *noteBurst) answeredBy() (int, bool) {
+	if len(b.seqs) == 0 {
+		return 0, false
+	}
+	i := min(b.answered, len(b.seqs)-1)
+	b.answered++
+	return b.seqs[i], true
 }
 
 // inFlight is a request awaiting its answer.
@@ -44,7 +76,8 @@ type inFlight struct {
 	seq       int
 	method    string
 	session   string
-	cancelled string // what cancelled it: "session/cancel", "$/cancel_request" or ""
+	cancelled string  // what cancelled it: "session/cancel", "$/cancel_request" or ""
+	cancelMs  float64 // when
 }
 
 // violation is one broken rule, with the lines (by number in the
@@ -63,7 +96,7 @@ func newMonitor(report func(violation)) *monitor {
 		unparsed: map[string]int{},
 		idle:     map[string]int{},
 		checked:  map[string]bool{},
-		lastNote: map[string]int{},
+		bursts:   map[string]*noteBurst{toAgent: {}, fromAgent: {}},
 	}
 	return m
 }
@@ -75,21 +108,28 @@ func other(dir string) string {
 	return toAgent
 }
 
-// line takes one whole line that went dir, and returns its number.
-func (m *monitor) line(dir string, raw []byte) int {
+// line takes one whole line that went dir, ms after the conversation
+// began, and returns its number.
+func (m *monitor) line(dir string, raw []byte, ms float64) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.seq++
 	seq := m.seq
+	m.ms = ms
 	p := parse(raw)
+	m.bursts[other(dir)].open = false // a line of the other side ends its burst
 	switch {
 	case p.isRequest():
+		m.bursts[dir].open = false
 		m.request(dir, seq, p)
 	case p.isNotification():
+		m.bursts[dir].add(seq)
 		m.notification(dir, seq, p)
 	case p.isAnswer():
 		m.answer(dir, seq, p)
-	case len(raw) > 0 && !json.Valid(raw):
+	case len(bytes.TrimSpace(raw)) > 0:
+		// Not JSON, or JSON that is no message ({"foo":1}): JSON-RPC
+		// answers it with an error and "id": null (-32700, -32600).
 		m.unparsed[dir]++
 	}
 	return seq
@@ -105,21 +145,31 @@ func (m *monitor) request(dir string, seq int, p parsed) {
 
 func (m *monitor) notification(dir string, seq int, p parsed) {
 	m.checked[ruleNoteUnanswered.ID] = true
-	m.lastNote[dir] = seq
 	switch {
 	case p.Method == "$/cancel_request":
 		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
-			r.cancelled = p.Method
+			r.cancelled, r.cancelMs = p.Method, m.ms
 		}
 	case dir == toAgent && p.Method == "session/cancel":
 		for _, r := range m.pending[toAgent] {
 			if r.method == "session/prompt" && r.session == p.sessionID() {
-				r.cancelled = p.Method
+				r.cancelled, r.cancelMs = p.Method, m.ms
 			}
 		}
 	case dir == fromAgent && p.Method == "session/update":
-		if at, ok := m.idle[p.sessionID()]; ok && slices.Contains(turnUpdates, p.updateKind()) {
-			m.flag(ruleUpdateAfter, []int{at, seq}, "a %s update of session %s came after its prompt was answered", p.updateKind(), p.sessionID())
+		at, ok := m.idle[p.sessionID()]
+		switch {
+		case m.v2 && isIdleUpdate(p):
+			m.idle[p.sessionID()] = seq
+			m.checked[ruleUpdateAfter.ID] = true
+		case m.v2 && p.updateKind() == "state_update": // new work began
+			delete(m.idle, p.sessionID())
+		case ok && slices.Contains(turnUpdates, p.updateKind()):
+			end := "its prompt was answered"
+			if m.v2 {
+				end = "its work's idle state_update"
+			}
+			m.flag(ruleUpdateAfter, []int{at, seq}, "a %s update of session %s came after %s", p.updateKind(), p.sessionID(), end)
 		}
 	}
 }
@@ -131,7 +181,7 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 			m.unparsed[reqDir]--
 			return
 		}
-		if note, ok := m.lastNote[reqDir]; ok {
+		if note, ok := m.bursts[reqDir].answeredBy(); ok {
 			m.flag(ruleNoteUnanswered, []int{note, seq}, "an answer without an ID, after the notification on line %d: notifications are never answered", note)
 			return
 		}
@@ -171,25 +221,44 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	switch {
 	case p.Error != nil:
 		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
+	case p.stopReason() != "cancelled" && m.ms-r.cancelMs < crossWindow.Seconds()*1000:
+		// Crossed: the answer may have been on its way before the agent
+		// read the cancel, which the proxy cannot tell. Not the agent's
+		// fault.
 	case p.stopReason() != "cancelled":
-		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered stopReason %q", p.stopReason())
+		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered stopReason %q, %.0f ms after the cancel", p.stopReason(), m.ms-r.cancelMs)
 	}
 }
 
-// end reports the requests the conversation's end left unanswered.
-func (m *monitor) end() {
+// crossWindow is how soon after session/cancel a prompt's answer other
+// than "cancelled" is taken for one that crossed the cancel on the wire:
+// written before the agent read the cancel.
+const crossWindow = 100 * time.Millisecond
+
+// end reports the requests the conversation's end left unanswered: the
+// agent's, when it ended the conversation itself. When the editor ended it
+// (byEditor), a request still open was cut short, not left unanswered, and
+// the agent's requests are the editor's to answer: neither is a finding.
+func (m *monitor) end(byEditor bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, dir := range []string{toAgent, fromAgent} {
-		var left []*inFlight
-		for _, r := range m.pending[dir] {
-			left = append(left, r)
-		}
-		slices.SortFunc(left, func(a, b *inFlight) int { return a.seq - b.seq })
-		for _, r := range left {
-			m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
-		}
+	if byEditor {
+		return
 	}
+	var left []*inFlight
+	for _, r := range m.pending[toAgent] {
+		left = append(left, r)
+	}
+	slices.SortFunc(left, func(a, b *inFlight) int { return a.seq - b.seq })
+	for _, r := range left {
+		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
+	}
+}
+
+// tooLong reports a line longer than acpcheck keeps: it was forwarded
+// whole, and the record keeps its first bytes, marked.
+func (m *monitor) tooLong(seq int, dir string, size int) {
+	m.report(violation{Rule: ruleLineSize, Detail: fmt.Sprintf("line %d (%s) is %d bytes, more than the %d acpcheck keeps: it was forwarded whole, and the record keeps its first %d bytes, marked truncated_from", seq, dir, size, maxKeptLine, maxKeptLine), Lines: []int{seq}})
 }
 
 // wasChecked reports whether the conversation so far gave rule a chance to

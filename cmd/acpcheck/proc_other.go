@@ -2,7 +2,10 @@
 
 package main
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 func ownGroup(*exec.Cmd) {}
 
@@ -10,4 +13,14 @@ func signalGroup(cmd *exec.Cmd, _ bool) {
 	if cmd.Process != nil {
 		_ = cmd.Process.Kill()
 	}
+}
+
+func signalAgent(cmd *exec.Cmd, kill bool) { signalGroup(cmd, kill) }
+
+func killPID(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 )
 
 // proxyOptions say what agent to put behind the proxy and what to keep.
@@ -22,6 +20,11 @@ type proxyOptions struct {
 	Record io.Writer // the wire as JSON lines, if not nil
 }
 
+// maxKeptLine is how much of one line the proxy keeps for its checks and
+// its record: the rest of a longer line is forwarded, counted, and not
+// kept, so that a line with no end cannot grow acpcheck's memory.
+const maxKeptLine = 1 << 20
+
 // splitter cuts a byte stream into lines for the monitor and the record.
 // It numbers the lines a chunk ends before the chunk is forwarded, and
 // hands them to the sequencer after.
@@ -29,6 +32,7 @@ type splitter struct {
 	dir     string
 	q       *sequencer
 	partial []byte
+	size    int // the length of the line begun in partial, which keeps at most maxKeptLine of it
 	// seq and ms are the number of the next line handed over and when its
 	// chunk went.
 	seq int
@@ -47,45 +51,67 @@ func (s *splitter) write(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			s.partial = append(s.partial, b...)
+			s.keep(b)
 			return
 		}
-		line := b[:i]
-		if len(s.partial) > 0 {
-			line = append(s.partial, line...)
-			s.partial = s.partial[:0]
+		line, size := b[:i], i
+		if s.size > 0 {
+			s.keep(line)
+			line, size = s.partial, s.size
+			s.partial, s.size = s.partial[:0], 0
 		}
-		s.q.put(s.seq, s.ms, s.dir, bytes.TrimSuffix(line, []byte("\r")))
+		if size == len(line) {
+			line = bytes.TrimSuffix(line, []byte("\r"))
+			size = len(line)
+		}
+		s.q.put(s.seq, s.ms, s.dir, line, size)
 		s.seq++
 		b = b[i+1:]
 	}
 }
 
+// keep adds part of a line to partial, up to maxKeptLine of the line.
+func (s *splitter) keep(b []byte) {
+	s.size += len(b)
+	if room := maxKeptLine - len(s.partial); room > 0 {
+		s.partial = append(s.partial, b[:min(room, len(b))]...)
+	}
+}
+
 // flush hands on a last line that had no newline.
 func (s *splitter) flush() {
-	if len(s.partial) > 0 {
+	if s.size > 0 {
 		seq, ms := s.q.reserve(1)
-		s.q.put(seq, ms, s.dir, s.partial)
-		s.partial = nil
+		s.q.put(seq, ms, s.dir, s.partial, s.size)
+		s.partial, s.size = nil, 0
 	}
 }
 
 // forward copies src to dst byte for byte, as it comes, and shows each
 // chunk to the splitter: its lines are numbered before it is written, and
 // handed over after, also when the write fails, so that the other
-// direction's lines are not held for them. It returns at src's end or at a
-// failed write.
-func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch) error {
+// direction's lines are not held for them. After a failed write (the
+// editor closed its end) it reads on, for the record and the checks, and
+// discards what it reads; broken, if not nil, is closed then. It returns
+// at src's end.
+func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch, broken chan<- struct{}) error {
 	buf := make([]byte, 64<<10)
+	var werr error
 	for {
 		w.enter()
 		n, err := src.Read(buf)
 		w.leave()
 		if n > 0 {
 			s.reserve(buf[:n])
-			_, werr := dst.Write(buf[:n])
+			if werr == nil {
+				_, werr = dst.Write(buf[:n])
+				w.wrote()
+				if werr != nil && broken != nil {
+					close(broken)
+				}
+			}
 			s.write(buf[:n])
-			if werr != nil {
+			if werr != nil && broken == nil {
 				s.flush()
 				return werr
 			}
@@ -93,86 +119,133 @@ func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch) error {
 		if err != nil {
 			s.flush()
 			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-				return nil
+				return werr
 			}
 			return err
 		}
 	}
 }
 
-// recorder writes the wire as JSON lines, one per message.
+// recorder writes the wire as JSON lines, one per message, each line whole
+// in one write as it goes: a proxy killed at any moment leaves a record of
+// whole lines, all but perhaps the last.
 type recorder struct {
-	mu sync.Mutex
-	w  *bufio.Writer
+	mu  sync.Mutex
+	w   io.Writer
+	err error // the first failed write: the record stops there
 }
 
-func (r *recorder) line(seq int, ms float64, dir string, raw []byte) {
+func (r *recorder) line(seq int, ms float64, dir string, raw []byte, size int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	l := Line{Seq: seq, Ms: ms, Dir: dir, Raw: string(raw)}
-	if !utf8.Valid(raw) {
-		l.Raw, l.Base64 = "", raw
+	if r.err != nil {
+		return
+	}
+	l := Line{Seq: seq, Ms: ms, Dir: dir}
+	l.setRaw(raw)
+	if size > len(raw) {
+		l.Size = size
 	}
 	b, _ := json.Marshal(l)
-	r.w.Write(b)
-	r.w.WriteByte('\n')
+	_, r.err = r.w.Write(append(b, '\n'))
 }
 
-func (r *recorder) flush() {
+// end writes the record's last line: how the conversation ended.
+func (r *recorder) end(e recordEnd) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_ = r.w.Flush()
+	if r.err == nil {
+		b, _ := json.Marshal(e)
+		_, r.err = r.w.Write(append(b, '\n'))
+	}
+}
+
+// conversationEnd is how a proxied conversation ended.
+type conversationEnd struct {
+	code int    // the agent's exit status
+	why  string // what ended it
+	// byEditor: the editor (or a signal) ended it, so that requests still
+	// open were cut short, not left unanswered.
+	byEditor bool
 }
 
 // runProxy puts the agent between stdin and stdout, forwarding every byte
 // unchanged both ways, and reports each violation to report as it
-// happens. It returns when the agent has exited and its output ended, with
-// the agent's exit status, or an error wrapping errNotRun.
-func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Writer, agentStderr io.Writer, report func(violation)) (int, error) {
+// happens. The conversation ends when the agent exits, when the editor
+// closes stdin or its end of stdout, or when ctx ends (a signal): the agent
+// is then stopped, each step bounded (stopBounds), and its output read to
+// its end (outputIdle, drainBound). It returns how the conversation ended,
+// or an error wrapping errNotRun.
+func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Writer, agentStderr io.Writer, report func(violation)) (conversationEnd, error) {
 	agent, err := startAgent(o.Argv, o.Env, agentStderr)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", errNotRun, err)
+		return conversationEnd{}, fmt.Errorf("%w: %w", errNotRun, err)
 	}
-	defer agent.stop()
+	defer agent.stop(defaultStop)
 	m := newMonitor(report)
 	var rec *recorder
 	if o.Record != nil {
-		rec = &recorder{w: bufio.NewWriter(o.Record)}
-		defer rec.flush()
+		rec = &recorder{w: o.Record}
 	}
-	q := newSequencer(func(seq int, ms float64, dir string, line []byte) {
-		m.line(dir, line) // numbers it seq too: the lines come in order
+	q := newSequencer(func(seq int, ms float64, dir string, line []byte, size int) {
+		m.line(dir, line, ms) // numbers it seq too: the lines come in order
+		if size > len(line) {
+			m.tooLong(seq, dir, size)
+		}
 		if rec != nil {
-			rec.line(seq, ms, dir, line)
+			rec.line(seq, ms, dir, line, size)
 		}
 	})
+	stdinEnded := make(chan struct{})
 	go func() {
 		// The editor's input to the agent: at its end, the agent's stdin
 		// closes too. It may outlive runProxy when stdin never ends; it
 		// writes to a closed pipe then and returns.
-		_ = forward(agent.stdin, stdin, &splitter{dir: toAgent, q: q}, nil)
+		_ = forward(agent.stdin, stdin, &splitter{dir: toAgent, q: q}, nil, nil)
 		agent.stdin.Close()
+		close(stdinEnded)
 	}()
 	outDone := make(chan error, 1)
+	outBroken := make(chan struct{})
 	reading := &readWatch{}
-	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}, reading) }()
+	reading.wrote() // the start counts as progress
+	go func() { outDone <- forward(stdout, agent.stdout, &splitter{dir: fromAgent, q: q}, reading, outBroken) }()
 
+	end := conversationEnd{byEditor: true}
+	bounds := defaultStop
 	select {
 	case <-ctx.Done():
-		signalGroup(agent.cmd, false)
+		end.why = "acpcheck was signalled to stop"
+	case <-stdinEnded:
+		end.why = "the editor closed the agent's stdin"
+		// The agent may still be writing its last words: it is stopped
+		// once it has written nothing for the stop's exit bound.
+		awaitQuiet(ctx, agent, reading, outBroken, defaultStop.exit)
+		bounds.exit = 0 // waited
+	case <-outBroken:
+		end.why = "the editor closed its end of the agent's stdout"
 	case <-agent.exited:
+		end.why, end.byEditor = "the agent exited", false
 	}
-	<-agent.exited
+	if ctx.Err() != nil {
+		bounds.exit = 0 // a signal to the proxy is passed on at once
+	}
+	if !agent.stop(bounds) {
+		end.why += "; the agent would not die, even of SIGKILL"
+	}
 	// The agent's output ends when it and whatever shares its stdout have
 	// exited; what it wrote before is all forwarded first.
 	awaitOutputEnd(outDone, reading, agent.stdout)
 	q.finish(time.Second)
-	m.end()
-	code := agent.cmd.ProcessState.ExitCode()
-	if code < 0 {
-		code = 1
+	m.end(end.byEditor)
+	if rec != nil {
+		rec.end(recordEnd{Why: end.why, ByEditor: end.byEditor})
 	}
-	return code, nil
+	end.code = 1 // killed, or stuck in the kernel
+	if agent.awaitExit(0) && agent.cmd.ProcessState.ExitCode() >= 0 {
+		end.code = agent.cmd.ProcessState.ExitCode()
+	}
+	return end, nil
 }
 
 func proxyCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -195,49 +268,82 @@ func proxyCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		defer f.Close()
 		o.Record = f
 	}
-	var mu sync.Mutex
-	report := func(v violation) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(stderr, "acpcheck: the conversation broke %s (%s): %s; lines %v\n", v.Rule.ID, v.Rule.Spec, v.Detail, v.Lines)
-	}
-	code, err := runProxy(ctx, o, stdin, stdout, stderr, report)
+	findings := newFindingWriter(stderr, findingQueue)
+	end, err := runProxy(ctx, o, stdin, stdout, stderr, findings.report)
 	if err != nil {
+		findings.close("", findingsBound)
 		fmt.Fprintf(stderr, "acpcheck: %v\n", err)
 		return 2
 	}
-	return code
+	findings.close(end.why, findingsBound)
+	return end.code
 }
 
 // outputIdle is how long the agent's output may stay open with nothing
 // coming once the agent has exited: a process it left behind may hold it.
 const outputIdle = 2 * time.Second
 
-// awaitOutputEnd waits for the forwarding of the agent's output to end
-// (done), which it does when the agent and whatever shares its stdout have
-// exited, so that all the agent wrote is forwarded first. Once the forward
-// has waited outputIdle in a read with nothing coming, the output is
-// closed: never while bytes are still being read or forwarded, however slow
-// that is, so none is lost.
-func awaitOutputEnd(done <-chan error, w *readWatch, output io.Closer) {
+// awaitQuiet waits for the agent to exit, until its output has made no
+// progress for d (nothing read, nothing written on), or ctx ends, or the
+// editor closes stdout.
+func awaitQuiet(ctx context.Context, agent *agentProc, reading *readWatch, outBroken <-chan struct{}, d time.Duration) {
+	tick := time.NewTicker(d / 10)
+	defer tick.Stop()
 	for {
 		select {
-		case <-done:
+		case <-agent.exited:
 			return
-		case <-time.After(outputIdle):
-			if w.waiting() >= outputIdle {
-				output.Close()
-				<-done
+		case <-ctx.Done():
+			return
+		case <-outBroken:
+			return
+		case <-tick.C:
+			if reading.quiet() >= d {
 				return
 			}
 		}
 	}
 }
 
-// readWatch tells how long a forward has been waiting in its current read.
-// A nil *readWatch watches nothing.
+// drainBound is the longest the proxy reads the agent's output once the
+// agent is stopped: a process that escaped the stop may hold it open and
+// write without end, and an editor that stopped reading may hold the last
+// write.
+const drainBound = 10 * time.Second
+
+// awaitOutputEnd waits for the forwarding of the agent's output to end
+// (done), which it does when the agent and whatever shares its stdout have
+// exited, so that all the agent wrote is forwarded first. Once the forward
+// has waited outputIdle in a read with nothing coming, or drainBound has
+// passed, the output is closed; the forward is given outputIdle more to
+// end, and left behind if its write to the editor is stuck.
+func awaitOutputEnd(done <-chan error, w *readWatch, output io.Closer) {
+	bound := time.After(drainBound)
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(outputIdle):
+			if w.waiting() < outputIdle {
+				continue
+			}
+		case <-bound:
+		}
+		output.Close()
+		select {
+		case <-done:
+		case <-time.After(outputIdle):
+		}
+		return
+	}
+}
+
+// readWatch tells how long a forward has been waiting in its current read,
+// and how long since it last read or wrote anything. A nil *readWatch
+// watches nothing.
 type readWatch struct {
-	since atomic.Int64 // when the read began, in Unix nanoseconds; 0 outside a read
+	since    atomic.Int64 // when the read began, in Unix nanoseconds; 0 outside a read
+	progress atomic.Int64 // when a read or a write last returned, in Unix nanoseconds
 }
 
 func (w *readWatch) enter() {
@@ -249,6 +355,14 @@ func (w *readWatch) enter() {
 func (w *readWatch) leave() {
 	if w != nil {
 		w.since.Store(0)
+		w.progress.Store(time.Now().UnixNano())
+	}
+}
+
+// wrote notes a write that returned.
+func (w *readWatch) wrote() {
+	if w != nil {
+		w.progress.Store(time.Now().UnixNano())
 	}
 }
 
@@ -259,4 +373,10 @@ func (w *readWatch) waiting() time.Duration {
 		return 0
 	}
 	return time.Since(time.Unix(0, since))
+}
+
+// quiet is how long since the forward last read or wrote anything: a write
+// stuck on an editor that stopped reading is no progress.
+func (w *readWatch) quiet() time.Duration {
+	return time.Since(time.Unix(0, w.progress.Load()))
 }

@@ -19,7 +19,7 @@ func BenchmarkProxyRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer agent.stop()
+		defer agent.stop(defaultStop)
 		roundTrips(b, agent.stdin, bufio.NewReader(agent.stdout))
 		agent.stdin.Close()
 	})

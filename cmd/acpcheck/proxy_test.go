@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -13,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,23 +85,16 @@ func proxyTo(t *testing.T, agent string, input func(io.WriteCloser)) (code int, 
 	rec, err := os.Create(recPath)
 	require.NoError(t, err)
 	v = &violations{}
-	code, err = runProxy(context.Background(), proxyOptions{Argv: []string{os.Args[0]}, Env: []string{agentEnv + "=" + agent}, Record: rec},
+	end, err := runProxy(context.Background(), proxyOptions{Argv: []string{os.Args[0]}, Env: []string{agentEnv + "=" + agent}, Record: rec},
 		inR, &stdout, &stderr, v.add)
 	require.NoError(t, err)
 	inR.Close() // the editor's side, if the agent left first
 	require.NoError(t, rec.Close())
-	f, err := os.Open(recPath)
+	read, err := readRecordingFile(recPath)
 	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var l Line
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &l))
-		record = append(record, l)
-	}
-	require.NoError(t, sc.Err())
-	return code, stdout.Bytes(), record, v
+	require.Zero(t, read.cut)
+	require.NotEmpty(t, read.end.Why, "the record says how the conversation ended")
+	return end.code, stdout.Bytes(), read.lines, v
 }
 
 // Every byte in, cut anywhere, comes out unchanged and in order, and the
@@ -193,6 +185,7 @@ func TestProxyAgentExitKeepsItsOutput(t *testing.T) {
 const conversation = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}
 {"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}
 {nope
+{"foo":1}
 {"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":"slow"}]}}
 {"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}
 {"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":77}}
@@ -210,7 +203,10 @@ func TestProxyReportsViolationsAsTheyHappen(t *testing.T) {
 		{faultUpdateAfterCancel, []string{ruleUpdateAfter.ID}},
 		{faultAnswerNote, []string{ruleNoteUnanswered.ID}},
 		{faultAnswerUnknownID, []string{ruleUnknownID.ID}},
-		{faultCancelIgnored, []string{ruleOneAnswer.ID}}, // never answered
+		// The prompt is still open when the editor closes stdin, right
+		// after its cancel: the editor cut the turn short, and the proxy
+		// cannot tell an agent about to answer from one that never will.
+		{faultCancelIgnored, nil},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
 			t.Parallel()
@@ -236,4 +232,42 @@ func TestProxyBadCommandLines(t *testing.T) {
 	stderr.Reset()
 	assert.Equal(t, 2, proxyCommand(context.Background(), []string{"-record", filepath.Join(t.TempDir(), "no", "dir"), "--", "agent"}, strings.NewReader(""), &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "cannot record the wire")
+}
+
+// An editor that cancels a turn under way: an end_turn at once may have
+// crossed the cancel on the wire, which the proxy cannot tell from a turn
+// that ignored it, and is not blamed; one long after the cancel is.
+func TestProxyDoesNotBlameACrossedCancel(t *testing.T) {
+	for _, c := range []struct {
+		fault string
+		rules []string
+	}{
+		{faultCrossed, nil},
+		{faultCancelEndTurn, []string{ruleCancelStop.ID}},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			t.Parallel()
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			v := &violations{}
+			done := make(chan error, 1)
+			go func() {
+				_, err := runProxy(context.Background(), proxyOptions{Argv: []string{os.Args[0]}, Env: []string{agentEnv + "=correct," + c.fault}}, inR, outW, io.Discard, v.add)
+				outW.Close()
+				done <- err
+			}()
+			out := readLines(outR)
+			_, err := io.WriteString(inW, strings.Join(strings.Split(conversation, "\n")[:5], "\n")+"\n") // up to the prompt
+			require.NoError(t, err)
+			awaitLine(t, out, "Working on it.", time.Minute)
+			_, err = io.WriteString(inW, `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`+"\n")
+			require.NoError(t, err)
+			awaitLine(t, out, `"stopReason"`, time.Minute)
+			require.NoError(t, inW.Close())
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+			require.NoError(t, <-done)
+			inR.Close()
+			assert.ElementsMatch(t, c.rules, v.rules())
+		})
+	}
 }

@@ -24,40 +24,90 @@ var whyNotWatched = map[string]string{
 	ruleNoteUnanswered.ID: "the recording holds no notification",
 	ruleOneAnswer.ID:      "the recording holds no request",
 	ruleUnknownID.ID:      "the recording holds no request",
-	ruleUpdateAfter.ID:    "no prompt was answered in the recording",
+	ruleUpdateAfter.ID:    "no prompt was answered (v2: no work went idle) in the recording",
 }
 
+// recording is a conversation read back from the proxy's record.
+type recording struct {
+	lines []Line
+	// cut is the length of a last line the record ends in the middle of
+	// (the proxy was killed as it wrote it), which is not in lines.
+	cut int
+	// end is how the conversation ended, from the record's last line; Why
+	// is empty when the record does not say (a proxy killed, or older).
+	end recordEnd
+}
+
+// recordEnd is the record's last line: how the conversation ended.
+type recordEnd struct {
+	Why string `json:"end"`
+	// ByEditor: the editor (or a signal to the proxy) ended it, so that
+	// the requests still open were cut short, not left unanswered.
+	ByEditor bool `json:"by_editor,omitempty"`
+}
+
+// cutShort reports whether requests still open at the record's end were
+// cut short by the editor, or may have been: only an agent that ended the
+// conversation itself left them unanswered.
+func (e recordEnd) cutShort() bool { return e.Why == "" || e.ByEditor }
+
 // readRecording reads the proxy's record: a JSON object per line, each a
-// Line. The lines come back in the order of their sequence numbers, which
-// the proxy writes them in (a record cut or joined by hand may not be),
-// numbered from 1 without gaps.
-func readRecording(r io.Reader) ([]Line, error) {
-	var lines []Line
+// Line, and last the conversation's end. The lines come back in the order
+// of their sequence numbers, which the proxy writes them in (a record cut
+// or joined by hand may not be), numbered from 1 without gaps. A record
+// cut in the middle of its last line (a proxy killed as it wrote) is read
+// up to that line; a record with no line, or with a line that is not a
+// recorded message before its last, is refused.
+func readRecording(r io.Reader) (recording, error) {
+	var rec recording
 	br := bufio.NewReader(r)
 	for n := 1; ; n++ {
 		b, err := br.ReadBytes('\n')
+		whole := len(b) > 0 && b[len(b)-1] == '\n'
 		if b = bytes.TrimSpace(b); len(b) > 0 {
+			if rec.end.Why != "" {
+				return recording{}, fmt.Errorf("line %d of the recording follows the conversation's end", n)
+			}
 			var l Line
-			if jerr := json.Unmarshal(b, &l); jerr != nil {
-				return nil, fmt.Errorf("line %d of the recording is not a recorded message: %w", n, jerr)
+			var end recordEnd
+			switch jerr := json.Unmarshal(b, &l); {
+			case jerr != nil && !whole:
+				rec.cut = len(b)
+			case jerr != nil:
+				return recording{}, fmt.Errorf("line %d of the recording is not a recorded message: %w", n, jerr)
+			case l.Dir == "" && json.Unmarshal(b, &end) == nil && end.Why != "":
+				rec.end = end
+			case l.Dir != toAgent && l.Dir != fromAgent:
+				return recording{}, fmt.Errorf("line %d of the recording has direction %q, neither %q nor %q", n, l.Dir, toAgent, fromAgent)
+			default:
+				rec.lines = append(rec.lines, l)
 			}
-			if l.Dir != toAgent && l.Dir != fromAgent {
-				return nil, fmt.Errorf("line %d of the recording has direction %q, neither %q nor %q", n, l.Dir, toAgent, fromAgent)
-			}
-			lines = append(lines, l)
 		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return recording{}, err
 		}
 	}
-	slices.SortStableFunc(lines, func(a, b Line) int { return a.Seq - b.Seq })
-	for i := range lines {
-		lines[i].Seq = i + 1
+	if len(rec.lines) == 0 {
+		return recording{}, errors.New("the recording holds no message: is it the file acpcheck proxy -record wrote?")
 	}
-	return lines, nil
+	slices.SortStableFunc(rec.lines, func(a, b Line) int { return a.Seq - b.Seq })
+	for i := range rec.lines {
+		rec.lines[i].Seq = i + 1
+	}
+	return rec, nil
+}
+
+// readRecordingFile reads the recording in the file name.
+func readRecordingFile(name string) (recording, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return recording{}, err
+	}
+	defer f.Close()
+	return readRecording(f)
 }
 
 // bytes is the line as it was on the wire.
@@ -71,20 +121,20 @@ func (l Line) bytes() []byte {
 // replay puts a recorded conversation through the proxy's monitor and
 // reports each watched rule. The conversation is on Wire, or on WireV2 if
 // initialize settled on protocol version 2.
-func replay(name string, recorded []Line) *Report {
-	lines := make([]Line, len(recorded))
-	for i, l := range recorded {
+func replay(name string, rec recording) *Report {
+	lines := make([]Line, len(rec.lines))
+	for i, l := range rec.lines {
 		l.msg = parse(l.bytes())
 		lines[i] = l
 	}
 	var found []violation
 	m := newMonitor(func(v violation) { found = append(found, v) })
 	for _, l := range lines {
-		m.line(l.Dir, l.bytes())
+		m.line(l.Dir, l.bytes(), l.Ms)
 	}
-	m.end()
+	m.end(rec.end.cutShort())
 	proto, agent := negotiated(lines)
-	rep := &Report{Recording: name, AgentName: agent}
+	rep := &Report{Recording: name, AgentName: agent, Cut: rec.cut, Ended: rec.end.Why}
 	if proto == 2 {
 		rep.WireV2 = lines
 	} else {
@@ -100,7 +150,7 @@ func replay(name string, recorded []Line) *Report {
 		}
 		if res.Status == Pass && !m.wasChecked(rule) {
 			res.Status, res.Why = NotBrought, whyNotWatched[rule.ID]
-			if proto == 2 && (rule.ID == ruleCancelStop.ID || rule.ID == ruleUpdateAfter.ID) {
+			if proto == 2 && rule.ID == ruleCancelStop.ID {
 				res.Why = "a v2 prompt's answer does not end its turn: the rule is v1's"
 			}
 		}
@@ -172,18 +222,15 @@ func reportCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name := fs.Arg(0)
-	f, err := os.Open(name)
-	if err != nil {
-		fmt.Fprintf(stderr, "acpcheck report: %v\n", err)
-		return 2
-	}
-	lines, err := readRecording(f)
-	f.Close()
+	rec, err := readRecordingFile(name)
 	if err != nil {
 		fmt.Fprintf(stderr, "acpcheck report: %s: %v\n", name, err)
 		return 2
 	}
-	return printReport(replay(name, lines), *asJSON, *htmlOut, stdout, stderr)
+	if rec.cut > 0 {
+		fmt.Fprintf(stderr, "acpcheck report: %s was cut in the middle of its last line (%d bytes, not read): the report is on the %d whole lines before it\n", name, rec.cut, len(rec.lines))
+	}
+	return printReport(replay(name, rec), *asJSON, *htmlOut, stdout, stderr)
 }
 
 // printReport writes rep to stdout, as JSON or text, and as a web page to

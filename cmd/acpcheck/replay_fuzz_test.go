@@ -26,15 +26,16 @@ func FuzzReadRecording(f *testing.F) {
 	f.Add([]byte("{\"seq\":1,\"dir\":\"sideways\",\"raw\":\"\"}\n"))
 	f.Add([]byte("\n\n{}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		lines, err := readRecording(bytes.NewReader(data))
+		rec, err := readRecording(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
+		lines := rec.lines
 		for i, l := range lines {
 			require.Equal(t, i+1, l.Seq)
 			require.Contains(t, []string{toAgent, fromAgent}, l.Dir)
 		}
-		rep := replay("fuzz.jsonl", lines)
+		rep := replay("fuzz.jsonl", rec)
 		require.Len(t, rep.Results, len(watchedRules))
 		for _, r := range rep.Results {
 			for _, fd := range r.Findings {

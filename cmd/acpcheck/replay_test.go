@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -49,9 +50,9 @@ func TestReplayFindsWhatTheProxyFound(t *testing.T) {
 			f, err := os.Open(writeRecording(t, record))
 			require.NoError(t, err)
 			defer f.Close()
-			lines, err := readRecording(f)
+			rec, err := readRecording(f)
 			require.NoError(t, err)
-			rep := replay("wire.jsonl", lines)
+			rep := replay("wire.jsonl", rec)
 
 			var want []violation
 			v.mu.Lock()
@@ -93,13 +94,14 @@ func TestReadRecordingOrdersBySequence(t *testing.T) {
 	f, err := os.Open(writeRecording(t, lines))
 	require.NoError(t, err)
 	defer f.Close()
-	got, err := readRecording(f)
+	rec, err := readRecording(f)
 	require.NoError(t, err)
+	got := rec.lines
 	require.Len(t, got, 3)
 	assert.Equal(t, toAgent, got[0].Dir)
 	assert.Contains(t, got[0].Raw, `"initialize"`)
 	assert.Equal(t, []byte("\xff\xfe not UTF-8"), got[2].bytes())
-	rep := replay("r.jsonl", got)
+	rep := replay("r.jsonl", rec)
 	assert.Equal(t, "x 1.2", rep.AgentName)
 	assert.Equal(t, NotBrought, rep.result(ruleNoteUnanswered.ID).Status)
 	assert.Equal(t, whyNotWatched[ruleNoteUnanswered.ID], rep.result(ruleNoteUnanswered.ID).Why)
@@ -114,7 +116,7 @@ func TestReplayOfV2Conversation(t *testing.T) {
 		{Seq: 3, Dir: toAgent, Raw: `{"jsonrpc":"2.0","method":"_x/note"}`},
 		{Seq: 4, Dir: fromAgent, Raw: `{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}`},
 	}
-	rep := replay("v2.jsonl", lines)
+	rep := replay("v2.jsonl", recording{lines: lines})
 	assert.Empty(t, rep.Wire)
 	assert.Len(t, rep.WireV2, 4)
 	assert.Equal(t, "y", rep.AgentName)
@@ -168,9 +170,9 @@ func replayFile(t *testing.T, path string) *Report {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	lines, err := readRecording(f)
+	rec, err := readRecording(f)
 	require.NoError(t, err)
-	return replay(path, lines)
+	return replay(path, rec)
 }
 
 // The recorded conversation with codex-acp, replayed: its known fault, the
@@ -218,12 +220,54 @@ func TestReplayOfV2TurnFindsNothing(t *testing.T) {
 		}
 		lines = append(lines, Line{Seq: i + 1, Dir: dir, Raw: r})
 	}
-	rep := replay("v2.jsonl", lines)
+	rep := replay("v2.jsonl", recording{lines: lines})
 	for _, r := range rep.Results {
 		assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
 	}
-	for _, id := range []string{ruleUpdateAfter.ID, ruleCancelStop.ID} {
-		assert.Equal(t, NotBrought, rep.result(id).Status, id)
-		assert.Contains(t, rep.result(id).Why, "v1's", id)
+	assert.Equal(t, NotBrought, rep.result(ruleCancelStop.ID).Status)
+	assert.Contains(t, rep.result(ruleCancelStop.ID).Why, "v1's")
+	assert.Equal(t, Pass, rep.result(ruleUpdateAfter.ID).Status, "the work's idle state_update ends it")
+
+	// After its idle, the work is over: one more chunk is a finding.
+	late := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","messageId":"r1","content":{"type":"text","text":"more"}}}}`
+	lines = append(lines, Line{Seq: len(lines) + 1, Dir: fromAgent, Raw: late})
+	rep = replay("v2.jsonl", recording{lines: lines})
+	res := rep.result(ruleUpdateAfter.ID)
+	require.Equal(t, Fail, res.Status)
+	assert.Equal(t, []int{7, 8}, res.Findings[0].Lines)
+}
+
+// A record cut in the middle of its last line (a proxy killed as it wrote)
+// is reported on its whole lines, the report saying the rest was cut; an
+// empty record, or one damaged before its last line, is refused.
+func TestReportOnDamagedRecording(t *testing.T) {
+	whole := `{"seq":1,"dir":"to_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}"}
+{"seq":2,"dir":"from_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"protocolVersion\":1}}"}
+`
+	cut := `{"seq":3,"dir":"to_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":2,\"meth`
+	for _, c := range []struct {
+		name, record string
+		code         int
+		says         string // on stderr
+		report       string // on stdout
+	}{
+		{name: "cut mid-line", record: whole + cut, code: 0, says: "cut in the middle of its last line", report: "cut in the middle of its last line (" + fmt.Sprint(len(cut))},
+		{name: "whole", record: whole, code: 0},
+		{name: "empty", record: "", code: 2, says: "holds no message"},
+		{name: "only a cut line", record: cut, code: 2, says: "holds no message"},
+		{name: "damaged before its end", record: cut + "\n" + whole, code: 2, says: "line 1 of the recording is not a recorded message"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "wire.jsonl")
+			require.NoError(t, os.WriteFile(path, []byte(c.record), 0o600))
+			var stdout, stderr bytes.Buffer
+			require.Equal(t, c.code, reportCommand([]string{path}, &stdout, &stderr), stderr.String())
+			if c.says != "" {
+				assert.Contains(t, stderr.String(), c.says)
+			} else {
+				assert.Empty(t, stderr.String())
+			}
+			assert.Contains(t, stdout.String(), c.report)
+		})
 	}
 }

@@ -42,6 +42,11 @@ type Report struct {
 	// AgentName how the agent named itself in its initialize answer there.
 	Recording string `json:"recording,omitempty"`
 	AgentName string `json:"agent_name,omitempty"`
+	// Cut is, for a recording cut in the middle of its last line, that
+	// line's length: the report is on the whole lines before it. Ended is
+	// how the recorded conversation ended, if the recording says.
+	Cut   int    `json:"cut_bytes,omitempty"`
+	Ended string `json:"ended,omitempty"`
 
 	Results []Result `json:"results"`
 	Wire    []Line   `json:"wire"`
@@ -137,7 +142,14 @@ const maxShown = 400
 // WriteText writes the report for people: each rule's status, and for each
 // finding its wire lines.
 func (rep *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "acpcheck: %s\n\n", rep.subject())
+	fmt.Fprintf(w, "acpcheck: %s\n", rep.subject())
+	if rep.Ended != "" {
+		fmt.Fprintf(w, "the conversation ended: %s\n", rep.Ended)
+	}
+	if rep.Cut > 0 {
+		fmt.Fprintf(w, "the recording was cut in the middle of its last line (%d bytes, not read): this report is on the whole lines before it\n", rep.Cut)
+	}
+	fmt.Fprintln(w)
 	counts := map[Status]int{}
 	for _, r := range rep.Results {
 		counts[r.Status]++
@@ -150,12 +162,19 @@ func (rep *Report) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "     - %s (v%d)\n", f.Detail, f.Protocol)
 			for _, seq := range f.Lines {
 				if l, ok := rep.line(f.Protocol, seq); ok {
-					fmt.Fprintf(w, "         #%-4d %s %s\n", l.Seq, arrow(l.Dir), shorten(l.Raw))
+					fmt.Fprintf(w, "         #%-4d %s %s\n", l.Seq, arrow(l.Dir), shorten(string(l.bytes())))
 				}
 			}
 		}
 		if r.Status == Fail {
 			fmt.Fprintf(w, "     spec: %s\n", r.Spec)
+		}
+	}
+	for _, wire := range [][]Line{rep.Wire, rep.WireV2} {
+		for _, l := range wire {
+			if l.Size > 0 {
+				fmt.Fprintf(w, "note: line %d (%s) was %d bytes, more than acpcheck keeps: only its first %d are in the report\n", l.Seq, arrow(l.Dir), l.Size, len(l.bytes()))
+			}
 		}
 	}
 	fmt.Fprintf(w, "\n%d passed, %d failed, %d not brought about\n", counts[Pass], counts[Fail], counts[NotBrought])

@@ -32,7 +32,7 @@ var (
 	ruleNoteUnanswered = Rule{"notification-unanswered", "a notification is never answered ($/cancel_request of an unknown or answered ID included)", pageCancellation}
 	ruleOneAnswer      = Rule{"one-answer", "every request is answered exactly once", pageJSONRPC}
 	ruleUnknownID      = Rule{"unknown-id", "no answer carries an ID the client never used", pageJSONRPC}
-	ruleUpdateAfter    = Rule{"update-after-answer", "no session/update of a turn comes after its prompt's answer", pageTurnCancel}
+	ruleUpdateAfter    = Rule{"update-after-answer", "no session/update of a turn comes after its prompt's answer (v2: after its work's idle state_update)", pageTurnCancel}
 	ruleParseError     = Rule{"parse-error", "a line that is not JSON is answered -32700 and the connection lives", pageJSONRPC}
 	ruleMethodNotFound = Rule{"method-not-found", "a request for an unknown method is answered -32601", pageJSONRPC}
 	ruleStdinExit      = Rule{"stdin-exit", "the agent exits when its stdin closes", pageTransports}
@@ -46,6 +46,10 @@ var (
 	ruleV2Close        = Rule{"v2-session-close", "v2: session/close is answered and ends the session's work", pageV2Schema}
 	ruleV2Entity       = Rule{"v2-entity-cancel", "v2: tool_call/cancel (terminal/cancel) of an entity advertising capabilities.cancel is accepted and confirmed by its final update; one unknown or final is refused -32602", pageV2ToolCalls}
 )
+
+// ruleLineSize is not a rule of the protocol but of acpcheck's memory: a
+// line longer than it keeps is reported, and kept cut, marked so.
+var ruleLineSize = Rule{"line-size", "a line is no longer than acpcheck keeps (1 MiB in the proxy, the connection's 32 MiB limit in run)", pageTransports}
 
 var allRules = []Rule{
 	ruleInitialize, ruleSessionNew, rulePromptTurn, ruleCancelStop, ruleTurnAfter, ruleCancelRequest,

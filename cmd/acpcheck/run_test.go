@@ -113,12 +113,21 @@ var brokenRules = []brokenRule{
 	{fault: faultV2EndTurnIdle, fails: []string{ruleV2CancelIdle.ID}},
 	{fault: faultV2KeepRequest, fails: []string{ruleOwnRequests.ID}},
 	{fault: faultV2CloseError, fails: []string{ruleV2Close.ID}},
+	{fault: faultV2UpdateIdle, fails: []string{ruleUpdateAfter.ID}},
+	{fault: faultUninvited, fails: []string{rulePromptTurn.ID}},                // the finding names the call never offered first
+	{fault: faultLateAnswer, fails: []string{ruleOneAnswer.ID}, process: true}, // written as its stdin ends
 	{fault: faultV2EntityError, fails: []string{ruleV2Entity.ID}},
 	{fault: faultV2EntityNoFinal, fails: []string{ruleV2Entity.ID}},
 	{fault: faultV2EntityAnyID, fails: []string{ruleV2Entity.ID}},
 	{fault: faultCancelReqEndTurn, fails: []string{ruleCancelRequest.ID}},
 	{fault: faultKeepTerminal, fails: []string{ruleOwnRequests.ID}, terminal: true},
 	{fault: faultLeaveChild, fails: []string{ruleNoLeftover.ID}, process: true},
+	{fault: faultDaemon, fails: []string{ruleNoLeftover.ID}, process: true},
+	{fault: faultParseNoID, fails: []string{ruleParseError.ID}, nonJSON: true},
+	// Its turn ends cancelled once its open permission request is answered
+	// cancelled, and never on session/cancel: the prompt of the turn
+	// cancelled with its permission granted is never answered.
+	{fault: faultFollowsOutcome, fails: []string{ruleCancelStop.ID, ruleOneAnswer.ID}},
 }
 
 // Every rule has an agent that breaks it among brokenRules.
@@ -320,4 +329,64 @@ func buildExampleAgent(t *testing.T) string {
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/acpkit/acprpc/examples/agent").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return bin
+}
+
+// run -json keeps a line that is not UTF-8 byte for byte, in raw_base64,
+// where a JSON string would have made each bad byte U+FFFD.
+func TestJSONReportKeepsBytesThatAreNotUTF8(t *testing.T) {
+	t.Setenv(agentEnv, "correct,"+faultNotUTF8)
+	args := []string{"run", "-json", "-timeout", "10s", "-cancel-wait", "3s", "-settle", "100ms", "-slow-prompt", "Count slowly.", "--", os.Args[0]}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, mainCode(context.Background(), args, &stdout, &stderr), stderr.String())
+	var rep Report
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep))
+	var kept []string
+	for _, l := range rep.Wire {
+		if bytes.Contains(l.bytes(), []byte("caf\xe9")) {
+			kept = append(kept, string(l.bytes()))
+		}
+	}
+	require.Len(t, kept, 2, "the lines with the byte that is not UTF-8 (each quick turn's), as the agent sent them")
+	assert.Contains(t, kept[0], `"text":"caf`+"\xe9"+`"`)
+}
+
+// An agent that crashes mid-run is noticed at once: no later wait runs to
+// its full -timeout for a line that cannot come, and stdin-exit is not
+// passed for an agent that was already gone.
+func TestAgentCrashedMidRunIsNoticedAtOnce(t *testing.T) {
+	o := testOptions(t, faultExitMidTurn)
+	o.Timeout = time.Minute // far above the run's length, unless it waits out a bound
+	start := time.Now()
+	rep, err := runChecks(context.Background(), o)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), o.Timeout/2, "the run waited for a line from an agent that was gone")
+	res := rep.result(ruleCancelStop.ID)
+	require.Equal(t, Fail, res.Status, "%+v", res)
+	assert.Equal(t, NotBrought, rep.result(ruleStdinExit.ID).Status)
+	assert.Contains(t, rep.result(ruleStdinExit.ID).Why, "exited before its stdin closed")
+}
+
+// A turn that fails after the agent called a method acpcheck never offered
+// is blamed on that call first: the finding names it and cites it before
+// the prompt's error.
+func TestFindingNamesTheCallNeverOffered(t *testing.T) {
+	rep, err := runChecks(context.Background(), testOptions(t, faultUninvited))
+	require.NoError(t, err)
+	res := rep.result(rulePromptTurn.ID)
+	require.Equal(t, Fail, res.Status)
+	f := res.Findings[0]
+	assert.Contains(t, f.Detail, "the agent called terminal/create, which acpcheck never offered")
+	require.Len(t, f.Lines, 4)
+	assert.Contains(t, rep.Wire[f.Lines[0]-1].Raw, `"method":"terminal/create"`)
+	assert.Contains(t, rep.Wire[f.Lines[1]-1].Raw, `-32601`)
+}
+
+// A tool call advertised as cancellable a moment after the work was judged
+// under way is still cancelled: v2-entity-cancel waits -cancel-after for
+// one.
+func TestLateCancellableToolCallIsCancelled(t *testing.T) {
+	rep, err := runChecks(context.Background(), testOptions(t, faultV2LateTool))
+	require.NoError(t, err)
+	assert.Equal(t, Pass, rep.result(ruleV2Entity.ID).Status, "%+v", rep.result(ruleV2Entity.ID))
+	assert.Empty(t, failed(t, rep))
 }

@@ -49,7 +49,22 @@ func (r *runner) runV2() {
 	r.cancelV2()
 	r.entityCancelV2()
 	r.closeV2()
+	r.endConversation()
 	r.wireRules()
+}
+
+// endConversation closes the agent's stdin and waits for it to exit (up to
+// ExitWait) and for its output to end, or, for a remote agent, Settle: the
+// whole conversation's rules then see all the agent wrote, a late second
+// answer included.
+func (r *runner) endConversation() {
+	r.settle() // the client's last answers go out: a write after stdin's close would end the connection
+	if r.agent == nil {
+		return
+	}
+	_ = r.agent.stdin.Close()
+	r.agent.awaitExit(r.o.ExitWait)
+	r.drain()
 }
 
 // initializeV2 reports whether the agent answered v2.
@@ -69,7 +84,7 @@ func (r *runner) initializeV2() bool {
 	}
 	var rpcErr *acprpc.Error
 	switch {
-	case ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed):
+	case err != nil && (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)):
 		r.res.fail(ruleV2Initialize, []int{req.Seq}, "initialize asking for v2 was not answered: %v", err)
 		return notV2("initialize asking for v2 was not answered")
 	case errors.As(err, &rpcErr):
@@ -107,9 +122,14 @@ func (r *runner) v1Answer(req Line, notV2 func(string, ...any) bool) bool {
 // isIdle matches the idle state_update of session.
 func isIdle(session string) func(Line) bool {
 	return func(l Line) bool {
-		return l.Dir == fromAgent && l.msg.Method == acpv2.MethodSessionUpdate && l.msg.sessionID() == session &&
-			l.msg.updateKind() == "state_update" && l.msg.updateMember("state") == "idle"
+		return l.Dir == fromAgent && isIdleUpdate(l.msg) && l.msg.sessionID() == session
 	}
+}
+
+// isIdleUpdate reports whether p is an idle state_update, which ends a v2
+// work.
+func isIdleUpdate(p parsed) bool {
+	return p.Method == acpv2.MethodSessionUpdate && p.updateKind() == "state_update" && p.updateMember("state") == "idle"
 }
 
 // idles lists the idle state_updates of session after a line.
@@ -203,7 +223,7 @@ func (r *runner) cancelV2() {
 	open := r.openRequests(session)
 	mark := r.w.next()
 	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, _ := r.w.await(r.ctx, mark, sent(acpv2.MethodSessionCancel))
+	cancelLine, _ := r.awaitSent(mark, sent(acpv2.MethodSessionCancel))
 	idle, ok := r.awaitIdle(session, cancelLine.Seq, r.o.CancelWait)
 	switch {
 	case !ok:

@@ -19,19 +19,26 @@ type sequencer struct {
 	next    int // the number the next line reserved gets
 	handed  int // the last number handed on
 	held    map[int]seqLine
-	deliver func(seq int, ms float64, dir string, line []byte)
+	deliver func(seq int, ms float64, dir string, line []byte, size int)
 	changed chan struct{} // closed and replaced at each line handed on
 	ended   bool          // finish has run: lines handed over later are dropped
+	// heldBytes is the length of the lines held.
+	heldBytes int
 }
+
+// maxHeld is how many bytes of lines the sequencer holds for the lines
+// numbered before them.
+const maxHeld = 64 << 20
 
 // seqLine is a line handed over before the lines numbered ahead of it.
 type seqLine struct {
 	ms   float64
 	dir  string
 	line []byte
+	size int
 }
 
-func newSequencer(deliver func(seq int, ms float64, dir string, line []byte)) *sequencer {
+func newSequencer(deliver func(seq int, ms float64, dir string, line []byte, size int)) *sequencer {
 	return &sequencer{start: time.Now(), next: 1, held: map[int]seqLine{}, deliver: deliver, changed: make(chan struct{})}
 }
 
@@ -46,18 +53,30 @@ func (q *sequencer) reserve(n int) (first int, ms float64) {
 
 // put hands over the line numbered seq; it is delivered once every line
 // numbered before it has been.
-func (q *sequencer) put(seq int, ms float64, dir string, line []byte) {
+//
+// A line that must wait is held; while maxHeld bytes are held already, put
+// waits for the lines before it (the other direction's write is blocked:
+// an editor that stopped reading), which stops this direction's reading
+// too, as a pipe between the two would, so that memory stays bounded.
+func (q *sequencer) put(seq int, ms float64, dir string, line []byte, size int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	for seq != q.handed+1 && q.heldBytes >= maxHeld && !q.ended {
+		changed := q.changed
+		q.mu.Unlock()
+		<-changed
+		q.mu.Lock()
+	}
 	if q.ended {
 		return
 	}
 	defer q.wake()
 	if seq != q.handed+1 {
-		q.held[seq] = seqLine{ms: ms, dir: dir, line: bytes.Clone(line)} // the caller reuses line
+		q.held[seq] = seqLine{ms: ms, dir: dir, line: bytes.Clone(line), size: size} // the caller reuses line
+		q.heldBytes += len(line)
 		return
 	}
-	q.deliver(seq, ms, dir, line)
+	q.deliver(seq, ms, dir, line, size)
 	q.handed = seq
 	for {
 		l, ok := q.held[q.handed+1]
@@ -65,8 +84,9 @@ func (q *sequencer) put(seq int, ms float64, dir string, line []byte) {
 			return
 		}
 		delete(q.held, q.handed+1)
+		q.heldBytes -= len(l.line)
 		q.handed++
-		q.deliver(q.handed, l.ms, l.dir, l.line)
+		q.deliver(q.handed, l.ms, l.dir, l.line, l.size)
 	}
 }
 
@@ -99,6 +119,7 @@ func (q *sequencer) finish(d time.Duration) {
 		q.mu.Lock()
 	}
 	q.ended = true
+	q.wake() // a put waiting for room finds the sequence ended
 }
 
 // handOnHeld hands on the lines held, in order of their numbers, and ends
@@ -112,7 +133,9 @@ func (q *sequencer) handOnHeld() {
 	slices.Sort(seqs)
 	for _, seq := range seqs {
 		l := q.held[seq]
-		q.deliver(seq, l.ms, l.dir, l.line)
+		q.deliver(seq, l.ms, l.dir, l.line, l.size)
 	}
 	clear(q.held)
+	q.heldBytes = 0
+	q.wake()
 }

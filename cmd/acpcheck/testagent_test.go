@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -39,27 +41,48 @@ const (
 	faultNoSessionID       = "session-without-id"    // session/new answered without a sessionId
 	faultNoStopReason      = "turn-without-stop"     // a prompt that ends by itself answered without a stopReason
 
-	faultV1Only        = "v1-only"          // answers protocolVersion 1 to a client asking for 2
-	faultV2Above       = "v2-version-3"     // answers protocolVersion 3 to a client asking for 2
-	faultV2StopAnswer  = "v2-stop-answer"   // a v2 prompt answered v1's way, with a stopReason
-	faultV2TwoIdles    = "v2-two-idles"     // each v2 work ends with two idle state_updates
-	faultV2NoIdle      = "v2-no-idle"       // cancelled v2 work never goes idle
-	faultV2EndTurnIdle = "v2-end-turn-idle" // cancelled v2 work goes idle with end_turn
-	faultV2KeepRequest = "v2-keep-request"  // the permission request left open when the work is cancelled
-	faultV2CloseError  = "v2-close-error"   // session/close answered with an error
+	faultV1Only        = "v1-only"              // answers protocolVersion 1 to a client asking for 2
+	faultV2Above       = "v2-version-3"         // answers protocolVersion 3 to a client asking for 2
+	faultV2StopAnswer  = "v2-stop-answer"       // a v2 prompt answered v1's way, with a stopReason
+	faultV2TwoIdles    = "v2-two-idles"         // each v2 work ends with two idle state_updates
+	faultV2NoIdle      = "v2-no-idle"           // cancelled v2 work never goes idle
+	faultV2EndTurnIdle = "v2-end-turn-idle"     // cancelled v2 work goes idle with end_turn
+	faultV2KeepRequest = "v2-keep-request"      // the permission request left open when the work is cancelled
+	faultV2CloseError  = "v2-close-error"       // session/close answered with an error
+	faultV2UpdateIdle  = "v2-update-after-idle" // one more message chunk after the cancelled work's idle
+	faultLateAnswer    = "late-second-answer"   // v2: the last request answered again as its stdin ends
+	faultNotUTF8       = "not-utf8"             // the quick turn's update carries a byte that is not UTF-8
+	faultExitMidTurn   = "exit-mid-turn"        // v1: exits when the first slow turn is cancelled
+	faultCrossed       = "cancel-crossed"       // a cancelled prompt answered end_turn at once, as a turn that ended as the cancel came
+	faultHugeUpdate    = "huge-update"          // the quick turn sends an update of hugeLine bytes
+	faultFlood         = "flood-updates"        // the quick turn sends flood()'s 2 MiB of updates before its answer
+	faultNoise         = "noise"                // a line that is not JSON before each message it sends
+	faultSilent        = "silent"               // reads everything, answers nothing
+	faultCloseStdout   = "close-stdout"         // closes its stdout once initialize is answered, and writes on
+	faultUninvited     = "uninvited-terminal"   // v1: the quick turn calls terminal/create, never offered, and fails with it
 
 	faultV2EntityError   = "v2-entity-error"    // tool_call/cancel of an advertised tool call answered with an error
 	faultV2EntityNoFinal = "v2-entity-no-final" // tool_call/cancel accepted, the tool call never made final
 	faultV2EntityAnyID   = "v2-entity-any-id"   // tool_call/cancel of an unknown or final tool call accepted
+	faultV2LateTool      = "v2-late-tool"       // the slow work's cancellable tool call advertised half a second after it began
 
 	faultCancelReqEndTurn = "cancel-request-end-turn" // a prompt cancelled by $/cancel_request answered end_turn
 	faultKeepTerminal     = "keep-terminal"           // v1: a cancelled turn's terminal/create left open
+
+	faultFollowsOutcome = "cancel-follows-outcome" // v1: session/cancel ignored; a turn ends cancelled only when its permission request is answered cancelled
+	faultParseNoID      = "parse-error-no-id"      // a line that is not JSON answered -32700 with no id member
+
+	faultIgnoreTerm = "ignore-sigterm" // SIGTERM and SIGINT ignored
+	faultOwnGroup   = "leave-group"    // leaves the process group acpcheck gave it for its parent's
+	faultDaemon     = "daemon-child"   // a child that double-forks and calls setsid, outliving it
 )
 
 // Agents that are not ACP agents, for the proxy's byte-exactness.
 const (
 	agentCat       = "cat"
 	agentFloodExit = "flood-exit"
+	agentTicker    = "ticker"    // writes an update every few milliseconds until its stdin ends, answering nothing
+	agentHugeLine  = "huge-line" // writes one line of hugeLine bytes, then a short one, and exits
 )
 
 // flood is what those agents write unasked: 2 MiB of session/update lines
@@ -82,8 +105,18 @@ const childEnv = "ACPCHECK_TEST_CHILD"
 // testAgentMain runs the test binary as an agent or a child, if asked to,
 // and reports whether it did.
 func testAgentMain() bool {
-	if os.Getenv(childEnv) != "" {
-		time.Sleep(20 * time.Second) // bounded: acpcheck kills it long before
+	if os.Getenv(asAcpcheckEnv) != "" {
+		_ = os.Unsetenv(asAcpcheckEnv) // the agents it starts are agents
+		main()
+	}
+	switch os.Getenv(childEnv) {
+	case "":
+	case daemonFirst:
+		startDaemon()
+		return true
+	default:
+		notePID(os.Getenv(childEnv))
+		time.Sleep(60 * time.Second) // bounded: acpcheck kills it long before
 		return true
 	}
 	spec, ok := os.LookupEnv(agentEnv)
@@ -95,6 +128,14 @@ func testAgentMain() bool {
 		_, _ = io.Copy(os.Stdout, os.Stdin)
 		_, _ = os.Stdout.Write(flood())
 		return true
+	case agentHugeLine:
+		_, _ = os.Stdout.Write(hugeUpdate("s1"))
+		_, _ = os.Stdout.WriteString(cutLine + "\n")
+		return true
+	case agentTicker:
+		notePID("agent")
+		tick()
+		return true
 	case agentFloodExit: // floods, cuts its last line short and exits 3, reading nothing
 		_, _ = os.Stdout.Write(flood())
 		_, _ = os.Stdout.WriteString(cutLine)
@@ -104,12 +145,14 @@ func testAgentMain() bool {
 	for _, f := range strings.Split(spec, ",") {
 		faults[f] = true
 	}
+	notePID("agent")
+	hostileProcess(faults)
 	if faults[faultNoOutput] {
 		return true
 	}
 	if faults[faultLeaveChild] {
 		child := exec.Command(os.Args[0])
-		child.Env = append(os.Environ(), childEnv+"=1")
+		child.Env = append(os.Environ(), childEnv+"=child")
 		_ = child.Start() // in the agent's process group, stdio not shared
 	}
 	if os.Getenv(listenEnv) != "" {
@@ -118,7 +161,7 @@ func testAgentMain() bool {
 	}
 	newRawAgent(os.Stdout, faults).serve(os.Stdin)
 	if faults[faultIgnoreEOF] {
-		time.Sleep(20 * time.Second) // bounded: acpcheck kills it long before
+		time.Sleep(60 * time.Second) // bounded: acpcheck kills it long before
 	}
 	return true
 }
@@ -126,6 +169,7 @@ func testAgentMain() bool {
 // rawAgent answers line by line, on one goroutine: a slow prompt stays
 // pending until it is cancelled, a quick one is answered at once.
 type rawAgent struct {
+	mu        sync.Mutex // held while a message is handled, or a timer writes
 	out       *bufio.Writer
 	faults    map[string]bool
 	sessions  int
@@ -134,12 +178,20 @@ type rawAgent struct {
 	terminal  bool              // v1: the client offers a terminal, which a slow turn asks for
 	terminals map[string]string // v1: session → its slow turn's terminal/create in flight
 	v2        bool
-	cancelled map[string]bool // sessions whose last turn was cancelled
+	cancelled map[string]bool   // sessions whose last turn was cancelled
+	asked     map[string]string // v1, faultFollowsOutcome: a permission request's ID → its session
+	last      json.RawMessage   // the ID of the last request
+	uninvited map[string]string // faultUninvited: terminal/create's ID → the prompt's ID it fails
 }
 
 type rawMsg struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Result struct {
+		Outcome struct {
+			Outcome string `json:"outcome"`
+		} `json:"outcome"`
+	} `json:"result"`
 	Params struct {
 		SessionID       string `json:"sessionId"`
 		ToolCallID      string `json:"toolCallId"`
@@ -155,7 +207,7 @@ type rawMsg struct {
 }
 
 func newRawAgent(out io.Writer, faults map[string]bool) *rawAgent {
-	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}}
+	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, asked: map[string]string{}, uninvited: map[string]string{}}
 }
 
 func (a *rawAgent) serve(in io.Reader) {
@@ -167,18 +219,44 @@ func (a *rawAgent) serve(in io.Reader) {
 			if a.faults[faultExitOnParseError] {
 				os.Exit(1)
 			}
-			if !a.faults[faultNoParseError] {
+			switch {
+			case a.faults[faultParseNoID]:
+				a.send(`{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}`)
+			case !a.faults[faultNoParseError]:
 				a.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`)
-				_ = a.out.Flush()
 			}
+			_ = a.out.Flush()
 			continue
 		}
+		if len(m.ID) > 0 && m.Method != "" {
+			a.last = m.ID
+		}
+		if len(m.ID) == 0 && m.Method == "" { // JSON, but no message
+			a.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`)
+			_ = a.out.Flush()
+			continue
+		}
+		if a.faults[faultSilent] {
+			continue
+		}
+		a.mu.Lock()
 		a.handle(m)
+		_ = a.out.Flush()
+		a.mu.Unlock()
+		if a.faults[faultCloseStdout] && m.Method == "initialize" {
+			os.Stdout.Close() // what it writes from now on fails
+		}
+	}
+	if a.v2 && a.faults[faultLateAnswer] && a.last != nil {
+		a.result(a.last, `{}`)
 		_ = a.out.Flush()
 	}
 }
 
 func (a *rawAgent) send(format string, args ...any) {
+	if a.faults[faultNoise] {
+		a.out.WriteString("this is not JSON\n")
+	}
 	fmt.Fprintf(a.out, format+"\n", args...)
 }
 
@@ -202,6 +280,15 @@ func (a *rawAgent) handle(m rawMsg) {
 			v = 3
 		}
 		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"info":{"name":"raw","version":"1"},"capabilities":{}}`, v))
+		return
+	}
+	if prompt, ok := a.uninvited[string(m.ID)]; ok && m.Method == "" {
+		delete(a.uninvited, string(m.ID))
+		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"the terminal failed"}}`, prompt)
+		return
+	}
+	if session, ok := a.asked[string(m.ID)]; ok && m.Method == "" {
+		a.permissionAnswered(session, m)
 		return
 	}
 	switch m.Method {
@@ -243,6 +330,11 @@ func (a *rawAgent) prompt(m rawMsg) {
 	if strings.Contains(text, "slow") {
 		a.update(session, "Working on it.")
 		a.pending[session] = string(m.ID)
+		if a.faults[faultFollowsOutcome] {
+			perm := fmt.Sprintf(`"perm%s"`, m.ID)
+			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"toolCall":{"toolCallId":"c1","title":"Run it"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
+			a.asked[perm] = session
+		}
 		if a.terminal {
 			term := fmt.Sprintf(`"term%s"`, m.ID)
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"sleep","args":["30"]}}`, term, session)
@@ -256,6 +348,21 @@ func (a *rawAgent) prompt(m rawMsg) {
 		return
 	}
 	a.update(session, "Hello.")
+	if a.faults[faultUninvited] && !a.terminal {
+		term := fmt.Sprintf(`"uninvited%s"`, m.ID)
+		a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"true"}}`, term, session)
+		a.uninvited[term] = string(m.ID)
+		return
+	}
+	if a.faults[faultFlood] && session == "s1" { // flood()'s updates are s1's
+		_, _ = a.out.Write(flood())
+	}
+	if a.faults[faultHugeUpdate] {
+		_, _ = a.out.Write(hugeUpdate(session))
+	}
+	if a.faults[faultNotUTF8] {
+		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"caf`+"\xe9"+`"}}}}`, session)
+	}
 	if a.faults[faultNoStopReason] {
 		a.result(m.ID, `{}`)
 		return
@@ -263,9 +370,32 @@ func (a *rawAgent) prompt(m rawMsg) {
 	a.result(m.ID, `{"stopReason":"end_turn"}`)
 }
 
+// permissionAnswered takes the client's answer to a slow turn's permission
+// request (faultFollowsOutcome): the cancelled outcome ends the turn
+// cancelled, a grant lets it go on.
+func (a *rawAgent) permissionAnswered(session string, m rawMsg) {
+	delete(a.asked, string(m.ID))
+	if m.Result.Outcome.Outcome != "cancelled" {
+		a.update(session, "Granted; still counting.")
+		return
+	}
+	a.endCancelled(session)
+}
+
 func (a *rawAgent) cancel(session string) {
+	if a.faults[faultExitMidTurn] && !a.v2 {
+		os.Exit(4)
+	}
+	if a.faults[faultCancelIgnored] || a.faults[faultFollowsOutcome] {
+		return
+	}
+	a.endCancelled(session)
+}
+
+// endCancelled ends session's turn in flight as cancelled.
+func (a *rawAgent) endCancelled(session string) {
 	id, ok := a.pending[session]
-	if !ok || a.faults[faultCancelIgnored] {
+	if !ok {
 		return
 	}
 	delete(a.pending, session)
@@ -281,6 +411,10 @@ func (a *rawAgent) cancel(session string) {
 	case a.faults[faultCancelError]:
 		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"aborted"}}`, id)
 	case a.faults[faultCancelEndTurn]:
+		_ = a.out.Flush()
+		time.Sleep(2 * crossWindow) // a turn that ended by itself, long after the cancel: no crossing
+		a.result(json.RawMessage(id), `{"stopReason":"end_turn"}`)
+	case a.faults[faultCrossed]:
 		a.result(json.RawMessage(id), `{"stopReason":"end_turn"}`)
 	default:
 		a.result(json.RawMessage(id), `{"stopReason":"cancelled"}`)
@@ -339,7 +473,22 @@ func (a *rawAgent) handleV2(m rawMsg) bool {
 		}
 		if strings.Contains(text, "slow") {
 			a.tools[session] = fmt.Sprintf("tool%s", m.ID)
-			a.toolUpdate(session, a.tools[session], `"status":"in_progress","capabilities":{"cancel":{}}`)
+			tool := a.tools[session]
+			advertise := func() { a.toolUpdate(session, tool, `"status":"in_progress","capabilities":{"cancel":{}}`) }
+			if a.faults[faultV2LateTool] {
+				a.toolUpdate(session, tool, `"status":"in_progress"`)
+				time.AfterFunc(500*time.Millisecond, func() {
+					a.mu.Lock()
+					defer a.mu.Unlock()
+					if a.tools[session] != tool {
+						return // its work ended first
+					}
+					advertise()
+					_ = a.out.Flush()
+				})
+			} else {
+				advertise()
+			}
 			perm := fmt.Sprintf(`"perm%s"`, m.ID)
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"title":"Run it?","subject":{"type":"tool_call","toolCall":{"toolCallId":"c1","title":"Run it"}},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
 			a.pending[session] = perm
@@ -421,4 +570,64 @@ func (a *rawAgent) cancelV2(session string) {
 	default:
 		a.idle(session, "cancelled")
 	}
+	if a.faults[faultV2UpdateIdle] {
+		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","messageId":"r2","content":{"type":"text","text":"One more thing."}}}}`, session)
+	}
+}
+
+// asAcpcheckEnv makes the test binary acpcheck itself, run with its
+// arguments, so that a test can drive acpcheck as a process: signal it,
+// close its pipes, leave its stderr unread.
+const asAcpcheckEnv = "ACPCHECK_TEST_AS_ACPCHECK"
+
+// pidsEnv names a file where the test agent and what it starts note
+// their process IDs, a line "ROLE PID" each, so that a test can see they
+// are gone.
+const pidsEnv = "ACPCHECK_TEST_PIDS"
+
+// daemonFirst is childEnv's value for the first fork of faultDaemon.
+const daemonFirst = "daemon-first"
+
+// notePID notes this process's ID under role, if a test asked.
+func notePID(role string) {
+	name := os.Getenv(pidsEnv)
+	if name == "" {
+		return
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(role + " " + strconv.Itoa(os.Getpid()) + "\n")
+}
+
+// tick writes an update every few milliseconds until its stdin ends.
+func tick() {
+	ended := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(ended)
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-ended:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+		if _, err := os.Stdout.WriteString(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"tick ` + strconv.Itoa(i) + `"}}}}` + "\n"); err != nil {
+			return
+		}
+	}
+}
+
+// hugeLine is the length of the line a hostile agent sends: 100 MiB.
+const hugeLine = 100 << 20
+
+// hugeUpdate is a session/update line of hugeLine bytes, its newline
+// included.
+func hugeUpdate(session string) []byte {
+	head := fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"`, session)
+	tail := `"}}}}` + "\n"
+	return []byte(head + strings.Repeat("x", hugeLine-len(head)-len(tail)) + tail)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acpkit/acprpc"
 )
@@ -22,11 +23,24 @@ type Line struct {
 	Ms  float64 `json:"t_ms"` // since the agent started
 	Dir string  `json:"dir"`
 	Raw string  `json:"raw"`
-	// Base64 holds, in the proxy's record, a line that is not UTF-8, which
-	// Raw could not keep byte for byte; Raw is empty then.
+	// Base64 holds a line that is not UTF-8, which Raw could not keep byte
+	// for byte (JSON would turn each bad byte into U+FFFD); Raw is empty
+	// then. The proxy's record and run's -json report both write it so.
 	Base64 []byte `json:"raw_base64,omitempty"`
+	// Size is, for a line longer than acpcheck keeps, its length: Raw (or
+	// Base64) holds only its first bytes. Zero for a line kept whole.
+	Size int `json:"truncated_from,omitempty"`
 
 	msg parsed
+}
+
+// setRaw keeps raw, the line as it was on the wire, byte for byte.
+func (l *Line) setRaw(raw []byte) {
+	if utf8.Valid(raw) {
+		l.Raw, l.Base64 = string(raw), nil
+		return
+	}
+	l.Raw, l.Base64 = "", bytes.Clone(raw)
 }
 
 // parsed is what a line says as JSON-RPC; every member is empty for a line
@@ -120,6 +134,7 @@ type transcript struct {
 
 	mu      sync.Mutex
 	lines   []Line
+	kept    int // the bytes of the lines kept
 	changed chan struct{}
 }
 
@@ -127,22 +142,41 @@ func newTranscript() *transcript {
 	return &transcript{start: time.Now(), changed: make(chan struct{})}
 }
 
+// The transcript's bound: once it holds maxTranscript bytes of lines, each
+// further line keeps only its first maxLateLine bytes, marked with its size.
+const (
+	maxTranscript = 256 << 20
+	maxLateLine   = 4 << 10
+)
+
 // add records a line and returns its sequence number.
-func (w *transcript) add(dir string, raw []byte) int {
+func (w *transcript) add(dir string, raw []byte) int { return w.addSized(dir, raw, len(raw)) }
+
+// addSized records a line of size bytes, of which raw is the first (all
+// but for one over the connection's limit), and returns its number.
+func (w *transcript) addSized(dir string, raw []byte, size int) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	l := Line{Seq: len(w.lines) + 1, Ms: float64(time.Since(w.start).Microseconds()) / 1000, Dir: dir, Raw: string(raw), msg: parse(raw)}
+	if w.kept >= maxTranscript && len(raw) > maxLateLine {
+		raw = raw[:maxLateLine]
+	}
+	w.kept += len(raw)
+	l := Line{Seq: len(w.lines) + 1, Ms: float64(time.Since(w.start).Microseconds()) / 1000, Dir: dir, msg: parse(raw)}
+	l.setRaw(raw)
+	if size > len(raw) {
+		l.Size = size
+	}
 	w.lines = append(w.lines, l)
 	close(w.changed)
 	w.changed = make(chan struct{})
 	return l.Seq
 }
 
-// hooks record every message the client's Conn receives and sends.
+// hooks record every message the client's Conn receives; what it sends is
+// recorded by the tap, as it is written (see tap.Send).
 func (w *transcript) hooks() acprpc.Hooks {
 	return acprpc.Hooks{
-		Received: func(_ context.Context, m *acprpc.Message) { w.add(fromAgent, m.Raw) },
-		Sent:     func(_ context.Context, m *acprpc.Message) { w.add(toAgent, m.Raw) },
+		Received: func(_ context.Context, m *acprpc.Message) { w.addSized(fromAgent, m.Raw, m.Size) },
 	}
 }
 
@@ -194,9 +228,13 @@ type tap struct {
 
 func (t *tap) Recv() ([]byte, error) { return t.s.Recv() }
 
+// Send records msg and writes it, under the lock inject writes under, so
+// that the transcript's order of the client's lines is the wire's: a line
+// recorded by a hook after the write could race an injected one.
 func (t *tap) Send(msg []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.w.add(toAgent, msg)
 	return t.s.Send(msg)
 }
 

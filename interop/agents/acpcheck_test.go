@@ -106,17 +106,25 @@ func expectStatuses(t *testing.T, rep acpcheckReport, want map[string]string) {
 
 // acpcheck against codex-acp: its known fault, the answer to the
 // $/cancel_request notification (and to any notification it does not know),
-// is a finding that cites each answer and its notification; it does not exit when its stdin closes, nor honour
+// is a finding that cites each answer and its notification; it answers a
+// line that is not JSON -32700 with no id member, where JSON-RPC requires
+// "id": null; it does not exit when its stdin closes, nor honour
 // $/cancel_request (which v1 allows, so that is not brought about).
 func TestAcpcheckCodex(t *testing.T) {
 	code, rep := runAcpcheck(t, codexAgent)
 	assert.Equal(t, 1, code)
 	expectStatuses(t, rep, map[string]string{
 		"notification-unanswered": "fail",
+		"parse-error":             "fail",
 		"cancel-request":          "not-brought-about",
 		"stdin-exit":              "fail",
 		"no-leftover":             "not-brought-about",
 	})
+	parse := rep.finding(t, "parse-error")
+	require.Len(t, parse.Lines, 2)
+	assert.Equal(t, "{this is not JSON", rep.Wire[parse.Lines[0]-1].Raw)
+	assert.Contains(t, rep.Wire[parse.Lines[1]-1].Raw, `"code":-32700`)
+	assert.NotContains(t, rep.Wire[parse.Lines[1]-1].Raw, `"id"`)
 	for _, res := range rep.Results {
 		if res.ID != "notification-unanswered" {
 			continue

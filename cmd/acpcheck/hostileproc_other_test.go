@@ -1,0 +1,7 @@
+//go:build !unix
+
+package main
+
+func hostileProcess(map[string]bool) {}
+
+func startDaemon() {}

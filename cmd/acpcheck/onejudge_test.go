@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// One judge: run's transcript of every test agent, replayed through report,
+// gets the same verdict, rule by rule, on the rules of the whole
+// conversation (conversationRules), which run, proxy and report take from
+// the one monitor. A cancel-stop-reason the replay fails, run fails too
+// (run judges it by its scenario, which knows what the replay cannot: which
+// turn was under way, and what the client held).
+func TestRunTranscriptsReplayToTheSameVerdicts(t *testing.T) {
+	faults := []string{"correct"}
+	for _, c := range brokenRules {
+		if !c.terminal {
+			faults = append(faults, c.fault)
+		}
+	}
+	for _, fault := range faults {
+		t.Run(fault, func(t *testing.T) {
+			t.Parallel()
+			rep, err := runChecks(context.Background(), testOptions(t, fault))
+			require.NoError(t, err)
+			replays := []*Report{replay("v1", recording{lines: rep.Wire, end: runEnd})}
+			if len(rep.WireV2) > 0 {
+				replays = append(replays, replay("v2", recording{lines: rep.WireV2, end: runEnd}))
+			}
+			for _, rule := range conversationRules {
+				assert.Equal(t, rep.result(rule.ID).Status, verdict(replays, rule), "%s: run %+v", rule.ID, rep.result(rule.ID))
+			}
+			if anyFails(replays, ruleCancelStop) {
+				assert.Equal(t, Fail, rep.result(ruleCancelStop.ID).Status)
+			}
+		})
+	}
+}
+
+// runEnd is how run ends a conversation, as a record would say it: the
+// agent had every bound to answer.
+var runEnd = recordEnd{Why: "acpcheck run closed the agent's stdin"}
+
+// verdict is the replays' verdict on rule together, as run gives one over
+// its two connections: failed if either failed, else passed if either
+// passed.
+func verdict(reps []*Report, rule Rule) Status {
+	out := NotBrought
+	for _, rep := range reps {
+		switch rep.result(rule.ID).Status {
+		case Fail:
+			return Fail
+		case Pass:
+			out = Pass
+		}
+	}
+	return out
+}
+
+func anyFails(reps []*Report, rule Rule) bool {
+	for _, rep := range reps {
+		if rep.result(rule.ID).Status == Fail {
+			return true
+		}
+	}
+	return false
+}
