@@ -52,13 +52,14 @@ func (r acpcheckReport) statuses() map[string]string {
 }
 
 // runAcpcheck runs acpcheck against the agent spec starts, with the fake
-// model, and returns its exit status and report.
-func runAcpcheck(t *testing.T, spec agentSpec) (int, acpcheckReport) {
+// model, and returns its exit status and report, and the model's requests.
+func runAcpcheck(t *testing.T, spec agentSpec) (int, acpcheckReport, []modelRequest) {
 	requireAgents(t)
 	model := newModelServer(t)
 	agent := spec.command(t, model.URL())
 	// A minute for an answer: Claude Code's CLI starts slowly on a loaded machine.
-	return acpcheck(t, agent, "", "-timeout", "60s", "-prompt", "Say hello. "+quickMark, "-slow-prompt", "Count to a thousand. "+slowMark)
+	code, rep := acpcheck(t, agent, "", "-timeout", "60s", "-prompt", "Say hello. "+quickMark, "-slow-prompt", "Count to a thousand. "+slowMark)
+	return code, rep, model.Requests()
 }
 
 // acpcheck runs cmd/acpcheck in dir (a scratch directory if "") with flags
@@ -109,7 +110,7 @@ func expectStatuses(t *testing.T, rep acpcheckReport, want map[string]string) {
 // is a finding that cites each answer and its notification; it does not exit when its stdin closes, nor honour
 // $/cancel_request (which v1 allows, so that is not brought about).
 func TestAcpcheckCodex(t *testing.T) {
-	code, rep := runAcpcheck(t, codexAgent)
+	code, rep, _ := runAcpcheck(t, codexAgent)
 	assert.Equal(t, 1, code)
 	expectStatuses(t, rep, map[string]string{
 		"notification-unanswered": "fail",
@@ -137,7 +138,7 @@ func TestAcpcheckCodex(t *testing.T) {
 // that answers the prompt after a cancelled turn, is a finding; it leaves a
 // line that is not JSON unanswered and does not exit when its stdin closes.
 func TestAcpcheckClaude(t *testing.T) {
-	code, rep := runAcpcheck(t, claudeAgent)
+	code, rep, _ := runAcpcheck(t, claudeAgent)
 	assert.Equal(t, 1, code)
 	expectStatuses(t, rep, map[string]string{
 		"turn-after-cancel": "fail",
@@ -199,14 +200,27 @@ func TestAcpcheckCoderExampleAgent(t *testing.T) {
 		"parse-error":    "fail",
 		"cancel-request": "not-brought-about",
 	})
+	assertParseErrorUnanswered(t, rep)
+}
+
+// assertParseErrorUnanswered checks parse-error's finding on the wire: its
+// line is the one that is not JSON, and nothing the agent sent after it is
+// an answer without an ID (-32700 is answered with "id":null).
+func assertParseErrorUnanswered(t *testing.T, rep acpcheckReport) {
+	t.Helper()
 	f := rep.finding(t, "parse-error")
 	require.Len(t, f.Lines, 1)
 	line := f.Lines[0]
 	assert.Equal(t, "{this is not JSON", rep.Wire[line-1].Raw)
 	for _, l := range rep.Wire[line:] {
-		if l.Dir == "from_agent" {
-			assert.Contains(t, l.Raw, `"id":`, "nothing after the line that is not JSON answers it: %s", l.Raw)
+		var msg struct {
+			Method string          `json:"method"`
+			ID     json.RawMessage `json:"id"`
 		}
+		if l.Dir != "from_agent" || json.Unmarshal([]byte(l.Raw), &msg) != nil || msg.Method != "" {
+			continue
+		}
+		assert.NotEqual(t, "null", cmp.Or(string(msg.ID), "null"), "nothing after the line that is not JSON answers it: %s", l.Raw)
 	}
 }
 

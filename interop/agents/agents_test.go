@@ -492,5 +492,10 @@ func requireAgents(t *testing.T) string {
 		"@zed-industries/codex-acp":           "0.16.0",
 		"@zed-industries/codex-acp-linux-x64": "0.16.0",
 		"@zed-industries/claude-agent-acp":    "0.23.1",
+		"pi-acp":                              "0.0.24",
+		"@mariozechner/pi-coding-agent":       "0.73.1",
+		"opencode-ai":                         "1.18.33",
+		"opencode-linux-x64":                  "1.18.33",
+		"@google/gemini-cli":                  "0.61.0",
 	})
 }

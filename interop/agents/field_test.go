@@ -1,0 +1,80 @@
+//go:build linux
+
+package agents
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// offlineEnv keeps an agent's own look-ups off the network: npm (an update
+// check's `npm view`) finds no registry, and nothing is sent to a proxy.
+func offlineEnv(t *testing.T) []string {
+	return append(scratchEnv(t), "npm_config_offline=true", "npm_config_registry=http://127.0.0.1:9/",
+		"npm_config_update_notifier=false", "npm_config_cache="+t.TempDir())
+}
+
+// writeJSONFile writes v to dir/name as JSON.
+func writeJSONFile(t *testing.T, dir, name string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o600))
+}
+
+// piAgent is pi-acp, the ACP adapter of the pi coding agent
+// (@mariozechner/pi-coding-agent), which it starts as `pi --mode rpc`; pi's
+// models.json names the fake model as an OpenAI-compatible provider, and
+// PI_OFFLINE turns off its update checks and telemetry.
+var piAgent = agentSpec{
+	name: "pi-acp",
+	command: func(t *testing.T, modelURL string) *exec.Cmd {
+		node := requireAgents(t)
+		piDir := filepath.Join(t.TempDir(), "pi-agent")
+		writeJSONFile(t, piDir, "models.json", map[string]any{
+			"providers": map[string]any{"fake": map[string]any{
+				"baseUrl": modelURL + "/v1", "api": "openai-completions", "apiKey": "offline",
+				"compat": map[string]any{"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+				"models": []any{map[string]any{"id": "fake-model"}},
+			}},
+		})
+		writeJSONFile(t, piDir, "settings.json", map[string]any{
+			"defaultProvider": "fake", "defaultModel": "fake-model", "enableInstallTelemetry": false,
+		})
+		cmd := exec.Command(node, filepath.Join(packagesDir, "node_modules", "pi-acp", "dist", "index.js"))
+		cmd.Env = append(offlineEnv(t),
+			"PI_CODING_AGENT_DIR="+piDir,
+			"PI_ACP_PI_COMMAND="+filepath.Join(packagesDir, "node_modules", ".bin", "pi"),
+			"PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1")
+		return cmd
+	},
+}
+
+// acpcheck against pi-acp 0.0.24 and pi 0.73.1: on the TypeScript SDK
+// 0.12 it leaves a line that is not JSON unanswered; session/cancel ends
+// the turn "cancelled" and closes its model request; $/cancel_request is
+// ignored (v1 allows it); it exits when its stdin closes, pi with it.
+func TestAcpcheckPi(t *testing.T) {
+	code, rep, model := runAcpcheck(t, piAgent)
+	assert.Equal(t, 1, code)
+	expectStatuses(t, rep, map[string]string{
+		"parse-error":    "fail",
+		"cancel-request": "not-brought-about",
+	})
+	assertParseErrorUnanswered(t, rep)
+	assertCancelReachedModel(t, model)
+}
+
+// assertCancelReachedModel checks that a cancelled turn closed its model
+// request: the fake model saw a slow answer's request closed under it.
+func assertCancelReachedModel(t *testing.T, model []modelRequest) {
+	t.Helper()
+	assert.Positive(t, countSlow(model, true), "a cancelled turn's model request was closed by the agent: %+v", model)
+}
