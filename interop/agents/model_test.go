@@ -55,6 +55,7 @@ type modelRequest struct {
 	Path    string
 	Stream  bool
 	Slow    bool
+	Tools   bool // the request offers the model tools: an agent's turn, not a side call (a title, a summary)
 	Aborted bool // the agent closed the request before the answer was whole
 	Done    bool // the handler has returned
 	Start   time.Time
@@ -97,6 +98,7 @@ func (m *modelServer) begin(r *http.Request) (*modelRequest, []byte) {
 		Path:   r.URL.Path,
 		Stream: meta.Stream || r.URL.Path == "/v1/responses" || strings.HasSuffix(r.URL.Path, ":streamGenerateContent"),
 		Slow:   max(strings.LastIndex(text, slowMark), strings.LastIndex(text, cancelExamplePrompt)) > strings.LastIndex(text, quickMark),
+		Tools:  strings.Contains(text, `"tools":[{`) || strings.Contains(text, `"functionDeclarations"`),
 		Start:  time.Now(),
 	}
 	m.update(func() { m.requests = append(m.requests, req) })
