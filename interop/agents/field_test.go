@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -82,6 +84,44 @@ var opencodeAgent = agentSpec{
 			"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1")
 		return cmd
 	},
+}
+
+// geminiAgent is Gemini CLI's `gemini --acp`, pointed at the fake model by
+// GOOGLE_GEMINI_BASE_URL with an API key; its settings choose that key,
+// turn off telemetry and the update check, and name one model: with none,
+// a classifier call picks the model and wants JSON the fake does not give.
+var geminiAgent = agentSpec{
+	name: "gemini-cli",
+	command: func(t *testing.T, modelURL string) *exec.Cmd {
+		node := requireAgents(t)
+		env := offlineEnv(t)
+		home := strings.TrimPrefix(env[slices.IndexFunc(env, func(v string) bool { return strings.HasPrefix(v, "HOME=") })], "HOME=")
+		writeJSONFile(t, filepath.Join(home, ".gemini"), "settings.json", map[string]any{
+			"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+			"general":   map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true},
+			"privacy":   map[string]any{"usageStatisticsEnabled": false},
+			"telemetry": map[string]any{"enabled": false},
+			"model":     map[string]any{"name": "gemini-2.5-flash"},
+		})
+		cmd := exec.Command(node, filepath.Join(packagesDir, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js"), "--acp")
+		cmd.Env = append(env, "GOOGLE_GEMINI_BASE_URL="+modelURL, "GEMINI_API_KEY=offline")
+		return cmd
+	},
+}
+
+// acpcheck against Gemini CLI 0.61.0: its ACP SDK logs a line that is not
+// JSON and leaves it unanswered; session/cancel ends the turn "cancelled"
+// and closes its model request; $/cancel_request is ignored (v1 allows
+// it); it exits when its stdin closes.
+func TestAcpcheckGemini(t *testing.T) {
+	code, rep, model := runAcpcheck(t, geminiAgent)
+	assert.Equal(t, 1, code)
+	expectStatuses(t, rep, map[string]string{
+		"parse-error":    "fail",
+		"cancel-request": "not-brought-about",
+	})
+	assertParseErrorUnanswered(t, rep)
+	assertCancelReachedModel(t, model)
 }
 
 // acpcheck against opencode 1.18.33: its ACP SDK leaves a line that is
