@@ -35,6 +35,12 @@
 // -html FILE, one self-contained web page: what was checked and what failed,
 // and the conversation as a timeline whose rows open to their wire lines.
 //
+//	acpcheck matrix -o FILE LABEL=REPORT.json...
+//
+// draws the -json reports of several agents as one web page: agents down,
+// rules across, each cell passed, failed (linking its findings and their
+// wire lines) or not brought about.
+//
 // acpcheck -version prints the release it was built as.
 //
 // The exit status of run and report is 0 when every rule that could be
@@ -65,6 +71,7 @@ const usage = `usage:
   acpcheck run [flags] -url URL                   check an agent served over WebSocket or Streamable HTTP
   acpcheck proxy [flags] -- AGENT_CMD [ARGS...]   run an agent for an editor, watching the conversation
   acpcheck report [flags] RECORDING               check a conversation the proxy recorded
+  acpcheck matrix -o FILE LABEL=REPORT.json...    one page of several agents' run -json reports
   acpcheck -version                               print acpcheck's version
 
 Run 'acpcheck run -h', 'acpcheck proxy -h' or 'acpcheck report -h' for the flags.
@@ -83,6 +90,8 @@ func mainCode(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return proxyCommand(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "report":
 		return reportCommand(args[1:], stdout, stderr)
+	case "matrix":
+		return matrixCommand(args[1:], stdout, stderr)
 	case "-version", "--version", "version":
 		fmt.Fprintf(stdout, "acpcheck %s\n", version)
 		return 0
