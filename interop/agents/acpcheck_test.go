@@ -58,14 +58,36 @@ func runAcpcheck(t *testing.T, spec agentSpec) (int, acpcheckReport, []modelRequ
 	model := newModelServer(t)
 	agent := spec.command(t, model.URL())
 	// A minute for an answer: Claude Code's CLI starts slowly on a loaded machine.
-	code, rep := acpcheck(t, agent, "", "-timeout", "60s", "-prompt", "Say hello. "+quickMark, "-slow-prompt", "Count to a thousand. "+slowMark)
-	return code, rep, model.Requests()
+	code, out := acpcheckJSON(t, agent, "", "-timeout", "60s", "-prompt", "Say hello. "+quickMark, "-slow-prompt", "Count to a thousand. "+slowMark)
+	keepForMatrix(t, spec, out)
+	return code, parseReport(t, out), model.Requests()
+}
+
+// matrixDirEnv names a directory to keep each runAcpcheck report in, as
+// "NAME VERSION.json", for `acpcheck matrix` (.ci/run draws the page).
+const matrixDirEnv = "ACPCHECK_MATRIX_DIR"
+
+// keepForMatrix writes the report to $ACPCHECK_MATRIX_DIR, if it is set.
+func keepForMatrix(t *testing.T, spec agentSpec, report []byte) {
+	dir := os.Getenv(matrixDirEnv)
+	if dir == "" {
+		return
+	}
+	version, ok := pinned[spec.pkg]
+	require.True(t, ok, "%s's package %q is not pinned", spec.name, spec.pkg)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, spec.name+" "+version+".json"), report, 0o600))
 }
 
 // acpcheck runs cmd/acpcheck in dir (a scratch directory if "") with flags
 // against the agent cmd describes (its path, arguments and environment),
 // and returns its exit status and report.
 func acpcheck(t *testing.T, agent *exec.Cmd, dir string, flags ...string) (int, acpcheckReport) {
+	code, out := acpcheckJSON(t, agent, dir, flags...)
+	return code, parseReport(t, out)
+}
+
+// acpcheckJSON is acpcheck, returning the report as acpcheck printed it.
+func acpcheckJSON(t *testing.T, agent *exec.Cmd, dir string, flags ...string) (int, []byte) {
 	bin := buildAcpcheck(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -79,12 +101,18 @@ func acpcheck(t *testing.T, agent *exec.Cmd, dir string, flags ...string) (int, 
 	err := check.Run()
 	var exit *exec.ExitError
 	require.True(t, err == nil || errors.As(err, &exit), "acpcheck: %v\n%s", err, stderr.String())
+	require.True(t, json.Valid(stdout.Bytes()), "acpcheck printed no JSON report:\n%s\n%s", stdout.String(), stderr.String())
+	return check.ProcessState.ExitCode(), stdout.Bytes()
+}
+
+// parseReport reads acpcheck's JSON report, logging each rule's outcome.
+func parseReport(t *testing.T, out []byte) acpcheckReport {
 	var rep acpcheckReport
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), "%s\n%s", stdout.String(), stderr.String())
+	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
 	for _, res := range rep.Results {
 		t.Logf("%s: %s %s %v", res.ID, res.Status, res.Why, res.Findings)
 	}
-	return check.ProcessState.ExitCode(), rep
+	return rep
 }
 
 // expectStatuses checks every rule's status in rep: want names the rules

@@ -41,6 +41,7 @@ func writeJSONFile(t *testing.T, dir, name string, v any) {
 // PI_OFFLINE turns off its update checks and telemetry.
 var piAgent = agentSpec{
 	name: "pi-acp",
+	pkg:  "pi-acp",
 	command: func(t *testing.T, modelURL string) *exec.Cmd {
 		node := requireAgents(t)
 		piDir := filepath.Join(t.TempDir(), "pi-agent")
@@ -69,6 +70,7 @@ var piAgent = agentSpec{
 // OPENCODE_DISABLE_MODELS_FETCH keeps it from fetching its model catalogue.
 var opencodeAgent = agentSpec{
 	name: "opencode",
+	pkg:  "opencode-ai",
 	command: func(t *testing.T, modelURL string) *exec.Cmd {
 		dir := t.TempDir()
 		writeJSONFile(t, dir, "opencode.json", map[string]any{
@@ -92,6 +94,7 @@ var opencodeAgent = agentSpec{
 // a classifier call picks the model and wants JSON the fake does not give.
 var geminiAgent = agentSpec{
 	name: "gemini-cli",
+	pkg:  "@google/gemini-cli",
 	command: func(t *testing.T, modelURL string) *exec.Cmd {
 		node := requireAgents(t)
 		env := offlineEnv(t)
