@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/acpkit/acprpc/internal/wire"
 )
@@ -22,6 +23,8 @@ type acpRules struct {
 	versions   versioning  // the ACP version and its rules
 	foreground workTable   // v2: each session's foreground work
 	entities   entityTable // v2: tool calls and terminals the peer may cancel
+	// promptWarned: a session/prompt called before initialize was logged.
+	promptWarned atomic.Bool
 }
 
 // acpRequest is what ACP keeps of a request in flight.
@@ -32,7 +35,8 @@ type acpRequest struct {
 
 // acpCall is what ACP follows of one of this side's calls.
 type acpCall struct {
-	turn *turnWatch // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
+	turn  *turnWatch      // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
+	asked ProtocolVersion // the version an initialize call asked for, 0 for any other call
 }
 
 func (a *acpRules) init(c *Conn, h Handler) {
@@ -168,14 +172,24 @@ func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64) *f
 // method that opens or lists sessions before this side has had an
 // initialize answered, since ACP requires the client to initialize first,
 // and an agent would refuse it, or serve it without knowing the client's
-// capabilities. A connection whose version was set outside (Options.
-// PinnedVersion, SetProtocolVersion) counts as initialized.
+// capabilities. A session/prompt then is the same mistake, and is warned
+// about, once per connection, rather than refused: it names a session,
+// which may have been opened outside this connection. A connection whose
+// version was set outside (Options.PinnedVersion, SetProtocolVersion)
+// counts as initialized.
 func (a *acpRules) mayCall(method string) error {
-	if !needsInitialize(method) || a.initialized() {
-		return nil
+	switch {
+	case needsInitialize(method) && !a.initialized():
+		return fmt.Errorf("not sent: ACP requires initialize before %s, and this connection has had none: "+
+			"call initialize first (acpv1.ToAgent.Initialize.Call, or acpv2's), and wait for its answer", method)
+	case method == methodSessionPrompt && !a.initialized() && a.promptWarned.CompareAndSwap(false, true):
+		a.conn.log.Warn("acprpc: session/prompt is called before initialize, which ACP requires first: "+
+			"an agent refuses it, or serves it without knowing the client's capabilities; "+
+			"call initialize first (acpv1.ToAgent.Initialize.Call, or acpv2's), and wait for its answer. "+
+			"It is sent, since its session may have been opened outside this connection; logged once per connection",
+			"method", method)
 	}
-	return fmt.Errorf("not sent: ACP requires initialize before %s, and this connection has had none: "+
-		"call initialize first (acpv1.ToAgent.Initialize.Call, or acpv2's), and wait for its answer", method)
+	return nil
 }
 
 // needsInitialize reports whether method is one that ACP allows only once
@@ -200,6 +214,7 @@ func (a *acpRules) initialized() bool {
 // with Options.ReportCancelledTurns. f is the call's request.
 func (a *acpRules) callSent(pc *pendingCall, f *frame) {
 	a.conn.watchTurn(pc, f)
+	a.versions.asking(pc, f)
 }
 
 // callAnswered sees the result of one of this side's calls on the read
@@ -210,8 +225,17 @@ func (a *acpRules) callAnswered(pc *pendingCall, result []byte) []byte {
 	if pc.method == methodInitialize {
 		a.versions.initialized.Store(true)
 		a.conn.learnVersion(result)
+		a.versions.answered(pc, result)
 	}
 	return pc.turnResult(result)
+}
+
+// callFailed returns why a call failed as its caller gets it: err, and on a
+// connection whose agent answered initialize with an older version than
+// this side asked for, what a result that does not decode or an invalid
+// params answer most likely means.
+func (a *acpRules) callFailed(err error) error {
+	return a.versions.explain(err)
 }
 
 // notifying sends a notification that belongs to a v2 work, ordered with,

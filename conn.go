@@ -46,6 +46,8 @@ type Conn struct {
 	// points (docs/design.md lists them), and knows nothing else of ACP.
 	acp acpRules
 
+	answeredNotes answeredNotes // the notifications the peer was logged answering
+
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
 	}
@@ -182,7 +184,7 @@ func (c *Conn) receive(msg []byte) {
 		c.received(msg, &m, bad)
 	}
 	if bad != nil {
-		c.badMessage(bad)
+		c.badMessage(bad, msg)
 		return
 	}
 	c.route(m)

@@ -1131,7 +1131,7 @@ func TestConnLogs(t *testing.T) {
 	p.Notify(acprpc.MethodCancelRequest, `{"id":3}`)
 	p.Request("1", "ping", "")
 	p.ExpectResult(ctx, "1", `"pong"`)
-	_, ok := log.FindLogged(slog.LevelWarn, "bad message")
+	_, ok := log.FindLogged(slog.LevelWarn, "not JSON")
 	assert.True(t, ok, "bad line not logged: %v", log.Logged())
 	_, ok = log.FindLogged(slog.LevelWarn, "malformed")
 	assert.True(t, ok, "malformed cancel not logged: %v", log.Logged())

@@ -27,13 +27,16 @@ const (
 // Options configure a Conn. The zero value (or a nil *Options) is ready for
 // ACP: markers and session cancellation as the protocol defines them.
 type Options struct {
-	// Logger receives the connection's diagnostics: bad messages, ignored
-	// cancels, panics with their stacks. Nil means silent.
+	// Logger receives the connection's diagnostics: bad messages (a line
+	// that is not JSON with its first bytes), ignored cancels, panics with
+	// their stacks, a handler that ignored its cancel, a peer that answers
+	// a notification. Nil means silent.
 	Logger *slog.Logger
 
 	// CancelGrace is how long a handler may run on after its request was
 	// cancelled. When it passes, the request is answered with its method's
-	// marker or -32800, and the handler's later return is dropped. Zero
+	// marker or -32800, a warning names the method, the ID and how long the
+	// handler overran, and the handler's later return is dropped. Zero
 	// means DefaultCancelGrace; a negative value waits for the handler.
 	CancelGrace time.Duration
 

@@ -223,7 +223,7 @@ func (c *Conn) deliver(m *message) {
 		return
 	}
 	if m.ID == nil {
-		c.log.Warn("acprpc: the peer answered a message it could not read", "error", string(m.Error))
+		c.idlessAnswer(m.Error)
 		return
 	}
 	c.endCall(m.ID, m.Result, m.Error)
@@ -373,7 +373,7 @@ func (c *Conn) complete(ctx context.Context, giveUp <-chan struct{}, timeout <-c
 		if ctxErr != nil {
 			return callErr(cancelledCall{ctxErr: ctxErr, answer: rpcErr})
 		}
-		return callErr(rpcErr)
+		return callErr(c.acp.callFailed(rpcErr))
 	}
 	var decodeErr error
 	if result != nil {
@@ -383,7 +383,7 @@ func (c *Conn) complete(ctx context.Context, giveUp <-chan struct{}, timeout <-c
 	case behind:
 		return callErr(cancelledCall{ctxErr: ctxErr})
 	case decodeErr != nil:
-		return callErr(fmt.Errorf("cannot decode result: %w", decodeErr))
+		return callErr(c.acp.callFailed(fmt.Errorf("cannot decode result: %w", decodeErr)))
 	}
 	return nil
 }

@@ -46,6 +46,12 @@ func NewRouter() *Router { return &Router{} }
 // alike; RequestHandler and NotificationHandler make handlers that take only
 // their kind.
 //
+// A plain function is not a Handler: given one, the compiler says that it
+// does not implement Handler ("missing method Handle"). Wrap it:
+// HandlerFunc(f) for a func(ctx, *Request) (any, error), RequestHandler(f)
+// for a typed func(ctx, P) (R, error), NotificationHandler(f) for a typed
+// func(ctx, P).
+//
 // Register panics if method is empty, if h is nil, if method is
 // $/cancel_request (which the connection consumes itself), or if h is a
 // RequestHandler for a method starting with "$/" (the connection answers

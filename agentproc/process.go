@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/agentpeer"
 )
 
 // Close's defaults, for an Options field left zero. With them, an
@@ -170,6 +171,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, h acprpc.Handler, opts *Options) 
 	}
 	go p.reap()
 	p.Conn = acprpc.NewConn(ctx, acprpc.NewStreamPipes(p.stdout, stdin), h, o.Conn)
+	agentpeer.Mark(p.Conn) // what the Conn logs of the agent's stdout is worded for this client
 	return p, nil
 }
 

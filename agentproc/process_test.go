@@ -383,6 +383,13 @@ func TestStartJunkOnStdout(t *testing.T) {
 	require.NoError(t, agent.Close())
 	_, ok := records.FindLogged(slog.LevelWarn, "bad message")
 	assert.True(t, ok, "the junk was logged: %v", records.Logged())
+	notJSON, ok := records.FindLogged(slog.LevelWarn, "not JSON")
+	require.True(t, ok, "the line that is not JSON was logged: %v", records.Logged())
+	assert.Equal(t, "acprpc: the agent wrote a line that is not JSON to its stdout; it is dropped, and answered -32700. "+
+		"An agent's stdout carries ACP messages only, and its logs go to stderr: "+
+		"a print to stdout in the agent (fmt.Println, console.log, print) does this; move it to stderr, or report it to the agent's authors",
+		notJSON.Message, "worded for the client from the first line, before any initialize")
+	assert.Equal(t, "this is not JSON", notJSON.Attrs["line"])
 }
 
 // An agent that writes a lot to its stdout once its stdin has ended is

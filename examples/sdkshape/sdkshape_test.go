@@ -242,7 +242,7 @@ func TestLoggerSetLater(t *testing.T) {
 	assert.Equal(t, map[string]string{"method": "work", "id": "7"}, r.Attrs)
 	p.Send(`{"jsonrpc":`)
 	p.ExpectError(ctx, "null", acprpc.CodeParseError)
-	_, found = log.FindLogged(slog.LevelWarn, "bad message")
+	_, found = log.FindLogged(slog.LevelWarn, "not JSON")
 	assert.True(t, found, "the connection's own diagnostics go to the logger set later")
 }
 

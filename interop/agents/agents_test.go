@@ -342,8 +342,9 @@ func runAgent(t *testing.T, spec agentSpec) {
 	if spec.requestCancelAnswered {
 		// The read loop logs the answer after the Received hook has seen it;
 		// once Close has returned, the read loop is done.
-		_, logged := records.FindLogged(slog.LevelWarn, "acprpc: the peer answered a message it could not read")
+		answered, logged := records.FindLogged(slog.LevelWarn, "acprpc: the peer answered a notification")
 		assert.True(t, logged, "the ID-less answer is logged")
+		assert.Equal(t, "$/cancel_request", answered.Attrs["method"], "the notification answered")
 	}
 	assert.Empty(t, interoptest.StillAlive(tree), "no process of the agent's is alive once Close has returned")
 	assert.Empty(t, interoptest.GroupMembers(agent.Pid()), "nothing is left in the agent's process group")
