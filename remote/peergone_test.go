@@ -181,7 +181,9 @@ func TestServerGoneEndsTheClientsRequestsAtOnce(t *testing.T) {
 			t.Cleanup(func() { _ = client.Close() })
 			require.NoError(t, client.Call(ctx, "initialize", map[string]int{"protocolVersion": 1}, nil))
 			agent, _ := as.next(t)
-			go func() { _ = client.Call(context.Background(), "session/prompt", map[string]any{"sessionId": "s", "prompt": []any{}}, nil) }()
+			go func() {
+				_ = client.Call(context.Background(), "session/prompt", map[string]any{"sessionId": "s", "prompt": []any{}}, nil)
+			}()
 			wiretest.Recv(t, ctx, entered)
 
 			require.NoError(t, agent.Close())
