@@ -310,14 +310,15 @@ func (t *wsTransport) fail(reason error) {
 }
 
 // readError turns a failed read into what Recv returns: io.EOF for a
-// normal close, our own reason when we failed the transport, else the
+// normal close (a close frame without a status is what a browser's
+// close() sends), our own reason when we failed the transport, else the
 // error itself; always a peerGone, as the socket can carry nothing more.
 func (t *wsTransport) readError(err error) error {
 	if r := t.reason.Load(); r != nil {
 		return peerGone{*r}
 	}
 	switch websocket.CloseStatus(err) {
-	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
+	case websocket.StatusNormalClosure, websocket.StatusGoingAway, websocket.StatusNoStatusRcvd:
 		return peerGone{io.EOF}
 	}
 	return peerGone{fmt.Errorf("remote: websocket read: %w", err)}
