@@ -63,7 +63,9 @@ func TestPageThatClosesItsWebSocketMidRequest(t *testing.T) {
 		return nil, context.Cause(ctx)
 	})
 	srv := remote.NewServer(func(tr acprpc.Transport, _ *http.Request) {
-		go func() { served <- acprpc.Serve(context.Background(), tr, agent, &acprpc.Options{InputEndGrace: time.Hour}) }()
+		go func() {
+			served <- acprpc.Serve(context.Background(), tr, agent, &acprpc.Options{InputEndGrace: time.Hour})
+		}()
 	}, &remote.Options{AllowedOrigins: []string{pages.URL}})
 	agents := httptest.NewServer(srv)
 	defer agents.Close()
