@@ -70,11 +70,7 @@ func TestPageThatClosesItsWebSocketMidRequest(t *testing.T) {
 	agents := httptest.NewServer(srv)
 	defer agents.Close()
 	defer func() { require.NoError(t, srv.Close()) }()
-	agentURL, _ := json.Marshal("ws" + strings.TrimPrefix(agents.URL, "http") + remote.DefaultPath)
-	pages.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(strings.Replace(closingPage, "AGENT", string(agentURL), 1)))
-	})
+	servePage(pages, closingPage, "ws"+strings.TrimPrefix(agents.URL, "http")+remote.DefaultPath)
 
 	got := runPage(t, chromium, pages.URL+"/")
 	t.Logf("the page's record: %s", got)
