@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -235,4 +236,23 @@ func TestHTTPStreamCutIsNotTheEndOfInput(t *testing.T) {
 	default:
 	}
 	as.ledger.CheckExactlyOnce(t, wiretest.BtoA)
+}
+
+// A connection its client ended with DELETE, holding a message that no GET
+// took, keeps nothing for a GET after it, unlike one the server closed (see
+// TestHTTPStreamOpenedJustAfterTheCloseGetsWhatWasQueued): the client has
+// said it reads nothing more, so the message is dropped. It used to be
+// kept for closeWait, and a GET got it.
+func TestHTTPDeletedConnectionKeepsNothing(t *testing.T) {
+	ts := startServer(t, nil)
+	c := newRawHTTP(t, ts.url("http"))
+	id, server := c.initialize(ts)
+	send(t, server, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1"}}`)
+	resp, _ := c.do(http.MethodDelete, "", HeaderConnectionID, id)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	assert.Zero(t, ts.Connections())
+	resp, _ = c.do(http.MethodGet, "", HeaderConnectionID, id, HeaderSessionID, "s1", "Accept", "text/event-stream")
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	_, err := recv(t, server)
+	assert.ErrorIs(t, err, io.EOF)
 }
