@@ -118,16 +118,20 @@ func (h *httpConn) SetReadLimit(n int) {
 	}
 }
 
-// Recv returns the next POSTed message. It returns io.EOF once the client
-// ended the connection with DELETE, or the reason it was closed.
+// Recv returns the next POSTed message. Once the connection has closed it
+// returns why (errDeleted, which matches io.EOF, when the client ended it
+// with DELETE), saying the peer is gone: nothing is sent after the close.
 func (h *httpConn) Recv() ([]byte, error) {
 	select {
 	case m := <-h.in:
 		return m, nil
 	case <-h.closed:
-		return nil, h.reason
+		return nil, peerGone{h.reason}
 	}
 }
+
+// errDeleted is why a connection the client ended with DELETE closed.
+var errDeleted = fmt.Errorf("remote: the client ended the connection with DELETE: %w", io.EOF)
 
 // Send queues msg on the stream it belongs to, waiting for room when the
 // client is behind, for at most WriteTimeout.
@@ -423,7 +427,7 @@ func (h *httpConn) Close() error {
 func (h *httpConn) closeWith(reason error) {
 	h.closeOnce.Do(func() {
 		h.mu.Lock()
-		h.awaitsGets = reason == io.EOF && h.unfetched() // Close, not a client that reads nothing or never came
+		h.awaitsGets = reason == io.EOF && h.unfetched() // Close, not a client that reads nothing, never came or ended it
 		h.lingers = h.readers > 0 || h.awaitsGets
 		h.srv.forgetLingering(h, h.lingers, h.awaitsGets) // first, so that no one finds it open after its Recv fails
 		h.reason = reason
