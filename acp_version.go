@@ -243,10 +243,7 @@ type VersionRouter struct {
 
 // Handle calls the handler of the connection's version.
 func (v VersionRouter) Handle(ctx context.Context, req *Request) (any, error) {
-	h := v.V1
-	if c := connOf(ctx); c != nil && c.ProtocolVersion() >= ProtocolV2 || h == nil {
-		h = v.V2
-	}
+	h := v.handlerOn(connOf(ctx))
 	if h == nil {
 		if req.IsNotification() {
 			return nil, nil
@@ -254,6 +251,20 @@ func (v VersionRouter) Handle(ctx context.Context, req *Request) (any, error) {
 		return nil, MethodNotFound(req.Method)
 	}
 	return h.Handle(ctx, req)
+}
+
+// handlerOn returns the handler of c's version (V1 before one is known),
+// or the one there is.
+func (v VersionRouter) handlerOn(c *Conn) Handler {
+	if c != nil && c.ProtocolVersion() >= ProtocolV2 || v.V1 == nil {
+		return v.V2
+	}
+	return v.V1
+}
+
+// serves reports whether the handler of c's version serves method.
+func (v VersionRouter) serves(c *Conn, method string) bool {
+	return handlerServes(v.handlerOn(c), c, method)
 }
 
 // ProtocolVersions lists the versions that have a handler.

@@ -108,6 +108,11 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 	// free before its answer goes out, so a peer that reads the answer can
 	// send the next request at once.
 	c.incoming.held.Add(-int64(r.size))
+	if r.answered.Load() && r.atInputEnd.Load() {
+		c.log.Info("acprpc: a handler has returned after its request was answered cancelled at the end of the peer's input, when Options.InputEndGrace ran out; its answer was dropped",
+			"method", r.req.Method, "id", r.req.ID.String(), "late", r.sinceCancel().String())
+		return
+	}
 	if r.answered.Load() { // answered for the handler when its grace period ran out
 		c.log.Info("acprpc: a handler that ignored its cancel has returned; its answer was dropped, as its request was answered cancelled when Options.CancelGrace ran out",
 			"method", r.req.Method, "id", r.req.ID.String(), "overran", r.sinceCancel().String())

@@ -25,7 +25,10 @@ type inRequest struct {
 	key      wire.Key
 	size     int         // the message's bytes, held until the handler returns
 	answered atomic.Bool // set once, by the one answer
-	acp      acpRequest  // what the protocol keeps of the request (acp_rules.go)
+	// atInputEnd: answered cancelled for its handler once InputEndGrace ran
+	// out (Conn.inputEndRanOut), not CancelGrace.
+	atInputEnd atomic.Bool
+	acp        acpRequest // what the protocol keeps of the request (acp_rules.go)
 	// sent is set once the one answer is queued for the writer; watched
 	// once someone waits for that (waitSent), which onSent then tells.
 	sent, watched atomic.Bool

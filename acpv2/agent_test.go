@@ -57,6 +57,32 @@ func TestNullListElementIsInvalidParams(t *testing.T) {
 	}
 }
 
+// A typed v2 prompt whose context ends before the agent has inserted it
+// cancels the session's work with session/cancel, as CancelSession does,
+// not with $/cancel_request: the agent answers the held prompt -32800,
+// which the call returns with the cancel.
+func TestTypedPromptCancelSendsSessionCancel(t *testing.T) {
+	ctx := wiretest.Context(t)
+	conn, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{PinnedVersion: acprpc.ProtocolV2})
+	turn, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := ToAgent.SessionPrompt.Call(turn, conn, TextPrompt("sess_1", "hello"))
+		done <- err
+	}()
+	prompt := p.ExpectRequest(ctx, MethodSessionPrompt)
+	cancel()
+	m := p.ExpectNotification(ctx, MethodSessionCancel)
+	assert.JSONEq(t, `{"sessionId":"sess_1"}`, string(m.Params))
+	p.RespondError(string(prompt.ID), acprpc.CodeRequestCancelled, "Request cancelled")
+	err := wiretest.Recv(t, ctx, done)
+	assert.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.ErrorIs(t, err, context.Canceled)
+	var answer *acprpc.Error
+	require.ErrorAs(t, err, &answer)
+	assert.EqualValues(t, acprpc.CodeRequestCancelled, answer.Code)
+}
+
 // A v2 client of a v1 agent is told, on the initialize answer that v2's
 // types cannot read and on the agent's refusal of v2's session/new, that
 // the agent answered protocolVersion 1 and what to do instead.

@@ -193,13 +193,21 @@ func (c *rawHTTP) open(method, body string, headers ...string) *http.Response {
 // connection's ID and its server-side transport.
 func (c *rawHTTP) initialize(ts *testServer) (string, acprpc.Transport) {
 	c.t.Helper()
+	answer, server := c.initializeWith(ts)
+	return answer.Get(HeaderConnectionID), server
+}
+
+// initializeWith is initialize with headers (name, value pairs) on the
+// POST, and returns the answer's headers.
+func (c *rawHTTP) initializeWith(ts *testServer, headers ...string) (http.Header, acprpc.Transport) {
+	c.t.Helper()
 	type answer struct {
 		resp *http.Response
 		body string
 	}
 	got := make(chan answer, 1)
 	go func() {
-		resp, body := c.do(http.MethodPost, initRequest)
+		resp, body := c.do(http.MethodPost, initRequest, headers...)
 		got <- answer{resp, body}
 	}()
 	server := ts.next(c.t)
@@ -208,7 +216,7 @@ func (c *rawHTTP) initialize(ts *testServer) (string, acprpc.Transport) {
 	a := <-got
 	require.Equal(c.t, http.StatusOK, a.resp.StatusCode, a.body)
 	require.Equal(c.t, initAnswer, a.body)
-	return a.resp.Header.Get(HeaderConnectionID), server
+	return a.resp.Header, server
 }
 
 // sseEvents reads a GET's SSE response, sending each event's data and each

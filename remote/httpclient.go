@@ -120,7 +120,8 @@ func (t *httpClient) SetReadLimit(n int) {
 }
 
 // Recv returns the next message: an answer made here first, then what the
-// streams deliver.
+// streams deliver. Its error, once the transport has failed, says the peer
+// is gone: nothing is posted any more.
 func (t *httpClient) Recv() ([]byte, error) {
 	for {
 		if m := t.takeLocal(); m != nil {
@@ -134,7 +135,7 @@ func (t *httpClient) Recv() ([]byte, error) {
 			if m := t.takeLocal(); m != nil {
 				return m, nil
 			}
-			return nil, t.reason
+			return nil, peerGone{t.reason} // Send fails from now on
 		}
 	}
 }

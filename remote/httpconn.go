@@ -118,16 +118,20 @@ func (h *httpConn) SetReadLimit(n int) {
 	}
 }
 
-// Recv returns the next POSTed message. It returns io.EOF once the client
-// ended the connection with DELETE, or the reason it was closed.
+// Recv returns the next POSTed message. Once the connection has closed it
+// returns why (errDeleted, which matches io.EOF, when the client ended it
+// with DELETE), saying the peer is gone: nothing is sent after the close.
 func (h *httpConn) Recv() ([]byte, error) {
 	select {
 	case m := <-h.in:
 		return m, nil
 	case <-h.closed:
-		return nil, h.reason
+		return nil, peerGone{h.reason}
 	}
 }
+
+// errDeleted is why a connection the client ended with DELETE closed.
+var errDeleted = fmt.Errorf("remote: the client ended the connection with DELETE: %w", io.EOF)
 
 // Send queues msg on the stream it belongs to, waiting for room when the
 // client is behind, for at most WriteTimeout.
@@ -269,18 +273,25 @@ func (h *httpConn) attach(ctx context.Context, session, lastEventID string, dead
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.isClosed() {
-		return h.lateStream(session)
+		return h.lateStream(session, lastEventID)
 	}
 	st, err := h.stream(session)
 	if err != nil {
 		return nil, err
 	}
-	resuming := st.resume.on && lastEventID != ""
-	if st.receiver && (!resuming || !h.oust(ctx, st)) {
-		return nil, errStreamBusy
+	if st.receiver {
+		if !st.resume.on || lastEventID == "" {
+			return nil, errStreamBusy
+		}
+		if err := h.mayResume(st, lastEventID); err != nil {
+			return nil, err // refused before the GET that holds the stream is ended
+		}
+		if !h.oust(ctx, st) {
+			return nil, errStreamBusy
+		}
 	}
 	if h.isClosed() {
-		return h.lateStream(session)
+		return h.lateStream(session, lastEventID)
 	}
 	if st.resume.on {
 		if err := h.resumeAfter(st, lastEventID); err != nil {
@@ -416,7 +427,7 @@ func (h *httpConn) Close() error {
 func (h *httpConn) closeWith(reason error) {
 	h.closeOnce.Do(func() {
 		h.mu.Lock()
-		h.awaitsGets = reason == io.EOF && h.unfetched() // Close, not a client that reads nothing or never came
+		h.awaitsGets = reason == io.EOF && h.unfetched() // Close, not a client that reads nothing, never came or ended it
 		h.lingers = h.readers > 0 || h.awaitsGets
 		h.srv.forgetLingering(h, h.lingers, h.awaitsGets) // first, so that no one finds it open after its Recv fails
 		h.reason = reason
@@ -454,11 +465,18 @@ func (h *httpConn) unfetched() bool {
 
 // lateStream gives a GET that comes after the close the stream of session,
 // if it still holds messages no GET took and drainBy has not passed: the
-// GET writes them and ends. Called with h.mu held.
-func (h *httpConn) lateStream(session string) (*outStream, error) {
+// GET writes them and ends. A GET that resumes the connection's stream
+// gets first what was written after its Last-Event-ID, as before the
+// close. Called with h.mu held.
+func (h *httpConn) lateStream(session, lastEventID string) (*outStream, error) {
 	st := h.streams[session]
 	if !h.awaitsGets || st == nil || st.receiver || len(st.queue) == 0 || !time.Now().Before(h.drainBy) {
 		return nil, h.reason
+	}
+	if st.resume.on {
+		if err := h.resumeAfter(st, lastEventID); err != nil {
+			return nil, err
+		}
 	}
 	st.receiver = true
 	st.released = make(chan struct{})

@@ -302,13 +302,14 @@ func (s *Server) stream(sink eventSink, h *httpConn, st *outStream) {
 	}
 }
 
-// serveDelete ends a connection at the client's request.
+// serveDelete ends a connection at the client's request: the client reads
+// none of its streams any more, so what they hold is dropped.
 func (s *Server) serveDelete(w http.ResponseWriter, r *http.Request) {
 	h := s.lookupOr404(w, r.Header.Get(HeaderConnectionID), false)
 	if h == nil {
 		return
 	}
-	h.Close()
+	h.closeWith(errDeleted)
 	w.WriteHeader(http.StatusAccepted)
 }
 

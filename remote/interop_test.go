@@ -154,27 +154,34 @@ func TestTypeScriptClientsDriveAnAcprpcAgent(t *testing.T) {
 	for _, kind := range kinds {
 		for _, scenario := range []string{"session-cancel", "request-cancel"} {
 			t.Run(kind+" "+scenario, func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), interopTimeout)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, node, "--import", "tsx", filepath.Join("src", "remote-client.ts"),
-					"--url", agent.urlFor(kind), "--scenario", scenario)
-				cmd.Dir = interopDir()
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				out, err := cmd.Output()
-				require.NoError(t, err, "remote-client.ts; stderr:\n%s", stderr.String())
-				var r remoteClientReport
-				require.NoError(t, json.Unmarshal(out, &r), "%s", out)
-				assert.Equal(t, map[string]string{"websocket": "websocket", "http": "streamable-http"}[kind], r.Transport)
-				for name, ok := range r.Checks {
-					assert.True(t, ok, "check %s failed: %s", name, out)
-				}
-				assert.Len(t, r.Checks, 6)
-				assert.True(t, r.Pass, "%s\nstderr:\n%s", out, stderr.String())
-				assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(r.Result))
+				runTypeScriptClient(t, node, kind, agent.urlFor(kind), scenario)
 			})
 		}
 	}
+}
+
+// runTypeScriptClient runs remote-client.ts's scenario over kind against
+// the agent at url, and checks its report: every check passed, and the
+// turn ended cancelled.
+func runTypeScriptClient(t *testing.T, node, kind, url, scenario string) {
+	ctx, cancel := context.WithTimeout(context.Background(), interopTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--import", "tsx", filepath.Join("src", "remote-client.ts"),
+		"--url", url, "--scenario", scenario)
+	cmd.Dir = interopDir()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "remote-client.ts; stderr:\n%s", stderr.String())
+	var r remoteClientReport
+	require.NoError(t, json.Unmarshal(out, &r), "%s", out)
+	assert.Equal(t, map[string]string{"websocket": "websocket", "http": "streamable-http"}[kind], r.Transport)
+	for name, ok := range r.Checks {
+		assert.True(t, ok, "check %s failed: %s", name, out)
+	}
+	assert.Len(t, r.Checks, 6)
+	assert.True(t, r.Pass, "%s\nstderr:\n%s", out, stderr.String())
+	assert.JSONEq(t, `{"stopReason":"cancelled"}`, string(r.Result))
 }
 
 func TestAcprpcClientDrivesTheTypeScriptServer(t *testing.T) {
@@ -231,11 +238,16 @@ func driveTypeScriptAgent(t *testing.T, url, how string) {
 		StopReason string `json:"stopReason"`
 	}
 	turn := make(chan error, 1)
+	opts := []acprpc.CallOption{acprpc.WaitAfterCancel(time.Minute)}
+	if how == "$/cancel_request" {
+		// The prompt's context otherwise cancels its turn with session/cancel.
+		opts = append(opts, acprpc.CancelRequestOnly())
+	}
 	go func() {
 		turn <- client.Call(promptCtx, "session/prompt", map[string]any{
 			"sessionId": sess.SessionID,
 			"prompt":    []map[string]string{{"type": "text", "text": "slow: analyze file X"}},
-		}, &result, acprpc.WaitAfterCancel(time.Minute))
+		}, &result, opts...)
 	}()
 	assert.ElementsMatch(t, []string{"session/request_permission", "terminal/create"}, []string{<-arrived, <-arrived})
 	if how == "session/cancel" {

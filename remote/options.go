@@ -122,7 +122,17 @@ type Options struct {
 	// MaxQueuedBytes bounds the server's messages waiting on the SSE
 	// streams of one Streamable HTTP connection for the client to read
 	// them. At the limit the connection's Conn waits (and, after
-	// WriteTimeout, closes). Zero means DefaultMaxQueuedBytes.
+	// WriteTimeout, closes). Besides them, the connection's stream keeps
+	// the last events it wrote, up to a quarter of MaxQueuedBytes, for a
+	// GET that resumes it after a cut (Last-Event-ID), for as long as the
+	// connection lives: a connection holds up to one and a quarter times
+	// MaxQueuedBytes (a resume queues the kept events again), and an idle
+	// one that has written that much still keeps the quarter. A cut
+	// stream resumes only if what it lost in flight (the socket buffers
+	// and proxies between) fits in that quarter; otherwise the resuming
+	// GET gets 410 and the connection ends: keep MaxQueuedBytes well
+	// above four times a connection's socket buffers. Zero means
+	// DefaultMaxQueuedBytes.
 	MaxQueuedBytes int
 
 	// MaxSessions bounds the session streams of one Streamable HTTP

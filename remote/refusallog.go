@@ -115,6 +115,8 @@ func refusalAdvice(ref *refusal) string {
 		return "a Streamable HTTP client sent more messages than its connection has taken yet (Options.MaxPendingPosts, MaxPendingBytes); it was told to retry"
 	case "Conflict: " + errTooManySessions.Error()[len("remote: "):]:
 		return "a Streamable HTTP connection has Options.MaxSessions session streams open; raise it, or find the client that opens streams for sessions it no longer uses"
+	case "Conflict: " + errStreamBusy.Error()[len("remote: "):]:
+		return "a second GET for an SSE stream that a GET holds; a client reads each stream with one GET at a time, and opens it again once it ended (the connection's stream with Last-Event-ID, which takes it over from a GET a cut left open)"
 	case "Unauthorized":
 		return "Options.Authenticate refused it"
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,4 +114,56 @@ func TestConnectionLimitIsLogged(t *testing.T) {
 
 	ts.Server.refusals.refused(httptest.NewRequest(http.MethodGet, "/", nil), errShuttingDown)
 	assert.Len(t, log.Logged(), 1, "a refusal while shutting down is not logged")
+}
+
+// A flood of refusals from many peers at once, each with an Origin, a Host
+// or a token of its own, costs the log one line per kind and one entry per
+// kind, however many distinct values come: what a peer sends is never a
+// key.
+func TestRefusalFloodOfDistinctValuesCostsALinePerKind(t *testing.T) {
+	log := &wiretest.Recorder{}
+	s := NewServer(func(acprpc.Transport, *http.Request) { panic("accepted") }, &Options{
+		Logger: log.Logger(), Authenticate: BearerToken("s3cret"),
+	})
+	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	s.refusals.now = clock.now
+	const peers, each = 8, 150
+	var wg sync.WaitGroup
+	for p := range peers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				v := strconv.Itoa(p*each + i)
+				assert.Equal(t, http.StatusForbidden, refusedPost(s, "Origin", "https://evil"+v+".example"))
+				assert.Equal(t, http.StatusForbidden, refusedPost(s, "Host", "rebind"+v+".example"))
+				assert.Equal(t, http.StatusUnauthorized, refusedPost(s, "Authorization", "Bearer wrong"+v))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, log.Logged(), 3, "one line per kind")
+	s.refusals.mu.Lock()
+	defer s.refusals.mu.Unlock()
+	assert.Len(t, s.refusals.kinds, 3, "one entry per kind")
+	for reason, k := range s.refusals.kinds {
+		assert.Equal(t, peers*each-1, k.leftOut, "%s: the refusals left out, counted", reason)
+	}
+}
+
+// A second GET for a stream that one holds is logged saying what the
+// client does wrong, as every other refusal is.
+func TestSecondReaderOfAStreamIsLoggedWithAdvice(t *testing.T) {
+	log := &wiretest.Recorder{}
+	c, id, server, events := openConnectionStream(t, &Options{Logger: log.Logger()})
+	resp, body := c.do(http.MethodGet, "", HeaderConnectionID, id, "Accept", "text/event-stream")
+	require.Equal(t, http.StatusConflict, resp.StatusCode, body)
+	lines := log.Logged()
+	require.Len(t, lines, 1, "%v", lines)
+	assert.Equal(t, "remote: request refused: a second GET for an SSE stream that a GET holds; a client reads each stream "+
+		"with one GET at a time, and opens it again once it ended (the connection's stream with Last-Event-ID, which takes "+
+		"it over from a GET a cut left open)", lines[0].Message)
+	require.NoError(t, server.Close())
+	for range events {
+	}
 }

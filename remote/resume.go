@@ -67,32 +67,69 @@ func (r *resumption) written(msg []byte, limit int) {
 // holds in its socket buffers.
 func (h *httpConn) keepBytes() int { return h.srv.opts.MaxQueuedBytes / 4 }
 
-// resumeAfter puts back at the head of st's queue the events written after
-// the one lastEventID names, which the client did not read; with no
-// lastEventID, the stream goes on with what was never written. Called with
-// h.mu held.
+// resumeAfter makes st go on after the event lastEventID names, wherever
+// it is among those st knows of: the events kept after it, which the
+// client did not read, go back at the head of the queue; the events queued
+// up to it, which a GET cut while writing them did not note as written
+// though the client read them, leave the queue as written. The kept
+// events up to it stay kept, so that a GET that resumes after an older
+// one (another GET of the client's, which had read less) still can. With
+// no lastEventID, the stream goes on with what was never written. Called
+// with h.mu held.
 func (h *httpConn) resumeAfter(st *outStream, lastEventID string) error {
 	r := &st.resume
 	if lastEventID == "" {
 		r.kept, r.bytes = nil, 0
 		return nil
 	}
-	last, err := strconv.ParseUint(lastEventID, 10, 64)
+	last, err := parseEventID(lastEventID)
 	switch {
-	case err != nil || last > r.sentID:
+	case err != nil || last > r.sentID+uint64(len(st.queue)):
 		return errResumeAhead
 	case last < r.sentID-uint64(len(r.kept)):
 		return errResumeLost
 	}
-	back := r.kept[len(r.kept)-int(r.sentID-last):]
-	for _, m := range back {
-		h.queued += len(m)
+	if r.sentID < last {
+		n := int(last - r.sentID)
+		for _, m := range st.queue[:n] {
+			h.queued -= len(m)
+			r.written(m, h.keepBytes())
+		}
+		clear(st.queue[:n])
+		st.queue = st.queue[n:]
+		close(h.room)
+		h.room = make(chan struct{})
 	}
-	st.queue = append(append([][]byte(nil), back...), st.queue...)
-	r.sentID = last
-	r.kept, r.bytes = nil, 0
+	if n := int(r.sentID - last); n > 0 {
+		back := r.kept[len(r.kept)-n:]
+		for _, m := range back {
+			h.queued += len(m)
+			r.bytes -= len(m)
+		}
+		st.queue = append(append([][]byte(nil), back...), st.queue...)
+		r.kept = r.kept[:len(r.kept)-n]
+		r.sentID = last
+	}
 	return nil
 }
+
+// mayResume refuses, before a GET that resumes st takes it over from the
+// GET that holds it, a lastEventID that could not name an event the client
+// read: one that is not a number, or beyond those written and those being
+// written (the queue's, which the holder notes as written only once its
+// write returns, after the client may have read them). A GET so refused
+// ends nothing. Called with h.mu held.
+func (h *httpConn) mayResume(st *outStream, lastEventID string) error {
+	last, err := parseEventID(lastEventID)
+	if err != nil || last > st.resume.sentID+uint64(len(st.queue)) {
+		return errResumeAhead
+	}
+	return nil
+}
+
+// parseEventID reads an event ID the server wrote: a decimal number, no
+// sign.
+func parseEventID(s string) (uint64, error) { return strconv.ParseUint(s, 10, 64) }
 
 // oust ends the GET that holds st, for one that resumes it, and waits until
 // it has let go (its write cut short by a deadline in the past), at most

@@ -98,12 +98,12 @@ func TestScaleWebSocket(t *testing.T) {
 	}
 
 	child.say(t, "prompt")
-	<-allStarted
+	child.await(t, allStarted, &started, n, "turns started")
 	busy := measure()
 
 	cancelAt := time.Now()
 	child.say(t, "cancel")
-	<-allCancelled
+	child.await(t, allCancelled, &cancelled, n, "turns ended by their $/cancel_request")
 	delivered := time.Since(cancelAt)
 	fields := strings.Fields(child.expect(t, "done"))
 	ended := time.Since(cancelAt)
@@ -258,9 +258,29 @@ func (c *scaleChild) say(t testing.TB, line string) {
 	require.NoError(t, err)
 }
 
-// expect reads the client's next line, which must start with word.
+// scaleWait bounds each step of the scale test: the longest the 10,000
+// connections of docs/transports.md's run may take, with room to spare.
+const scaleWait = time.Minute
+
+// await waits for all, closed once count has reached n, for at most
+// scaleWait; else it kills the client process and fails the test, saying
+// how far count got.
+func (c *scaleChild) await(t testing.TB, all <-chan struct{}, count *atomic.Int64, n int, what string) {
+	t.Helper()
+	select {
+	case <-all:
+	case <-time.After(scaleWait):
+		_ = c.cmd.Process.Kill()
+		t.Fatalf("%d of %d %s after %v", count.Load(), n, what, scaleWait)
+	}
+}
+
+// expect reads the client's next line, which must start with word, within
+// scaleWait: a client that says nothing in that time is killed.
 func (c *scaleChild) expect(t testing.TB, word string) string {
 	t.Helper()
+	stuck := time.AfterFunc(scaleWait, func() { _ = c.cmd.Process.Kill() })
+	defer stuck.Stop()
 	line, err := c.out.ReadString('\n')
 	require.NoError(t, err, "the client process ended early")
 	require.True(t, strings.HasPrefix(line, word), "want %q, got %q", word, line)
@@ -323,7 +343,8 @@ func scaleClient(url string) int {
 			var res struct {
 				StopReason string `json:"stopReason"`
 			}
-			err := c.Call(ctx, "session/prompt", map[string]any{"sessionId": "s" + strconv.Itoa(i), "prompt": []any{}}, &res, acprpc.WaitAfterCancel(time.Minute))
+			err := c.Call(ctx, "session/prompt", map[string]any{"sessionId": "s" + strconv.Itoa(i), "prompt": []any{}}, &res,
+				acprpc.WaitAfterCancel(time.Minute), acprpc.CancelRequestOnly()) // each turn's cancel is its $/cancel_request
 			switch {
 			case err == nil && res.StopReason == "cancelled":
 				ended.Add(1)

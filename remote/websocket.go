@@ -127,7 +127,8 @@ func (t *wsTransport) SetReadLimit(n int) {
 }
 
 // Recv returns the next text message. It returns io.EOF when the peer
-// closed the connection normally.
+// closed the connection normally; every error says the peer is gone
+// (peerGone).
 func (t *wsTransport) Recv() ([]byte, error) {
 	t.reading.Store(true)
 	defer t.reading.Store(false)
@@ -221,7 +222,7 @@ func (t *wsTransport) checkFirst(msg []byte) (skip bool, err error) {
 		return false, nil
 	}
 	t.closeBounded(websocket.StatusProtocolError, "the first message must be initialize")
-	return false, errors.New("remote: the first message was not initialize")
+	return false, peerGone{errors.New("remote: the first message was not initialize")}
 }
 
 // Send writes msg as one text message.
@@ -309,17 +310,18 @@ func (t *wsTransport) fail(reason error) {
 }
 
 // readError turns a failed read into what Recv returns: io.EOF for a
-// normal close, our own reason when we failed the transport, else the
-// error itself.
+// normal close (a close frame without a status is what a browser's
+// close() sends), our own reason when we failed the transport, else the
+// error itself; always a peerGone, as the socket can carry nothing more.
 func (t *wsTransport) readError(err error) error {
 	if r := t.reason.Load(); r != nil {
-		return *r
+		return peerGone{*r}
 	}
 	switch websocket.CloseStatus(err) {
-	case websocket.StatusNormalClosure, websocket.StatusGoingAway:
-		return io.EOF
+	case websocket.StatusNormalClosure, websocket.StatusGoingAway, websocket.StatusNoStatusRcvd:
+		return peerGone{io.EOF}
 	}
-	return fmt.Errorf("remote: websocket read: %w", err)
+	return peerGone{fmt.Errorf("remote: websocket read: %w", err)}
 }
 
 // ping sends the peer a ping, which it answers with a pong that Recv reads

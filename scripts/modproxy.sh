@@ -147,6 +147,8 @@ echo "--- go install github.com/acpkit/acprpc/cmd/acpcheck@latest, outside any m
 GOBIN=$tmp/bin/acpcheck go install github.com/acpkit/acprpc/cmd/acpcheck@latest
 got=$(go version -m "$tmp/bin/acpcheck/acpcheck" | awk '$1 == "mod" {print $3}')
 [ "$got" = "$version" ] || fail "acpcheck@latest installed $got, not $version"
+got=$("$tmp/bin/acpcheck/acpcheck" -version)
+[ "$got" = "acpcheck $version" ] || fail "the installed acpcheck -version printed \"$got\", not \"acpcheck $version\""
 "$tmp/bin/acpcheck/acpcheck" run -- "$tmp/bin/agent/agent" >"$tmp/acpcheck.txt" ||
   { cat "$tmp/acpcheck.txt"; fail "the installed acpcheck found the installed examples/agent at fault"; }
 tail -n 1 "$tmp/acpcheck.txt"

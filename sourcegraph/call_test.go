@@ -32,8 +32,9 @@ func link(t *testing.T, h acprpc.Handler, sg jsonrpc2.Handler) (*acprpc.Conn, *j
 	return ac, sc
 }
 
-// An acprpc client cancels a request served on sourcegraph's engine, by
-// its context ($/cancel_request) and by CancelSession (session/cancel): the
+// An acprpc client cancels a prompt served on sourcegraph's engine, by its
+// context (session/cancel for its session, as ACP prescribes), by its context
+// with CancelRequestOnly ($/cancel_request), and by CancelSession: the
 // handler's context ends with the matching cause, and the client gets the
 // marker.
 func TestAcprpcClientCancelsEngineHandler(t *testing.T) {
@@ -47,24 +48,42 @@ func TestAcprpcClientCancelsEngineHandler(t *testing.T) {
 	client, _ := link(t, nil, h)
 	params := map[string]any{"sessionId": "s", "prompt": []any{}}
 
-	callCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	var res struct{ StopReason string }
-	go func() {
-		done <- client.Call(callCtx, "session/prompt", params, &res, acprpc.WaitAfterCancel(time.Minute))
-	}()
-	wiretest.Recv(t, ctx, started)
-	cancel()
-	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrPeerCancelled)
-	require.NoError(t, wiretest.Recv(t, ctx, done))
-	assert.Equal(t, "cancelled", res.StopReason)
-
-	go func() { done <- client.Call(ctx, "session/prompt", params, &res) }()
-	wiretest.Recv(t, ctx, started)
-	require.NoError(t, acprpc.CancelSession(ctx, client, "s"))
-	assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled)
-	require.NoError(t, wiretest.Recv(t, ctx, done))
-	assert.Equal(t, "cancelled", res.StopReason)
+	byContext := func(opts ...acprpc.CallOption) func() error {
+		return func() error {
+			callCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			done := make(chan error, 1)
+			var res struct{ StopReason string }
+			go func() { done <- client.Call(callCtx, "session/prompt", params, &res, opts...) }()
+			wiretest.Recv(t, ctx, started)
+			cancel()
+			err := wiretest.Recv(t, ctx, done)
+			assert.Equal(t, "cancelled", res.StopReason)
+			return err
+		}
+	}
+	bySession := func() error {
+		done := make(chan error, 1)
+		var res struct{ StopReason string }
+		go func() { done <- client.Call(ctx, "session/prompt", params, &res) }()
+		wiretest.Recv(t, ctx, started)
+		require.NoError(t, acprpc.CancelSession(ctx, client, "s"))
+		err := wiretest.Recv(t, ctx, done)
+		assert.Equal(t, "cancelled", res.StopReason)
+		return err
+	}
+	for _, tc := range []struct {
+		name   string
+		cancel func() error
+		cause  error
+	}{
+		{"context", byContext(), acprpc.ErrSessionCancelled},
+		{"context, $/cancel_request only", byContext(acprpc.CancelRequestOnly(), acprpc.WaitAfterCancel(time.Minute)), acprpc.ErrPeerCancelled},
+		{"CancelSession", bySession, acprpc.ErrSessionCancelled},
+	} {
+		require.NoError(t, tc.cancel(), tc.name)
+		assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), tc.cause, tc.name)
+	}
 }
 
 // sourcegraph.Call cancels an acprpc handler when its context ends, and

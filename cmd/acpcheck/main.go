@@ -35,6 +35,14 @@
 // -html FILE, one self-contained web page: what was checked and what failed,
 // and the conversation as a timeline whose rows open to their wire lines.
 //
+//	acpcheck matrix -o FILE LABEL=REPORT.json...
+//
+// draws the -json reports of several agents as one web page: agents down,
+// rules across, each cell passed, failed (linking its findings and their
+// wire lines) or not brought about.
+//
+// acpcheck -version prints the release it was built as.
+//
 // The exit status of run and report is 0 when every rule that could be
 // brought about passed, 1 when any failed, and 2 when the agent could not be
 // run at all (or the recording not read).
@@ -51,9 +59,6 @@ import (
 	"time"
 )
 
-// version is acpcheck's, as it names itself to agents.
-const version = "0.1.0"
-
 func main() {
 	// A write to a closed stdout or stderr (an editor that quit, a report
 	// piped into head) fails with EPIPE instead of killing acpcheck.
@@ -69,6 +74,8 @@ const usage = `usage:
   acpcheck run [flags] -url URL                   check an agent served over WebSocket or Streamable HTTP
   acpcheck proxy [flags] -- AGENT_CMD [ARGS...]   run an agent for an editor, watching the conversation
   acpcheck report [flags] RECORDING               check a conversation the proxy recorded
+  acpcheck matrix -o FILE LABEL=REPORT.json...    one page of several agents' run -json reports
+  acpcheck -version                               print acpcheck's version
 
 Run 'acpcheck run -h', 'acpcheck proxy -h' or 'acpcheck report -h' for the flags.
 `
@@ -86,6 +93,11 @@ func mainCode(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return proxyCommand(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "report":
 		return reportCommand(args[1:], stdout, stderr)
+	case "matrix":
+		return matrixCommand(args[1:], stdout, stderr)
+	case "-version", "--version", "version":
+		fmt.Fprintf(stdout, "acpcheck %s\n", version)
+		return 0
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

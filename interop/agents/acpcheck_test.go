@@ -52,19 +52,42 @@ func (r acpcheckReport) statuses() map[string]string {
 }
 
 // runAcpcheck runs acpcheck against the agent spec starts, with the fake
-// model, and returns its exit status and report.
-func runAcpcheck(t *testing.T, spec agentSpec) (int, acpcheckReport) {
+// model, and returns its exit status and report, and the model's requests.
+func runAcpcheck(t *testing.T, spec agentSpec) (int, acpcheckReport, []modelRequest) {
 	requireAgents(t)
 	model := newModelServer(t)
 	agent := spec.command(t, model.URL())
 	// A minute for an answer: Claude Code's CLI starts slowly on a loaded machine.
-	return acpcheck(t, agent, "", "-timeout", "60s", "-prompt", "Say hello. "+quickMark, "-slow-prompt", "Count to a thousand. "+slowMark)
+	code, out := acpcheckJSON(t, agent, "", "-timeout", "60s", "-prompt", "Say hello. "+quickMark, "-slow-prompt", "Count to a thousand. "+slowMark)
+	keepForMatrix(t, spec, out)
+	return code, parseReport(t, out), model.Requests()
+}
+
+// matrixDirEnv names a directory to keep each runAcpcheck report in, as
+// "NAME VERSION.json", for `acpcheck matrix` (.ci/run draws the page).
+const matrixDirEnv = "ACPCHECK_MATRIX_DIR"
+
+// keepForMatrix writes the report to $ACPCHECK_MATRIX_DIR, if it is set.
+func keepForMatrix(t *testing.T, spec agentSpec, report []byte) {
+	dir := os.Getenv(matrixDirEnv)
+	if dir == "" {
+		return
+	}
+	version, ok := pinned[spec.pkg]
+	require.True(t, ok, "%s's package %q is not pinned", spec.name, spec.pkg)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, spec.name+" "+version+".json"), report, 0o600))
 }
 
 // acpcheck runs cmd/acpcheck in dir (a scratch directory if "") with flags
 // against the agent cmd describes (its path, arguments and environment),
 // and returns its exit status and report.
 func acpcheck(t *testing.T, agent *exec.Cmd, dir string, flags ...string) (int, acpcheckReport) {
+	code, out := acpcheckJSON(t, agent, dir, flags...)
+	return code, parseReport(t, out)
+}
+
+// acpcheckJSON is acpcheck, returning the report as acpcheck printed it.
+func acpcheckJSON(t *testing.T, agent *exec.Cmd, dir string, flags ...string) (int, []byte) {
 	bin := buildAcpcheck(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -78,12 +101,18 @@ func acpcheck(t *testing.T, agent *exec.Cmd, dir string, flags ...string) (int, 
 	err := check.Run()
 	var exit *exec.ExitError
 	require.True(t, err == nil || errors.As(err, &exit), "acpcheck: %v\n%s", err, stderr.String())
+	require.True(t, json.Valid(stdout.Bytes()), "acpcheck printed no JSON report:\n%s\n%s", stdout.String(), stderr.String())
+	return check.ProcessState.ExitCode(), stdout.Bytes()
+}
+
+// parseReport reads acpcheck's JSON report, logging each rule's outcome.
+func parseReport(t *testing.T, out []byte) acpcheckReport {
 	var rep acpcheckReport
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), "%s\n%s", stdout.String(), stderr.String())
+	require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
 	for _, res := range rep.Results {
 		t.Logf("%s: %s %s %v", res.ID, res.Status, res.Why, res.Findings)
 	}
-	return check.ProcessState.ExitCode(), rep
+	return rep
 }
 
 // expectStatuses checks every rule's status in rep: want names the rules
@@ -111,7 +140,7 @@ func expectStatuses(t *testing.T, rep acpcheckReport, want map[string]string) {
 // "id": null; it does not exit when its stdin closes, nor honour
 // $/cancel_request (which v1 allows, so that is not brought about).
 func TestAcpcheckCodex(t *testing.T) {
-	code, rep := runAcpcheck(t, codexAgent)
+	code, rep, _ := runAcpcheck(t, codexAgent)
 	assert.Equal(t, 1, code)
 	expectStatuses(t, rep, map[string]string{
 		"notification-unanswered": "fail",
@@ -150,7 +179,7 @@ func TestAcpcheckCodex(t *testing.T) {
 // that answers the prompt after a cancelled turn, is a finding; it leaves a
 // line that is not JSON unanswered and does not exit when its stdin closes.
 func TestAcpcheckClaude(t *testing.T) {
-	code, rep := runAcpcheck(t, claudeAgent)
+	code, rep, _ := runAcpcheck(t, claudeAgent)
 	assert.Equal(t, 0, code, "each rule it breaks is recorded only (a MAY, or what the pages leave open)")
 	expectStatuses(t, rep, map[string]string{
 		"turn-after-cancel": "fail",
@@ -219,14 +248,27 @@ func TestAcpcheckCoderExampleAgent(t *testing.T) {
 		"cancel-request": "not-brought-about",
 		"session-close":  "not-brought-about", // it does not advertise sessionCapabilities.close
 	})
+	assertParseErrorUnanswered(t, rep)
+}
+
+// assertParseErrorUnanswered checks parse-error's finding on the wire: its
+// line is the one that is not JSON, and nothing the agent sent after it is
+// an answer without an ID (-32700 is answered with "id":null).
+func assertParseErrorUnanswered(t *testing.T, rep acpcheckReport) {
+	t.Helper()
 	f := rep.finding(t, "parse-error")
 	require.Len(t, f.Lines, 1)
 	line := f.Lines[0]
 	assert.Equal(t, "{this is not JSON", rep.Wire[line-1].Raw)
 	for _, l := range rep.Wire[line:] {
-		if l.Dir == "from_agent" {
-			assert.Contains(t, l.Raw, `"id":`, "nothing after the line that is not JSON answers it: %s", l.Raw)
+		var msg struct {
+			Method string          `json:"method"`
+			ID     json.RawMessage `json:"id"`
 		}
+		if l.Dir != "from_agent" || json.Unmarshal([]byte(l.Raw), &msg) != nil || msg.Method != "" {
+			continue
+		}
+		assert.NotEqual(t, "null", cmp.Or(string(msg.ID), "null"), "nothing after the line that is not JSON answers it: %s", l.Raw)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 // agentSpec is how one real agent is started, and what it is known to do.
 type agentSpec struct {
 	name    string
+	pkg     string // the npm package pinned, whose version names the agent's
 	command func(t *testing.T, modelURL string) *exec.Cmd
 
 	// requestCancelAnswered: the agent answers the $/cancel_request
@@ -47,6 +48,7 @@ type agentSpec struct {
 // directly, with a CODEX_HOME that names the fake model as its provider.
 var codexAgent = agentSpec{
 	name: "codex-acp",
+	pkg:  "@zed-industries/codex-acp",
 	command: func(t *testing.T, modelURL string) *exec.Cmd {
 		codexHome := filepath.Join(t.TempDir(), "codex-home")
 		require.NoError(t, os.MkdirAll(codexHome, 0o700))
@@ -75,6 +77,7 @@ stream_max_retries = 0
 // the Claude Code CLI, pointed at the fake model by ANTHROPIC_BASE_URL.
 var claudeAgent = agentSpec{
 	name: "claude-agent-acp",
+	pkg:  "@zed-industries/claude-agent-acp",
 	command: func(t *testing.T, modelURL string) *exec.Cmd {
 		node := requireAgents(t)
 		cmd := exec.Command(node, filepath.Join(packagesDir, "node_modules", "@zed-industries", "claude-agent-acp", "dist", "index.js"))
@@ -299,12 +302,13 @@ func runAgent(t *testing.T, spec agentSpec) {
 		assert.Positive(t, answeredWith, "the model was called for the prompt")
 	}
 
-	// $/cancel_request mid-turn, in a session of its own: the call stops
-	// waiting, and the agent, which ACP v1 does not oblige to honour it,
-	// goes on.
+	// $/cancel_request mid-turn, in a session of its own (CancelRequestOnly:
+	// the context of a prompt otherwise cancels its turn with
+	// session/cancel): the call stops waiting, and the agent, which ACP v1
+	// does not oblige to honour it, goes on.
 	sid2 := newSession(t, ctx, agent, cmd.Dir)
 	callCtx, stopCall := context.WithCancel(ctx)
-	res = slowTurn(callCtx, agent, sid2)
+	res = slowTurn(callCtx, agent, sid2, acprpc.CancelRequestOnly())
 	require.NoError(t, model.Await(ctx, slowRequests(2, false)))
 	stopCall()
 	require.ErrorIs(t, wiretest.Recv(t, ctx, res).err, acprpc.ErrCancelled)
@@ -448,10 +452,10 @@ type turnResult struct {
 }
 
 // slowTurn prompts for a slow answer, and delivers the outcome.
-func slowTurn(ctx context.Context, agent *agentproc.Process, sid acpv1.SessionID) chan turnResult {
+func slowTurn(ctx context.Context, agent *agentproc.Process, sid acpv1.SessionID, opts ...acprpc.CallOption) chan turnResult {
 	res := make(chan turnResult, 1)
 	go func() {
-		r, err := acprpc.CallFor[acpv1.PromptResponse](ctx, agent.Conn, acpv1.MethodSessionPrompt, prompt(sid, "Talk for a long time. "+slowMark))
+		r, err := acprpc.CallFor[acpv1.PromptResponse](ctx, agent.Conn, acpv1.MethodSessionPrompt, prompt(sid, "Talk for a long time. "+slowMark), opts...)
 		res <- turnResult{r, err}
 	}()
 	return res
@@ -489,9 +493,18 @@ var packagesDir = func() string {
 // are installed here; see interoptest.RequireNodeModules.
 func requireAgents(t *testing.T) string {
 	t.Helper()
-	return interoptest.RequireNodeModules(t, packagesDir, map[string]string{
-		"@zed-industries/codex-acp":           "0.16.0",
-		"@zed-industries/codex-acp-linux-x64": "0.16.0",
-		"@zed-industries/claude-agent-acp":    "0.23.1",
-	})
+	return interoptest.RequireNodeModules(t, packagesDir, pinned)
+}
+
+// pinned is the version of each package.json pins, which the tests check
+// is the one installed.
+var pinned = map[string]string{
+	"@zed-industries/codex-acp":           "0.16.0",
+	"@zed-industries/codex-acp-linux-x64": "0.16.0",
+	"@zed-industries/claude-agent-acp":    "0.23.1",
+	"pi-acp":                              "0.0.24",
+	"@mariozechner/pi-coding-agent":       "0.73.1",
+	"opencode-ai":                         "1.18.33",
+	"opencode-linux-x64":                  "1.18.33",
+	"@google/gemini-cli":                  "0.61.0",
 }

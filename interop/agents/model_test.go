@@ -35,9 +35,12 @@ const (
 const quickReply = "Hello from the fake model."
 
 // modelServer stands in for the hosted model, on loopback: the OpenAI
-// Responses API Codex calls (POST /v1/responses, server-sent events) and
-// the Anthropic Messages API Claude Code calls (POST /v1/messages, streamed
-// or not, and /v1/messages/count_tokens). It records every request, and
+// Responses API Codex calls (POST /v1/responses, server-sent events), the
+// Anthropic Messages API Claude Code calls (POST /v1/messages, streamed
+// or not, and /v1/messages/count_tokens), the OpenAI Chat Completions API
+// of an OpenAI-compatible provider (POST /v1/chat/completions: opencode,
+// pi) and the Gemini API (POST /v1beta/models/MODEL:streamGenerateContent
+// and :generateContent: Gemini CLI). It records every request, and
 // whether the agent closed it before the answer was whole.
 type modelServer struct {
 	srv *httptest.Server
@@ -52,6 +55,7 @@ type modelRequest struct {
 	Path    string
 	Stream  bool
 	Slow    bool
+	Tools   bool // the request offers the model tools: an agent's turn, not a side call (a title, a summary)
 	Aborted bool // the agent closed the request before the answer was whole
 	Done    bool // the handler has returned
 	Start   time.Time
@@ -67,6 +71,8 @@ func newModelServer(t *testing.T) *modelServer {
 		_, _ = io.Copy(io.Discard, r.Body)
 		writeJSON(w, map[string]int{"input_tokens": 10})
 	})
+	mux.HandleFunc("POST /v1/chat/completions", m.chatCompletions)
+	mux.HandleFunc("POST /v1beta/models/{call}", m.gemini)
 	mux.HandleFunc("HEAD /{$}", func(http.ResponseWriter, *http.Request) {}) // Claude Code's check that the server is there
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		t.Logf("fake model: %s %s answered 404", r.Method, r.URL.Path)
@@ -90,8 +96,9 @@ func (m *modelServer) begin(r *http.Request) (*modelRequest, []byte) {
 	_ = json.Unmarshal(body, &meta)
 	req := &modelRequest{
 		Path:   r.URL.Path,
-		Stream: meta.Stream || r.URL.Path == "/v1/responses",
+		Stream: meta.Stream || r.URL.Path == "/v1/responses" || strings.HasSuffix(r.URL.Path, ":streamGenerateContent"),
 		Slow:   max(strings.LastIndex(text, slowMark), strings.LastIndex(text, cancelExamplePrompt)) > strings.LastIndex(text, quickMark),
+		Tools:  strings.Contains(text, `"tools":[{`) || strings.Contains(text, `"functionDeclarations"`),
 		Start:  time.Now(),
 	}
 	m.update(func() { m.requests = append(m.requests, req) })
@@ -179,6 +186,20 @@ func newSSE(w http.ResponseWriter, r *http.Request, slow bool) *sse {
 func (s *sse) event(name string, data any) bool {
 	b, _ := json.Marshal(data)
 	if _, err := fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+		return false
+	}
+	s.w.(http.Flusher).Flush()
+	return s.r.Context().Err() == nil
+}
+
+// data writes one event that has no name, as the Chat Completions and
+// Gemini APIs stream them; false once the client is gone.
+func (s *sse) data(data any) bool {
+	b, ok := data.([]byte)
+	if !ok {
+		b, _ = json.Marshal(data)
+	}
+	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
 		return false
 	}
 	s.w.(http.Flusher).Flush()
@@ -298,4 +319,81 @@ func (m *modelServer) messages(w http.ResponseWriter, r *http.Request) {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// chatCompletions serves the OpenAI Chat Completions API: streamed, a chunk
+// per word, the finish_reason and usage, then [DONE]; or one JSON answer.
+func (m *modelServer) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	req, _ := m.begin(r)
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{
+			"id": "chatcmpl_1", "object": "chat.completion.chunk", "created": 0, "model": "fake-model",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}},
+		}
+	}
+	if !req.Stream {
+		writeJSON(w, map[string]any{
+			"id": "chatcmpl_1", "object": "chat.completion", "created": 0, "model": "fake-model",
+			"choices": []any{map[string]any{
+				"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": quickReply},
+			}},
+			"usage": map[string]int{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+		})
+		m.end(req, false)
+		return
+	}
+	s := newSSE(w, r, req.Slow)
+	ok := s.data(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for w := range words(req.Slow) {
+		if !ok {
+			break
+		}
+		ok = s.data(chunk(map[string]any{"content": w}, nil)) && s.pace()
+	}
+	if ok {
+		last := chunk(map[string]any{}, "stop")
+		last["usage"] = map[string]int{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+		ok = s.data(last) && s.data([]byte("[DONE]"))
+	}
+	m.end(req, !ok)
+}
+
+// gemini serves the Gemini API's MODEL:streamGenerateContent (server-sent
+// events, a candidate per word, the last with finishReason STOP) and
+// MODEL:generateContent (one JSON answer) and MODEL:countTokens.
+func (m *modelServer) gemini(w http.ResponseWriter, r *http.Request) {
+	_, method, _ := strings.Cut(r.PathValue("call"), ":")
+	if method == "countTokens" {
+		_, _ = io.Copy(io.Discard, r.Body)
+		writeJSON(w, map[string]int{"totalTokens": 10})
+		return
+	}
+	req, _ := m.begin(r)
+	candidate := func(text string, finish string) map[string]any {
+		c := map[string]any{"index": 0, "content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}}}
+		if finish != "" {
+			c["finishReason"] = finish
+		}
+		return map[string]any{
+			"candidates":    []any{c},
+			"usageMetadata": map[string]int{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+			"modelVersion":  "fake-model",
+		}
+	}
+	if method != "streamGenerateContent" {
+		writeJSON(w, candidate(quickReply, "STOP"))
+		m.end(req, false)
+		return
+	}
+	s := newSSE(w, r, req.Slow)
+	ok := true
+	for w := range words(req.Slow) {
+		if !ok {
+			break
+		}
+		ok = s.data(candidate(w, "")) && s.pace()
+	}
+	ok = ok && s.data(candidate("", "STOP"))
+	m.end(req, !ok)
 }

@@ -100,11 +100,7 @@ func TestPageOfAllowedOriginUsesAServerThatRequiresAToken(t *testing.T) {
 	agents := httptest.NewServer(srv) // a Server is an http.Handler, serving any path
 	defer agents.Close()
 	defer func() { require.NoError(t, srv.Close()) }() // first: it ends the streams agents.Close waits for
-	agentURL, _ := json.Marshal(agents.URL + remote.DefaultPath)
-	pages.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(strings.Replace(page, "AGENT", string(agentURL), 1)))
-	})
+	servePage(pages, page, agents.URL+remote.DefaultPath)
 
 	got := runPage(t, chromium, pages.URL+"/")
 	t.Logf("the page's record: %s", got)
@@ -129,6 +125,16 @@ func TestPageOfAllowedOriginUsesAServerThatRequiresAToken(t *testing.T) {
 	assert.Equal(t, http.StatusAccepted, out.SessionNew)
 	assert.Equal(t, map[string]any{"jsonrpc": "2.0", "id": 1.0, "result": map[string]any{"sessionId": "s1"}}, out.SessionNewAnswer)
 	assert.Equal(t, http.StatusAccepted, out.Delete)
+}
+
+// servePage has pages serve html, its AGENT replaced by agentURL as a
+// JavaScript string.
+func servePage(pages *httptest.Server, html, agentURL string) {
+	quoted, _ := json.Marshal(agentURL)
+	pages.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(strings.Replace(html, "AGENT", string(quoted), 1)))
+	})
 }
 
 // runPage opens url in a headless Chromium and returns #result's text once
