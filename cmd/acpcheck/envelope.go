@@ -145,14 +145,3 @@ func looseID(raw json.RawMessage) string {
 	}
 	return ""
 }
-
-// exactID is an ID's value written one way, whatever escapes it was sent
-// with.
-func exactID(raw json.RawMessage) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return string(raw)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}

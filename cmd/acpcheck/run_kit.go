@@ -60,6 +60,24 @@ func (r *runner) extRequest(answered bool) {
 // extMethod is the extension method no agent knows.
 const extMethod = "_acpcheck/ping"
 
+// underwayTurn starts the slow prompt in a fresh session, the client
+// holding the agent's requests, and returns it once under way (the caller
+// releases the hold); a turn that ended first leaves rule not brought about,
+// saying it ended before what was to be done, and ok false.
+func (r *runner) underwayTurn(rule Rule, what string) (session string, p prompt, ok bool) {
+	session, p, underway, ok := r.slowTurn(r.underway)
+	if !ok {
+		return "", prompt{}, false
+	}
+	if !underway {
+		r.res.notBrought(rule, "the slow prompt's turn ended before %s", what)
+		r.answer(p.req, r.o.Timeout)
+		r.hold.Store(false)
+		return "", prompt{}, false
+	}
+	return session, p, true
+}
+
 // sessionClose closes a v1 session whose turn is under way, when the agent
 // advertises sessionCapabilities.close: the turn must end as session/cancel
 // ends it, and session/close be answered.
@@ -68,16 +86,11 @@ func (r *runner) sessionClose() {
 		r.res.notBrought(ruleSessionClose, "the agent does not advertise sessionCapabilities.close")
 		return
 	}
-	session, p, underway, ok := r.slowTurn(r.underway)
+	session, p, ok := r.underwayTurn(ruleSessionClose, "the session could be closed")
 	if !ok {
 		return
 	}
 	defer r.hold.Store(false)
-	if !underway {
-		r.res.notBrought(ruleSessionClose, "the slow prompt's turn ended before the session could be closed")
-		r.answer(p.req, r.o.Timeout)
-		return
-	}
 	ctx, cancel := r.bounded(r.o.CancelWait)
 	defer cancel()
 	mark := r.w.next()
@@ -93,16 +106,11 @@ func (r *runner) sessionClose() {
 // cancelMeta cancels a turn with a session/cancel whose params carry
 // _meta, which every ACP type allows.
 func (r *runner) cancelMeta() {
-	session, p, underway, ok := r.slowTurn(r.underway)
+	session, p, ok := r.underwayTurn(ruleCancelMeta, "it could be cancelled")
 	if !ok {
 		return
 	}
 	defer r.hold.Store(false)
-	if !underway {
-		r.res.notBrought(ruleCancelMeta, "the slow prompt's turn ended before it could be cancelled")
-		r.answer(p.req, r.o.Timeout)
-		return
-	}
 	seq, err := r.t.inject(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q,"_meta":{"acpcheck":{"probe":"cancel-meta"}}}}`, session))
 	if err != nil {
 		r.res.notBrought(ruleCancelMeta, "the session/cancel could not be written: %v", err)
