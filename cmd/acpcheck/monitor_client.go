@@ -70,18 +70,22 @@ func (m *monitor) permissionsOwed(session string) {
 	}
 }
 
-// clientAnswer checks the client's answer to one of the agent's requests.
+// clientAnswer checks the client's answer to one of the agent's requests:
+// a permission request pending at the client's own session/cancel owes the
+// cancelled outcome (any answer, once the agent cancelled it itself), and a
+// request the agent cancelled a result or -32800.
 func (m *monitor) clientAnswer(r *inFlight, seq int, p parsed) {
-	switch {
-	case r.cancelled == "$/cancel_request":
+	byAgent := r.cancelled == "$/cancel_request"
+	if r.sessionCancelled {
+		m.checked[ruleClientPermission.ID] = true
+		if outcome := permissionOutcome(p); outcome != "cancelled" && !byAgent {
+			m.flagBy(toAgent, ruleClientPermission, []int{r.seq, seq}, "the client cancelled the session and then answered its pending session/request_permission %s, where it owes the outcome \"cancelled\"", outcome)
+		}
+	}
+	if byAgent {
 		m.checked[ruleClientCancelled.ID] = true
 		if p.Error != nil && p.Error.Code != -32800 {
 			m.flagBy(toAgent, ruleClientCancelled, []int{r.seq, seq}, "the agent cancelled its %s with $/cancel_request, and the client answered error %d %q, where it owes a result or -32800", r.method, p.Error.Code, p.Error.Message)
-		}
-	case r.sessionCancelled:
-		m.checked[ruleClientPermission.ID] = true
-		if outcome := permissionOutcome(p); outcome != "cancelled" {
-			m.flagBy(toAgent, ruleClientPermission, []int{r.seq, seq}, "the client cancelled the session and then answered its pending session/request_permission %s, where it owes the outcome \"cancelled\"", outcome)
 		}
 	}
 }
