@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/bench"
 )
 
@@ -26,11 +28,17 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file")
 	turns := flag.Bool("turns", false, "serve the turn workload instead (coder or acprpc): each prompt asks the client for permission and a terminal, then waits for its cancel")
+	stream := flag.Bool("stream", false, "serve the stream workload instead (coder or acprpc): each prompt streams the chunks its text asks for, then ends end_turn, or cancelled once cancelled")
+	unbounded := flag.Bool("unbounded", false, "with -stream -peer acprpc: no bound on the unsent notifications, as before Notify waited for room")
 	graceful := flag.Bool("graceful", true, "with -turns -peer acprpc: after a cancel, wait for the client to answer the requests it cut short, as examples/agent does")
 	flag.Parse()
 	defer record(*cpuProfile, *traceFile)()
 	if *turns {
 		serveTurns(*name, *graceful)
+		return
+	}
+	if *stream {
+		serveStream(*name, *unbounded)
 		return
 	}
 	p, ok := bench.Lookup(*name)
@@ -111,6 +119,23 @@ func (e *eofReader) Read(p []byte) (int, error) {
 		e.once.Do(func() { close(e.done) })
 	}
 	return n, err
+}
+
+// serveStream serves the stream workload with peer name until stdin ends.
+func serveStream(name string, unbounded bool) {
+	switch name {
+	case "coder":
+		<-bench.ServeCoderStream(os.Stdin, os.Stdout)
+	case "acprpc":
+		var opts *acprpc.Options
+		if unbounded {
+			opts = &acprpc.Options{MaxUnsentNotifications: math.MaxInt, MaxUnsentNotificationBytes: math.MaxInt}
+		}
+		<-bench.ServeAcprpcStream(os.Stdin, os.Stdout, opts)
+	default:
+		fmt.Fprintln(os.Stderr, "server: -stream is for -peer coder or acprpc")
+		os.Exit(2)
+	}
 }
 
 // serveTurns serves the turn workload with peer name until stdin ends. For
