@@ -8,6 +8,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	acp "github.com/coder/acp-go-sdk"
 
@@ -80,6 +81,7 @@ func stampAllocs() {
 // returns a channel closed once the connection has ended. opts, if not nil,
 // are the Conn's options.
 func ServeAcprpcStream(r io.Reader, w io.Writer, opts *acprpc.Options) <-chan struct{} {
+	var sessions atomic.Int64
 	agent := acpv1.Agent{
 		SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
 			stampAllocs()
@@ -102,14 +104,26 @@ func ServeAcprpcStream(r io.Reader, w io.Writer, opts *acprpc.Options) <-chan st
 			return acpv1.InitializeResponse{ProtocolVersion: 1}, nil
 		},
 		SessionNew: func(context.Context, acpv1.NewSessionRequest) (acpv1.NewSessionResponse, error) {
-			return acpv1.NewSessionResponse{SessionID: "s1"}, nil
+			return acpv1.NewSessionResponse{SessionID: acpv1.SessionID(newStreamSession(&sessions))}, nil
 		},
 	}
 	return acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(r, w), agent.Router(), opts).Done()
 }
 
+// newStreamSession names a new session: s1, s2 and so on.
+func newStreamSession(sessions *atomic.Int64) string {
+	return "s" + strconv.FormatInt(sessions.Add(1), 10)
+}
+
 // coderStreamAgent serves the stream workload with coder's agent side.
-type coderStreamAgent struct{ coderAgent }
+type coderStreamAgent struct {
+	coderAgent
+	sessions atomic.Int64
+}
+
+func (a *coderStreamAgent) NewSession(context.Context, acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	return acp.NewSessionResponse{SessionId: acp.SessionId(newStreamSession(&a.sessions))}, nil
+}
 
 // ServeCoderStream serves the stream workload with coder's SDK on r and w
 // and returns a channel closed once the connection has ended.

@@ -16,10 +16,12 @@ function chunk(i, seed) {
   return head + pad.slice(0, size - head.length);
 }
 
+let sessions = 0;
+
 const app = acp
   .agent({ name: "bench-stream" })
   .onRequest(acp.methods.agent.initialize, async () => ({ protocolVersion: 1 }))
-  .onRequest(acp.methods.agent.session.new, async () => ({ sessionId: "s1" }))
+  .onRequest(acp.methods.agent.session.new, async () => ({ sessionId: `s${++sessions}` }))
   .onRequest(acp.methods.agent.session.prompt, async ({ params, signal, client }) => {
     const text = params.prompt[0]?.type === "text" ? params.prompt[0].text : "";
     const [n, tool, seed] = text.slice("stream ".length).split(" ").map(Number);

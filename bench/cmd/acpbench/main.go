@@ -110,6 +110,8 @@ func main() {
 		fs.IntVar(&sc.pace, "pace", 1000, "the slow reader's updates per second")
 		fs.DurationVar(&sc.slow, "slow", 3*time.Second, "how long the slow reader reads before it cancels")
 		fs.DurationVar(&sc.stopWait, "stopwait", 10*time.Second, "how long the slow reader keeps its pace after its cancel")
+		fs.IntVar(&sc.many, "many", 100, "sessions streaming at once, one of them cancelled (0: none)")
+		fs.IntVar(&sc.manyChunks, "manychunks", 2000, "chunks each of the many sessions streams")
 		parse(fs, args, &cfg, new(string))
 		list, err := streamPeers(&cfg, strings.Split(*peers, ","))
 		check(err)

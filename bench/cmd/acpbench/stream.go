@@ -62,6 +62,7 @@ func streamPeers(cfg *config, names []string) ([]streamPeer, error) {
 type streamConfig struct {
 	chunks, turns, cancels, pace int
 	slow, stopWait               time.Duration
+	many, manyChunks             int // sessions streaming at once, and each one's chunks; 0 sessions: none
 }
 
 // streamRun is one peer's figures in one run.
@@ -83,9 +84,17 @@ type streamRun struct {
 	SlowAfter  int       `json:"slowUpdatesAfterCancel"` // read after the cancel, paced or not
 	SlowRSSKiB []int64   `json:"slowRssKiB"`             // every 100 ms while the slow reader reads
 	SlowRead   int       `json:"slowUpdatesRead"`
-	LoadStart  string    `json:"loadStart"`
-	LoadEnd    string    `json:"loadEnd"`
-	Error      string    `json:"error,omitempty"`
+	// Many sessions streaming at once, the first cancelled once it has
+	// sent a quarter of its chunks: its stop time, and the others'
+	// updates per second, all of them, from the prompts' write to the last
+	// answer.
+	ManyStopMs float64 `json:"manyStopMs"`
+	ManyRate   float64 `json:"manyOthersUpdatesPerSec"`
+	ManyAfter  int     `json:"manyUpdatesAfterCancel"`
+	ManyEnded  bool    `json:"manyEndedBeforeCancel"`
+	LoadStart  string  `json:"loadStart"`
+	LoadEnd    string  `json:"loadEnd"`
+	Error      string  `json:"error,omitempty"`
 }
 
 func runStream(cfg *config, peers []streamPeer, runs int, sc streamConfig) error {
@@ -179,8 +188,25 @@ func streamOne(peer streamPeer, sc streamConfig, run int, res *streamRun) error 
 			res.EndedFirst++
 		}
 	}
-	// The slow reader.
-	pid := p.cmd.Process.Pid
+	// Many sessions, one stopped.
+	if sc.many > 0 {
+		m, err := c.manySessions(sc.many, sc.manyChunks, rng)
+		if err != nil {
+			return err
+		}
+		for range sc.many {
+			c.allocsStamp(goAgent)
+		}
+		res.ManyStopMs, res.ManyRate, res.ManyAfter, res.ManyEnded = ms(m.stop), m.othersRate, m.after, m.endedFirst
+	}
+	if sc.slow > 0 {
+		return c.slowReader(p.cmd.Process.Pid, sc, goAgent, res)
+	}
+	return nil
+}
+
+// slowReader runs the slow reader's turn.
+func (c *streamClient) slowReader(pid int, sc streamConfig, goAgent bool, res *streamRun) error {
 	stopSampling := make(chan struct{})
 	sampled := make(chan []int64)
 	go func() {
@@ -340,6 +366,95 @@ func (c *streamClient) turn(spec bench.StreamSpec, cancelAt int, pace time.Durat
 	}
 }
 
+type manyResult struct {
+	stop       time.Duration
+	othersRate float64
+	after      int  // the cancelled session's updates read after its cancel
+	endedFirst bool // its turn answered end_turn: it was over before the cancel was read
+}
+
+var sessionKey = []byte(`"sessionId":"`)
+
+// manySessions opens n sessions, starts a turn of chunks on each at once,
+// cancels the first once it has read a quarter of that session's chunks,
+// and reads until every turn is answered, checking each session's chunks in
+// order.
+func (c *streamClient) manySessions(n, chunks int, rng *rand.Rand) (manyResult, error) {
+	var m manyResult
+	index := map[string]int{}
+	ids := make([]string, n)
+	for i := range ids {
+		line, err := c.call("session/new", `{"cwd":"/","mcpServers":[]}`)
+		if err != nil {
+			return m, err
+		}
+		ids[i] = sessionOf(line)
+		index[ids[i]] = i
+	}
+	firstID := c.nextID
+	var prompts strings.Builder
+	for i, sid := range ids {
+		spec := bench.StreamSpec{N: chunks, Seed: rng.Uint32() >> 1}
+		fmt.Fprintf(&prompts, `{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`+"\n",
+			firstID+i, sid, spec.Text())
+	}
+	c.nextID += n
+	start := time.Now()
+	if _, err := c.p.stdin.WriteString(prompts.String()); err != nil {
+		return m, err
+	}
+	read := make([]int, n)
+	answered, others := 0, 0
+	var cancelled time.Time
+	for answered < n {
+		line, err := c.r.ReadSlice('\n')
+		if err != nil {
+			return m, fmt.Errorf("many: %w", err)
+		}
+		if bytes.Contains(line, updateKey) {
+			i, ok := index[sessionOf(line)]
+			if !ok {
+				return m, fmt.Errorf("many: an update of no session: %s", line)
+			}
+			if got := chunkNumber(line); got != read[i] {
+				return m, fmt.Errorf("many: session %s's chunk %d read as its %d-th", ids[i], got, read[i])
+			}
+			read[i]++
+			if i != 0 {
+				others++
+			} else if !cancelled.IsZero() {
+				m.after++
+			}
+			if i == 0 && read[0] == chunks/4 {
+				if err := c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + ids[0] + `"}}`); err != nil {
+					return m, err
+				}
+				cancelled = time.Now()
+			}
+			continue
+		}
+		if bytes.Contains(line, stopKey) {
+			answered++
+			if bytes.Contains(line, []byte(fmt.Sprintf(`"id":%d,`, firstID))) {
+				m.stop = time.Since(cancelled)
+				m.endedFirst = bytes.Contains(line, []byte(`"end_turn"`))
+			}
+		}
+	}
+	m.othersRate = float64(others) / time.Since(start).Seconds()
+	return m, nil
+}
+
+// sessionOf is the sessionId in a line, or "".
+func sessionOf(line []byte) string {
+	i := bytes.Index(line, sessionKey)
+	if i < 0 {
+		return ""
+	}
+	rest := line[i+len(sessionKey):]
+	return string(rest[:bytes.IndexByte(rest, '"')])
+}
+
 // chunkNumber reads the number at the head of a chunk's text, or -1.
 func chunkNumber(line []byte) int {
 	i := bytes.Index(line, textKey)
@@ -442,6 +557,25 @@ func streamTable(results []streamRun, peers []streamPeer, runs int, sc streamCon
 			}, "%.1f"),
 			col(rs, func(r streamRun) float64 { return r.SlowStopMs }, "%.0f"),
 			col(rs, func(r streamRun) float64 { return float64(r.SlowAfter) }, "%.0f"))
+	}
+	if sc.many > 0 {
+		fmt.Fprintf(&b, "\nMany streams, one stopped: %d sessions each streaming %d chunks at once, the first cancelled once a quarter\n", sc.many, sc.manyChunks)
+		fmt.Fprintf(&b, "of its chunks was read: its stop time, its updates read after the cancel, and the others' updates/s (all of\n")
+		fmt.Fprintf(&b, "them, prompts written to last answer read). Median [range] over the runs.\n\n")
+		fmt.Fprintf(&b, "%-17s %-22s %-22s %-26s %s\n", "peer", "stop ms", "after", "others' updates/s", "ended first")
+		for _, p := range peers {
+			rs := by[p.name]
+			ended := 0
+			for _, r := range rs {
+				if r.ManyEnded {
+					ended++
+				}
+			}
+			fmt.Fprintf(&b, "%-17s %-22s %-22s %-26s %d of %d\n", p.name,
+				col(rs, func(r streamRun) float64 { return r.ManyStopMs }, "%.1f"),
+				col(rs, func(r streamRun) float64 { return float64(r.ManyAfter) }, "%.0f"),
+				col(rs, func(r streamRun) float64 { return r.ManyRate }, "%.0f"), ended, len(rs))
+		}
 	}
 	var failed []string
 	for _, r := range results {
