@@ -45,13 +45,19 @@ func burstAgents(agent, server string, names []string) ([]burstAgent, error) {
 		"acprpc-phases":        server + " -peer acprpc -turns",
 		"acprpc-phases-prompt": server + " -peer acprpc -turns -graceful=false",
 	}
-	var out []burstAgent
+	return pick("burst", argv, names, burstRowNames, func(name, argv string) burstAgent { return burstAgent{name, argv} })
+}
+
+// pick returns, for each name, what build makes of its command line in
+// argv, or an error naming the known ones for a name argv lacks.
+func pick[T any](what string, argv map[string]string, names, known []string, build func(name, argv string) T) ([]T, error) {
+	var out []T
 	for _, n := range names {
 		a, ok := argv[n]
 		if !ok {
-			return nil, fmt.Errorf("burst: unknown agent %q (known: %s)", n, strings.Join(burstRowNames, ", "))
+			return nil, fmt.Errorf("%s: unknown name %q (known: %s)", what, n, strings.Join(known, ", "))
 		}
-		out = append(out, burstAgent{n, a})
+		out = append(out, build(n, a))
 	}
 	return out, nil
 }

@@ -42,21 +42,12 @@ type streamPeer struct{ name, argv string }
 var streamPeerNames = []string{"acprpc", "coder", "ts", "acprpc-unbounded"}
 
 func streamPeers(cfg *config, names []string) ([]streamPeer, error) {
-	argv := map[string]string{
+	return pick("stream", map[string]string{
 		"acprpc":           cfg.server + " -peer acprpc -stream",
 		"acprpc-unbounded": cfg.server + " -peer acprpc -stream -unbounded",
 		"coder":            cfg.server + " -peer coder -stream",
 		"ts":               cfg.node + " " + filepath.Join(cfg.tsDir, "stream-agent.mjs"),
-	}
-	var out []streamPeer
-	for _, n := range names {
-		a, ok := argv[n]
-		if !ok {
-			return nil, fmt.Errorf("stream: unknown peer %q (known: %s)", n, strings.Join(streamPeerNames, ", "))
-		}
-		out = append(out, streamPeer{n, a})
-	}
-	return out, nil
+	}, names, streamPeerNames, func(name, argv string) streamPeer { return streamPeer{name, argv} })
 }
 
 type streamConfig struct {
