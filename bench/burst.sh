@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 RUNS=${RUNS:-9}
 N=${N:-1000}
-AGENTS=${AGENTS:-acprpc,acprpc-prompt,coder,acprpc-phases,acprpc-phases-prompt}
+AGENTS=${AGENTS:-acprpc,acprpc-prompt,coder,acprpc-phases,acprpc-phases-prompt,coder-lean,acprpc-lean}
 out=results
 mkdir -p "$out"
 tmp=$(mktemp -d)
