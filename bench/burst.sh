@@ -7,7 +7,7 @@
 # acprpc in the bench's server stamping each phase of the cascade. Writes
 # results/burst.txt and results/burst.json, and results/burst-env.txt with
 # the command, the machine and the load average before and after.
-#   ./burst.sh                 RUNS=9 rounds of every agent
+#   ./burst.sh                 RUNS=9 rounds of every agent (OUT=dir writes there instead)
 #   QUIET=1.5 ./burst.sh       first wait (polling every 30 s, at most
 #                              15 minutes) for a 1-minute load average below 1.5
 set -euo pipefail
@@ -15,7 +15,7 @@ cd "$(dirname "$0")"
 RUNS=${RUNS:-9}
 N=${N:-1000}
 AGENTS=${AGENTS:-acprpc,acprpc-prompt,coder,acprpc-phases,acprpc-phases-prompt,coder-lean,acprpc-lean}
-out=results
+out=${OUT:-results}
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
