@@ -77,10 +77,24 @@ func stampAllocs() {
 	fmt.Fprintf(os.Stderr, "M %d\n", s[0].Value.Uint64())
 }
 
+// stampStop writes "B <ns>" to stderr as the agent reads a session/cancel
+// and "C <ns>" as a turn's handler sees its cancel, on CLOCK_MONOTONIC
+// (MonoNow), so that acpbench can tell the cancel's wait for the agent's read
+// loop from the rest of the stop.
+func stampStop(tag byte) { fmt.Fprintf(os.Stderr, "%c %d\n", tag, MonoNow()) }
+
 // ServeAcprpcStream serves the stream workload with acprpc on r and w, and
 // returns a channel closed once the connection has ended. opts, if not nil,
-// are the Conn's options.
+// are the Conn's options; their Hooks are the stream's own.
 func ServeAcprpcStream(r io.Reader, w io.Writer, opts *acprpc.Options) <-chan struct{} {
+	if opts == nil {
+		opts = &acprpc.Options{}
+	}
+	opts.Hooks.Received = func(_ context.Context, m *acprpc.Message) {
+		if m.Method == acpv1.MethodSessionCancel {
+			stampStop('B')
+		}
+	}
 	var sessions atomic.Int64
 	agent := acpv1.Agent{
 		SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
@@ -89,11 +103,13 @@ func ServeAcprpcStream(r io.Reader, w io.Writer, opts *acprpc.Options) <-chan st
 			conn := acprpc.ConnFromContext(ctx)
 			for i := range spec.N {
 				if acpv1.ToClient.SessionUpdate.Notify(ctx, conn, acpv1.AgentText(p.SessionID, spec.Chunk(i))) != nil {
+					stampStop('C')
 					return acpv1.PromptResponse{StopReason: acpv1.StopReasonCancelled}, nil
 				}
 				if spec.ToolAfter(i) {
 					update := acpv1.SessionUpdate{Value: acpv1.ToolCallUpdate{ToolCallID: "call_1", Status: acpv1.ToolCallStatusInProgress}}
 					if acpv1.ToClient.SessionUpdate.Notify(ctx, conn, acpv1.SessionNotification{SessionID: p.SessionID, Update: update}) != nil {
+						stampStop('C')
 						return acpv1.PromptResponse{StopReason: acpv1.StopReasonCancelled}, nil
 					}
 				}
@@ -134,6 +150,13 @@ func ServeCoderStream(r io.Reader, w io.Writer) <-chan struct{} {
 	return a.conn.Done()
 }
 
+// Cancel stamps the session/cancel as coder hands it over, once it has
+// cancelled the turn's context.
+func (a *coderStreamAgent) Cancel(context.Context, acp.CancelNotification) error {
+	stampStop('B')
+	return nil
+}
+
 func (a *coderStreamAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
 	stampAllocs()
 	text := ""
@@ -143,11 +166,13 @@ func (a *coderStreamAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp
 	spec, _ := ParseStreamText(text)
 	for i := range spec.N {
 		if a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: acp.UpdateAgentMessageText(spec.Chunk(i))}) != nil {
+			stampStop('C')
 			return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 		}
 		if spec.ToolAfter(i) {
 			update := acp.UpdateToolCall("call_1", acp.WithUpdateStatus(acp.ToolCallStatusInProgress))
 			if a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: update}) != nil {
+				stampStop('C')
 				return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 			}
 		}

@@ -68,8 +68,12 @@ type streamRun struct {
 	CPUUsTool  float64   `json:"agentCpuUsPerUpdateTools"`
 	Allocs     float64   `json:"agentAllocsPerUpdate"`
 	AllocsTool float64   `json:"agentAllocsPerUpdateTools"`
-	StopMs     []float64 `json:"stopMs"`                 // each cancelled turn's stop time
-	After      []int     `json:"updatesAfterCancel"`     // each cancelled turn's updates read after the cancel
+	StopMs     []float64 `json:"stopMs"`             // each cancelled turn's stop time
+	After      []int     `json:"updatesAfterCancel"` // each cancelled turn's updates read after the cancel
+	// Go agents: for each cancelled turn, ms from the cancel's write to the
+	// agent reading it, and from then to the turn's handler seeing it.
+	ReadMs     []float64 `json:"cancelReadMs,omitempty"`
+	SeenMs     []float64 `json:"cancelSeenMs,omitempty"`
 	EndedFirst int       `json:"endedBeforeCancel"`      // cancelled turns answered end_turn: over before the cancel was read
 	SlowStopMs float64   `json:"slowStopMs"`             // -1: not answered within -stopwait
 	SlowAfter  int       `json:"slowUpdatesAfterCancel"` // read after the cancel, paced or not
@@ -173,6 +177,14 @@ func streamOne(peer streamPeer, sc streamConfig, run int, res *streamRun) error 
 			return err
 		}
 		c.allocsStamp(goAgent)
+		if goAgent && t.stopReason == bench.StopCancelled {
+			read := c.stampAfter(c.p.started, t.cancelMono)
+			seen := c.stampAfter(c.p.seen, read)
+			if read > 0 && seen > 0 {
+				res.ReadMs = append(res.ReadMs, float64(read-t.cancelMono)/1e6)
+				res.SeenMs = append(res.SeenMs, float64(seen-read)/1e6)
+			}
+		}
 		res.StopMs = append(res.StopMs, ms(t.stop))
 		res.After = append(res.After, t.after)
 		if t.stopReason == bench.StopEndTurn {
@@ -242,6 +254,35 @@ func (c *streamClient) allocsStamp(goAgent bool) int64 {
 	}
 }
 
+// stampAfter takes the next stamp of ch, a Go agent's, taken at or after
+// floor, or 0 if none comes soon: a stamp of an earlier turn (the cancel
+// of a turn that ended first, read after its answer) is dropped.
+func (c *streamClient) stampAfter(ch chan int64, floor int64) int64 {
+	timeout := time.After(time.Second)
+	for {
+		select {
+		case v := <-ch:
+			if v >= floor {
+				return v
+			}
+		case <-timeout:
+			return 0
+		}
+	}
+}
+
+// dropStamps empties the channels of the stop's stamps.
+func (c *streamClient) dropStamps() {
+	for {
+		select {
+		case <-c.p.started:
+		case <-c.p.seen:
+		default:
+			return
+		}
+	}
+}
+
 func (c *streamClient) send(line string) error {
 	_, err := c.p.stdin.WriteString(line + "\n")
 	return err
@@ -275,6 +316,7 @@ func (c *streamClient) handshake() error {
 }
 
 type turnResult struct {
+	cancelMono            int64 // the cancel's write, bench.MonoNow
 	updates, tools, after int
 	elapsed, stop         time.Duration
 	stopReason            string
@@ -296,6 +338,7 @@ var (
 // full speed.
 func (c *streamClient) turn(spec bench.StreamSpec, cancelAt int, pace time.Duration, stopWait ...time.Duration) (turnResult, error) {
 	var t turnResult
+	c.dropStamps()
 	id := c.nextID
 	c.nextID++
 	answer := []byte(fmt.Sprintf(`"id":%d,`, id))
@@ -344,7 +387,7 @@ func (c *streamClient) turn(spec bench.StreamSpec, cancelAt int, pace time.Durat
 			if err := c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`); err != nil {
 				return t, err
 			}
-			cancelled = time.Now()
+			cancelled, t.cancelMono = time.Now(), bench.MonoNow()
 		}
 		if pace > 0 && !t.gaveUp {
 			if !cancelled.IsZero() && len(stopWait) > 0 && time.Since(cancelled) > stopWait[0] {
@@ -532,6 +575,20 @@ func streamTable(results []streamRun, peers []streamPeer, runs int, sc streamCon
 		}
 		fmt.Fprintf(&b, "%-17s %6d %9.2f %9.2f %9.2f %12.0f %12.0f %12.0f %11d\n", p.name, len(stops),
 			quantile(stops, .5), quantile(stops, .99), slices.Max(stops), quantile(after, .5), quantile(after, .99), slices.Max(after), ended)
+	}
+	fmt.Fprintf(&b, "\nWhere the stop's time goes, Go agents: ms from the cancel's write to the agent's reading it (acprpc: its\n")
+	fmt.Fprintf(&b, "read loop; coder: its Cancel callback), and from then to the turn's handler seeing it (its update refused).\n\n")
+	fmt.Fprintf(&b, "%-17s %6s %10s %10s %10s %10s %10s %10s\n", "peer", "turns", "read p50", "read p99", "read worst", "seen p50", "seen p99", "seen worst")
+	for _, p := range peers {
+		var read, seen []float64
+		for _, r := range by[p.name] {
+			read, seen = append(read, r.ReadMs...), append(seen, r.SeenMs...)
+		}
+		if len(read) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%-17s %6d %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", p.name, len(read),
+			quantile(read, .5), quantile(read, .99), slices.Max(read), quantile(seen, .5), quantile(seen, .99), slices.Max(seen))
 	}
 	fmt.Fprintf(&b, "\nA slow reader: %d updates/s for %s, then session/cancel, the reader keeping its pace (at most %s, then full speed);\n", sc.pace, sc.slow, sc.stopWait)
 	fmt.Fprintf(&b, "the agent's resident memory sampled every 100 ms. Median [range] over the runs; every update checked in order.\n\n")
