@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/acpkit/acprpc/internal/wire"
 )
@@ -22,6 +23,8 @@ type acpRules struct {
 	versions   versioning  // the ACP version and its rules
 	foreground workTable   // v2: each session's foreground work
 	entities   entityTable // v2: tool calls and terminals the peer may cancel
+	// promptWarned: a session/prompt called before initialize was logged.
+	promptWarned atomic.Bool
 }
 
 // acpRequest is what ACP keeps of a request in flight.
@@ -32,7 +35,9 @@ type acpRequest struct {
 
 // acpCall is what ACP follows of one of this side's calls.
 type acpCall struct {
-	turn *turnWatch // a prompt turn, with Options.ReportCancelledTurns (acp_session.go)
+	turn  *turnWatch      // a prompt turn (acp_turn.go): &watch, or nil
+	watch turnWatch       // the turn, kept in the call's own allocation
+	asked ProtocolVersion // the version an initialize call asked for, 0 for any other call
 }
 
 func (a *acpRules) init(c *Conn, h Handler) {
@@ -92,6 +97,11 @@ func (a *acpRules) read(m *message) (needs acpNeeds, used bool) {
 			"method", m.Method, "id", string(m.ID))
 	case p.entityCancels && (m.Method == methodToolCallCancel || m.Method == methodTerminalCancel):
 		return needs, c.onEntityCancel(m)
+	case c.isSessionCancel(m.Method) && !handlerServes(c.handler, c, m.Method):
+		// A session/close the application does not serve is answered
+		// -32601, and so cancels nothing: a client told that the agent
+		// cannot close sessions knows that the session and its turn go on,
+		// and can cancel the turn with session/cancel.
 	case c.isSessionCancel(m.Method):
 		// A request of the session's cancel methods (session/close, a
 		// request in v1's schema as in v2's) cancels as the notification
@@ -149,33 +159,62 @@ func (c *Conn) onCancelRequest(m *message) {
 	c.peerCancelled(m, wire.Member(m.Params, field))
 }
 
-// cancelCall is the $/cancel_request of this side's call id, whose context
-// ended; a watched prompt turn records its cancel first.
-func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64) *frame {
+// cancelCall tells the peer that this side's call id is no longer wanted,
+// its context having ended or Shutdown having begun, and says which cancel
+// it was: a prompt turn is cancelled as ACP prescribes, with session/cancel
+// sent here, and its wait for the answer set (acp_turn.go); any other call
+// gets the $/cancel_request frame returned, for the engine to send.
+func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64, co *callOptions) (f *frame, how string) {
+	if how, ok := a.conn.cancelTurn(ctx, pc, co); ok {
+		return nil, how
+	}
 	if pc.acp.turn != nil {
 		pc.acp.turn.cancelled.Store(true)
 	}
-	f := getFrame()
+	f = getFrame()
 	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}
 	f.Begin(nil)
 	f.Buf.WriteString(`,"method":"$/cancel_request","params":{"requestId":`)
 	f.Buf.Write(strconv.AppendInt(f.Buf.AvailableBuffer(), id, 10))
 	f.Buf.WriteString("}}")
-	return f
+	return f, MethodCancelRequest + " for request " + strconv.FormatInt(id, 10)
+}
+
+// closing tells the agent, as Close begins, that the turns of this side's
+// prompt calls in flight are cancelled: session/cancel for each of their
+// sessions, queued for the close to flush ahead of the transport's end.
+func (a *acpRules) closing() {
+	c := a.conn
+	if c.Err() != nil {
+		return
+	}
+	for _, sessionID := range c.turnsInFlight() {
+		_ = c.Notify(context.Background(), methodSessionCancel, sessionParams{SessionID: sessionID})
+	}
 }
 
 // mayCall refuses a call ACP forbids at this point of the connection: a
 // method that opens or lists sessions before this side has had an
 // initialize answered, since ACP requires the client to initialize first,
 // and an agent would refuse it, or serve it without knowing the client's
-// capabilities. A connection whose version was set outside (Options.
-// PinnedVersion, SetProtocolVersion) counts as initialized.
+// capabilities. A session/prompt then is the same mistake, and is warned
+// about, once per connection, rather than refused: it names a session,
+// which may have been opened outside this connection. A connection whose
+// version was set outside (Options.PinnedVersion, SetProtocolVersion)
+// counts as initialized.
 func (a *acpRules) mayCall(method string) error {
-	if !needsInitialize(method) || a.initialized() {
-		return nil
+	switch {
+	case needsInitialize(method) && !a.initialized():
+		return fmt.Errorf("not sent: ACP requires initialize before %s, and this connection has had none: "+
+			"call initialize first (acpv1.ToAgent.Initialize.Call, or acpv2's), and wait for its answer", method)
+	case method == methodSessionPrompt && !a.initialized() && a.promptWarned.CompareAndSwap(false, true):
+		a.conn.log.Warn("acprpc: session/prompt is called before initialize, which ACP requires first: "+
+			"an agent refuses it, or serves it without knowing the client's capabilities; "+
+			"call initialize first (acpv1.ToAgent.Initialize.Call, or acpv2's), and wait for its answer. "+
+			"It is sent, since its session may have been opened outside this connection; logged once per connection",
+			"method", method)
 	}
-	return fmt.Errorf("not sent: ACP requires initialize before %s, and this connection has had none: "+
-		"call initialize first (acpv1.ToAgent.Initialize.Call, or acpv2's), and wait for its answer", method)
+	return nil
 }
 
 // needsInitialize reports whether method is one that ACP allows only once
@@ -196,10 +235,15 @@ func (a *acpRules) initialized() bool {
 	return a.versions.initialized.Load() || a.conn.ProtocolVersion() != 0
 }
 
-// callSent starts following a call ACP reads the answer of: a prompt turn
-// with Options.ReportCancelledTurns. f is the call's request.
-func (a *acpRules) callSent(pc *pendingCall, f *frame) {
+// callSent starts following a call ACP reads the answer of, or cancels its
+// own way: a prompt turn, which goes out only once the agent has answered
+// its session's turn this side cancelled earlier, so that nothing of that
+// turn can be taken for the new one's. f is the call's request. An error
+// says why the call is not sent.
+func (a *acpRules) callSent(ctx context.Context, pc *pendingCall, f *frame) error {
 	a.conn.watchTurn(pc, f)
+	a.versions.asking(pc, f)
+	return a.conn.awaitCancelledTurns(ctx, pc)
 }
 
 // callAnswered sees the result of one of this side's calls on the read
@@ -210,8 +254,17 @@ func (a *acpRules) callAnswered(pc *pendingCall, result []byte) []byte {
 	if pc.method == methodInitialize {
 		a.versions.initialized.Store(true)
 		a.conn.learnVersion(result)
+		a.versions.answered(pc, result)
 	}
 	return pc.turnResult(result)
+}
+
+// callFailed returns why a call failed as its caller gets it: err, and on a
+// connection whose agent answered initialize with an older version than
+// this side asked for, what a result that does not decode or an invalid
+// params answer most likely means.
+func (a *acpRules) callFailed(err error) error {
+	return a.versions.explain(err)
 }
 
 // notifying sends a notification that belongs to a v2 work, ordered with,

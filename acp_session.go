@@ -2,10 +2,6 @@ package acprpc
 
 import (
 	"context"
-	"encoding/json"
-	"sync/atomic"
-
-	"github.com/acpkit/acprpc/internal/wire"
 )
 
 // onSessionCancel cancels the session's v2 foreground work and every
@@ -47,11 +43,17 @@ func (c *Conn) onSessionCancel(sessionID string) []*inRequest {
 //
 // The caller of the session's session/prompt then receives the agent's
 // stopReason "cancelled" (with Options.ReportCancelledTurns, also from an
-// agent that answers "end_turn"). session/cancel is queued before any local
+// agent that answers "end_turn"). Ending the prompt call's context does
+// all of this too (Options.TurnCancelWait). session/cancel is queued before any local
 // request is cancelled, so the agent always reads it ahead of their cancelled
 // answers.
 func CancelSession[S ~string](ctx context.Context, c *Conn, sessionID S) error {
-	id := string(sessionID)
+	return c.cancelSession(ctx, string(sessionID))
+}
+
+// cancelSession is CancelSession, also for a prompt call whose context
+// ended (acp_turn.go).
+func (c *Conn) cancelSession(ctx context.Context, id string) error {
 	c.cancelTurns(id)
 	preempts := id != "" && c.protocol().clientPreempts // v2 leaves every request to the agent's $/cancel_request
 	if preempts {
@@ -96,59 +98,4 @@ func (c *Conn) sessionRequests(sessionID string) (perms, others []*inRequest) {
 
 type sessionParams struct {
 	SessionID string `json:"sessionId"`
-}
-
-// turnWatch follows one of this side's session/prompt calls, with
-// Options.ReportCancelledTurns, to learn whether this side cancelled its
-// turn before the answer came.
-type turnWatch struct {
-	sessionID string
-	cancelled atomic.Bool // set by CancelSession for the session, or the call's own cancel
-}
-
-// watchTurn starts following pc when it is a prompt turn and the options
-// ask for it. f is the call's request, whose params name the session.
-func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
-	if !c.opts.ReportCancelledTurns || pc.method != methodSessionPrompt {
-		return
-	}
-	pc.acp.turn = &turnWatch{} // a prompt without a string sessionId is watched for its own cancel alone
-	if sid := wire.Member(wire.Member(f.Buf.Bytes(), "params"), "sessionId"); len(sid) > 0 && sid[0] == '"' {
-		pc.acp.turn.sessionID = wire.Unquote(sid)
-	}
-}
-
-// cancelTurns records that this side is cancelling the session's turns:
-// the answers read from now on to its prompt calls are reported cancelled.
-func (c *Conn) cancelTurns(sessionID string) {
-	if !c.opts.ReportCancelledTurns || sessionID == "" {
-		return
-	}
-	c.calls.mu.Lock()
-	defer c.calls.mu.Unlock()
-	for _, pc := range c.calls.m {
-		if pc.acp.turn != nil && pc.acp.turn.sessionID == sessionID {
-			pc.acp.turn.cancelled.Store(true)
-		}
-	}
-}
-
-// turnResult is the result the caller of a watched prompt gets: the
-// agent's, with an end_turn stopReason turned into cancelled when this
-// side cancelled the turn first, as ACP requires of the agent and as many
-// v1 agents fail to do. Every other member is kept.
-func (pc *pendingCall) turnResult(result []byte) []byte {
-	if pc.acp.turn == nil || !pc.acp.turn.cancelled.Load() {
-		return result
-	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(result, &members) != nil || string(members["stopReason"]) != `"`+stopReasonEndTurn+`"` {
-		return result
-	}
-	members["stopReason"] = json.RawMessage(`"` + stopReasonCancelled + `"`)
-	out, err := json.Marshal(members)
-	if err != nil {
-		return result
-	}
-	return out
 }

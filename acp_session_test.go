@@ -3,6 +3,7 @@ package acprpc_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -459,7 +460,7 @@ func TestReportCancelledTurns(t *testing.T) {
 		got := prompt(callCtx, c, "s", acprpc.WaitAfterCancel(time.Minute))
 		m := p.ExpectRequest(ctx, "session/prompt")
 		cancel()
-		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		p.ExpectNotification(ctx, "session/cancel")
 		p.Respond(string(m.ID), `{"stopReason":"end_turn"}`)
 		assert.Equal(t, "cancelled", wiretest.Recv(t, ctx, got).StopReason)
 	})
@@ -470,7 +471,7 @@ func TestReportCancelledTurns(t *testing.T) {
 		m := p.ExpectRequest(ctx, "session/prompt")
 		shut := make(chan error, 1)
 		go func() { shut <- c.Shutdown(ctx) }()
-		p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
+		p.ExpectNotification(ctx, "session/cancel")
 		p.Respond(string(m.ID), `{"stopReason":"end_turn"}`)
 		assert.Equal(t, "cancelled", wiretest.Recv(t, ctx, got).StopReason)
 		assert.NoError(t, wiretest.Recv(t, ctx, shut))
@@ -544,4 +545,48 @@ func TestSessionCancelHandlerWaitsForTheTurn(t *testing.T) {
 		assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(answers["2"].Result))
 		wiretest.Recv(t, ctx, cancelHandled)
 	})
+}
+
+// A session/close that the agent's Router does not serve is answered
+// -32601 and cancels nothing, so that the answer tells the client the
+// truth: the session and its turn go on, and session/cancel ends the turn.
+// Served, by a Router or through a VersionRouter, it cancels the turn.
+func TestSessionCloseNotServedCancelsNothing(t *testing.T) {
+	for _, serve := range []bool{false, true} {
+		for _, versioned := range []bool{false, true} {
+			t.Run(fmt.Sprintf("served %v, VersionRouter %v", serve, versioned), func(t *testing.T) {
+				ctx := wiretest.Context(t)
+				causes := make(chan error, 1)
+				r := acprpc.NewRouter()
+				r.Register("ping", acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) { return "pong", nil }))
+				r.Register("session/prompt", acprpc.HandlerFunc(func(ctx context.Context, _ *acprpc.Request) (any, error) {
+					<-ctx.Done()
+					causes <- context.Cause(ctx)
+					return nil, ctx.Err()
+				}))
+				if serve {
+					r.Register("session/close", acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) { return struct{}{}, nil }))
+				}
+				var h acprpc.Handler = r
+				if versioned {
+					h = acprpc.VersionRouter{V1: r}
+				}
+				_, p := wiretest.Connect(t, wiretest.Transports[0], h, &acprpc.Options{PinnedVersion: acprpc.ProtocolV1})
+				p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
+				expectQuiet(t, ctx, p, "2")
+				p.Request("3", "session/close", `{"sessionId":"s"}`)
+				if serve {
+					assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled)
+					p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+					p.ExpectResult(ctx, "3", `{}`)
+					return
+				}
+				p.ExpectError(ctx, "3", acprpc.CodeMethodNotFound)
+				expectQuiet(t, ctx, p, "4") // the prompt is still in flight
+				p.Notify("session/cancel", `{"sessionId":"s"}`)
+				assert.ErrorIs(t, wiretest.Recv(t, ctx, causes), acprpc.ErrSessionCancelled)
+				p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+			})
+		}
+	}
 }

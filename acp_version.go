@@ -3,6 +3,7 @@ package acprpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -65,6 +66,12 @@ type versioning struct {
 	// initialized: this side had an initialize answered, or read the
 	// peer's, so a session may be opened (acpRules.mayCall).
 	initialized atomic.Bool
+	// peerAgent: the peer is known to be an agent: this side has sent an
+	// initialize, or agentproc started the peer (agentpeer.Mark).
+	peerAgent atomic.Bool
+	// declined: the agent answered this side's initialize with an older
+	// version than it asked for, or nil.
+	declined atomic.Pointer[declinedVersion]
 }
 
 // versionedHandler is a Handler that serves a fixed set of ACP versions, as
@@ -183,6 +190,46 @@ func (c *Conn) learnVersion(result []byte) {
 	}
 }
 
+// declinedVersion is an initialize answered with an older version than the
+// one asked for: the agent does not speak the newer one, and the connection
+// follows the older one's rules from then on.
+type declinedVersion struct{ asked, answered ProtocolVersion }
+
+// asking notes the version an initialize call f asks for.
+func (v *versioning) asking(pc *pendingCall, f *frame) {
+	if pc.method != methodInitialize {
+		return
+	}
+	v.peerAgent.Store(true)
+	pc.acp.asked, _ = parseProtocolVersion(wire.Member(wire.Member(f.Buf.Bytes(), "params"), "protocolVersion"))
+}
+
+// answered notes an initialize answer that names an older version than its
+// call asked for.
+func (v *versioning) answered(pc *pendingCall, result []byte) {
+	got, ok := parseProtocolVersion(wire.Member(result, "protocolVersion"))
+	if ok && got < pc.acp.asked {
+		v.declined.Store(&declinedVersion{asked: pc.acp.asked, answered: got})
+	}
+}
+
+// explain adds to err, a result that did not decode or an error answer,
+// that the agent declined the version asked for, when it did: a client
+// built on one version's types (acpv2) fails against an agent of an older
+// one (a v1 agent) first on the initialize answer's members, then on the
+// agent's refusal of params it does not know, and neither says why.
+func (v *versioning) explain(err error) error {
+	d := v.declined.Load()
+	var rpcErr *Error
+	if d == nil || errors.As(err, &rpcErr) && rpcErr.Code != CodeInvalidParams {
+		return err
+	}
+	return statedError{fmt.Sprintf("%v; the agent answered initialize with protocolVersion %d, though this side asked for %d: "+
+		"it does not speak ACP v%d, and this connection follows v%d's rules: send it v%d's messages (acpv%d's types and "+
+		"methods; a handler that serves both versions is an acprpc.VersionRouter), or close the connection if this side speaks v%d alone",
+		err, d.answered, d.asked, d.asked, d.answered, d.answered, d.answered, d.asked), []error{err}}
+}
+
 // VersionRouter serves ACP v1 and v2 on one connection type with a handler
 // for each version, as the TypeScript SDK's agentProtocolRouter does: a Conn
 // serving it negotiates initialize itself (the highest version it has a
@@ -196,10 +243,7 @@ type VersionRouter struct {
 
 // Handle calls the handler of the connection's version.
 func (v VersionRouter) Handle(ctx context.Context, req *Request) (any, error) {
-	h := v.V1
-	if c := connOf(ctx); c != nil && c.ProtocolVersion() >= ProtocolV2 || h == nil {
-		h = v.V2
-	}
+	h := v.handlerOn(connOf(ctx))
 	if h == nil {
 		if req.IsNotification() {
 			return nil, nil
@@ -207,6 +251,20 @@ func (v VersionRouter) Handle(ctx context.Context, req *Request) (any, error) {
 		return nil, MethodNotFound(req.Method)
 	}
 	return h.Handle(ctx, req)
+}
+
+// handlerOn returns the handler of c's version (V1 before one is known),
+// or the one there is.
+func (v VersionRouter) handlerOn(c *Conn) Handler {
+	if c != nil && c.ProtocolVersion() >= ProtocolV2 || v.V1 == nil {
+		return v.V2
+	}
+	return v.V1
+}
+
+// serves reports whether the handler of c's version serves method.
+func (v VersionRouter) serves(c *Conn, method string) bool {
+	return handlerServes(v.handlerOn(c), c, method)
 }
 
 // ProtocolVersions lists the versions that have a handler.

@@ -310,6 +310,38 @@ func TestSessionMethodsBeforeInitializeAreRefused(t *testing.T) {
 	})
 }
 
+// A session/prompt called before initialize is warned about, once per
+// connection, and sent: its session may have been opened elsewhere. After
+// initialize, nothing is logged.
+func TestSessionPromptBeforeInitializeIsWarnedAbout(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log := &wiretest.Recorder{}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{Logger: log.Logger()})
+	prompt := func() {
+		t.Helper()
+		done := goCall(c, ctx, "session/prompt", map[string]any{"sessionId": "s", "prompt": []any{}}, nil)
+		p.Respond(string(p.ExpectRequest(ctx, "session/prompt").ID), `{"stopReason":"end_turn"}`)
+		require.NoError(t, wiretest.Recv(t, ctx, done))
+	}
+	prompt()
+	prompt()
+	require.Len(t, log.Logged(), 1, "once per connection: %v", log.Logged())
+	warning := log.Logged()[0]
+	assert.Equal(t, slog.LevelWarn, warning.Level)
+	assert.Equal(t, "acprpc: session/prompt is called before initialize, which ACP requires first: "+
+		"an agent refuses it, or serves it without knowing the client's capabilities; "+
+		"call initialize first (acpv1.ToAgent.Initialize.Call, or acpv2's), and wait for its answer. "+
+		"It is sent, since its session may have been opened outside this connection; logged once per connection", warning.Message)
+	assert.Equal(t, map[string]string{"method": "session/prompt"}, warning.Attrs)
+
+	c, p = wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{Logger: log.Logger()})
+	initialized := goCall(c, ctx, "initialize", map[string]int{"protocolVersion": 1}, nil)
+	p.Respond(string(p.ExpectRequest(ctx, "initialize").ID), `{"protocolVersion":1}`)
+	require.NoError(t, wiretest.Recv(t, ctx, initialized))
+	prompt()
+	assert.Len(t, log.Logged(), 1, "nothing logged once initialized")
+}
+
 // An agent is served the session/new of a client that skipped initialize,
 // since ACP orders the client, and logs the client's mistake; after the
 // client's initialize, it logs nothing.

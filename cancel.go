@@ -25,13 +25,18 @@ func (c *Conn) peerCancelled(m *message, raw []byte) {
 	r.cancelWith(ErrPeerCancelled)
 }
 
-// sendCancel tells the peer, with the protocol's cancel notification, that
-// our call id is no longer wanted. It never waits for the peer, so the
-// caller returns even if the peer has stopped reading.
-func (c *Conn) sendCancel(ctx context.Context, pc *pendingCall, id int64) {
-	if c.writer.sendNow(c.acp.cancelCall(ctx, pc, id)) == nil {
-		c.stats.cancelsSent.Add(1)
+// sendCancel tells the peer, with the protocol's cancel, that our call id is
+// no longer wanted, and returns which cancel was sent, for the error of a
+// wait for the answer that runs out; the protocol may set co's wait for it.
+// It never waits for the peer, so the caller returns even if the peer has
+// stopped reading.
+func (c *Conn) sendCancel(ctx context.Context, pc *pendingCall, id int64, co *callOptions) (how string) {
+	f, how := c.acp.cancelCall(ctx, pc, id, co)
+	if f != nil && c.writer.sendNow(f) != nil {
+		return ""
 	}
+	c.stats.cancelsSent.Add(1)
+	return how
 }
 
 // CancelRequest cancels the peer's request id on this side, for cause (nil

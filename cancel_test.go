@@ -517,3 +517,32 @@ func TestHandlerReturnsErrCancelled(t *testing.T) {
 		}
 	}
 }
+
+// A handler that ignores its cancel is named when CancelGrace answers for
+// it, with its method, its ID and how long it overran; its late return
+// says how long that was in the end.
+func TestCancelGraceWarnsOfStuckHandler(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log := &wiretest.Recorder{}
+	release := make(chan struct{})
+	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{
+		"x/stuck": func(context.Context, *acprpc.Request) (any, error) {
+			<-release // ignores its context
+			return "late", nil
+		},
+	}, &acprpc.Options{CancelGrace: 20 * time.Millisecond, Logger: log.Logger()})
+	p.Request("7", "x/stuck", "")
+	p.Cancel("7")
+	assert.EqualValues(t, acprpc.CodeRequestCancelled, p.ExpectByID(ctx, 1)["7"].Code())
+	warning := log.AwaitLogged(t, ctx, slog.LevelWarn, "ignored its cancel") // logged once the answer is out
+	assert.Equal(t, "acprpc: a handler ignored its cancel: it still runs after Options.CancelGrace, so its request was answered cancelled for it and its own answer will be dropped; return from the handler when its context ends", warning.Message)
+	assert.Equal(t, map[string]string{"method": "x/stuck", "id": "7", "overran": "20ms"}, warning.Attrs)
+
+	close(release)
+	late := log.AwaitLogged(t, ctx, slog.LevelInfo, "has returned")
+	assert.Equal(t, "acprpc: a handler that ignored its cancel has returned; its answer was dropped, as its request was answered cancelled when Options.CancelGrace ran out", late.Message)
+	assert.Equal(t, "x/stuck", late.Attrs["method"])
+	overran, err := time.ParseDuration(late.Attrs["overran"])
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, overran, 20*time.Millisecond)
+}

@@ -46,6 +46,8 @@ type Conn struct {
 	// points (docs/design.md lists them), and knows nothing else of ACP.
 	acp acpRules
 
+	answeredNotes answeredNotes // the notifications the peer was logged answering
+
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
 	}
@@ -57,12 +59,17 @@ type Conn struct {
 	closed    chan struct{}
 	reason    error // why the connection closed; set before closed is closed
 	readDone  chan struct{}
+
+	// inputEnd is why the peer's input ended, once it has: the error of a
+	// call no answer can reach any more, before the connection closes.
+	inputEnd atomic.Pointer[error]
 }
 
 // NewConn starts serving t with h, which may be nil for a side that only
 // calls (its peer's requests then get -32601). The connection closes when
 // ctx ends, when Close is called, or when the peer's input ends (once the
-// notifications read before the end have been handled). Handlers'
+// requests and notifications read before the end have been served, within
+// Options.InputEndGrace). Handlers'
 // contexts carry ctx's values, not its cancellation: they end with cause
 // ErrConnClosed.
 func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
@@ -145,20 +152,73 @@ func asTooLarge(err error) *MessageTooLargeError {
 }
 
 // inputEnded closes the connection once the peer's input has ended, why
-// saying how. The notifications read before the end are handled first, for
-// at most inputEndDrain, with the connection still open, so their
-// handlers' contexts are live and the answers that came behind them reach
-// their callers after them: a peer that exits right after its last
-// session/updates and its answer loses none of them.
+// saying how. The end of input is the peer saying it will send nothing
+// more, not that it stopped reading: what was read before it is served
+// first, with the connection still open and the handlers' contexts live,
+// for at most Options.InputEndGrace. The notifications are handled, so the
+// answers that came behind them reach their callers after them; the
+// requests are answered, by their handlers, or as cancelled once the bound
+// has passed, unless the peer is gone. This side's calls end at once, as
+// no answer can come.
 func (c *Conn) inputEnded(why error) {
-	c.notes.drain(inputEndDrain)
-	c.closeNow(fmt.Errorf("%w by the peer: its output ended: %w", ErrConnClosed, why))
+	reason := fmt.Errorf("%w by the peer: its output ended: %w", ErrConnClosed, why)
+	c.inputEnd.Store(&reason)
+	c.calls.closeAll()
+	grace, stop := context.WithTimeout(context.Background(), c.opts.InputEndGrace)
+	defer stop()
+	c.notes.waitFor(c.notes.barrier(), grace.Done(), nil)
+	if !peerGone(why) {
+		c.answerAll(grace, reason)
+	}
+	c.closeNow(reason)
 }
 
-// inputEndDrain bounds how long the notifications read before the end of
-// input are given to be handled; those left are dropped with the
-// connection.
-const inputEndDrain = time.Second
+// inputEndRanOut answers a request whose handler has not returned within
+// Options.InputEndGrace of the end of the peer's input, its context ending
+// with reason, and says so: the handler's own answer will be dropped.
+func (c *Conn) inputEndRanOut(r *inRequest, reason error) {
+	r.atInputEnd.Store(true)
+	r.cancelWith(reason)
+	if !c.answer(r, c.cancelledFrame(r.rawID, r.req.Method)) {
+		return // the handler returned meanwhile
+	}
+	c.log.Warn("acprpc: the peer's input ended with a request in flight whose handler still runs after Options.InputEndGrace, so it was answered cancelled for it and its own answer will be dropped; return from the handler sooner, or raise the bound",
+		"method", r.req.Method, "id", r.req.ID.String(), "grace", c.opts.InputEndGrace.String())
+}
+
+// peerGone reports whether why, the end of the peer's input, says that the
+// peer reads nothing more either (see Transport's Recv): no answer could
+// reach it.
+func peerGone(why error) bool {
+	var gone interface{ PeerGone() bool }
+	return errors.As(why, &gone) && gone.PeerGone()
+}
+
+// answerAll waits until every request in flight is answered, or until
+// grace ends, and then answers those left as cancelled, their contexts
+// ending with reason, which closes the connection next: every request
+// read has its answer queued before the close.
+func (c *Conn) answerAll(grace context.Context, reason error) {
+	select {
+	case <-c.incoming.emptied():
+		return
+	case <-grace.Done():
+	case <-c.closed:
+		return
+	}
+	for _, r := range c.incoming.all() {
+		c.inputEndRanOut(r, reason)
+	}
+	// An answer that was under way as the bound passed is queued in a
+	// moment: its request had left the table already.
+	queued, stop := context.WithTimeout(context.Background(), closeFlushTimeout)
+	defer stop()
+	select {
+	case <-c.incoming.emptied():
+	case <-queued.Done():
+	case <-c.closed:
+	}
+}
 
 // yieldBeforeWait lets the goroutine a message woke (its handler, the
 // notification goroutine, the caller it answers) run on this thread before
@@ -182,7 +242,7 @@ func (c *Conn) receive(msg []byte) {
 		c.received(msg, &m, bad)
 	}
 	if bad != nil {
-		c.badMessage(bad)
+		c.badMessage(bad, msg)
 		return
 	}
 	c.route(m)
@@ -281,12 +341,19 @@ func (c *Conn) closeFlushing(reason error, flush context.Context) {
 const closeFlushTimeout = 250 * time.Millisecond
 
 // Close closes the connection and waits for its goroutines to end. Handlers
-// still running have their contexts cancelled and their answers dropped.
+// still running have their contexts cancelled and their answers dropped. A
+// client's session/prompt calls in flight have their turns cancelled: the
+// agent is sent session/cancel for each of their sessions, queued ahead of
+// the close, so that an agent that outlives the connection (a remote one)
+// does not run on. What was queued for the peer before the close is written
+// first, for up to a quarter of a second, and the transport closed: after
+// Done, Close is the wait for that last flush. A failed write ends it at once.
 // Close returns promptly whatever the peer and the transport do: a write
 // stuck on a peer that stopped reading, or a read of a file that cannot be
 // interrupted (a blocking stdin), is left to end on its own. It is safe to
 // call more than once, from any goroutine, a handler's included.
 func (c *Conn) Close() error {
+	c.acp.closing() // a client's turns in flight are cancelled, not left running
 	c.closeNow(errClosedHere)
 	t := time.NewTimer(readerExitWait)
 	defer t.Stop()
@@ -319,7 +386,14 @@ var errClosedHere = fmt.Errorf("%w by this side (Close)", ErrConnClosed)
 // and the read loop to end.
 const readerExitWait = time.Second
 
-// Done is closed when the connection has closed, for any reason.
+// Done is closed when the connection has closed, for any reason: every
+// handler's context has ended, every Call returns, and nothing more is
+// read, served or queued. What was queued for the peer before then is still
+// being written: the answers of the requests read before the peer's input
+// ended (see Options.InputEndGrace), cancellation answers, this side's last
+// notifications, for up to a quarter of a second if the peer has stopped
+// reading; then the transport closes. Close waits for both: a program that
+// exits once Done fires calls Close first, as Serve does.
 func (c *Conn) Done() <-chan struct{} { return c.closed }
 
 // Err returns why the connection closed (matching ErrConnClosed), or nil
@@ -338,7 +412,7 @@ type Stats struct {
 	IncomingInFlight int    // requests from the peer not yet answered
 	OutgoingInFlight int    // our requests not yet answered
 	CancelsReceived  uint64 // well-formed cancels received
-	CancelsSent      uint64 // $/cancel_request notifications sent
+	CancelsSent      uint64 // cancels sent for this side's calls: $/cancel_request, or session/cancel for a prompt's turn
 	// UnsentNotifications and UnsentNotificationBytes are this side's
 	// notifications queued by Notify and not yet written, and their bytes:
 	// at most Options.MaxUnsentNotifications and MaxUnsentNotificationBytes,

@@ -73,7 +73,11 @@
 // Outgoing calls cancel by context too: when the context given to Call ends
 // before the answer, the peer is sent one $/cancel_request for that call. A
 // handler that passes its own context to its calls cancels them all, each
-// with its own $/cancel_request, however many hops the cascade has.
+// with its own $/cancel_request, however many hops the cascade has. A
+// session/prompt's turn is cancelled as ACP's prompt-turn page prescribes,
+// with session/cancel for its session and everything CancelSession does;
+// the call then waits Options.TurnCancelWait for the agent's stop reason,
+// "cancelled", which it returns as a result.
 //
 // # Exactly one answer
 //
@@ -137,12 +141,23 @@
 //
 // Shutdown is the graceful end, ACP's internal cancellation: every request
 // in flight and every v2 work is cancelled with ErrShutdown and answered as
-// cancelled, this side's calls get their $/cancel_request, and the
+// cancelled, this side's calls are cancelled (a prompt's turn with
+// session/cancel, any other call with its $/cancel_request), and the
 // connection closes once all is sent or its context ends. Close is the
-// immediate stop: handlers' contexts end with ErrConnClosed, pending calls
+// immediate stop (a client's turns in flight are sent session/cancel on the
+// way out): handlers' contexts end with ErrConnClosed, pending calls
 // fail with an error that matches ErrConnClosed (which no answer of the
 // peer's can) and says who closed the connection and why, as every later
-// Call and Notify does, and Close returns promptly whatever the peer does. At the
-// end of the peer's input the notifications already read are handled first.
-// docs/design.md walks through both.
+// Call and Notify does, and Close returns promptly whatever the peer does.
+//
+// The end of the peer's input (a client that closes the agent's stdin) is
+// the peer saying it will send nothing more, not that it stopped reading:
+// what was read before it is served first, for up to
+// Options.InputEndGrace (a second by default), with the connection open.
+// The notifications are handled; every request is answered, with its
+// handler's result, or as cancelled once the bound has passed; this side's
+// pending calls fail at once, since no answer can come. Then the connection
+// closes. Done fires then, with the last answers still being written:
+// Close waits for them, and Serve and ServeStdio return only once they
+// are. docs/design.md walks through all three ends.
 package acprpc

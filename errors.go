@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Cancellation causes. A handler learns why its context ended with
@@ -125,11 +126,24 @@ func (e *CallError) Unwrap() error { return e.Err }
 type cancelledCall struct {
 	ctxErr error
 	answer *Error
+	// sent is which cancel the peer was sent ("$/cancel_request for request
+	// 7", "session/cancel for session \"s\""), and waited how long the call
+	// then waited for the answer, in vain: set when the wait ran out.
+	sent   string
+	waited time.Duration
 }
 
 func (e cancelledCall) Error() string {
-	if e.answer != nil {
+	switch {
+	case e.answer != nil:
 		return "cancelled (" + e.ctxErr.Error() + "), peer answered: " + e.answer.Error()
+	case e.waited > 0 && e.sent != "":
+		return "cancelled (" + e.ctxErr.Error() + "): sent " + e.sent + ", and the peer had not answered " +
+			e.waited.String() + " later, so its turn or work may still be running, and its late answer is dropped; " +
+			"a peer that honours the cancel answers sooner: look at the peer's log, or wait longer (WaitAfterCancel)"
+	case e.waited > 0:
+		return "cancelled (" + e.ctxErr.Error() + "): no cancel could be sent, and the peer had not answered " +
+			e.waited.String() + " later"
 	}
 	return "cancelled: " + e.ctxErr.Error()
 }

@@ -110,6 +110,24 @@ func ExampleCallFor() {
 	// Output: selected allow <nil>
 }
 
+// A plain function is registered through HandlerFunc: given the function
+// itself, Register does not compile ("missing method Handle").
+func ExampleRouter_Register() {
+	router := acprpc.NewRouter()
+	ping := func(ctx context.Context, req *acprpc.Request) (any, error) { return "pong", nil }
+	router.Register("_my/ping", acprpc.HandlerFunc(ping)) // not router.Register("_my/ping", ping)
+
+	agentEnd, clientEnd := net.Pipe()
+	ctx := context.Background()
+	agent := acprpc.NewConn(ctx, acprpc.NewStream(agentEnd), router, nil)
+	defer agent.Close()
+	client := acprpc.NewConn(ctx, acprpc.NewStream(clientEnd), nil, nil)
+	defer client.Close()
+
+	fmt.Println(acprpc.CallFor[string](ctx, client, "_my/ping", nil))
+	// Output: pong <nil>
+}
+
 // An SDK registers the methods it knows and hands the rest (here, ACP's
 // extension methods, whose names start with "_") to a fallback. Methods can
 // be registered and removed while the connection runs.

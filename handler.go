@@ -17,11 +17,18 @@ import (
 // goroutine of its own, with a context that ends when the request is
 // cancelled; it should return soon after. For a notification the result is
 // ignored, and notifications are handled one at a time in arrival order.
+//
+// A function with Handle's signature is not a Handler itself: passing one
+// where a Handler is wanted (NewConn, Router.Register) fails to compile
+// with "missing method Handle". HandlerFunc(f) makes it one; RequestHandler
+// and NotificationHandler make one of a typed function.
 type Handler interface {
 	Handle(ctx context.Context, req *Request) (result any, err error)
 }
 
-// HandlerFunc adapts a function to a Handler.
+// HandlerFunc adapts a function to a Handler: HandlerFunc(f) where a
+// Handler is wanted, since f itself does not compile there ("missing method
+// Handle").
 type HandlerFunc func(ctx context.Context, req *Request) (any, error)
 
 // Handle calls f(ctx, req).

@@ -26,7 +26,7 @@ func TestSetLogger(t *testing.T) {
 	logger := log.Logger()
 	c.SetLogger(logger)
 	badLine()
-	_, found := log.FindLogged(slog.LevelWarn, "bad message")
+	_, found := log.FindLogged(slog.LevelWarn, "not JSON")
 	assert.True(t, found, "the logger set after construction receives the warning")
 	c.SetLogger(nil)
 	n := len(log.Logged())

@@ -83,8 +83,9 @@ func TestMethodCallWrongTypedResult(t *testing.T) {
 	assert.Equal(t, promptResult{}, got.res)
 }
 
-// Cancelling the context of a Method's call sends the peer one
-// $/cancel_request for it, and the call ends cancelled.
+// Cancelling the context of a Method's call of session/prompt sends the
+// peer one session/cancel for its session, and the call returns the
+// agent's cancelled stop reason.
 func TestMethodCallCancelPassesThrough(t *testing.T) {
 	ctx := wiretest.Context(t)
 	conn, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
@@ -92,12 +93,12 @@ func TestMethodCallCancelPassesThrough(t *testing.T) {
 	done := callTyped(callCtx, conn)
 	req := p.ExpectRequest(ctx, "session/prompt")
 	cancel()
-	note := p.ExpectNotification(ctx, acprpc.MethodCancelRequest)
-	assert.JSONEq(t, `{"requestId":`+string(req.ID)+`}`, string(note.Params))
+	note := p.ExpectNotification(ctx, "session/cancel")
+	assert.JSONEq(t, `{"sessionId":"s1"}`, string(note.Params))
+	p.Respond(string(req.ID), `{"stopReason":"cancelled"}`)
 	got := wiretest.Recv(t, ctx, done)
-	require.ErrorIs(t, got.err, context.Canceled)
-	require.ErrorIs(t, got.err, acprpc.ErrCancelled)
-	assert.Equal(t, promptResult{}, got.res)
+	require.NoError(t, got.err)
+	assert.Equal(t, promptResult{StopReason: "cancelled"}, got.res)
 }
 
 // Handle serves the method with a typed function: params decoded, the

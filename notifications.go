@@ -174,14 +174,6 @@ func (n *notifier) reachedChan(target uint64) <-chan struct{} {
 	return ch
 }
 
-// drain waits until every notification queued so far has been handled,
-// the notifier has stopped, or d has passed.
-func (n *notifier) drain(d time.Duration) {
-	bound := time.NewTimer(d)
-	defer bound.Stop()
-	n.waitFor(n.barrier(), nil, bound.C)
-}
-
 // run is the notification loop: it handles the queue and returns once the
 // queue is empty or the notifier has stopped.
 func (n *notifier) run() {

@@ -13,6 +13,11 @@ import (
 // says otherwise.
 const DefaultCancelGrace = 2 * time.Second
 
+// DefaultInputEndGrace is how long, once the peer's input has ended, the
+// requests and notifications read before the end are given to be handled,
+// unless Options.InputEndGrace says otherwise.
+const DefaultInputEndGrace = time.Second
+
 // The defaults of Options' bounds, each given by value in its field's
 // documentation.
 const (
@@ -29,15 +34,30 @@ const (
 // Options configure a Conn. The zero value (or a nil *Options) is ready for
 // ACP: markers and session cancellation as the protocol defines them.
 type Options struct {
-	// Logger receives the connection's diagnostics: bad messages, ignored
-	// cancels, panics with their stacks. Nil means silent.
+	// Logger receives the connection's diagnostics: bad messages (a line
+	// that is not JSON with its first bytes), ignored cancels, panics with
+	// their stacks, a handler that ignored its cancel, a peer that answers
+	// a notification. Nil means silent.
 	Logger *slog.Logger
 
 	// CancelGrace is how long a handler may run on after its request was
 	// cancelled. When it passes, the request is answered with its method's
-	// marker or -32800, and the handler's later return is dropped. Zero
+	// marker or -32800, a warning names the method, the ID and how long the
+	// handler overran, and the handler's later return is dropped. Zero
 	// means DefaultCancelGrace; a negative value waits for the handler.
 	CancelGrace time.Duration
+
+	// InputEndGrace is how long, once the peer's input has ended (it will
+	// send nothing more, and may still read), the requests and
+	// notifications read before the end are given to be handled, with
+	// their contexts live. Each such request is answered before the
+	// connection closes: with what its handler returns within the bound,
+	// else, once the bound has passed, as cancelled (its method's marker or
+	// -32800), its handler's context ending with ErrConnClosed and its later
+	// return dropped; notifications still queued then are dropped. The
+	// connection closes as soon as all are done. Zero or less means
+	// DefaultInputEndGrace.
+	InputEndGrace time.Duration
 
 	// HandlerTimeout, if positive, is a deadline for each incoming request.
 	// Passing it cancels the request with cause ErrDeadline.
@@ -116,8 +136,20 @@ type Options struct {
 	// WaitAfterCancel is how long Call waits, once its context has ended
 	// and $/cancel_request is sent, for the peer's answer, so that a caller
 	// can get a marker or a partial result. Zero returns at once. A call
-	// can override it with the WaitAfterCancel CallOption.
+	// can override it with the WaitAfterCancel CallOption. A session/prompt
+	// call waits TurnCancelWait instead.
 	WaitAfterCancel time.Duration
+
+	// TurnCancelWait is how long a session/prompt call whose context ended
+	// (a cancel, a deadline) or that Shutdown cancelled waits for the
+	// agent's answer, once the call has cancelled its turn with
+	// session/cancel as CancelSession does. An agent that honours it
+	// answers stopReason "cancelled", which the call returns as a result
+	// with a nil error; if the wait runs out first, the call returns an
+	// error that matches ErrCancelled and ctx's error and says so. Zero
+	// means DefaultTurnCancelWait (5s); a negative value returns at once.
+	// The WaitAfterCancel CallOption overrides it for one call.
+	TurnCancelWait time.Duration
 
 	// Hooks see every message the connection receives or sends; the zero
 	// value has none.
@@ -202,6 +234,9 @@ func (o *Options) settled() Options {
 	}
 	if s.CancelGrace == 0 {
 		s.CancelGrace = DefaultCancelGrace
+	}
+	if s.InputEndGrace <= 0 {
+		s.InputEndGrace = DefaultInputEndGrace
 	}
 	// A limit of zero or less means its default.
 	s.MaxMessageSize = cmp.Or(max(s.MaxMessageSize, 0), DefaultMaxMessageSize)

@@ -22,7 +22,7 @@ type pendingCall struct {
 	result  []byte
 	errObj  []byte
 	barrier uint64  // notifications to handle before the answer is seen
-	acp     acpCall // what the protocol follows of the call (acp_rules.go); set before it is sent
+	acp     acpCall // what the protocol follows of the call (acp_rules.go); set under the table's lock before it is sent
 	// released: the caller gave up on the call with ReleaseOnCancel, and
 	// the call waits among the released, not the calls awaiting answers.
 	released bool
@@ -206,6 +206,7 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 	}
 	if pc.released {
 		c.log.Debug("acprpc: dropping the late answer to a call released on its cancel", "id", string(rawID), "method", pc.method)
+		pc.end(nil, nil, 0) // its caller has returned; what waits for its end (acp_turn.go) goes on
 		return
 	}
 	pc.end(result, errObj, c.notes.barrier())
@@ -223,7 +224,7 @@ func (c *Conn) deliver(m *message) {
 		return
 	}
 	if m.ID == nil {
-		c.log.Warn("acprpc: the peer answered a message it could not read", "error", string(m.Error))
+		c.idlessAnswer(m.Error)
 		return
 	}
 	c.endCall(m.ID, m.Result, m.Error)
@@ -247,9 +248,18 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // request, and Call returns a *CallError that matches both ctx.Err() and
 // ErrCancelled, at once or, with WaitAfterCancel, once the peer's answer
 // arrives (a result then returns nil, so a caller can use a marker or a
-// partial result). An error answer comes back as a *CallError wrapping the
-// peer's *Error. If the connection closes first, the error matches
-// ErrConnClosed, which no answer of the peer's can.
+// partial result); a wait that runs out says which cancel was sent and how
+// long the call waited. A session/prompt is cancelled as ACP prescribes
+// instead: session/cancel for its session, with everything CancelSession
+// does, then a wait of Options.TurnCancelWait for the agent's answer, whose
+// stopReason "cancelled" Call returns with a nil error (see
+// CancelRequestOnly for $/cancel_request alone). A prompt on a session
+// whose cancelled turn the agent has not answered yet is sent once that
+// answer is read, or TurnCancelWait has passed. An error answer comes back
+// as a *CallError wrapping the peer's *Error. If the connection closes
+// first, or the peer's input ends (no answer can come any more; the
+// connection closes right after it has answered what it read), the error
+// matches ErrConnClosed, which no answer of the peer's can.
 //
 // Call returns the answer only after every notification the peer sent
 // before it has been handled. The ordering never costs a caller its
@@ -281,6 +291,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 	}
 	id, pc, err := c.calls.register(method)
 	if errors.Is(err, ErrConnClosed) {
+		c.cutShortByInputEnd(ctx)
 		err = c.closedErr() // says what closed the connection: an agent's exit, a failed write
 	}
 	if err != nil {
@@ -296,7 +307,11 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		return &CallError{Method: method, Err: paramsError(err, params)} // not sent: no ID
 	}
 	f.info.ctx = ctx
-	c.acp.callSent(pc, f)
+	if err := c.acp.callSent(ctx, pc, f); err != nil {
+		c.calls.take(id)
+		f.release()
+		return &CallError{Method: method, Err: err} // not sent: no ID
+	}
 	if err := c.writer.sendNow(f); err != nil {
 		c.calls.take(id)
 		c.writeFailed(err)
@@ -312,21 +327,21 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 			<-pc.done
 			return c.complete(ctx, ctx.Done(), nil, pc, result, callErr, nil)
 		}
-		c.sendCancel(ctx, pc, id)
-		return c.afterCancel(ctx, id, pc, result, callErr, co, ctx.Err())
+		how := c.sendCancel(ctx, pc, id, &co)
+		return c.afterCancel(ctx, id, pc, result, callErr, co, cancelledCall{ctxErr: ctx.Err(), sent: how})
 	case <-c.stopping:
 		// Shutdown cancels this side's calls as it cancels the peer's
 		// requests: the peer is told, and may still answer.
-		c.sendCancel(ctx, pc, id)
-		return c.afterCancel(ctx, id, pc, result, callErr, co, ErrShutdown)
+		how := c.sendCancel(ctx, pc, id, &co)
+		return c.afterCancel(ctx, id, pc, result, callErr, co, cancelledCall{ctxErr: ErrShutdown, sent: how})
 	}
 }
 
 // afterCancel ends a call that was cancelled, for why, and whose cancel is
 // sent: it waits up to co's WaitAfterCancel for the answer, and, with
 // ReleaseOnCancel, a call that returns without it leaves the calls awaiting
-// answers.
-func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, result any, callErr func(error) error, co callOptions, why error) error {
+// answers. A wait that runs out says so, and which cancel the peer had.
+func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, result any, callErr func(error) error, co callOptions, why cancelledCall) error {
 	if co.waitAfterCancel > 0 {
 		// A timer, not a context with a timeout: a burst of cancelled calls
 		// waits for thousands of answers, and the context costs four times
@@ -335,14 +350,15 @@ func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, resul
 		defer wait.Stop()
 		select {
 		case <-pc.done:
-			return c.complete(ctx, nil, wait.C, pc, result, callErr, why)
+			return c.complete(ctx, nil, wait.C, pc, result, callErr, why.ctxErr)
 		case <-wait.C:
 		}
+		why.waited = co.waitAfterCancel
 	}
 	if co.releaseOnCancel {
 		c.calls.release(id)
 	}
-	return callErr(cancelledCall{ctxErr: why})
+	return callErr(why)
 }
 
 // complete turns a finished call into Call's return. giveUp, or timeout,
@@ -357,6 +373,7 @@ func (c *Conn) afterCancel(ctx context.Context, id int64, pc *pendingCall, resul
 // it.
 func (c *Conn) complete(ctx context.Context, giveUp <-chan struct{}, timeout <-chan time.Time, pc *pendingCall, result any, callErr func(error) error, ctxErr error) error {
 	if !pc.answered() {
+		c.cutShortByInputEnd(ctx)
 		return callErr(c.closedErr())
 	}
 	// Not reached, with the connection open: the bound came (the notifier
@@ -373,7 +390,7 @@ func (c *Conn) complete(ctx context.Context, giveUp <-chan struct{}, timeout <-c
 		if ctxErr != nil {
 			return callErr(cancelledCall{ctxErr: ctxErr, answer: rpcErr})
 		}
-		return callErr(rpcErr)
+		return callErr(c.acp.callFailed(rpcErr))
 	}
 	var decodeErr error
 	if result != nil {
@@ -383,7 +400,7 @@ func (c *Conn) complete(ctx context.Context, giveUp <-chan struct{}, timeout <-c
 	case behind:
 		return callErr(cancelledCall{ctxErr: ctxErr})
 	case decodeErr != nil:
-		return callErr(fmt.Errorf("cannot decode result: %w", decodeErr))
+		return callErr(c.acp.callFailed(fmt.Errorf("cannot decode result: %w", decodeErr)))
 	}
 	return nil
 }
@@ -482,12 +499,31 @@ func paramsError(err error, params any) error {
 	return fmt.Errorf("not sent: cannot encode the params: %w", err)
 }
 
+// cutShortByInputEnd cancels the request whose handler made, with ctx, a
+// call that the end of the peer's input has left without an answer, as a
+// failed write does: the handler that returns the call's error then has
+// its request answered as cancelled (its marker or -32800), cut short by
+// the peer's end, not failed with -32603. A call made otherwise, or once
+// the connection has closed, changes nothing.
+func (c *Conn) cutShortByInputEnd(ctx context.Context) {
+	end := c.inputEnd.Load()
+	if end == nil || c.Err() != nil {
+		return
+	}
+	if r, ok := ctx.Value(inRequestKey).(*inRequest); ok && r.conn == c {
+		r.cancelWith(*end)
+	}
+}
+
 // closedErr is the error of a call the connection's end left unanswered:
 // why the connection closed, which matches ErrConnClosed and says what ended
 // it (an agent's exit, a failed write, the end of the input).
 func (c *Conn) closedErr() error {
 	if err := c.Err(); err != nil {
 		return err
+	}
+	if err := c.inputEnd.Load(); err != nil {
+		return *err
 	}
 	return ErrConnClosed
 }
@@ -497,7 +533,9 @@ type CallOption func(*callOptions)
 
 type callOptions struct {
 	waitAfterCancel time.Duration
+	waitSet         bool // the call's own WaitAfterCancel, which the protocol keeps
 	releaseOnCancel bool
+	requestCancel   bool // the protocol's cancel of the request alone (CancelRequestOnly)
 }
 
 // callOptions returns the options of one Call: the connection's, adjusted
@@ -525,7 +563,18 @@ func (co callOptions) with(opts []CallOption) callOptions {
 // WaitAfterCancel sets, for one Call, how long to wait for the peer's answer
 // after the call's context ends; see Options.WaitAfterCancel.
 func WaitAfterCancel(d time.Duration) CallOption {
-	return func(o *callOptions) { o.waitAfterCancel = d }
+	return func(o *callOptions) { o.waitAfterCancel, o.waitSet = d, true }
+}
+
+// CancelRequestOnly makes one Call, when its context ends or Shutdown
+// cancels it, send the peer $/cancel_request for it alone, even for a
+// session/prompt, whose turn is otherwise cancelled with session/cancel
+// (see Options.TurnCancelWait). It is for a tool that checks how an agent
+// honours $/cancel_request of a prompt, and for an agent known to honour it
+// and not session/cancel. The call then waits WaitAfterCancel, not
+// TurnCancelWait.
+func CancelRequestOnly() CallOption {
+	return func(o *callOptions) { o.requestCancel = true }
 }
 
 // ReleaseOnCancel makes one Call, once it has returned on its cancel without

@@ -46,6 +46,12 @@ func NewRouter() *Router { return &Router{} }
 // alike; RequestHandler and NotificationHandler make handlers that take only
 // their kind.
 //
+// A plain function is not a Handler: given one, the compiler says that it
+// does not implement Handler ("missing method Handle"). Wrap it:
+// HandlerFunc(f) for a func(ctx, *Request) (any, error), RequestHandler(f)
+// for a typed func(ctx, P) (R, error), NotificationHandler(f) for a typed
+// func(ctx, P).
+//
 // Register panics if method is empty, if h is nil, if method is
 // $/cancel_request (which the connection consumes itself), or if h is a
 // RequestHandler for a method starting with "$/" (the connection answers
@@ -107,6 +113,35 @@ func (r *Router) Handle(ctx context.Context, req *Request) (any, error) {
 		return t.fallback.Handle(ctx, req)
 	}
 	return nil, MethodNotFound(req.Method)
+}
+
+// serves reports whether the router has a handler for method, its own or
+// the fallback, as its registrations stand now.
+func (r *Router) serves(_ *Conn, method string) bool {
+	t := r.table.Load()
+	if t == nil {
+		return false
+	}
+	_, ok := t.methods[method]
+	return ok || t.fallback != nil
+}
+
+// servingHandler is a Handler that can tell, before it is called, whether
+// it serves a method: Router and VersionRouter.
+type servingHandler interface {
+	serves(c *Conn, method string) bool
+}
+
+// handlerServes reports whether h may serve method on c: false for a nil
+// handler, or one that can tell and does not serve it, true for any other.
+func handlerServes(h Handler, c *Conn, method string) bool {
+	if h == nil {
+		return false
+	}
+	if s, ok := h.(servingHandler); ok {
+		return s.serves(c, method)
+	}
+	return true
 }
 
 // requestOnly marks the handlers RequestHandler makes, so that Register can

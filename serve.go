@@ -108,8 +108,15 @@ func (c *Conn) finish(r *inRequest, result any, err error) {
 	// free before its answer goes out, so a peer that reads the answer can
 	// send the next request at once.
 	c.incoming.held.Add(-int64(r.size))
-	if r.answered.Load() {
-		return // answered for the handler when its grace period ran out
+	if r.answered.Load() && r.atInputEnd.Load() {
+		c.log.Info("acprpc: a handler has returned after its request was answered cancelled at the end of the peer's input, when Options.InputEndGrace ran out; its answer was dropped",
+			"method", r.req.Method, "id", r.req.ID.String(), "late", r.sinceCancel().String())
+		return
+	}
+	if r.answered.Load() { // answered for the handler when its grace period ran out
+		c.log.Info("acprpc: a handler that ignored its cancel has returned; its answer was dropped, as its request was answered cancelled when Options.CancelGrace ran out",
+			"method", r.req.Method, "id", r.req.ID.String(), "overran", r.sinceCancel().String())
+		return
 	}
 	c.acp.holdAnswer(r)
 	if err == nil {
@@ -147,11 +154,23 @@ func (c *Conn) cancelledFrame(rawID []byte, method string) *frame {
 	return f
 }
 
-// answer sends f as r's one answer; any later attempt is dropped.
-func (c *Conn) answer(r *inRequest, f *frame) {
+// graceRanOut answers a cancelled request whose handler has not returned
+// within Options.CancelGrace, and says so: the handler ignored its cancel,
+// which its author should know.
+func (c *Conn) graceRanOut(r *inRequest) {
+	if !c.answer(r, c.cancelledFrame(r.rawID, r.req.Method)) {
+		return // the handler returned meanwhile
+	}
+	c.log.Warn("acprpc: a handler ignored its cancel: it still runs after Options.CancelGrace, so its request was answered cancelled for it and its own answer will be dropped; return from the handler when its context ends",
+		"method", r.req.Method, "id", r.req.ID.String(), "overran", c.opts.CancelGrace.String())
+}
+
+// answer sends f as r's one answer, and reports whether it did: any later
+// attempt is dropped.
+func (c *Conn) answer(r *inRequest, f *frame) bool {
 	if !r.answered.CompareAndSwap(false, true) {
 		f.release()
-		return
+		return false
 	}
 	r.stopTimers()
 	c.incoming.remove(r) // before sending: the peer may reuse the ID once it reads the answer
@@ -161,6 +180,7 @@ func (c *Conn) answer(r *inRequest, f *frame) {
 	c.reply(f)
 	r.markSent()
 	c.incoming.queued()
+	return true
 }
 
 // reply sends an answer; one that is queued counts against
@@ -175,10 +195,14 @@ func (c *Conn) reply(f *frame) {
 	}
 }
 
-// badMessage answers a message that is not usable; the connection and
-// everything in flight go on.
-func (c *Conn) badMessage(e *wire.Problem) {
-	c.log.Warn("acprpc: bad message from peer", "code", e.Code, "error", e.Msg)
+// badMessage answers a message that is not usable, msg as read; the
+// connection and everything in flight go on.
+func (c *Conn) badMessage(e *wire.Problem, msg []byte) {
+	if e.Code == CodeParseError {
+		c.acp.notJSON(msg)
+	} else {
+		c.log.Warn("acprpc: bad message from peer", "code", e.Code, "error", e.Msg)
+	}
 	c.replyOwn("", errorFrame(e.ID, &Error{Code: e.Code, Message: e.Msg}))
 }
 

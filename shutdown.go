@@ -10,9 +10,11 @@ import (
 // cancels internally (the user closed the editor, the agent was told to
 // stop): it stops taking requests (each one read from now on is answered
 // as cancelled), cancels every request in flight and every v2 work with
-// ErrShutdown, sends $/cancel_request for this side's own calls (a Call made
-// from now on fails with ErrShutdown), and once every request is answered,
-// every work has ended and every Call has returned, flushes and closes.
+// ErrShutdown, cancels this side's own calls, a prompt's turn with
+// session/cancel (Options.TurnCancelWait) and any other call with its
+// $/cancel_request (a Call made from now on fails with ErrShutdown), and
+// once every request is answered, every work has ended and every Call has
+// returned, flushes and closes.
 // Notifications go on both ways until then.
 //
 // It returns nil once all is sent and the connection closed; if ctx ends

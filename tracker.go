@@ -25,7 +25,10 @@ type inRequest struct {
 	key      wire.Key
 	size     int         // the message's bytes, held until the handler returns
 	answered atomic.Bool // set once, by the one answer
-	acp      acpRequest  // what the protocol keeps of the request (acp_rules.go)
+	// atInputEnd: answered cancelled for its handler once InputEndGrace ran
+	// out (Conn.inputEndRanOut), not CancelGrace.
+	atInputEnd atomic.Bool
+	acp        acpRequest // what the protocol keeps of the request (acp_rules.go)
 	// sent is set once the one answer is queued for the writer; watched
 	// once someone waits for that (waitSent), which onSent then tells.
 	sent, watched atomic.Bool
@@ -41,6 +44,7 @@ type inRequest struct {
 	cause    error       // the first cancellation cause, recorded as it arrived
 	decided  error       // the cause a cancel under way gives, whichever cancel lands first
 	grace    *time.Timer // answers for a handler that outlives its grace period
+	cancelAt time.Time   // when the first cancel arrived, to say how long a handler overran it
 	deadline *time.Timer
 	onSent   signal // fired once sent is set, if watched
 }
@@ -129,10 +133,18 @@ func (r *inRequest) cancelWith(cause error) bool {
 		cause = r.decided
 	}
 	r.cause = cause
-	r.grace = r.conn.afterGrace(func() { r.conn.answerCancelled(r) })
+	r.cancelAt = time.Now()
+	r.grace = r.conn.afterGrace(func() { r.conn.graceRanOut(r) })
 	r.mu.Unlock()
 	r.cancel(cause)
 	return true
+}
+
+// sinceCancel is how long ago the request was cancelled.
+func (r *inRequest) sinceCancel() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Since(r.cancelAt).Round(time.Millisecond)
 }
 
 // decide fixes the cause of a cancel that is under way but not yet made, so

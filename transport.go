@@ -17,7 +17,13 @@ type Transport interface {
 	// Recv returns the next message from the peer. The Conn keeps the slice,
 	// so the transport must not reuse it. An error ends the connection (io.EOF
 	// when the peer's input ended), except a *MessageTooLargeError: the
-	// message was dropped, and the Conn answers it and reads on.
+	// message was dropped, and the Conn answers it and reads on. The end of
+	// input is taken for a peer that will send nothing more but may still
+	// read, whose requests read before it are answered first
+	// (Options.InputEndGrace); an error with a method PeerGone() bool that
+	// returns true says the peer reads nothing more either (it has exited),
+	// and the connection closes once the notifications read before are
+	// handled, the requests in flight unanswered.
 	Recv() ([]byte, error)
 
 	// Send delivers one message to the peer. msg holds one JSON value with no

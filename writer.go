@@ -29,6 +29,7 @@ type writer struct {
 	sent      func(context.Context, *Message)          // Hooks.Sent, or nil
 	runQueue  func()                                   // w.run, made once: starting the goroutine allocates nothing
 	crowded   func() bool                              // more than one request in flight either way, or nil
+	notified  lastNotified                             // the last notification written
 
 	mu        sync.Mutex // protects the fields below
 	queued    int        // bytes of answers queued and not yet written
@@ -115,6 +116,7 @@ func (w *writer) writeNow(f *frame) {
 	if w.sent != nil {
 		w.sent(f.info.ctx, f.message())
 	}
+	w.notified.wrote(f)
 	unflushed, err := w.try(f.Buf.Bytes())
 	f.release()
 	if err != nil {
@@ -180,6 +182,7 @@ func (w *writer) write(batch []*frame) error {
 			if w.sent != nil {
 				w.sent(f.info.ctx, f.message())
 			}
+			w.notified.wrote(f)
 			err = w.transport.Send(f.Buf.Bytes())
 		}
 		switch {

@@ -1,6 +1,7 @@
 package acpv1
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"testing"
@@ -61,9 +62,10 @@ func TestAgentOwnInitializeAndSessionNew(t *testing.T) {
 }
 
 // A typed turn, Agent and Client both: the prompt's update reaches the
-// client's typed handler, and cancelling the client's prompt call
-// cancels the agent's turn and, through its context, the agent's own call
-// to the client, each with its $/cancel_request.
+// client's typed handler, and cancelling the client's prompt call cancels
+// the agent's turn with session/cancel, as CancelSession does: the client
+// answers the agent's permission request cancelled, and the call returns
+// the turn's stop reason, cancelled.
 func TestTypedTurnCancelPassesThrough(t *testing.T) {
 	ctx := wiretest.Context(t)
 	asked := make(chan struct{})
@@ -76,7 +78,7 @@ func TestTypedTurnCancelPassesThrough(t *testing.T) {
 		}
 		_, err := ToClient.SessionRequestPermission.Call(ctx, conn, RequestPermissionRequest{SessionID: p.SessionID})
 		agentSaw <- context.Cause(ctx)
-		return PromptResponse{}, err
+		return PromptResponse{}, cmp.Or(err, ctx.Err()) // answered with the marker
 	}}
 	updates := make(chan string, 1)
 	client := Client{
@@ -97,11 +99,11 @@ func TestTypedTurnCancelPassesThrough(t *testing.T) {
 		wiretest.Recv(t, ctx, asked)
 		cancel()
 	}()
-	_, err := ToAgent.SessionPrompt.Call(turn, conn, TextPrompt("sess_1", "hello"))
-	require.ErrorIs(t, err, context.Canceled)
-	require.ErrorIs(t, err, acprpc.ErrCancelled)
-	assert.ErrorIs(t, wiretest.Recv(t, ctx, agentSaw), acprpc.ErrPeerCancelled, "the agent's turn")
-	assert.ErrorIs(t, wiretest.Recv(t, ctx, clientSaw), acprpc.ErrPeerCancelled, "the agent's call to the client")
+	res, err := ToAgent.SessionPrompt.Call(turn, conn, TextPrompt("sess_1", "hello"))
+	require.NoError(t, err)
+	assert.Equal(t, StopReasonCancelled, res.StopReason)
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, agentSaw), acprpc.ErrSessionCancelled, "the agent's turn")
+	assert.ErrorIs(t, wiretest.Recv(t, ctx, clientSaw), acprpc.ErrSessionCancelled, "the agent's call to the client, answered by the client")
 	assert.Equal(t, "thinking", wiretest.Recv(t, ctx, updates))
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/acpv1"
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
@@ -54,4 +55,53 @@ func TestNullListElementIsInvalidParams(t *testing.T) {
 			assert.Contains(t, m.Error.Message, tc.place)
 		})
 	}
+}
+
+// A typed v2 prompt whose context ends before the agent has inserted it
+// cancels the session's work with session/cancel, as CancelSession does,
+// not with $/cancel_request: the agent answers the held prompt -32800,
+// which the call returns with the cancel.
+func TestTypedPromptCancelSendsSessionCancel(t *testing.T) {
+	ctx := wiretest.Context(t)
+	conn, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{PinnedVersion: acprpc.ProtocolV2})
+	turn, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := ToAgent.SessionPrompt.Call(turn, conn, TextPrompt("sess_1", "hello"))
+		done <- err
+	}()
+	prompt := p.ExpectRequest(ctx, MethodSessionPrompt)
+	cancel()
+	m := p.ExpectNotification(ctx, MethodSessionCancel)
+	assert.JSONEq(t, `{"sessionId":"sess_1"}`, string(m.Params))
+	p.RespondError(string(prompt.ID), acprpc.CodeRequestCancelled, "Request cancelled")
+	err := wiretest.Recv(t, ctx, done)
+	assert.ErrorIs(t, err, acprpc.ErrCancelled)
+	assert.ErrorIs(t, err, context.Canceled)
+	var answer *acprpc.Error
+	require.ErrorAs(t, err, &answer)
+	assert.EqualValues(t, acprpc.CodeRequestCancelled, answer.Code)
+}
+
+// A v2 client of a v1 agent is told, on the initialize answer that v2's
+// types cannot read and on the agent's refusal of v2's session/new, that
+// the agent answered protocolVersion 1 and what to do instead.
+func TestClientOfV1AgentIsToldItsVersion(t *testing.T) {
+	ctx := wiretest.Context(t)
+	v1 := acpv1.Agent{Info: acpv1.Implementation{Name: "old", Version: "1.0"}}
+	conn := wiretest.NewWire(t, wiretest.Side{Handler: v1.Router()}, wiretest.Side{}).B
+	const declined = "the agent answered initialize with protocolVersion 1, though this side asked for 2: " +
+		"it does not speak ACP v2, and this connection follows v1's rules: send it v1's messages (acpv1's types and " +
+		"methods; a handler that serves both versions is an acprpc.VersionRouter), or close the connection if this side speaks v2 alone"
+
+	_, err := ToAgent.Initialize.Call(ctx, conn, InitializeRequest{ProtocolVersion: 2, Info: Implementation{Name: "client", Version: "1"}})
+	require.Error(t, err)
+	assert.Equal(t, `acprpc: call initialize (id 1): cannot decode result: acpv2: InitializeResponse without "info", which the schema requires; `+declined, err.Error())
+	assert.Equal(t, acprpc.ProtocolV1, conn.ProtocolVersion())
+
+	_, err = ToAgent.SessionNew.Call(ctx, conn, NewSessionRequest{Cwd: "/"})
+	var rpcErr *acprpc.Error
+	require.ErrorAs(t, err, &rpcErr, "the agent's answer is still there")
+	assert.EqualValues(t, acprpc.CodeInvalidParams, rpcErr.Code)
+	assert.Equal(t, "acprpc: call session/new (id 2): "+rpcErr.Error()+"; "+declined, err.Error())
 }

@@ -186,6 +186,7 @@ func TestStartExitsWhileAChildHoldsItsStdout(t *testing.T) {
 			require.ErrorIs(t, err, acprpc.ErrConnClosed)
 			require.ErrorIs(t, err, agentproc.ErrExited)
 			assert.Equal(t, 3, exitCode(err), "the call's error carries the exit status: %v", err)
+			wiretest.Recv(t, ctx, agent.Done()) // the call fails as the input ends, the close comes right after
 			require.ErrorIs(t, agent.Err(), agentproc.ErrExited)
 			assert.Equal(t, 3, exitCode(agent.Wait()))
 			r, ok := records.FindLogged(slog.LevelInfo, "agent stderr")

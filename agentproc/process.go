@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/agentpeer"
 )
 
 // Close's defaults, for an Options field left zero. With them, an
@@ -170,6 +171,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, h acprpc.Handler, opts *Options) 
 	}
 	go p.reap()
 	p.Conn = acprpc.NewConn(ctx, acprpc.NewStreamPipes(p.stdout, stdin), h, o.Conn)
+	agentpeer.Mark(p.Conn) // what the Conn logs of the agent's stdout is worded for this client
 	return p, nil
 }
 
@@ -215,10 +217,20 @@ var ErrExited = errors.New("agentproc: the agent exited")
 // exitError is why the connection ended once the agent has exited.
 func (p *Process) exitError() error {
 	if p.waitErr == nil {
-		return fmt.Errorf("%w with status 0", ErrExited)
+		return exited{fmt.Errorf("%w with status 0", ErrExited)}
 	}
-	return fmt.Errorf("%w: %w", ErrExited, p.waitErr)
+	return exited{fmt.Errorf("%w: %w", ErrExited, p.waitErr)}
 }
+
+// exited is the agent's exit as the end of the connection's input: the
+// agent reads nothing more either, so the connection does not wait to
+// answer what it read before (acprpc.Transport, PeerGone).
+type exited struct{ error }
+
+func (e exited) Unwrap() error { return e.error }
+
+// PeerGone says that the agent, having exited, reads nothing more.
+func (exited) PeerGone() bool { return true }
 
 // ErrTerminated is what Close returns, wrapped with the exit status,
 // when the agent did not exit within ExitTimeout of its stdin closing and

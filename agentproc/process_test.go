@@ -47,6 +47,7 @@ func helperAgent(mode string) *exec.Cmd {
 //	stdio        serve as serve does, with ServeStdio; exit 0 when it returns nil, 6 otherwise
 //	chatty       write two stderr lines, serve, and write one without its newline at exit
 //	exit-early   write "no API key" to stderr and exit with status 3 at once
+//	asks-then-exits  write a request to stdout (x/ask, ID 1), then exit with status 3 at once
 //	ignore-eof   serve, and neither exit when stdin ends nor on SIGTERM
 //	junk         write lines that are not messages to stdout, then serve
 //	loud-exit    serve; when stdin ends, write 1 MiB to stdout, then exit 0
@@ -77,6 +78,9 @@ func runHelperAgent(mode string) int {
 	switch mode {
 	case "exit-early":
 		fmt.Fprintln(os.Stderr, "no API key")
+		return 3
+	case "asks-then-exits":
+		fmt.Println(`{"jsonrpc":"2.0","id":1,"method":"x/ask","params":{}}`)
 		return 3
 	case "chatty":
 		fmt.Fprint(os.Stderr, "line one\nline two\r\n")
@@ -383,6 +387,13 @@ func TestStartJunkOnStdout(t *testing.T) {
 	require.NoError(t, agent.Close())
 	_, ok := records.FindLogged(slog.LevelWarn, "bad message")
 	assert.True(t, ok, "the junk was logged: %v", records.Logged())
+	notJSON, ok := records.FindLogged(slog.LevelWarn, "not JSON")
+	require.True(t, ok, "the line that is not JSON was logged: %v", records.Logged())
+	assert.Equal(t, "acprpc: the agent wrote a line that is not JSON to its stdout; it is dropped, and answered -32700. "+
+		"An agent's stdout carries ACP messages only, and its logs go to stderr: "+
+		"a print to stdout in the agent (fmt.Println, console.log, print) does this; move it to stderr, or report it to the agent's authors",
+		notJSON.Message, "worded for the client from the first line, before any initialize")
+	assert.Equal(t, "this is not JSON", notJSON.Attrs["line"])
 }
 
 // An agent that writes a lot to its stdout once its stdin has ended is
@@ -455,4 +466,29 @@ func TestStartCloseIsBoundedByAStderrThatBlocks(t *testing.T) {
 			wiretest.Recv(t, ctx, agent.Exited())
 		})
 	}
+}
+
+// The agent sends a request and exits while the client's handler for it
+// runs (a permission dialog waiting for the user). Its exit ends its input
+// and its reading alike: no answer can reach it, so the handler's context
+// ends with the connection at once, not once Options.InputEndGrace (an
+// hour here) has passed, as it would for a peer that only closed its
+// output.
+func TestStartAgentExitsWhileTheClientServesItsRequest(t *testing.T) {
+	ctx := wiretest.Context(t)
+	entered, cause := make(chan struct{}), make(chan error, 1)
+	dialog := acprpc.HandlerFunc(func(hctx context.Context, req *acprpc.Request) (any, error) {
+		close(entered)
+		<-hctx.Done()
+		cause <- context.Cause(hctx)
+		return nil, hctx.Err()
+	})
+	agent, err := agentproc.Start(ctx, helperAgent("asks-then-exits"), dialog,
+		&agentproc.Options{Conn: &acprpc.Options{InputEndGrace: time.Hour}})
+	require.NoError(t, err)
+	defer agent.Close()
+	wiretest.Recv(t, ctx, entered)
+	require.ErrorIs(t, wiretest.Recv(t, ctx, cause), acprpc.ErrConnClosed)
+	wiretest.Recv(t, ctx, agent.Done())
+	require.ErrorIs(t, agent.Err(), agentproc.ErrExited)
 }

@@ -65,9 +65,12 @@ func (acprpcPeer) Dial(r io.Reader, w io.Writer, updates *Counter) Client {
 	return acprpcClient{acprpcSide{acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(r, w), h, nil)}}
 }
 
+// Prompt's cancel is $/cancel_request alone (CancelRequestOnly), returning
+// at once, as the other peers' is; the harness sends session/cancel
+// (SessionCanceller), so that every peer's cancel is measured the same way.
 func (c acprpcClient) Prompt(ctx context.Context, sessionID, text string) (string, error) {
 	var res PromptResult
-	if err := c.conn.Call(ctx, MethodPrompt, NewPrompt(sessionID, text), &res); err != nil {
+	if err := c.conn.Call(ctx, MethodPrompt, NewPrompt(sessionID, text), &res, acprpc.CancelRequestOnly()); err != nil {
 		return "", err
 	}
 	return res.StopReason, nil

@@ -590,8 +590,10 @@ func TestGoClientCancelSession(t *testing.T) {
 	assert.Equal(t, 2, p.updates)
 }
 
-// The Go client cancels a slow prompt by ending the Call's context, and with
-// WaitAfterCancel receives the TS agent's answer. The agent cascades: its
+// The Go client cancels a slow prompt by ending the Call's context, with
+// $/cancel_request alone (CancelRequestOnly; without it the prompt's turn
+// is cancelled with session/cancel, as TestGoClientCancelSession's is), and
+// with WaitAfterCancel receives the TS agent's answer. The agent cascades: its
 // cancellationSignal sends $/cancel_request for its own pending requests,
 // which end the Go handlers with ErrPeerCancelled, and each is answered
 // exactly once. With --stop-waiting the agent's SDK stops waiting at once
@@ -610,7 +612,7 @@ func TestGoClientCancelPromptCall(t *testing.T) {
 			client := newGoClient(true)
 			a := startTSAgent(t, client, flags...)
 			sid := a.handshake(ctx)
-			p := a.prompt(ctx, sid, "please be slow", acprpc.WaitAfterCancel(15*time.Second))
+			p := a.prompt(ctx, sid, "please be slow", acprpc.WaitAfterCancel(15*time.Second), acprpc.CancelRequestOnly())
 			a.awaitRequests(ctx)
 			p.cancel()
 			p.wait(t, ctx)
@@ -666,7 +668,8 @@ func TestGoClientCancelPromptCall(t *testing.T) {
 	}
 }
 
-// Without WaitAfterCancel, a cancelled Call returns at once with
+// Without WaitAfterCancel (and with CancelRequestOnly, so that
+// TurnCancelWait does not apply), a cancelled Call returns at once with
 // ErrCancelled and the agent's later answer is dropped; the agent's requests
 // are still cancelled and answered exactly once.
 func TestGoClientCancelPromptCallNoWait(t *testing.T) {
@@ -675,7 +678,7 @@ func TestGoClientCancelPromptCallNoWait(t *testing.T) {
 	client := newGoClient(true)
 	a := startTSAgent(t, client, "--terminal")
 	sid := a.handshake(ctx)
-	p := a.prompt(ctx, sid, "please be slow")
+	p := a.prompt(ctx, sid, "please be slow", acprpc.CancelRequestOnly())
 	a.awaitRequests(ctx)
 	p.cancel()
 	p.wait(t, ctx)

@@ -109,7 +109,20 @@ func connectPeer(t *testing.T, as *agentServer, kind string) (*wiretest.Peer, *a
 // connectClient connects a client Conn serving h and initializes it.
 func connectClient(t *testing.T, as *agentServer, kind string, h acprpc.Handler) (*acprpc.Conn, acprpc.Transport) {
 	t.Helper()
-	tr := dial(t, as.url(kind), nil)
+	return connectClientWith(t, as, kind, h, nil)
+}
+
+// connectClientWith is connectClient with DialOptions.
+func connectClientWith(t *testing.T, as *agentServer, kind string, h acprpc.Handler, opts *DialOptions) (*acprpc.Conn, acprpc.Transport) {
+	t.Helper()
+	return connectClientAt(t, as.url(kind), h, opts)
+}
+
+// connectClientAt is connectClientWith for the server at url (through a
+// balancer, say).
+func connectClientAt(t *testing.T, url string, h acprpc.Handler, opts *DialOptions) (*acprpc.Conn, acprpc.Transport) {
+	t.Helper()
+	tr := dial(t, url, opts)
 	client := acprpc.NewConn(context.Background(), tr, h, nil)
 	t.Cleanup(func() { _ = client.Close() })
 	var res json.RawMessage
@@ -253,7 +266,7 @@ func TestPeerThatVanishesMidTurn(t *testing.T) {
 // the race detector caught under load.
 func TestHTTPClientOpensNoStreamOnceFailing(t *testing.T) {
 	as := startAgent(t, wiretest.Mux{"initialize": initialized}, nil, nil)
-	_, tr := connectClient(t, as, "http", nil)
+	_, tr := connectClientWith(t, as, "http", nil, perSessionStreams(t))
 	c := tr.(*httpClient)
 	gone := errors.New("the network is gone")
 	c.fail(gone)

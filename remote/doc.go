@@ -23,7 +23,10 @@
 // Every guarantee of a Conn holds on both transports as on stdio: each
 // request is answered exactly once, a cancel right behind its request finds
 // it, session/update notifications come before the answer they precede, and
-// a peer that vanishes ends every handler's context with ErrConnClosed.
+// a peer that vanishes ends every handler's context with ErrConnClosed. Over
+// Streamable HTTP the order across a session's stream and the connection's
+// needs both ends to be acprpc's (HeaderSingleStream): with another peer, a
+// stream per session orders each stream alone.
 //
 // # Security
 //

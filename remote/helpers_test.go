@@ -213,18 +213,29 @@ func (c *rawHTTP) initialize(ts *testServer) (string, acprpc.Transport) {
 
 // sseEvents reads a GET's SSE response, sending each event's data and each
 // keep-alive ("") on the channel it returns, which closes with the stream.
-func sseEvents(resp *http.Response) <-chan string {
+func sseEvents(resp *http.Response) <-chan string { return readSSE(resp, false) }
+
+// sseEventIDs is sseEvents with each event's "id:" before its data, and a
+// space between, and no keep-alives.
+func sseEventIDs(resp *http.Response) <-chan string { return readSSE(resp, true) }
+
+func readSSE(resp *http.Response, ids bool) <-chan string {
 	out := make(chan string, 1024)
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
+		id := ""
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
+			case strings.HasPrefix(line, "id: "):
+				id = strings.TrimPrefix(line, "id: ")
+			case strings.HasPrefix(line, "data: ") && ids:
+				out <- id + " " + strings.TrimPrefix(line, "data: ")
 			case strings.HasPrefix(line, "data: "):
 				out <- strings.TrimPrefix(line, "data: ")
-			case line == ":":
+			case line == ":" && !ids:
 				out <- ""
 			}
 		}

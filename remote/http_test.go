@@ -36,9 +36,74 @@ func openHTTPPair(t *testing.T, ts *testServer, opts *DialOptions) (client, serv
 	return client, server
 }
 
-func TestHTTPRoutesEachMessageToItsStream(t *testing.T) {
+// perSessionStreams are DialOptions whose requests lose HeaderSingleStream,
+// as those of a client that does not know it (the TypeScript SDK's), or
+// behind a proxy that drops it: the server then sends each session's
+// messages on a stream of the session's own.
+func perSessionStreams(t testing.TB) *DialOptions {
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &DialOptions{HTTPClient: &http.Client{Transport: withoutHeader{tr, HeaderSingleStream}}}
+}
+
+// withoutHeader is a RoundTripper that drops one header from every request.
+type withoutHeader struct {
+	rt   http.RoundTripper
+	name string
+}
+
+func (w withoutHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get(w.name) != "" {
+		r = r.Clone(r.Context())
+		r.Header.Del(w.name)
+	}
+	return w.rt.RoundTrip(r)
+}
+
+// acprpc's client asks for one stream and gets it: every message of the
+// agent comes on the connection's stream, in the order the agent sent it,
+// whatever session it belongs to, and no session stream is opened.
+func TestHTTPSingleStreamCarriesEverythingInOrder(t *testing.T) {
 	ts := startServer(t, nil)
 	client, server := openHTTPPair(t, ts, nil)
+	require.True(t, client.(*httpClient).single, "the server said it sends everything on one stream")
+
+	deliver(t, client, server, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}`)
+	deliver(t, client, server, `{"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":"old"}}`)
+	deliver(t, client, server, `{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"old","prompt":[]}}`)
+	sent := []string{
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"new","n":0}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"sessionId":"new"}}`,
+		`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"old","n":1}}`,
+		`{"jsonrpc":"2.0","id":2,"result":{}}`,
+		`{"jsonrpc":"2.0","method":"_x/note","params":{}}`,
+		`{"jsonrpc":"2.0","id":"p","method":"session/request_permission","params":{"sessionId":"old"}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`,
+	}
+	for _, m := range sent {
+		send(t, server, m)
+	}
+	for _, m := range sent {
+		assert.Equal(t, m, recvMsg(t, client))
+	}
+	deliver(t, client, server, `{"jsonrpc":"2.0","id":"p","result":{"outcome":{"outcome":"cancelled"}}}`)
+
+	c := client.(*httpClient)
+	c.mu.Lock()
+	assert.Len(t, c.sessions, 1, "the client opened no session stream")
+	c.mu.Unlock()
+	h := server.(*httpConn)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.Len(t, h.streams, 1, "no session stream was made")
+	assert.Empty(t, h.routes, "no answer needs a route")
+}
+
+// A client that does not ask for one stream gets the RFD's routing: a
+// stream per session, each in order, as the TypeScript server does it.
+func TestHTTPRoutesEachMessageToItsStream(t *testing.T) {
+	ts := startServer(t, nil)
+	client, server := openHTTPPair(t, ts, perSessionStreams(t))
 	h := server.(*httpConn)
 
 	// session/new: the agent says something for the new session before

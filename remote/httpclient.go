@@ -24,6 +24,13 @@ const maxErrorBody = 8 << 10
 // delivering anything and be opened again before the transport gives up.
 const maxEmptyReopens = 3
 
+// quickEnd is how soon a stream must end, without delivering anything, to
+// count among maxEmptyReopens: the count stops a server that ends the
+// stream at once, again and again; a stream that a proxy's idle timeout ends
+// (one shorter than the server's keep-alive) lived that long and is opened
+// again, however often. A variable, for the tests.
+var quickEnd = closeWait
+
 // httpClient is the client's side of a Streamable HTTP connection, as an
 // acprpc.Transport. Send POSTs each message; the first, initialize, opens
 // the connection, and its answer comes in the POST's response. Recv
@@ -33,6 +40,14 @@ const maxEmptyReopens = 3
 // its own calls names a new session: answers to no call of its own open
 // nothing), so that nothing the server sends for it waits unread. It reads
 // at most DialOptions.MaxSessions session streams.
+//
+// It asks the server, on initialize's POST, for every message on the
+// connection's stream (HeaderSingleStream), and once the answer says so,
+// reads that stream alone: the messages come in the order the server's
+// Conn sent them, so those sent before an answer are handled before it,
+// as over stdio. Separate streams have no order between them: an update
+// of a session could come after the answer that follows it on the
+// connection's stream.
 //
 // A request the server refuses (a 413 for a message too large, a 5xx) is
 // answered here, with an error whose data holds the status and body, so
@@ -62,6 +77,8 @@ type httpClient struct {
 	answerTo map[acprpc.IDKey]string   // the key of a server request's ID → the session stream it came on
 	calls    map[acprpc.IDKey]struct{} // the keys of our requests' IDs, until answered: only their answers open streams
 	maxSess  int                       // the session streams this side reads at most
+	single   bool                      // the server sends everything on the connection's stream
+	lastID   []byte                    // the ID of the last event read on the connection's stream, for resuming it
 	failing  bool                      // set once by fail: no stream is opened again
 }
 
@@ -169,7 +186,7 @@ func (t *httpClient) initialize(msg []byte, env envelope) error {
 	if !env.isRequest() || env.methodName() != methodInitialize {
 		return errors.New("remote: the first message over Streamable HTTP must be initialize")
 	}
-	resp, err := t.do(http.MethodPost, msg, nil)
+	resp, err := t.do(http.MethodPost, msg, http.Header{HeaderSingleStream: {"1"}})
 	if err != nil {
 		t.fail(err)
 		return err
@@ -193,6 +210,7 @@ func (t *httpClient) initialize(msg []byte, env envelope) error {
 	}
 	t.mu.Lock()
 	t.connID = id
+	t.single = resp.Header.Get(HeaderSingleStream) == "1"
 	t.mu.Unlock()
 	t.answerLocally(body)
 	t.open("")
@@ -304,8 +322,13 @@ func (t *httpClient) openSoon(session string) {
 
 // startStream starts reading the stream of session unless it is read
 // already, up to maxSess session streams: a server that names more
-// sessions than that fails the transport. Called with t.mu held.
+// sessions than that fails the transport. A session's stream is the
+// connection's when the server sends everything there. Called with t.mu
+// held.
 func (t *httpClient) startStream(session string) (*clientStream, error) {
+	if t.single {
+		session = ""
+	}
 	if st := t.sessions[session]; st != nil {
 		return st, nil
 	}
@@ -328,12 +351,14 @@ func (t *httpClient) startStream(session string) (*clientStream, error) {
 
 // read reads one stream until the transport ends. A stream the server
 // ends is opened again; one that the server refuses, or that ends again
-// and again without a message, fails the transport.
+// and again without a message, each time within quickEnd, fails the
+// transport.
 func (t *httpClient) read(session string, st *clientStream) {
 	defer t.wg.Done()
 	empty := 0
 	for first := true; ; first = false {
-		resp, err := t.get(session)
+		opened := time.Now()
+		resp, err := t.get(session, !first)
 		if first {
 			st.err = err
 			close(st.ready)
@@ -347,7 +372,7 @@ func (t *httpClient) read(session string, st *clientStream) {
 		if t.closing() || t.hasFailed() {
 			return
 		}
-		if delivered {
+		if delivered || time.Since(opened) >= quickEnd {
 			empty = 0
 		} else if empty++; empty >= maxEmptyReopens {
 			t.fail(fmt.Errorf("remote: the server keeps ending the SSE stream: %v", err))
@@ -356,14 +381,21 @@ func (t *httpClient) read(session string, st *clientStream) {
 	}
 }
 
-// get opens the stream of session.
-func (t *httpClient) get(session string) (*http.Response, error) {
+// get opens the stream of session, or opens it again: the connection's
+// resumes after the last event read (resume.go), when the server numbers
+// its events or said it sends everything there.
+func (t *httpClient) get(session string, again bool) (*http.Response, error) {
 	t.mu.Lock()
 	h := http.Header{HeaderConnectionID: {t.connID}, "Accept": {"text/event-stream"}}
-	t.mu.Unlock()
-	if session != "" {
+	switch {
+	case session != "":
 		h.Set(HeaderSessionID, session)
+	case len(t.lastID) > 0:
+		h.Set("Last-Event-ID", string(t.lastID))
+	case again && t.single:
+		h.Set("Last-Event-ID", "0") // nothing read yet: everything written since the stream opened
 	}
+	t.mu.Unlock()
 	resp, err := t.do(http.MethodGet, nil, h)
 	if err != nil {
 		return nil, err
@@ -391,6 +423,7 @@ func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
 			if !t.hand(inbound{err: tooLarge}) {
 				return delivered, t.ctx.Err()
 			}
+			t.readUpTo(session, events.lastID)
 			continue
 		}
 		if err != nil {
@@ -408,8 +441,20 @@ func (t *httpClient) deliver(session string, body io.Reader) (bool, error) {
 		if !t.hand(inbound{msg: msg}) {
 			return delivered, t.ctx.Err()
 		}
+		t.readUpTo(session, events.lastID)
 		delivered = true
 	}
+}
+
+// readUpTo notes the ID of the last event of the connection's stream that
+// Recv took, after which a GET that opens it again resumes it.
+func (t *httpClient) readUpTo(session string, id []byte) {
+	if session != "" || len(id) == 0 {
+		return
+	}
+	t.mu.Lock()
+	t.lastID = append(t.lastID[:0], id...)
+	t.mu.Unlock()
 }
 
 // answersOurCall reports whether msg answers a call of ours still

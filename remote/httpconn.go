@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,7 +22,10 @@ import (
 //     session named by the request's Acp-Session-Id (or params.sessionId),
 //     else to the connection's stream (session/load's answer always does);
 //   - a request or notification goes to the stream of its
-//     params.sessionId, else to the connection's stream.
+//     params.sessionId, else to the connection's stream;
+//   - but every message goes to the connection's stream when the client
+//     asked for one stream (HeaderSingleStream): there, they are read in the
+//     order the Conn sent them, which streams of their own would not keep.
 //
 // A stream buffers its messages until a GET takes them, and keeps what a
 // broken GET did not write for the next one. All streams together hold at
@@ -29,9 +33,10 @@ import (
 type httpConn struct {
 	graceful // how Server.Shutdown ends it
 
-	srv *Server
-	id  string
-	in  chan []byte // POST → Recv; unbuffered, so a POST returns once the Conn has the message
+	srv    *Server
+	id     string
+	single bool        // every message goes on the connection's stream; set before the Conn starts
+	in     chan []byte // POST → Recv; unbuffered, so a POST returns once the Conn has the message
 
 	limit atomic.Int64 // the largest POST body accepted
 	posts postBudget   // the POSTs whose message the Conn has not taken
@@ -57,10 +62,13 @@ type httpConn struct {
 // outStream is one SSE stream's queue.
 type outStream struct {
 	queue    [][]byte
-	receiver bool          // a GET holds the stream
-	hurry    func()        // brings the receiving GET's write deadline to drainBy
-	poke     func()        // wakes a receiving GET that waits on its connection (connSink), after wake or the close
-	wake     chan struct{} // signalled when a message is queued
+	receiver bool              // a GET holds the stream
+	deadline func(t time.Time) // sets the receiving GET's write deadline: drainBy once closed, the past once ousted
+	poke     func()            // wakes a receiving GET that waits on its connection (connSink), after wake or the close
+	wake     chan struct{}     // signalled when a message is queued
+	released chan struct{}     // closed when the receiving GET lets go
+	ousted   bool              // a GET resuming the stream takes it over: the receiving one stops
+	resume   resumption        // the connection's stream only: what a GET that resumes it needs
 }
 
 // errStreamBusy is a GET for a stream that another GET holds.
@@ -74,7 +82,7 @@ func newHTTPConn(s *Server) *httpConn {
 		srv:          s,
 		id:           newConnectionID(),
 		in:           make(chan []byte),
-		streams:      map[string]*outStream{"": newOutStream()},
+		streams:      map[string]*outStream{"": newResumableStream()},
 		routes:       make(map[acprpc.IDKey]string),
 		room:         make(chan struct{}),
 		initAnswer:   make(chan []byte, 1),
@@ -93,6 +101,14 @@ func newHTTPConn(s *Server) *httpConn {
 }
 
 func newOutStream() *outStream { return &outStream{wake: make(chan struct{}, 1)} }
+
+// newResumableStream is the connection's stream: its events carry IDs, and
+// a GET that comes back after a cut resumes it after the last it read.
+func newResumableStream() *outStream {
+	st := newOutStream()
+	st.resume.on = true
+	return st
+}
 
 // SetReadLimit bounds the POST bodies of this connection.
 func (h *httpConn) SetReadLimit(n int) {
@@ -169,7 +185,10 @@ func (h *httpConn) answersInit(env envelope, msg []byte) bool {
 // routeOf returns the stream a message of the Conn goes to. Called with
 // h.mu held.
 func (h *httpConn) routeOf(env envelope) string {
-	if !env.isResponse() {
+	switch {
+	case h.single:
+		return ""
+	case !env.isResponse():
 		return env.sessionID()
 	}
 	key, ok := env.answeredKey()
@@ -183,10 +202,11 @@ func (h *httpConn) routeOf(env envelope) string {
 
 // expectAnswer records where the Conn's answer to a client's message goes,
 // under the key of the ID the answer will carry. A message the Conn answers
-// with "id": null, or not at all, has no route: nothing would remove it.
+// with "id": null, or not at all, has no route: nothing would remove it,
+// and nor has any message of a client that reads one stream.
 func (h *httpConn) expectAnswer(env envelope, session string) {
 	key, ok := env.answerKey()
-	if !ok {
+	if !ok || h.single {
 		return
 	}
 	if env.methodName() == methodSessionLoad {
@@ -240,9 +260,12 @@ func (h *httpConn) stream(session string) (*outStream, error) {
 	return st, nil
 }
 
-// attach gives a GET the stream of session. hurry brings the GET's write
-// deadline to drainBy, for a write stuck when the connection closes.
-func (h *httpConn) attach(session string, hurry func()) (*outStream, error) {
+// attach gives a GET the stream of session. deadline sets the GET's write
+// deadline, for a write stuck when the connection closes or the GET is
+// ousted. A GET that resumes the connection's stream (lastEventID, see
+// resume.go) takes it over from a GET that still holds it, and starts after
+// the last event the client read.
+func (h *httpConn) attach(ctx context.Context, session, lastEventID string, deadline func(time.Time)) (*outStream, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.isClosed() {
@@ -252,11 +275,22 @@ func (h *httpConn) attach(session string, hurry func()) (*outStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.receiver {
+	resuming := st.resume.on && lastEventID != ""
+	if st.receiver && (!resuming || !h.oust(ctx, st)) {
 		return nil, errStreamBusy
 	}
+	if h.isClosed() {
+		return h.lateStream(session)
+	}
+	if st.resume.on {
+		if err := h.resumeAfter(st, lastEventID); err != nil {
+			return nil, err
+		}
+	}
 	st.receiver = true
-	st.hurry = hurry
+	st.ousted = false
+	st.released = make(chan struct{})
+	st.deadline = deadline
 	h.readers++
 	if session == "" {
 		h.idle.disarm()
@@ -264,12 +298,12 @@ func (h *httpConn) attach(session string, hurry func()) (*outStream, error) {
 	return st, nil
 }
 
-// setWaker replaces st's hurry, once its GET's connection is taken from
+// setWaker replaces st's deadline, once its GET's connection is taken from
 // net/http (hijackStream), so that it holds no reference to net/http's, and
 // sets its poke.
-func (h *httpConn) setWaker(st *outStream, hurry, poke func()) {
+func (h *httpConn) setWaker(st *outStream, deadline func(time.Time), poke func()) {
 	h.mu.Lock()
-	st.hurry, st.poke = hurry, poke
+	st.deadline, st.poke = deadline, poke
 	h.mu.Unlock()
 }
 
@@ -278,7 +312,8 @@ func (h *httpConn) setWaker(st *outStream, hurry, poke func()) {
 func (h *httpConn) detach(session string, st *outStream) {
 	h.mu.Lock()
 	st.receiver = false
-	st.hurry, st.poke = nil, nil
+	st.deadline, st.poke = nil, nil
+	close(st.released)
 	h.readers--
 	release := h.lingers && h.readers == 0 && !h.awaitsGets
 	if release {
@@ -321,8 +356,8 @@ const (
 
 // head returns the oldest messages of st (a batch of them) without taking
 // them, so that messages a GET fails to write stay queued; nil when none
-// is queued.
-func (h *httpConn) head(st *outStream) [][]byte {
+// is queued. first is the event ID of the first, 0 on a stream without IDs.
+func (h *httpConn) head(st *outStream) (msgs [][]byte, first uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n, size := 0, 0
@@ -331,9 +366,9 @@ func (h *httpConn) head(st *outStream) [][]byte {
 		n++
 	}
 	if n == 0 {
-		return nil
+		return nil, 0
 	}
-	return append([][]byte(nil), st.queue[:n]...)
+	return append([][]byte(nil), st.queue[:n]...), st.resume.nextID()
 }
 
 // taken removes st's n oldest messages, written by its GET, and makes
@@ -343,6 +378,7 @@ func (h *httpConn) taken(st *outStream, n int) {
 	defer h.mu.Unlock()
 	for i := range n {
 		h.queued -= len(st.queue[i])
+		st.resume.written(st.queue[i], h.keepBytes())
 		st.queue[i] = nil
 	}
 	st.queue = st.queue[n:]
@@ -387,8 +423,8 @@ func (h *httpConn) closeWith(reason error) {
 		h.drainBy = time.Now().Add(closeWait)
 		close(h.closed)
 		for _, st := range h.streams {
-			if st.hurry != nil {
-				st.hurry() // a write stuck on a client that does not read
+			if st.deadline != nil {
+				st.deadline(h.drainBy) // a write stuck on a client that does not read
 			}
 			if st.poke != nil {
 				st.poke() // a stream waiting on its connection, to write what is left
@@ -425,6 +461,7 @@ func (h *httpConn) lateStream(session string) (*outStream, error) {
 		return nil, h.reason
 	}
 	st.receiver = true
+	st.released = make(chan struct{})
 	h.readers++
 	return st, nil
 }

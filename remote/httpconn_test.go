@@ -85,7 +85,7 @@ func nextEvent(t *testing.T, events <-chan string) string {
 // with an ID it carries keeps its route until its answer goes back.
 func TestHTTPClientRouteOfAnIDTheConnCannotCarry(t *testing.T) {
 	ts := startServer(t, nil)
-	client, server := openHTTPPair(t, ts, nil)
+	client, server := openHTTPPair(t, ts, perSessionStreams(t))
 	deliver(t, client, server, `{"jsonrpc":"2.0","method":"open","params":{"sessionId":"s"}}`) // opens the session's stream
 	for _, id := range []string{"1.5", "true", `{"a":1}`, `[1]`, "null"} {
 		msg := `{"jsonrpc":"2.0","id":` + id + `,"method":"x/any","params":{"sessionId":"s"}}`
@@ -125,9 +125,10 @@ func TestHTTPStreamWritesWhatIsQueuedTogether(t *testing.T) {
 	h.queued = len(large) + (batchMessages+3)*len(small)
 	h.mu.Unlock()
 
-	batch := h.head(st)
+	batch, first := h.head(st)
 	require.Len(t, batch, 1, "the oldest, too large for a batch with others, goes alone")
 	assert.Len(t, batch[0], len(large))
+	assert.Equal(t, uint64(1), first, "the connection's stream numbers its events from 1")
 	room := h.room
 	h.taken(st, len(batch))
 	select {
@@ -136,13 +137,16 @@ func TestHTTPStreamWritesWhatIsQueuedTogether(t *testing.T) {
 		t.Fatal("taking made no room")
 	}
 
-	batch = h.head(st)
+	batch, first = h.head(st)
 	assert.Len(t, batch, batchMessages, "at most batchMessages at once")
+	assert.Equal(t, uint64(2), first)
 	h.taken(st, len(batch))
-	batch = h.head(st)
+	batch, first = h.head(st)
 	assert.Len(t, batch, 3)
+	assert.Equal(t, uint64(2+batchMessages), first)
 	h.taken(st, len(batch))
-	assert.Nil(t, h.head(st))
+	batch, _ = h.head(st)
+	assert.Nil(t, batch)
 	assert.Zero(t, h.queued)
 	assert.Nil(t, st.queue, "the queue's array is let go")
 }

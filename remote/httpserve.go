@@ -29,7 +29,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.posts.enter() {
-		refuseOverBudget(w)
+		s.refuseOverBudget(w, r)
 		return
 	}
 	charged := &chargedBody{ReadCloser: r.Body, budget: &h.posts}
@@ -38,7 +38,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 	body, status, why := readMessageBody(w, r, h.limit.Load())
 	switch {
 	case status == http.StatusTooManyRequests:
-		refuseOverBudget(w)
+		s.refuseOverBudget(w, r)
 		return
 	case status != 0:
 		http.Error(w, why, status)
@@ -54,6 +54,7 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request) {
 // no request that came later can take it in between.
 func (s *Server) serveInitialize(w http.ResponseWriter, r *http.Request) {
 	if ref := s.reserve(); ref != nil {
+		s.refusals.refused(r, ref)
 		refuseUnread(w, ref)
 		return
 	}
@@ -152,10 +153,12 @@ func readMessageBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byt
 
 // openHTTP opens a Streamable HTTP connection, in the place reserved for
 // it, for the POST of initialize: its Conn gets the request, and its
-// answer is the POST's.
+// answer is the POST's. A client that asks for one stream
+// (HeaderSingleStream) gets it, and the answer says so.
 func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, env envelope) {
 	h := newHTTPConn(s)
 	h.initID, _ = env.answerKey()
+	h.single = r.Header.Get(HeaderSingleStream) == "1"
 	if ref := s.admitReserved(h); ref != nil {
 		h.idle.disarm()
 		refuse(w, ref)
@@ -174,6 +177,9 @@ func (s *Server) openHTTP(w http.ResponseWriter, r *http.Request, body []byte, e
 	case answer := <-h.initAnswer:
 		setWriteDeadline(w, s.opts.WriteTimeout)
 		w.Header().Set(HeaderConnectionID, h.id)
+		if h.single {
+			w.Header().Set(HeaderSingleStream, "1")
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)
 	case <-h.closed:
@@ -218,10 +224,19 @@ func (s *Server) serveGet(w http.ResponseWriter, r *http.Request) {
 	}
 	session := r.Header.Get(HeaderSessionID)
 	rc := http.NewResponseController(w)
-	st, err := h.attach(session, func() { _ = rc.SetWriteDeadline(h.drainBy) })
+	st, err := h.attach(r.Context(), session, r.Header.Get("Last-Event-ID"), func(d time.Time) { _ = rc.SetWriteDeadline(d) })
 	switch {
 	case errors.Is(err, errStreamBusy), errors.Is(err, errTooManySessions):
-		http.Error(w, "Conflict: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusConflict)
+		ref := &refusal{http.StatusConflict, "Conflict: " + strings.TrimPrefix(err.Error(), "remote: ")}
+		s.refusals.refused(r, ref)
+		http.Error(w, ref.reason, ref.status)
+		return
+	case errors.Is(err, errResumeAhead):
+		http.Error(w, "Bad Request: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusBadRequest)
+		return
+	case errors.Is(err, errResumeLost):
+		h.closeWith(err)
+		http.Error(w, "Gone: "+strings.TrimPrefix(err.Error(), "remote: "), http.StatusGone)
 		return
 	case err != nil:
 		http.Error(w, "Not Found: the connection is closed", http.StatusNotFound)
@@ -261,13 +276,13 @@ func flushBy(rc *http.ResponseController, deadline time.Time) error {
 }
 
 // stream writes st's messages to sink as they come (those queued together
-// at once), with a keep-alive comment every KeepAlive. A message leaves the
-// queue only once it was written, so one that a broken GET did not write
-// goes to the next.
+// at once), with a keep-alive comment every KeepAlive, until a GET that
+// resumes the stream ousts it. A message leaves the queue only once it was
+// written, so one that a broken GET did not write goes to the next.
 func (s *Server) stream(sink eventSink, h *httpConn, st *outStream) {
-	for {
-		if msgs := h.head(st); msgs != nil {
-			if sink.events(msgs, h.writeDeadline()) != nil {
+	for !h.isOusted(st) {
+		if msgs, first := h.head(st); msgs != nil {
+			if sink.events(msgs, first, h.writeDeadline()) != nil {
 				return
 			}
 			h.taken(st, len(msgs))

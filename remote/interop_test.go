@@ -231,11 +231,16 @@ func driveTypeScriptAgent(t *testing.T, url, how string) {
 		StopReason string `json:"stopReason"`
 	}
 	turn := make(chan error, 1)
+	opts := []acprpc.CallOption{acprpc.WaitAfterCancel(time.Minute)}
+	if how == "$/cancel_request" {
+		// The prompt's context otherwise cancels its turn with session/cancel.
+		opts = append(opts, acprpc.CancelRequestOnly())
+	}
 	go func() {
 		turn <- client.Call(promptCtx, "session/prompt", map[string]any{
 			"sessionId": sess.SessionID,
 			"prompt":    []map[string]string{{"type": "text", "text": "slow: analyze file X"}},
-		}, &result, acprpc.WaitAfterCancel(time.Minute))
+		}, &result, opts...)
 	}()
 	assert.ElementsMatch(t, []string{"session/request_permission", "terminal/create"}, []string{<-arrived, <-arrived})
 	if how == "session/cancel" {

@@ -3,6 +3,7 @@ package remote
 import (
 	"cmp"
 	"crypto/tls"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"time"
@@ -133,6 +134,23 @@ type Options struct {
 	// that proxies and clients see it is alive. Zero means
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
+
+	// Logger receives the Server's refusals, at Warn: a peer address, Host
+	// or Origin not allowed, a missing or wrong token, Authenticate's
+	// refusal, and a bound reached (MaxConnections, MaxPendingPosts and
+	// MaxPendingBytes, MaxSessions), each line saying what to change if the
+	// client was meant to get in. Each kind of refusal is logged at once,
+	// then at most once every ten seconds, with the count of those left out:
+	// a peer refused in a loop costs a line per kind every ten seconds, and
+	// the log's memory is bounded whatever it sends. Refusals while the
+	// Server shuts down are not logged. Nil means slog.Default() (the one in force
+	// when a refusal is logged), as
+	// http.Server logs to the standard logger when its ErrorLog is nil: a
+	// refusal is the operator's to see, and a Server that refuses silently
+	// looks broken to a client's author. To silence it, pass
+	// slog.New(slog.DiscardHandler). (acprpc.Options.Logger, whose lines
+	// are a peer's mistakes, is silent when nil.)
+	Logger *slog.Logger
 }
 
 // settled returns the options with every default filled in.

@@ -86,8 +86,12 @@ func (c *chargedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// errOverBudget refuses a POST over its connection's budget.
+var errOverBudget = &refusal{http.StatusTooManyRequests, "Too Many Requests: " + errPostBudget.Error()[len("remote: "):]}
+
 // refuseOverBudget answers a POST over its connection's budget.
-func refuseOverBudget(w http.ResponseWriter) {
+func (s *Server) refuseOverBudget(w http.ResponseWriter, r *http.Request) {
+	s.refusals.refused(r, errOverBudget)
 	w.Header().Set("Retry-After", postRetryAfter)
-	refuseUnread(w, &refusal{http.StatusTooManyRequests, "Too Many Requests: " + errPostBudget.Error()[len("remote: "):]})
+	refuseUnread(w, errOverBudget)
 }

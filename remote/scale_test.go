@@ -323,7 +323,8 @@ func scaleClient(url string) int {
 			var res struct {
 				StopReason string `json:"stopReason"`
 			}
-			err := c.Call(ctx, "session/prompt", map[string]any{"sessionId": "s" + strconv.Itoa(i), "prompt": []any{}}, &res, acprpc.WaitAfterCancel(time.Minute))
+			err := c.Call(ctx, "session/prompt", map[string]any{"sessionId": "s" + strconv.Itoa(i), "prompt": []any{}}, &res,
+				acprpc.WaitAfterCancel(time.Minute), acprpc.CancelRequestOnly()) // each turn's cancel is its $/cancel_request
 			switch {
 			case err == nil && res.StopReason == "cancelled":
 				ended.Add(1)

@@ -580,5 +580,7 @@ func TestAllowedOriginGetsWhatABrowserNeeds(t *testing.T) {
 	resp = <-got
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "https://editor.example", resp.Header.Get("Access-Control-Allow-Origin"))
-	assert.Equal(t, HeaderConnectionID, resp.Header.Get("Access-Control-Expose-Headers"), "the page can read its connection's ID")
+	exposed := headerList(resp.Header.Get("Access-Control-Expose-Headers"))
+	assert.Contains(t, exposed, strings.ToLower(HeaderConnectionID), "the page can read its connection's ID")
+	assert.Contains(t, exposed, strings.ToLower(HeaderSingleStream), "the page can read whether it has one stream")
 }

@@ -22,6 +22,15 @@ import (
 const (
 	HeaderConnectionID = "Acp-Connection-Id"
 	HeaderSessionID    = "Acp-Session-Id"
+
+	// HeaderSingleStream, "1" on the POST of initialize, asks the server to
+	// send every message of the connection on the connection's SSE stream,
+	// the one stream whose order is the order the agent sent them in; "1"
+	// on the answer says the server does. acprpc's client asks, and acprpc's
+	// server does; a peer that knows nothing of it (the TypeScript SDK's)
+	// neither asks nor answers, and gets a stream per session as the RFD
+	// describes. See docs/transports.md, "Order across streams".
+	HeaderSingleStream = "Acp-Single-Stream"
 )
 
 // An AcceptFunc starts serving a new connection over t, usually with
@@ -51,8 +60,9 @@ type AcceptFunc func(t acprpc.Transport, r *http.Request)
 // own, or serves on its own with Serve and ListenAndServe, which also apply
 // ReadHeaderTimeout and TLSConfig.
 type Server struct {
-	accept AcceptFunc
-	opts   Options
+	accept   AcceptFunc
+	opts     Options
+	refusals *refusalLog // logs the refusals, rate limited
 
 	mu      sync.Mutex
 	open    map[acprpc.Transport]struct{} // every connection, to close them all
@@ -77,11 +87,13 @@ type Server struct {
 // NewServer returns a Server that hands each new connection to accept.
 // opts may be nil for the defaults.
 func NewServer(accept AcceptFunc, opts *Options) *Server {
+	settled := opts.settled()
 	return &Server{
-		accept:  accept,
-		opts:    opts.settled(),
-		open:    make(map[acprpc.Transport]struct{}),
-		streams: make(map[string]*httpConn),
+		accept:   accept,
+		opts:     settled,
+		refusals: newRefusalLog(settled.Logger),
+		open:     make(map[acprpc.Transport]struct{}),
+		streams:  make(map[string]*httpConn),
 	}
 }
 
@@ -93,6 +105,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		allowCrossOrigin(w, page) // on every answer, so that the page can read a refusal too
 	}
 	if ref := s.checkSource(r); ref != nil {
+		s.refusals.refused(r, ref)
 		refuseRequest(w, ref)
 		return
 	}
@@ -109,6 +122,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ref := s.authenticate(r); ref != nil {
+		s.refusals.refused(r, ref)
 		refuseRequest(w, ref)
 		return
 	}
@@ -154,6 +168,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		onClose:      func() { s.forget(t) },
 	})
 	if ref := s.admit(t); ref != nil {
+		s.refusals.refused(r, ref)
 		refuse(w, ref)
 		return
 	}

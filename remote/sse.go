@@ -8,16 +8,20 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/acpkit/acprpc"
 )
 
 // SSE framing as ACP's Streamable HTTP uses it: one event per message,
-// "data: <json>\n\n", and ":\n\n" as a keep-alive comment.
+// "data: <json>\n\n", and ":\n\n" as a keep-alive comment; on a stream
+// that can be resumed (resume.go), each event starts with "id: <n>\n".
 var (
+	sseID        = []byte("id: ")
 	sseData      = []byte("data: ")
 	sseEnd       = []byte("\n\n")
+	sseLine      = []byte("\n")
 	sseKeepAlive = []byte(":\n\n")
 )
 
@@ -25,7 +29,7 @@ var (
 // response (responseSink), or the stream's own HTTP/1 connection, taken
 // from net/http (connSink). Every write has a deadline.
 type eventSink interface {
-	events(msgs [][]byte, deadline time.Time) error // the messages in order, each an event
+	events(msgs [][]byte, first uint64, deadline time.Time) error // the messages in order, each an event, with IDs from first unless it is 0
 	keepAlive(deadline time.Time) error
 	// wait returns once a message may have been queued or the connection
 	// closed (woken), KeepAlive has passed (keepAliveDue), or the client
@@ -63,16 +67,30 @@ func newResponseSink(w http.ResponseWriter, rc *http.ResponseController, r *http
 	return k
 }
 
-func (r *responseSink) events(msgs [][]byte, deadline time.Time) error {
+func (r *responseSink) events(msgs [][]byte, first uint64, deadline time.Time) error {
 	_ = r.rc.SetWriteDeadline(deadline)
-	for _, msg := range msgs {
-		for _, b := range [][]byte{sseData, msg, sseEnd} {
-			if _, err := r.w.Write(b); err != nil {
-				return err
-			}
-		}
+	bufs := eventBuffers(msgs, first)
+	if _, err := bufs.WriteTo(r.w); err != nil {
+		return err
 	}
 	return r.rc.Flush()
+}
+
+// eventBuffers frames msgs as SSE events, with IDs from first unless it is
+// 0.
+func eventBuffers(msgs [][]byte, first uint64) net.Buffers {
+	per := 3
+	if first != 0 {
+		per = 5
+	}
+	bufs := make(net.Buffers, 0, per*len(msgs))
+	for i, msg := range msgs {
+		if first != 0 {
+			bufs = append(bufs, sseID, strconv.AppendUint(nil, first+uint64(i), 10), sseLine)
+		}
+		bufs = append(bufs, sseData, msg, sseEnd)
+	}
+	return bufs
 }
 
 func (r *responseSink) keepAlive(deadline time.Time) error {
@@ -113,8 +131,9 @@ type connSink struct {
 	closed <-chan struct{} // the connection's
 	every  time.Duration   // KeepAlive, or 0
 	due    time.Time       // when the next keep-alive is
-	vec    [3][]byte       // bufs' backing
+	vec    [6][]byte       // bufs' backing
 	bufs   net.Buffers     // kept here to spare an allocation per event
+	id     [20]byte        // an event's ID, written out
 	drop   [64]byte        // what a read takes, and drops
 }
 
@@ -141,7 +160,7 @@ func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, h *httpCon
 	if k.every > 0 {
 		k.due = time.Now().Add(k.every)
 	}
-	h.setWaker(st, func() { _ = c.SetWriteDeadline(h.drainBy) }, k.poke)
+	h.setWaker(st, func(d time.Time) { _ = c.SetWriteDeadline(d) }, k.poke)
 	return k
 }
 
@@ -153,19 +172,19 @@ func (k *connSink) head(deadline time.Time) error {
 	return err
 }
 
-func (k *connSink) events(msgs [][]byte, deadline time.Time) error {
+func (k *connSink) events(msgs [][]byte, first uint64, deadline time.Time) error {
 	_ = k.c.SetWriteDeadline(deadline)
 	if len(msgs) == 1 {
-		k.vec = [3][]byte{sseData, msgs[0], sseEnd}
+		k.vec = [6][]byte{sseID, strconv.AppendUint(k.id[:0], first, 10), sseLine, sseData, msgs[0], sseEnd}
 		k.bufs = k.vec[:]
+		if first == 0 {
+			k.bufs = k.vec[3:]
+		}
 		_, err := k.bufs.WriteTo(k.c)
-		k.vec[1] = nil // msgs[0] is only lent
+		k.vec[4] = nil // msgs[0] is only lent
 		return err
 	}
-	bufs := make(net.Buffers, 0, 3*len(msgs))
-	for _, msg := range msgs {
-		bufs = append(bufs, sseData, msg, sseEnd)
-	}
+	bufs := eventBuffers(msgs, first)
 	_, err := bufs.WriteTo(k.c)
 	return err
 }
@@ -212,10 +231,13 @@ func (k *connSink) wait() waited {
 func (k *connSink) close() { _ = k.c.Close() }
 
 // sseReader reads the events of an SSE stream. It keeps the data lines
-// of each event, joined by "\n", and ignores comments and other fields.
+// of each event, joined by "\n", and the last event ID, and ignores
+// comments and other fields.
 type sseReader struct {
-	r     *bufio.Reader
-	limit int
+	r      *bufio.Reader
+	limit  int
+	lastID []byte // the ID of the last event next returned (the last "id:" field before it, as SSE has it)
+	id     []byte // the last "id:" field read; both reuse their arrays, so an event's ID costs no allocation
 }
 
 func newSSEReader(r io.Reader, limit int) *sseReader {
@@ -240,7 +262,12 @@ func (s *sseReader) next() ([]byte, error) {
 			if !ev.has {
 				continue
 			}
+			s.lastID = append(s.lastID[:0], s.id...)
 			return ev.result()
+		}
+		if value, isID := bytes.CutPrefix(line, []byte("id:")); isID && !full {
+			s.id = append(s.id[:0], bytes.TrimPrefix(value, []byte(" "))...)
+			continue
 		}
 		value, isData := bytes.CutPrefix(line, []byte("data:"))
 		if isData {

@@ -13,7 +13,28 @@
 #
 # It tests what is committed: a change still in the working tree is not in
 # the clone. It fails if a go.mod has a replace directive.
+#
+# With -keep DIR (a directory that does not exist yet, or is empty), the
+# proxy is kept once every check has passed: DIR/acprpc holds this
+# repository's modules at the tag, DIR/thirdparty the other modules that
+# getting, building and installing them took; the script then prints the
+# GOPROXY line that lets a user try the release from them. Both are needed:
+# `go get github.com/acpkit/acprpc/remote` also gets github.com/coder/websocket,
+# which only the second holds.
 set -euo pipefail
+usage() { echo "usage: $0 [-keep DIR]" >&2; exit 2; }
+keep=
+case $# in
+  0) ;;
+  2) [ "$1" = -keep ] && [ -n "$2" ] || usage
+    keep=$2 ;;
+  *) usage ;;
+esac
+if [ -n "$keep" ]; then
+  mkdir -p "$keep"
+  keep=$(cd "$keep" && pwd)
+  [ -z "$(ls -A "$keep")" ] || { echo "modproxy: -keep $keep: the directory is not empty" >&2; exit 2; }
+fi
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
@@ -130,3 +151,23 @@ got=$(go version -m "$tmp/bin/acpcheck/acpcheck" | awk '$1 == "mod" {print $3}')
   { cat "$tmp/acpcheck.txt"; fail "the installed acpcheck found the installed examples/agent at fault"; }
 tail -n 1 "$tmp/acpcheck.txt"
 echo "modproxy: $installed example commands and acpcheck installed at $version, a fresh module built and ran against the proxy"
+
+if [ -n "$keep" ]; then
+  # Ours as the go command made them, and every other module the steps
+  # above downloaded, in the layout a file:// proxy serves.
+  cp -R "$proxy" "$keep/acprpc"
+  cp -R "$GOMODCACHE/cache/download" "$keep/thirdparty"
+  chmod -R u+w "$keep"
+  rm -rf "$keep/thirdparty/github.com/acpkit" "$keep/thirdparty/sumdb"
+  cat <<EOF
+modproxy: the proxy is kept in $keep. To get the release $version from it, in a module of your own:
+
+  export GOPROXY=file://$keep/acprpc,file://$keep/thirdparty GOSUMDB=off
+  go get github.com/acpkit/acprpc@$version github.com/acpkit/acprpc/remote@$version
+
+The first proxy serves this repository's modules, the second the third-party ones they require
+(github.com/coder/websocket for remote): with the first alone, go get .../remote fails. GOSUMDB=off, since the
+public checksum database does not know this build of the modules, and the third-party ones come from this
+machine's module cache, which checked them when it downloaded them.
+EOF
+fi

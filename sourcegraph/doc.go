@@ -10,8 +10,12 @@
 //     is served once the requests it cancelled are answered);
 //   - every request is answered exactly once: the handler's reply, the
 //     method's cancellation marker or -32800 when it was cancelled, also
-//     when the handler never replies, replies twice, or panics, and also
-//     when the peer reuses an answered request's ID while its handler runs;
+//     when the handler never replies, replies twice, or panics, also when
+//     the peer reuses an answered request's ID while its handler runs, and
+//     also when the peer's input ends right after it (the engine closes
+//     then: the Layer holds the end back until each request read before it
+//     is answered, by its handler within Options.InputEndGrace, else as
+//     cancelled); only the engine's own Close drops what is in flight;
 //   - Call sends $/cancel_request when the caller's context ends, which the
 //     engine's own Call does not.
 //

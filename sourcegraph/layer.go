@@ -43,6 +43,13 @@ type Options struct {
 	// session/close; an empty non-nil slice turns session cancellation off.
 	SessionCancelMethods []string
 
+	// InputEndGrace is how long, once the peer's input has ended, the
+	// requests read before the end are given to be answered by their
+	// handlers; each still unanswered then is answered as cancelled, its
+	// context ending, before the engine sees the end and closes. Zero or
+	// less means acprpc.DefaultInputEndGrace.
+	InputEndGrace time.Duration
+
 	// AcceptLSPCancel also honours LSP's $/cancelRequest with {"id": ...}.
 	AcceptLSPCancel bool
 }
@@ -63,6 +70,9 @@ type Layer struct {
 
 	writeMu sync.Mutex // one write at a time: the engine's and the Layer's own
 	stream  jsonrpc2.ObjectStream
+
+	closed    chan struct{} // closed once the engine closes the stream
+	closeOnce sync.Once
 
 	// afterFunc arms a grace timer: time.AfterFunc, or a test's stand-in
 	// that fires the timer when the test says.
@@ -98,12 +108,15 @@ var errAnswered = errors.New("sourcegraph: request answered")
 
 // New returns a Layer; give its Stream and its Handler to jsonrpc2.NewConn.
 func New(opts *Options) *Layer {
-	l := &Layer{byID: map[jsonrpc2.ID]*request{}, afterFunc: time.AfterFunc}
+	l := &Layer{byID: map[jsonrpc2.ID]*request{}, closed: make(chan struct{}), afterFunc: time.AfterFunc}
 	if opts != nil {
 		l.opts = *opts
 	}
 	if l.opts.CancelGrace == 0 {
 		l.opts.CancelGrace = acprpc.DefaultCancelGrace
+	}
+	if l.opts.InputEndGrace <= 0 {
+		l.opts.InputEndGrace = acprpc.DefaultInputEndGrace
 	}
 	if l.opts.CancelMarkers == nil {
 		l.opts.CancelMarkers = acprpc.ACPCancelMarkers(acprpc.ProtocolV1)
@@ -457,4 +470,53 @@ func cancelTarget(params *json.RawMessage, member string) (jsonrpc2.ID, bool) {
 		return jsonrpc2.ID{}, false
 	}
 	return jsonrpc2.ID{Num: uint64(i)}, true
+}
+
+// inputEnded answers every request read before the peer's input ended, why
+// saying how, before the engine sees the end: the engine closes then, and
+// drops every reply. The end of input is the peer saying it will send
+// nothing more, not that it stopped reading. Each request's handler has
+// until Options.InputEndGrace has passed to reply; those that have not are
+// answered as cancelled, their contexts ending. It returns early if the
+// engine closes the stream meanwhile (its Close).
+func (l *Layer) inputEnded(why error) {
+	l.mu.Lock()
+	var open []*request
+	for _, r := range l.byID {
+		if !r.answered {
+			open = append(open, r)
+		}
+	}
+	l.mu.Unlock()
+	if len(open) == 0 {
+		return
+	}
+	grace := time.NewTimer(l.opts.InputEndGrace)
+	defer grace.Stop()
+	for i, r := range open {
+		select {
+		case <-r.sent:
+			continue
+		case <-l.closed:
+			return
+		case <-grace.C:
+		}
+		cause := fmt.Errorf("%w by the peer: its output ended: %w", acprpc.ErrConnClosed, why)
+		for _, r := range open[i:] {
+			l.cancelAtEnd(r, cause)
+		}
+		return
+	}
+}
+
+// cancelAtEnd answers r as cancelled for cause, unless it is answered
+// already.
+func (l *Layer) cancelAtEnd(r *request, cause error) {
+	l.mu.Lock()
+	if r.cause == nil {
+		r.cause = cause
+	}
+	l.mu.Unlock()
+	r.cancel(cause)
+	l.answerFor(r, nil)
 }

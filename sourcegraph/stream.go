@@ -21,9 +21,23 @@ func (l *Layer) Stream(s jsonrpc2.ObjectStream) jsonrpc2.ObjectStream {
 
 type layerStream struct{ l *Layer }
 
-func (s layerStream) ReadObject(v any) error { return s.l.stream.ReadObject(v) }
+// ReadObject reads the next message. When the read fails, the engine
+// closes the connection and refuses every reply from then on: the requests
+// read before are answered first (Layer.inputEnded).
+func (s layerStream) ReadObject(v any) error {
+	err := s.l.stream.ReadObject(v)
+	if err != nil {
+		s.l.inputEnded(err)
+	}
+	return err
+}
 
-func (s layerStream) Close() error { return s.l.stream.Close() }
+// Close is the engine closing the connection: the Layer's wait for the
+// answers of the requests read before the end of input is over.
+func (s layerStream) Close() error {
+	s.l.closeOnce.Do(func() { close(s.l.closed) })
+	return s.l.stream.Close()
+}
 
 // WriteObject sees each message the engine writes, encoded as the engine
 // encodes it.

@@ -306,7 +306,14 @@ func (r *runner) callSessionNew(ctx context.Context) (string, error) {
 // prompt is a session/prompt in flight.
 type prompt struct {
 	req    Line
-	cancel context.CancelFunc // ends the call's context: acprpc sends $/cancel_request
+	cancel context.CancelFunc // ends the call's context: acprpc sends $/cancel_request (CancelRequestOnly)
+}
+
+// promptOptions are a prompt call's: its cancel is $/cancel_request alone,
+// which the cancel-request rule checks (session/cancel is sent by
+// CancelSession where a rule wants it), and the answer is waited for.
+func (r *runner) promptOptions() []acprpc.CallOption {
+	return []acprpc.CallOption{acprpc.WaitAfterCancel(r.o.CancelWait), acprpc.CancelRequestOnly()}
 }
 
 // startPrompt sends a prompt and returns once it is on the wire.
@@ -315,10 +322,10 @@ func (r *runner) startPrompt(session, text string) (prompt, bool) {
 	mark := r.w.next()
 	r.calls.Go(func() {
 		if r.v2 {
-			_, _ = acpv2.ToAgent.SessionPrompt.Call(ctx, r.conn, acpv2.TextPrompt(acpv2.SessionID(session), text), acprpc.WaitAfterCancel(r.o.CancelWait))
+			_, _ = acpv2.ToAgent.SessionPrompt.Call(ctx, r.conn, acpv2.TextPrompt(acpv2.SessionID(session), text), r.promptOptions()...)
 			return
 		}
-		_, _ = acpv1.ToAgent.SessionPrompt.Call(ctx, r.conn, acpv1.TextPrompt(acpv1.SessionID(session), text), acprpc.WaitAfterCancel(r.o.CancelWait))
+		_, _ = acpv1.ToAgent.SessionPrompt.Call(ctx, r.conn, acpv1.TextPrompt(acpv1.SessionID(session), text), r.promptOptions()...)
 	})
 	wait, stop := r.bounded(r.o.Timeout)
 	defer stop()

@@ -3,11 +3,12 @@
 // agent's requests like an editor: a permission request waits for the user,
 // and a terminal takes a moment to start. After -delay it cancels the turn,
 // by session/cancel (acprpc.CancelSession) or, with -cancel=request, by
-// cancelling the prompt's Call, which sends $/cancel_request. It prints the
-// turn's stop reason. On SIGINT or SIGTERM it shuts the connection down
-// gracefully (acprpc.Conn.Shutdown): the agent's pending requests are
-// answered as cancelled, the prompt gets its $/cancel_request, and the
-// agent's stop reason is still printed before the agent is told to exit.
+// cancelling the prompt's Call with acprpc.CancelRequestOnly, which sends
+// $/cancel_request. It prints the turn's stop reason. On SIGINT or SIGTERM
+// it shuts the connection down gracefully (acprpc.Conn.Shutdown): the
+// agent's pending requests are answered as cancelled, the prompt's turn is
+// cancelled (session/cancel, or $/cancel_request with -cancel=request), and
+// the agent's stop reason is still printed before the agent is told to exit.
 //
 // From the repository's root:
 //

@@ -3,7 +3,6 @@ package sdkshape
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/acpkit/acprpc"
 )
@@ -57,41 +56,18 @@ func (c *Connection) NewSession(ctx context.Context, p NewSessionRequest) (NewSe
 	return SendRequest[NewSessionResponse](ctx, c, "session/new", p)
 }
 
-// Prompt runs a turn. When ctx ends before the turn does, the turn is
-// cancelled the ACP v1 way: session/cancel for its session (which also
+// Prompt runs a turn. When ctx ends before the turn does, acprpc cancels
+// the turn the ACP v1 way: session/cancel for its session (which also
 // answers the agent's pending permission requests with the cancelled
 // outcome), then the agent's answer, normally "cancelled", is awaited for
-// Options.CancelWait. An agent that does not answer by then is sent
-// $/cancel_request for the prompt, and Prompt returns "cancelled".
+// Options.CancelWait. An agent that does not answer by then has its turn
+// reported "cancelled" all the same.
 func (c *Connection) Prompt(ctx context.Context, p PromptRequest) (PromptResponse, error) {
-	turn, stop := context.WithCancel(context.WithoutCancel(ctx))
-	defer stop()
-	returned := make(chan struct{})
-	defer close(returned)
-	go c.cancelTurnOnEnd(ctx, p.SessionID, stop, returned)
-	res, err := acprpc.CallFor[PromptResponse](turn, c.conn, "session/prompt", p)
+	res, err := acprpc.CallFor[PromptResponse](ctx, c.conn, "session/prompt", p, acprpc.WaitAfterCancel(c.cancelWait))
 	if err != nil && ctx.Err() != nil && errors.Is(err, acprpc.ErrCancelled) {
 		return PromptResponse{StopReason: StopReasonCancelled}, nil
 	}
 	return res, fromCall(err)
-}
-
-// cancelTurnOnEnd cancels the session's turn once ctx ends, and gives up
-// on its answer (stop) after the wait, unless the prompt has returned.
-func (c *Connection) cancelTurnOnEnd(ctx context.Context, sessionID string, stop func(), returned <-chan struct{}) {
-	select {
-	case <-returned:
-		return
-	case <-ctx.Done():
-	}
-	_ = c.Cancel(context.WithoutCancel(ctx), sessionID)
-	t := time.NewTimer(c.cancelWait)
-	defer t.Stop()
-	select {
-	case <-returned:
-	case <-t.C:
-		stop()
-	}
 }
 
 // Cancel cancels the session's turn: session/cancel to the agent, and the

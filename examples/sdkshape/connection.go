@@ -28,9 +28,8 @@ type Options struct {
 	ReportCancelledTurns bool
 
 	// CancelWait bounds how long Prompt waits, after its context ends and
-	// session/cancel is sent, for the agent's answer; then it sends
-	// $/cancel_request and returns "cancelled". Zero means
-	// DefaultCancelWait.
+	// session/cancel is sent, for the agent's answer; then it returns
+	// "cancelled". Zero means DefaultCancelWait.
 	CancelWait time.Duration
 }
 

@@ -77,3 +77,28 @@ type rawPipe struct{ in, out *os.File }
 func (p rawPipe) Read(b []byte) (int, error)  { return p.in.Read(b) }
 func (p rawPipe) Write(b []byte) (int, error) { return p.out.Write(b) }
 func (p rawPipe) Close() error                { return errors.Join(p.out.Close(), p.in.Close()) }
+
+// EOFWatch is a Conn's end of a byte stream that tells when a read of it
+// has reached the end of the input: a handler that waits for Seen returns
+// only once the Conn is reading the peer's close, slower than the close.
+type EOFWatch struct {
+	io.ReadWriteCloser
+	once sync.Once
+	seen chan struct{}
+}
+
+// WatchEOF watches rwc's reads for the end of the input.
+func WatchEOF(rwc io.ReadWriteCloser) *EOFWatch {
+	return &EOFWatch{ReadWriteCloser: rwc, seen: make(chan struct{})}
+}
+
+// Seen is closed once a read has returned io.EOF.
+func (e *EOFWatch) Seen() <-chan struct{} { return e.seen }
+
+func (e *EOFWatch) Read(p []byte) (int, error) {
+	n, err := e.ReadWriteCloser.Read(p)
+	if err == io.EOF {
+		e.once.Do(func() { close(e.seen) })
+	}
+	return n, err
+}

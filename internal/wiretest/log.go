@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"testing"
 )
 
 // Record is one logged line: its level, message and attributes as text.
@@ -34,6 +35,28 @@ func (r *Recorder) FindLogged(level slog.Level, substr string) (Record, bool) {
 	return Record{}, false
 }
 
+// AwaitLogged waits for a record at level or above whose message contains
+// substr, logged before or after the call, and returns the first; it fails
+// the test if ctx ends first. A line logged on a goroutine the test cannot
+// wait for (after a handler's return) is waited for so.
+func (r *Recorder) AwaitLogged(t testing.TB, ctx context.Context, level slog.Level, substr string) Record {
+	t.Helper()
+	var found Record
+	err := r.await(ctx, func() bool {
+		for _, rec := range r.logged {
+			if rec.Level >= level && strings.Contains(rec.Message, substr) {
+				found = rec
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatalf("wiretest: waiting for a %s line with %q: %v (logged: %v)", level, substr, err, r.Logged())
+	}
+	return found
+}
+
 type logHandler struct {
 	l     *Recorder
 	attrs []slog.Attr
@@ -50,9 +73,7 @@ func (h logHandler) Handle(_ context.Context, r slog.Record) error {
 		rec.Attrs[a.Key] = a.Value.String()
 		return true
 	})
-	h.l.mu.Lock()
-	h.l.logged = append(h.l.logged, rec)
-	h.l.mu.Unlock()
+	h.l.note(func() { h.l.logged = append(h.l.logged, rec) })
 	return nil
 }
 

@@ -235,6 +235,24 @@ func (p *Peer) Rest(ctx context.Context) []Msg {
 	}
 }
 
+// RestAnswers reads until the Conn's output ends and returns each line by
+// its ID's exact text, failing the test on a line that is not an answer or
+// on a second answer for one ID.
+func (p *Peer) RestAnswers(ctx context.Context) map[string]Msg {
+	p.t.Helper()
+	got := map[string]Msg{}
+	for _, m := range p.Rest(ctx) {
+		if !m.IsResponse() {
+			p.t.Fatalf("wiretest: not an answer: %s", m.Raw)
+		}
+		if _, twice := got[string(m.ID)]; twice {
+			p.t.Fatalf("wiretest: request %s answered twice", m.ID)
+		}
+		got[string(m.ID)] = m
+	}
+	return got
+}
+
 // Drain reads and drops everything the Conn writes from now on, as a peer
 // that reads but does not look, and returns a channel closed once the
 // Conn's output has ended. Use a Tap to see what was written.

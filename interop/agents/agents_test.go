@@ -299,12 +299,13 @@ func runAgent(t *testing.T, spec agentSpec) {
 		assert.Positive(t, answeredWith, "the model was called for the prompt")
 	}
 
-	// $/cancel_request mid-turn, in a session of its own: the call stops
-	// waiting, and the agent, which ACP v1 does not oblige to honour it,
-	// goes on.
+	// $/cancel_request mid-turn, in a session of its own (CancelRequestOnly:
+	// the context of a prompt otherwise cancels its turn with
+	// session/cancel): the call stops waiting, and the agent, which ACP v1
+	// does not oblige to honour it, goes on.
 	sid2 := newSession(t, ctx, agent, cmd.Dir)
 	callCtx, stopCall := context.WithCancel(ctx)
-	res = slowTurn(callCtx, agent, sid2)
+	res = slowTurn(callCtx, agent, sid2, acprpc.CancelRequestOnly())
 	require.NoError(t, model.Await(ctx, slowRequests(2, false)))
 	stopCall()
 	require.ErrorIs(t, wiretest.Recv(t, ctx, res).err, acprpc.ErrCancelled)
@@ -339,8 +340,9 @@ func runAgent(t *testing.T, spec agentSpec) {
 	if spec.requestCancelAnswered {
 		// The read loop logs the answer after the Received hook has seen it;
 		// once Close has returned, the read loop is done.
-		_, logged := records.FindLogged(slog.LevelWarn, "acprpc: the peer answered a message it could not read")
+		answered, logged := records.FindLogged(slog.LevelWarn, "acprpc: the peer answered a notification")
 		assert.True(t, logged, "the ID-less answer is logged")
+		assert.Equal(t, "$/cancel_request", answered.Attrs["method"], "the notification answered")
 	}
 	assert.Empty(t, interoptest.StillAlive(tree), "no process of the agent's is alive once Close has returned")
 	assert.Empty(t, interoptest.GroupMembers(agent.Pid()), "nothing is left in the agent's process group")
@@ -447,10 +449,10 @@ type turnResult struct {
 }
 
 // slowTurn prompts for a slow answer, and delivers the outcome.
-func slowTurn(ctx context.Context, agent *agentproc.Process, sid acpv1.SessionID) chan turnResult {
+func slowTurn(ctx context.Context, agent *agentproc.Process, sid acpv1.SessionID, opts ...acprpc.CallOption) chan turnResult {
 	res := make(chan turnResult, 1)
 	go func() {
-		r, err := acprpc.CallFor[acpv1.PromptResponse](ctx, agent.Conn, acpv1.MethodSessionPrompt, prompt(sid, "Talk for a long time. "+slowMark))
+		r, err := acprpc.CallFor[acpv1.PromptResponse](ctx, agent.Conn, acpv1.MethodSessionPrompt, prompt(sid, "Talk for a long time. "+slowMark), opts...)
 		res <- turnResult{r, err}
 	}()
 	return res

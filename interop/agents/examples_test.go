@@ -35,23 +35,25 @@ func TestExampleHello(t *testing.T) {
 }
 
 // examples/cancel's client, run the same way: it cancels its turn at the
-// agent's first message, prints the stop reason, cancelled, exits 0, and
-// leaves no process behind.
+// agent's first message, or, with -deadline, by its prompt's deadline,
+// prints the stop reason, cancelled, exits 0, and leaves no process behind.
 func TestExampleCancel(t *testing.T) {
 	for _, spec := range []agentSpec{codexAgent, claudeAgent} {
-		t.Run(spec.name, func(t *testing.T) {
-			out := runExampleClient(t, spec, "github.com/acpkit/acprpc/examples/cancel/client")
-			lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-			assert.Equal(t, "stop reason: cancelled", lines[len(lines)-1], "the client's output:\n%s", out)
-		})
+		for _, flags := range [][]string{nil, {"-deadline", "4s"}} {
+			t.Run(strings.Join(append([]string{spec.name}, flags...), " "), func(t *testing.T) {
+				out := runExampleClient(t, spec, "github.com/acpkit/acprpc/examples/cancel/client", flags...)
+				lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+				assert.Equal(t, "stop reason: cancelled", lines[len(lines)-1], "the client's output:\n%s", out)
+			})
+		}
 	}
 }
 
-// runExampleClient builds the example client pkg and runs it with the
-// agent spec starts, pointed at a fake model, as its arguments. It requires
+// runExampleClient builds the example client pkg and runs it with flags
+// and the agent spec starts, pointed at a fake model, as its arguments. It requires
 // exit status 0, and that no process the client started (the agent, the
 // agent's children) is alive once it has exited, and returns its output.
-func runExampleClient(t *testing.T, spec agentSpec, pkg string) string {
+func runExampleClient(t *testing.T, spec agentSpec, pkg string, flags ...string) string {
 	requireAgents(t)
 	bin := buildCommand(t, pkg)
 	model := newModelServer(t)
@@ -59,7 +61,7 @@ func runExampleClient(t *testing.T, spec agentSpec, pkg string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	adoptOrphans(t)
-	client := exec.CommandContext(ctx, bin, append([]string{agent.Path}, agent.Args[1:]...)...)
+	client := exec.CommandContext(ctx, bin, append(append(flags, agent.Path), agent.Args[1:]...)...)
 	client.Env, client.Dir = agent.Env, t.TempDir()
 	var stdout, stderr bytes.Buffer
 	client.Stdout, client.Stderr = &stdout, &stderr

@@ -99,7 +99,7 @@ func recordCodexConversation(t *testing.T, bin, record string) {
 	require.Equal(t, acpv1.StopReasonEndTurn, turn.StopReason)
 
 	callCtx, stopCall := context.WithCancel(ctx)
-	res := slowTurn(callCtx, agent, sid)
+	res := slowTurn(callCtx, agent, sid, acprpc.CancelRequestOnly())
 	require.NoError(t, model.Await(ctx, slowRequests(1, false)))
 	stopCall() // $/cancel_request, which codex answers and ignores
 	require.ErrorIs(t, (<-res).err, acprpc.ErrCancelled)

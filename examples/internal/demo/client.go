@@ -281,10 +281,16 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 	if v2 {
 		answer = &v2Answer
 	}
+	opts := []acprpc.CallOption{acprpc.WaitAfterCancel(5 * time.Second)}
+	if t.Cancel == CancelRequest {
+		// Ending the prompt's context would cancel its turn with
+		// session/cancel; this demo shows $/cancel_request on the prompt.
+		opts = append(opts, acprpc.CancelRequestOnly())
+	}
 	go func() {
-		// WaitAfterCancel: after $/cancel_request, wait for the agent's
-		// answer, which in v1 carries the turn's stop reason.
-		done <- conn.Call(promptCtx, acpv1.MethodSessionPrompt, prompt, answer, acprpc.WaitAfterCancel(5*time.Second))
+		// WaitAfterCancel: after the cancel, wait for the agent's answer,
+		// which in v1 carries the turn's stop reason.
+		done <- conn.Call(promptCtx, acpv1.MethodSessionPrompt, prompt, answer, opts...)
 	}()
 	if v2 {
 		// In v2 the answer comes at once, and the turn's end later.
