@@ -25,6 +25,8 @@ type acpRules struct {
 	entities   entityTable // v2: tool calls and terminals the peer may cancel
 	// promptWarned: a session/prompt called before initialize was logged.
 	promptWarned atomic.Bool
+	// notJSONLogged bounds the warnings about lines that are not JSON.
+	notJSONLogged repeatedWarning
 }
 
 // acpRequest is what ACP keeps of a request in flight.

@@ -47,6 +47,9 @@ type Conn struct {
 	acp acpRules
 
 	answeredNotes answeredNotes // the notifications the peer was logged answering
+	// unreadableLogged bounds the warnings about ID-less answers saying
+	// the peer could not read a message.
+	unreadableLogged repeatedWarning
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
