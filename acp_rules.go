@@ -171,7 +171,7 @@ func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64, co
 		return nil, how
 	}
 	if pc.acp.turn != nil {
-		pc.acp.turn.cancelled.Store(true)
+		pc.acp.turn.markCancelled()
 	}
 	f = getFrame()
 	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}

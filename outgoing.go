@@ -255,7 +255,8 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // stopReason "cancelled" Call returns with a nil error (see
 // CancelRequestOnly for $/cancel_request alone). A prompt on a session
 // whose cancelled turn the agent has not answered yet is sent once that
-// answer is read, or TurnCancelWait has passed. An error answer comes back
+// answer is read, or TurnCancelWait has passed since that turn's cancel
+// (Shutdown or ctx ending first, it is not sent). An error answer comes back
 // as a *CallError wrapping the peer's *Error. If the connection closes
 // first, or the peer's input ends (no answer can come any more; the
 // connection closes right after it has answered what it read), the error
