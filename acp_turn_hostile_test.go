@@ -2,6 +2,8 @@ package acprpc_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -73,5 +75,93 @@ func TestShutdownEndsAHeldPromptUnsent(t *testing.T) {
 	require.NoError(t, wiretest.Recv(t, ctx, shut))
 	for _, m := range p.Rest(ctx) {
 		assert.NotEqual(t, "session/prompt", m.Method, "the held prompt was sent: %s", m.Raw)
+	}
+}
+
+// What a prompt call whose context ended returns for each way an agent may
+// answer its cancelled turn: an end_turn is returned as it came (unless
+// Options.ReportCancelledTurns), every member kept, with a nil error; an
+// error answer is an error matching ErrCancelled, the context's error and
+// the agent's *Error.
+func TestPromptCancelledTurnAnsweredOtherwise(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer string
+		fails        bool
+	}{
+		{name: "end_turn", answer: `{"stopReason":"end_turn","_meta":{"k":[1,2]}}`},
+		{name: "refusal", answer: `{"stopReason":"refusal"}`},
+		{name: "error", fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			c, p := wiretest.Connect(t, wiretest.Transports[0], nil, nil)
+			callCtx, cancel := context.WithCancel(ctx)
+			var res json.RawMessage
+			done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, &res)
+			m := p.ExpectRequest(ctx, "session/prompt")
+			cancel()
+			p.ExpectNotification(ctx, "session/cancel")
+			if !tc.fails {
+				p.Respond(string(m.ID), tc.answer)
+				require.NoError(t, wiretest.Recv(t, ctx, done))
+				assert.Equal(t, tc.answer, string(res), "the answer as it came")
+				return
+			}
+			p.RespondError(string(m.ID), acprpc.CodeInternalError, "model crashed")
+			err := wiretest.Recv(t, ctx, done)
+			assert.ErrorIs(t, err, acprpc.ErrCancelled)
+			assert.ErrorIs(t, err, context.Canceled)
+			var rpcErr *acprpc.Error
+			require.ErrorAs(t, err, &rpcErr)
+			assert.EqualValues(t, acprpc.CodeInternalError, rpcErr.Code)
+			assert.Contains(t, err.Error(), "model crashed")
+		})
+	}
+}
+
+// A prompt whose sessionId is not a string (a number, null, an object)
+// names no session that session/cancel could reach: its cancel is
+// $/cancel_request, and it holds no later prompt.
+func TestPromptWithSessionIDNotAStringGetsCancelRequest(t *testing.T) {
+	for _, sid := range []any{42, nil, map[string]string{"id": "s"}, ""} {
+		t.Run(fmt.Sprint(sid), func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{TurnCancelWait: time.Minute})
+			callCtx, cancel := context.WithCancel(ctx)
+			done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": sid}, nil, acprpc.WaitAfterCancel(time.Millisecond))
+			m := p.ExpectRequest(ctx, "session/prompt")
+			cancel()
+			assert.True(t, p.ExpectNotification(ctx, acprpc.MethodCancelRequest).IsCancelOf(string(m.ID)))
+			assert.ErrorIs(t, wiretest.Recv(t, ctx, done), acprpc.ErrCancelled)
+			done = goCall(c, ctx, "session/prompt", map[string]any{"sessionId": sid}, nil)
+			next := p.ExpectRequest(ctx, "session/prompt") // not held
+			p.Respond(string(next.ID), `{"stopReason":"end_turn"}`)
+			require.NoError(t, wiretest.Recv(t, ctx, done))
+		})
+	}
+}
+
+// A prompt's context ending as the agent answers: the call returns the
+// answer exactly as the agent sent it, with a nil error, or, when the
+// context ended before the prompt could be sent, ErrCancelled and no
+// result; never an answer of its own making.
+func TestPromptCancelRacingTheAnswerKeepsTheAnswer(t *testing.T) {
+	ctx := wiretest.Context(t)
+	const answer = `{"stopReason":"end_turn","_meta":{"n":1}}`
+	agent := wiretest.Mux{"session/prompt": func(context.Context, *acprpc.Request) (any, error) {
+		return json.RawMessage(answer), nil
+	}}
+	l := wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: agent})
+	for round := range 200 {
+		callCtx, cancel := context.WithCancel(ctx)
+		go cancel()
+		var res json.RawMessage
+		err := l.A.Call(callCtx, "session/prompt", map[string]any{"sessionId": "s"}, &res)
+		if err != nil {
+			require.ErrorIs(t, err, acprpc.ErrCancelled, "round %d", round)
+			require.Nil(t, res, "round %d", round)
+			continue
+		}
+		require.Equal(t, answer, string(res), "round %d", round)
 	}
 }
