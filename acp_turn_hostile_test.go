@@ -165,3 +165,64 @@ func TestPromptCancelRacingTheAnswerKeepsTheAnswer(t *testing.T) {
 		require.Equal(t, answer, string(res), "round %d", round)
 	}
 }
+
+// A prompt call waiting TurnCancelWait (a minute) for the agent to answer
+// its cancelled turn ends at once when the connection ends meanwhile: by
+// Close, or by the agent's output ending (it exited), with an error that
+// matches ErrConnClosed and not ErrCancelled, since no answer can come.
+func TestPromptCancelWaitEndsWithTheConnection(t *testing.T) {
+	for _, end := range []string{"Close", "input end"} {
+		t.Run(end, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			c, p := wiretest.Connect(t, wiretest.Transports[0], nil, &acprpc.Options{TurnCancelWait: time.Hour, InputEndGrace: time.Hour})
+			callCtx, cancel := context.WithCancel(ctx)
+			done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
+			p.ExpectRequest(ctx, "session/prompt")
+			cancel()
+			p.ExpectNotification(ctx, "session/cancel")
+			if end == "Close" {
+				require.NoError(t, c.Close())
+			} else {
+				p.CloseWrite()
+			}
+			err := wiretest.Recv(t, ctx, done)
+			assert.ErrorIs(t, err, acprpc.ErrConnClosed)
+			assert.NotErrorIs(t, err, acprpc.ErrCancelled)
+		})
+	}
+}
+
+// Many sessions' prompts cancelled at once, against an acprpc agent whose
+// turns end with their contexts: every call returns its own turn's
+// "cancelled", each session is sent one session/cancel, and nothing is left
+// running (goleak).
+func TestPromptManySessionsCancelledAtOnce(t *testing.T) {
+	ctx := wiretest.Context(t)
+	started := make(chan struct{}, 1)
+	agent := wiretest.Mux{"session/prompt": func(ctx context.Context, req *acprpc.Request) (any, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return stopReason{"cancelled"}, nil
+	}}
+	const sessions = 200
+	l := wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: agent})
+	callCtx, cancel := context.WithCancel(ctx)
+	results := make(chan error, sessions)
+	reasons := make([]stopReason, sessions)
+	for i := range sessions {
+		go func() {
+			results <- l.A.Call(callCtx, "session/prompt", map[string]any{"sessionId": fmt.Sprint("s", i)}, &reasons[i])
+		}()
+	}
+	for range sessions {
+		wiretest.Recv(t, ctx, (<-chan struct{})(started))
+	}
+	cancel()
+	for range sessions {
+		require.NoError(t, wiretest.Recv(t, ctx, results))
+	}
+	for i, r := range reasons {
+		assert.Equal(t, "cancelled", r.StopReason, "session s%d", i)
+	}
+	assert.EqualValues(t, sessions, l.A.Stats().CancelsSent)
+}
