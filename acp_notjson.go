@@ -28,7 +28,7 @@ func (a *acpRules) notJSON(line []byte) {
 			"An agent's stdout carries ACP messages only, and its logs go to stderr: " +
 			"a print to stdout in the agent (fmt.Println, console.log, print) does this; move it to stderr, or report it to the agent's authors"
 	}
-	if msg, ok := a.notJSONLogged.due(msg); ok {
+	if msg, ok := a.conn.peerWarned.notJSON.due(msg); ok {
 		a.conn.log.Warn(msg, "line", firstBytes(line, notJSONShown), "size", len(line))
 	}
 }

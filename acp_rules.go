@@ -25,8 +25,6 @@ type acpRules struct {
 	entities   entityTable // v2: tool calls and terminals the peer may cancel
 	// promptWarned: a session/prompt called before initialize was logged.
 	promptWarned atomic.Bool
-	// notJSONLogged bounds the warnings about lines that are not JSON.
-	notJSONLogged repeatedWarning
 }
 
 // acpRequest is what ACP keeps of a request in flight.
@@ -95,8 +93,9 @@ func (a *acpRules) read(m *message) (needs acpNeeds, used bool) {
 	case needsInitialize(m.Method) && !a.initialized():
 		// ACP orders the client, not the agent: a client that skipped
 		// initialize is served, and its mistake is logged.
-		c.log.Warn("acprpc: the client sent a session method before initialize, which ACP requires first",
-			"method", m.Method, "id", string(m.ID))
+		if msg, ok := c.peerWarned.beforeInitialize.due("acprpc: the client sent a session method before initialize, which ACP requires first"); ok {
+			c.log.Warn(msg, "method", m.Method, "id", firstBytes(m.ID, peerTextShown))
+		}
 	case p.entityCancels && (m.Method == methodToolCallCancel || m.Method == methodTerminalCancel):
 		return needs, c.onEntityCancel(m)
 	case c.isSessionCancel(m.Method) && !handlerServes(c.handler, c, m.Method):

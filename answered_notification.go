@@ -75,7 +75,7 @@ func (c *Conn) idlessAnswer(errObj json.RawMessage) {
 	_ = json.Unmarshal(errObj, &e)
 	shown := firstBytes(errObj, peerTextShown)
 	if e.Code == CodeParseError || e.Code == CodeInvalidRequest {
-		if msg, ok := c.unreadableLogged.due("acprpc: the peer answered a message it could not read"); ok {
+		if msg, ok := c.peerWarned.unreadable.due("acprpc: the peer answered a message it could not read"); ok {
 			c.log.Warn(msg, "error", shown)
 		}
 		return

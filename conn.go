@@ -47,9 +47,7 @@ type Conn struct {
 	acp acpRules
 
 	answeredNotes answeredNotes // the notifications the peer was logged answering
-	// unreadableLogged bounds the warnings about ID-less answers saying
-	// the peer could not read a message.
-	unreadableLogged repeatedWarning
+	peerWarned    peerWarnings  // the warnings the peer can cause at will, each bounded
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64

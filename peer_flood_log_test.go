@@ -1,6 +1,7 @@
 package acprpc_test
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -12,42 +13,59 @@ import (
 	"github.com/acpkit/acprpc/internal/wiretest"
 )
 
-// A hostile or broken peer that floods lines that are not JSON, or ID-less
-// answers saying it could not read a message, each as long as it likes,
-// costs the log a bounded number of bounded lines per connection: the
-// first few of each kind, the last of them saying that the rest go
-// unlogged. Each line not JSON is still answered -32700.
+// A hostile or broken peer that floods messages each of which is worth a
+// warning (lines that are not JSON, ID-less answers saying it could not
+// read a message, invalid requests, cancels with malformed params, session
+// methods before initialize), each as long as it likes, costs the log a
+// bounded number of bounded lines per connection: the first few of each
+// kind, the last of them saying that the rest go unlogged. Every message
+// is still answered as before.
 func TestPeerFloodLogsABoundedNumberOfLines(t *testing.T) {
-	ctx := wiretest.Context(t)
-	log := &wiretest.Recorder{}
-	_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: log.Logger()})
-	const flood = 200
 	huge := strings.Repeat("x", 64<<10)
-	for range flood {
-		p.SendRaw("not json " + huge + "\n")
-		p.ExpectError(ctx, "null", acprpc.CodeParseError)
-	}
-	for range flood {
-		p.RespondError(`null`, acprpc.CodeParseError, "Parse error: "+huge)
-	}
-	p.Request("1", "ping", "")
-	p.ExpectResult(ctx, "1", `"pong"`) // read after the flood, so it is logged
-
-	var notJSON, unreadable []wiretest.Record
-	for _, r := range log.Logged() {
-		require.LessOrEqual(t, len(r.Message)+len(r.Attrs["line"])+len(r.Attrs["error"]), 2048, "a log line as long as the peer's: %.300v", r)
-		switch {
-		case r.Level < slog.LevelWarn:
-		case strings.Contains(r.Message, "not JSON"):
-			notJSON = append(notJSON, r)
-		case strings.Contains(r.Message, "could not read"):
-			unreadable = append(unreadable, r)
-		}
-	}
-	for _, lines := range [][]wiretest.Record{notJSON, unreadable} {
-		require.NotEmpty(t, lines)
-		assert.LessOrEqual(t, len(lines), 10, "%.300v", lines)
-		assert.Contains(t, lines[len(lines)-1].Message, "the next ones on this connection are not logged")
-		assert.NotContains(t, lines[0].Message, "the next ones on this connection are not logged")
+	for _, kind := range []struct {
+		name, logged string
+		send         func(p *wiretest.Peer, i int)
+	}{
+		{"not JSON", "not JSON", func(p *wiretest.Peer, _ int) { p.SendRaw("not json " + huge + "\n") }},
+		{"unreadable", "could not read", func(p *wiretest.Peer, _ int) {
+			p.RespondError(`null`, acprpc.CodeParseError, "Parse error: "+huge)
+		}},
+		{"invalid request", "bad message", func(p *wiretest.Peer, i int) {
+			p.Send(fmt.Sprintf(`{"jsonrpc":"1.0","id":%d,"method":"x/%s"}`, i, huge))
+		}},
+		{"malformed cancel", "malformed params", func(p *wiretest.Peer, _ int) {
+			p.Notify(acprpc.MethodCancelRequest, `{"requestId":{"x":"`+huge+`"}}`)
+		}},
+		{"before initialize", "before initialize", func(p *wiretest.Peer, i int) {
+			p.Request(fmt.Sprintf(`"%d%s"`, i, huge), "session/new", `{"cwd":"/","mcpServers":[]}`)
+		}},
+	} {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			log := &wiretest.Recorder{}
+			_, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: log.Logger()})
+			const flood = 100
+			for i := range flood {
+				kind.send(p, i)
+			}
+			p.Request("1", "ping", "")
+			for !strings.Contains(string(p.Expect(ctx).Raw), `"pong"`) { // the flood's answers, then the pong: read after the flood
+			}
+			var lines []wiretest.Record
+			for _, r := range log.Logged() {
+				size := len(r.Message)
+				for _, v := range r.Attrs {
+					size += len(v)
+				}
+				require.LessOrEqual(t, size, 2048, "a log line as long as the peer's message: %.300v", r)
+				if r.Level >= slog.LevelWarn && strings.Contains(r.Message, kind.logged) {
+					lines = append(lines, r)
+				}
+			}
+			require.NotEmpty(t, lines)
+			assert.LessOrEqual(t, len(lines), 10, "%.300v", lines)
+			assert.Contains(t, lines[len(lines)-1].Message, "the next ones on this connection are not logged")
+			assert.NotContains(t, lines[0].Message, "the next ones on this connection are not logged")
+		})
 	}
 }

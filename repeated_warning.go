@@ -12,6 +12,16 @@ import (
 // a peer flooding them cannot flood the log.
 type repeatedWarning struct{ n atomic.Int64 }
 
+// peerWarnings are the warnings a peer can cause as often as it likes, each
+// logged at most maxRepeatedWarnings times per connection.
+type peerWarnings struct {
+	notJSON          repeatedWarning // a line that is not JSON
+	unreadable       repeatedWarning // an ID-less answer saying the peer could not read a message
+	invalid          repeatedWarning // a message that is JSON but not JSON-RPC
+	malformedCancel  repeatedWarning // a cancel whose params name no request
+	beforeInitialize repeatedWarning // a session method before initialize
+}
+
 // maxRepeatedWarnings is how many times a repeatedWarning is logged per
 // connection: enough to see a pattern, few enough for any flood.
 const maxRepeatedWarnings = 8
