@@ -198,7 +198,7 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 		pc = c.calls.take(id)
 	}
 	if pc == nil {
-		c.log.Debug("acprpc: dropping a response to no pending call", "id", string(rawID))
+		c.log.Debug("acprpc: dropping a response to no pending call", "id", firstBytes(rawID, peerTextShown))
 		return
 	}
 	if result != nil {
@@ -217,7 +217,9 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 // answer that has come nor takes a broken one for a success.
 func (c *Conn) deliver(m *message) {
 	if m.Invalid != "" {
-		c.log.Warn("acprpc: invalid response from peer", "id", string(m.ID), "error", m.Invalid)
+		if msg, ok := c.peerWarned.invalidResponse.due("acprpc: invalid response from peer"); ok {
+			c.log.Warn(msg, "id", firstBytes(m.ID, peerTextShown), "error", m.Invalid)
+		}
 		if m.ID != nil {
 			c.failCall(m.ID, &Error{Code: CodeInternalError, Message: "invalid response: " + m.Invalid})
 		}

@@ -18,6 +18,7 @@ type peerWarnings struct {
 	notJSON          repeatedWarning // a line that is not JSON
 	unreadable       repeatedWarning // an ID-less answer saying the peer could not read a message
 	invalid          repeatedWarning // a message that is JSON but not JSON-RPC
+	invalidResponse  repeatedWarning // an answer that breaks JSON-RPC
 	malformedCancel  repeatedWarning // a cancel whose params name no request
 	beforeInitialize repeatedWarning // a session method before initialize
 }
