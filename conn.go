@@ -91,7 +91,7 @@ func NewConn(ctx context.Context, t Transport, h Handler, opts *Options) *Conn {
 	if l, ok := t.(readLimiter); ok {
 		l.SetReadLimit(c.opts.MaxMessageSize)
 	}
-	c.writer = newWriter(t, c.opts.MaxQueuedWrite, c.writeFailed)
+	c.writer = newWriter(t, &c.opts, c.writeFailed)
 	c.opts.Hooks = c.guardHooks(c.opts.Hooks)
 	c.writer.sent = c.opts.Hooks.Sent
 	c.writer.crowded = func() bool { return c.incoming.len()+c.calls.len() > 1 }
@@ -414,15 +414,24 @@ type Stats struct {
 	OutgoingInFlight int    // our requests not yet answered
 	CancelsReceived  uint64 // well-formed cancels received
 	CancelsSent      uint64 // cancels sent for this side's calls: $/cancel_request, or session/cancel for a prompt's turn
+	// UnsentNotifications and UnsentNotificationBytes are this side's
+	// notifications queued by Notify and not yet written, and their bytes:
+	// at most Options.MaxUnsentNotifications and MaxUnsentNotificationBytes,
+	// plus one message for each goroutine in Notify at once.
+	UnsentNotifications     int
+	UnsentNotificationBytes int
 }
 
 // Stats returns the connection's counters; it is cheap enough to poll.
 func (c *Conn) Stats() Stats {
+	notes, noteBytes := c.writer.unsent()
 	return Stats{
-		IncomingInFlight: c.incoming.len(),
-		OutgoingInFlight: c.calls.len(),
-		CancelsReceived:  c.stats.cancelsReceived.Load(),
-		CancelsSent:      c.stats.cancelsSent.Load(),
+		UnsentNotifications:     notes,
+		UnsentNotificationBytes: noteBytes,
+		IncomingInFlight:        c.incoming.len(),
+		OutgoingInFlight:        c.calls.len(),
+		CancelsReceived:         c.stats.cancelsReceived.Load(),
+		CancelsSent:             c.stats.cancelsSent.Load(),
 	}
 }
 

@@ -27,6 +27,8 @@ const (
 	defaultMaxQueuedWrite             = 32 << 20
 	defaultMaxInFlightBytes           = 256 << 20
 	defaultMaxQueuedNotificationBytes = 64 << 20
+	defaultMaxUnsentNotifications     = 64
+	defaultMaxUnsentNotificationBytes = 64 << 10
 )
 
 // Options configure a Conn. The zero value (or a nil *Options) is ready for
@@ -113,9 +115,23 @@ type Options struct {
 	// When a peer sends requests faster than it reads their answers and
 	// more than this is queued, the connection stops reading until it
 	// drains, so memory stays bounded. This side's own requests,
-	// notifications and cancels are never held back and do not count:
-	// their volume is the application's. Zero means 32 MiB.
+	// notifications and cancels do not count: its requests and cancels are
+	// never held back, and its notifications have their own bounds
+	// (MaxUnsentNotifications). Zero means 32 MiB.
 	MaxQueuedWrite int
+
+	// MaxUnsentNotifications bounds this side's notifications queued by
+	// Notify and not yet written (the batch being written counts until it
+	// is), and MaxUnsentNotificationBytes their bytes: when either is
+	// reached, Notify waits for room until the peer reads or its context
+	// ends. So a peer that stops reading holds this side's memory to the
+	// bounds, and a cancelled turn's answer, which goes out after the
+	// updates the turn queued, waits behind at most this many of them.
+	// A notification is always let in when none waits, whatever its size.
+	// Zero means 64 and 64 KiB: about the kernel's pipe buffer again, which
+	// keeps a stream of small updates writing in batches.
+	MaxUnsentNotifications     int
+	MaxUnsentNotificationBytes int
 
 	// WaitAfterCancel is how long Call waits, once its context has ended
 	// and $/cancel_request is sent, for the peer's answer, so that a caller
@@ -228,6 +244,8 @@ func (o *Options) settled() Options {
 	s.MaxOutgoing = cmp.Or(max(s.MaxOutgoing, 0), defaultMaxOutgoing)
 	s.MaxQueuedNotifications = cmp.Or(max(s.MaxQueuedNotifications, 0), defaultMaxQueuedNotifications)
 	s.MaxQueuedWrite = cmp.Or(max(s.MaxQueuedWrite, 0), defaultMaxQueuedWrite)
+	s.MaxUnsentNotifications = cmp.Or(max(s.MaxUnsentNotifications, 0), defaultMaxUnsentNotifications)
+	s.MaxUnsentNotificationBytes = cmp.Or(max(s.MaxUnsentNotificationBytes, 0), defaultMaxUnsentNotificationBytes)
 	s.MaxInFlightBytes = max(cmp.Or(max(s.MaxInFlightBytes, 0), defaultMaxInFlightBytes), s.MaxMessageSize)
 	s.MaxQueuedNotificationBytes = max(cmp.Or(max(s.MaxQueuedNotificationBytes, 0), defaultMaxQueuedNotificationBytes), s.MaxMessageSize)
 	if s.SessionCancelMethods == nil {

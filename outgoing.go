@@ -428,7 +428,20 @@ func (c *Conn) noteOf(ctx context.Context) *noteContext {
 }
 
 // Notify sends a notification. It returns once the message is queued,
-// without waiting for the peer to read it.
+// without waiting for the peer to read it, unless Options.MaxUnsentNotifications
+// of this side's notifications, or MaxUnsentNotificationBytes of their bytes,
+// wait to be written already: then it waits for room, which the peer makes by
+// reading. It waits no longer than ctx: once ctx ends, blocked or not, it
+// returns a *CallError matching ErrCancelled and ctx.Err() and sends nothing,
+// so a cancelled turn stops at once. Answers, requests and $/cancel_request
+// never wait for room and are never held back by it; each goes out behind at
+// most the limit of notifications queued before it, so that every update a
+// turn sent is written before the turn's answer. A peer that stops reading
+// thus holds this side to the limit (plus one message for each goroutine
+// sending at that instant), and a turn streaming updates to the pace its
+// peer reads them. A notification handler that sends notifications waits
+// too: a peer that stops reading until its own writes are read would then
+// stop both sides, as with any bounded pipe.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err := ctx.Err(); err != nil {
 		return &CallError{Method: method, Err: cancelledNotify(err)}
@@ -440,7 +453,15 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 	if err != nil {
 		return &CallError{Method: method, Err: paramsError(err, params)}
 	}
-	f.info.ctx = ctx
+	f.info.ctx, f.note = ctx, true
+	if err := c.writer.awaitNoteRoom(ctx, f.Buf.Len()); err != nil {
+		f.release()
+		if err == errNoRoom {
+			return &CallError{Method: method, Err: cancelledNotify(ctx.Err())}
+		}
+		c.writeFailed(err)
+		return &CallError{Method: method, Err: c.closedErr()}
+	}
 	if sent, err := c.acp.notifying(ctx, method, f); sent {
 		return err
 	}

@@ -2,6 +2,7 @@ package acprpc
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 
@@ -22,6 +23,8 @@ type writer struct {
 	flush     func() error                             // the transport's Flush, or nil
 	try       func([]byte) (unflushed bool, err error) // the transport's trySend, or nil
 	limit     int                                      // queued answer bytes above which the reader waits
+	noteLimit int                                      // this side's notifications queued before Notify waits
+	noteBytes int                                      // their bytes before Notify waits
 	failed    func(error)                              // told once when a write fails
 	sent      func(context.Context, *Message)          // Hooks.Sent, or nil
 	runQueue  func()                                   // w.run, made once: starting the goroutine allocates nothing
@@ -30,7 +33,9 @@ type writer struct {
 
 	mu        sync.Mutex // protects the fields below
 	queued    int        // bytes of answers queued and not yet written
-	room      signal     // fired when queued drops
+	notes     int        // this side's notifications queued and not yet written
+	notesSize int        // their bytes
+	room      signal     // fired when queued or notes drops
 	queue     []*frame
 	spare     []*frame
 	busy      bool // a sender or the writer goroutine holds the write side
@@ -45,10 +50,12 @@ type writer struct {
 // seldom fits what the peer has room for at once.
 const maxTryWrite = 32 << 10
 
-func newWriter(t Transport, limit int, failed func(error)) *writer {
+func newWriter(t Transport, o *Options, failed func(error)) *writer {
 	w := &writer{
 		transport: t,
-		limit:     limit,
+		limit:     o.MaxQueuedWrite,
+		noteLimit: o.MaxUnsentNotifications,
+		noteBytes: o.MaxUnsentNotificationBytes,
 		failed:    failed,
 		done:      make(chan struct{}),
 	}
@@ -88,8 +95,12 @@ func (w *writer) put(f *frame, now bool) error {
 		return nil
 	}
 	w.queue = append(w.queue, f)
-	if f.answer {
+	switch {
+	case f.answer:
 		w.queued += f.Buf.Len()
+	case f.note:
+		w.notes++
+		w.notesSize += f.Buf.Len()
 	}
 	if !w.busy {
 		w.busy = true
@@ -165,7 +176,7 @@ func (w *writer) run() {
 // rest of the batch is dropped.
 func (w *writer) write(batch []*frame) error {
 	var err error
-	written := 0
+	written, notes, notesSize := 0, 0, 0
 	for i, f := range batch {
 		if err == nil {
 			if w.sent != nil {
@@ -174,8 +185,12 @@ func (w *writer) write(batch []*frame) error {
 			w.notified.wrote(f)
 			err = w.transport.Send(f.Buf.Bytes())
 		}
-		if f.answer {
+		switch {
+		case f.answer:
 			written += f.Buf.Len()
+		case f.note:
+			notes++
+			notesSize += f.Buf.Len()
 		}
 		f.release()
 		batch[i] = nil
@@ -186,6 +201,8 @@ func (w *writer) write(batch []*frame) error {
 	w.mu.Lock()
 	w.spare = batch[:0]
 	w.queued -= written
+	w.notes -= notes
+	w.notesSize -= notesSize
 	w.room.fire()
 	w.mu.Unlock()
 	return err
@@ -207,6 +224,46 @@ func (w *writer) waitRoom() {
 		w.mu.Lock()
 	}
 	w.mu.Unlock()
+}
+
+// awaitNoteRoom returns once a notification of size bytes may be queued:
+// fewer than the limit of this side's notifications, and of their bytes,
+// wait to be written (counting the batch being written), or none do, so
+// that a notification of any allowed size gets through. It returns
+// errNoRoom as soon as ctx ends, blocked or not, and the writer's
+// error once it has stopped. Answers, requests and cancels never come
+// here: only notifications wait for room, so a peer that stops reading
+// holds this side's memory to the limit, and a turn producing updates to
+// the pace the peer reads them.
+//
+// ctx.Done is called only to wait: a handler's context makes its channel
+// on the first call, which a notification that finds room is spared.
+func (w *writer) awaitNoteRoom(ctx context.Context, size int) error {
+	w.mu.Lock()
+	for w.err == nil && w.notes > 0 && (w.notes >= w.noteLimit || w.notesSize+size > w.noteBytes) {
+		room := w.room.wait()
+		w.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return errNoRoom
+		}
+		w.mu.Lock()
+	}
+	err := w.err
+	w.mu.Unlock()
+	return err
+}
+
+// errNoRoom is awaitNoteRoom's report that its caller gave up waiting.
+var errNoRoom = errors.New("acprpc: gave up waiting for room in the write queue")
+
+// unsent returns the number and bytes of this side's notifications
+// queued and not yet written.
+func (w *writer) unsent() (int, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return max(w.notes, 0), max(w.notesSize, 0) // a batch written after a failure dropped the queue counts down past it
 }
 
 // fail stops the writer for good after a failed write and drops what is
@@ -233,7 +290,7 @@ func (w *writer) dropQueue() {
 		w.queue[i] = nil
 	}
 	w.queue = w.queue[:0]
-	w.queued = 0
+	w.queued, w.notes, w.notesSize = 0, 0, 0
 	w.room.fire()
 }
 
@@ -287,6 +344,7 @@ func (w *writer) stop() {
 type frame struct {
 	wire.Frame
 	answer bool // an answer to the peer: counts against the writer's limit
+	note   bool // a notification sent by Notify: counts against the notifications' limits
 	info   frameInfo
 }
 
@@ -302,7 +360,7 @@ func (f *frame) release() {
 		return
 	}
 	f.Reset()
-	f.answer = false
+	f.answer, f.note = false, false
 	f.info = frameInfo{}
 	framePool.Put(f)
 }

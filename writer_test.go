@@ -164,15 +164,16 @@ func TestWriterOrderManySendersPipe(t *testing.T) {
 }
 
 // TestWriterStuckPeerBlocksNobody: with a peer that has stopped reading,
-// Notify and Call still return, from any number of goroutines, and nothing
-// is lost: once the peer reads again every message arrives, in each
-// sender's order. The first calls are written by their callers while the
+// Notify (within MaxUnsentNotifications) and Call still return, from any
+// number of goroutines, and nothing is lost: once the peer reads again
+// every message arrives, in each sender's order. The first calls are written by their callers while the
 // pipe fills, until one fits only in part; the rest queue behind it.
 func TestWriterStuckPeerBlocksNobody(t *testing.T) {
 	const senders, notes, big = 8, 20, 6
 	wiretest.Run(t, func(t *testing.T, tr wiretest.Transport) {
 		ctx := wiretest.Context(t)
-		c, p := wiretest.Connect(t, tr, nil, nil) // the peer reads nothing until told
+		// The peer reads nothing until told; every notification fits.
+		c, p := wiretest.Connect(t, tr, nil, &acprpc.Options{MaxUnsentNotifications: senders * notes, MaxUnsentNotificationBytes: 4 << 20})
 		callCtx, cancelCalls := context.WithCancel(ctx)
 		called := make(chan error, senders+big)
 		// One after another, so that each is likely to find the write side
@@ -261,7 +262,7 @@ func TestWriterStuckPipePeerBlocksNobody(t *testing.T) {
 		return nil, nil
 	}), &acprpc.Options{MaxQueuedNotifications: 1})
 	defer server.Close()
-	client := acprpc.NewConn(ctx, a, nil, nil)
+	client := acprpc.NewConn(ctx, a, nil, &acprpc.Options{MaxUnsentNotifications: senders * notes, MaxUnsentNotificationBytes: 4 << 20})
 	defer client.Close()
 
 	noted := make(chan error, senders)

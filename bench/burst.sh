@@ -7,15 +7,15 @@
 # acprpc in the bench's server stamping each phase of the cascade. Writes
 # results/burst.txt and results/burst.json, and results/burst-env.txt with
 # the command, the machine and the load average before and after.
-#   ./burst.sh                 RUNS=9 rounds of every agent
+#   ./burst.sh                 RUNS=9 rounds of every agent (OUT=dir writes there instead)
 #   QUIET=1.5 ./burst.sh       first wait (polling every 30 s, at most
 #                              15 minutes) for a 1-minute load average below 1.5
 set -euo pipefail
 cd "$(dirname "$0")"
 RUNS=${RUNS:-9}
 N=${N:-1000}
-AGENTS=${AGENTS:-acprpc,acprpc-prompt,coder,acprpc-phases,acprpc-phases-prompt}
-out=results
+AGENTS=${AGENTS:-acprpc,acprpc-prompt,coder,acprpc-phases,acprpc-phases-prompt,coder-lean,acprpc-lean}
+out=${OUT:-results}
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -23,14 +23,7 @@ go build -o "$tmp/acpbench" ./cmd/acpbench
 go build -o "$tmp/server" ./cmd/server
 (cd ../examples && go build -o "$tmp/agent" ./agent)
 
-load1() { cut -d' ' -f1 /proc/loadavg; }
-if [[ -n "${QUIET:-}" ]]; then
-  for _ in $(seq 30); do
-    awk -v l="$(load1)" -v q="$QUIET" 'BEGIN { exit !(l < q) }' && break
-    echo "load average $(load1), waiting for it to drop below $QUIET"
-    sleep 30
-  done
-fi
+source ./quiet.sh
 
 cmd=(acpbench burst -agent examples/agent -server cmd/server -n "$N" -runs "$RUNS" -agents "$AGENTS")
 {

@@ -36,14 +36,7 @@ go build -o "$tmp/acpbench" ./cmd/acpbench
 go build -o "$tmp/server" ./cmd/server
 go test -c -o "$tmp/bench.test" .
 
-load1() { cut -d' ' -f1 /proc/loadavg; }
-if [[ -n "${QUIET:-}" ]]; then
-  for _ in $(seq 30); do
-    awk -v l="$(load1)" -v q="$QUIET" 'BEGIN { exit !(l < q) }' && break
-    echo "load average $(load1), waiting for it to drop below $QUIET"
-    sleep 30
-  done
-fi
+source ./quiet.sh
 if [[ -n "${LOCK:-}" ]]; then
   exec {lock}>"$LOCK"
   flock "$lock"

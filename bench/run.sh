@@ -7,6 +7,7 @@
 #   cancel.txt/json  cancel latency over stdio, p50/p99
 #   scale.txt/json   10,000 and 100,000 requests in flight, then cancelled
 #   sessions.txt/json 1,000 sessions with a turn in flight, every turn cancelled the ACP way
+#   stream.txt/json  the token stream and the stop under it (stream.sh), acprpc beside coder and the TypeScript SDK
 #   remote.txt/json  acprpc's remote server beside the TypeScript SDK's (remote.sh)
 #   chart.svg        round trip and cancel latency per peer
 #   env.txt          machine, toolchains and peer versions
@@ -22,8 +23,9 @@ RUNS=${RUNS:-3}
 CANCELS=${CANCELS:-1000}
 SCALE_N=${SCALE_N:-10000,100000}
 SESSIONS=${SESSIONS:-1000}
+STREAM_CANCELS=${STREAM_CANCELS:-40}
 if [[ "${QUICK:-}" == 1 ]]; then
-  COUNT=1 BENCHTIME=0.05s CALLS=2000 RUNS=1 CANCELS=100 SCALE_N=2000 SESSIONS=200
+  COUNT=1 BENCHTIME=0.05s CALLS=2000 RUNS=1 CANCELS=100 SCALE_N=2000 SESSIONS=200 STREAM_CANCELS=5
 fi
 
 out=results
@@ -80,6 +82,9 @@ step "scale: $SCALE_N requests in flight"
 
 step "sessions: $SESSIONS turns in flight, cancelled at once, $RUNS runs per peer"
 "$tmp/acpbench" sessions -out "$out" -n "$SESSIONS" -runs "$RUNS"
+
+step "stream: a turn of 10,000 chunks, the stop under it, a slow reader; $RUNS runs per peer"
+RUNS=$RUNS CANCELS=$STREAM_CANCELS ./stream.sh
 
 step "remote: acprpc's and the TypeScript SDK's servers over WebSocket and Streamable HTTP"
 RUNS=$RUNS QUICK=${QUICK:-} ./remote.sh

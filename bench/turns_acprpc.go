@@ -139,8 +139,10 @@ var (
 // stamping phases, and returns a channel closed once the connection has
 // ended. graceful waits, as examples/agent does by default, for the client
 // to answer the requests a cancel cut short; otherwise a turn ends at once
-// (its -graceful=false).
-func ServeAcprpcTurns(r io.Reader, w io.Writer, graceful bool, phases *Phases) <-chan struct{} {
+// (its -graceful=false). With stopped, a cancelled turn sends a last update
+// saying so, as examples/agent's does; without, it answers at once, as
+// coder's example agent does.
+func ServeAcprpcTurns(r io.Reader, w io.Writer, graceful, stopped bool, phases *Phases) <-chan struct{} {
 	wait := time.Duration(0)
 	if graceful {
 		wait = turnConfirmWait
@@ -148,7 +150,7 @@ func ServeAcprpcTurns(r io.Reader, w io.Writer, graceful bool, phases *Phases) <
 	agent := acpv1.Agent{
 		SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
 			defer phases.stamp(PhaseHandlerReturned)
-			return acprpcTurn(ctx, acprpc.ConnFromContext(ctx), p.SessionID, wait)
+			return acprpcTurn(ctx, acprpc.ConnFromContext(ctx), p.SessionID, wait, stopped)
 		},
 		SessionCancel: func(context.Context, acpv1.CancelNotification) { phases.cancelSeen() },
 	}
@@ -158,8 +160,8 @@ func ServeAcprpcTurns(r io.Reader, w io.Writer, graceful bool, phases *Phases) <
 
 // acprpcTurn is examples/agent's turn: a message, the two requests at once
 // under the turn's context, and once it is cancelled, a last message and
-// the cancelled stop reason.
-func acprpcTurn(ctx context.Context, conn *acprpc.Conn, session acpv1.SessionID, wait time.Duration) (acpv1.PromptResponse, error) {
+// the cancelled stop reason; the last message only with stopped.
+func acprpcTurn(ctx context.Context, conn *acprpc.Conn, session acpv1.SessionID, wait time.Duration, stopped bool) (acpv1.PromptResponse, error) {
 	say := func(ctx context.Context, text string) {
 		_ = acpv1.ToClient.SessionUpdate.Notify(ctx, conn, acpv1.AgentText(session, text))
 	}
@@ -185,6 +187,8 @@ func acprpcTurn(ctx context.Context, conn *acprpc.Conn, session acpv1.SessionID,
 	if ctx.Err() == nil && !errors.Is(permErr, acprpc.ErrCancelled) && !errors.Is(termErr, acprpc.ErrCancelled) {
 		<-ctx.Done() // the workload's turns are answered by their client; they wait for the cancel
 	}
-	say(context.WithoutCancel(ctx), "Stopped (session/cancel).")
+	if stopped {
+		say(context.WithoutCancel(ctx), "Stopped (session/cancel).")
+	}
 	return acpv1.PromptResponse{StopReason: acpv1.StopReasonCancelled}, nil
 }

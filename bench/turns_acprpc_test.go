@@ -25,7 +25,7 @@ func TestAcprpcTurnsPhases(t *testing.T) {
 			require.NoError(t, err)
 			clientIn, agentOut, err := os.Pipe()
 			require.NoError(t, err)
-			done := ServeAcprpcTurns(agentIn, agentOut, graceful, phases)
+			done := ServeAcprpcTurns(agentIn, agentOut, graceful, true, phases)
 
 			held := make(chan struct{}, 2*n)
 			hold := func(ctx context.Context) error { // the client holds both requests until they are cancelled

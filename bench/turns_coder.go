@@ -22,12 +22,16 @@ import (
 type coderTurnAgent struct {
 	coderAgent
 	sessions atomic.Int64
+	stopped  bool // a cancelled turn says so before it answers
 }
 
 // ServeCoderTurns serves the turn workload with coder's SDK on r and w and
 // returns a channel closed once the connection has ended (its input did).
-func ServeCoderTurns(r io.Reader, w io.Writer) <-chan struct{} {
-	a := &coderTurnAgent{}
+// With stopped, a cancelled turn sends a last update saying so, as
+// examples/agent's does; without, it answers at once, as coder's example
+// agent does.
+func ServeCoderTurns(r io.Reader, w io.Writer, stopped bool) <-chan struct{} {
+	a := &coderTurnAgent{stopped: stopped}
 	a.conn = acp.NewAgentSideConnection(a, w, r)
 	a.conn.SetLogger(coderQuiet)
 	return a.conn.Done()
@@ -66,6 +70,8 @@ func (a *coderTurnAgent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.P
 	})
 	wg.Wait()
 	<-ctx.Done()
-	say(context.WithoutCancel(ctx), "Stopped (session/cancel).")
+	if a.stopped {
+		say(context.WithoutCancel(ctx), "Stopped (session/cancel).")
+	}
 	return acp.PromptResponse{StopReason: acp.StopReasonCancelled}, nil
 }

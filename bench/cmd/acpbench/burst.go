@@ -32,8 +32,10 @@ type burstAgent struct{ name, argv string }
 // burstRowNames are the agents burst knows: examples/agent in its graceful
 // and its prompt mode, coder's SDK serving the same turn, and the same turn
 // again on acprpc in the bench's server, without examples/agent's log and
-// with each phase of the cascade stamped (bench/turns_acprpc.go).
-var burstRowNames = []string{"acprpc", "acprpc-prompt", "coder", "acprpc-phases", "acprpc-phases-prompt"}
+// with each phase of the cascade stamped (bench/turns_acprpc.go); and the
+// lean turn of coder's example agent, on coder and on acprpc, which answers
+// a cancel at once, with no last update.
+var burstRowNames = []string{"acprpc", "acprpc-prompt", "coder", "acprpc-phases", "acprpc-phases-prompt", "coder-lean", "acprpc-lean"}
 
 // burstAgents returns the command line of each agent named, examples/agent
 // being the binary agent and the bench's server the binary server.
@@ -44,14 +46,24 @@ func burstAgents(agent, server string, names []string) ([]burstAgent, error) {
 		"coder":                server + " -peer coder -turns",
 		"acprpc-phases":        server + " -peer acprpc -turns",
 		"acprpc-phases-prompt": server + " -peer acprpc -turns -graceful=false",
+		// coder's example agent's turn: a cancelled turn answers at once,
+		// with no last update; the same turn on acprpc.
+		"coder-lean":  server + " -peer coder -turns -stopped=false",
+		"acprpc-lean": server + " -peer acprpc -turns -graceful=false -stopped=false",
 	}
-	var out []burstAgent
+	return pick("burst", argv, names, burstRowNames, func(name, argv string) burstAgent { return burstAgent{name, argv} })
+}
+
+// pick returns, for each name, what build makes of its command line in
+// argv, or an error naming the known ones for a name argv lacks.
+func pick[T any](what string, argv map[string]string, names, known []string, build func(name, argv string) T) ([]T, error) {
+	var out []T
 	for _, n := range names {
 		a, ok := argv[n]
 		if !ok {
-			return nil, fmt.Errorf("burst: unknown agent %q (known: %s)", n, strings.Join(burstRowNames, ", "))
+			return nil, fmt.Errorf("%s: unknown name %q (known: %s)", what, n, strings.Join(known, ", "))
 		}
-		out = append(out, burstAgent{n, a})
+		out = append(out, build(n, a))
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@
 //	acpbench scale  [flags]   many requests blocked on one connection, then cancelled
 //	acpbench sessions [flags] many sessions with a turn in flight, every turn then cancelled the ACP way
 //	acpbench burst [flags]    a burst of session/cancel over a spawned agent's stdio, each turn holding two requests to the client
+//	acpbench stream [flags]   a turn streaming thousands of updates over a spawned agent's stdio, and the stop under it
 //	acpbench remote [flags]   acprpc's remote server and the TypeScript SDK's over WebSocket and Streamable HTTP
 //
 // Each writes NAME.json (raw figures) and NAME.txt (the table) into -out.
@@ -99,6 +100,22 @@ func main() {
 		agents, err := burstAgents(*agent, cfg.server, strings.Split(*rows, ","))
 		check(err)
 		check(runBurst(&cfg, agents, *n, *runs, *wait))
+	case "stream":
+		runs := fs.Int("runs", 5, "runs per peer, interleaved, each in a fresh process")
+		peers := fs.String("peers", "acprpc,coder,ts", "peers to run, of "+strings.Join(streamPeerNames, ", "))
+		var sc streamConfig
+		fs.IntVar(&sc.chunks, "chunks", 10_000, "chunks per streamed turn")
+		fs.IntVar(&sc.turns, "turns", 3, "streamed turns per run, plain and with tool calls each")
+		fs.IntVar(&sc.cancels, "cancels", 40, "turns per run cancelled at a random chunk")
+		fs.IntVar(&sc.pace, "pace", 1000, "the slow reader's updates per second")
+		fs.DurationVar(&sc.slow, "slow", 3*time.Second, "how long the slow reader reads before it cancels")
+		fs.DurationVar(&sc.stopWait, "stopwait", 10*time.Second, "how long the slow reader keeps its pace after its cancel")
+		fs.IntVar(&sc.many, "many", 100, "sessions streaming at once, one of them cancelled (0: none)")
+		fs.IntVar(&sc.manyChunks, "manychunks", 2000, "chunks each of the many sessions streams")
+		parse(fs, args, &cfg, new(string))
+		list, err := streamPeers(&cfg, strings.Split(*peers, ","))
+		check(err)
+		check(runStream(&cfg, list, *runs, sc))
 	case "remote":
 		rowsFlag := fs.String("rows", "acprpc:ws,ts:ws,acprpc:http,ts:http", "comma-separated server:transport pairs (servers acprpc and ts, transports ws and http)")
 		remoteServer := fs.String("remoteserver", "", "path of the built cmd/remoteserver binary")

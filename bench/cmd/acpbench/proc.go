@@ -38,7 +38,8 @@ type proc struct {
 	// Stamps from the server's stderr, by tag.
 	started  chan int64
 	seen     chan int64
-	phases   []string // "P" lines: read once stderrWG is closed
+	allocs   chan int64 // "M" stamps: the heap objects a Go agent had allocated as a prompt began
+	phases   []string   // "P" lines: read once stderrWG is closed
 	stderrWG chan struct{}
 }
 
@@ -70,7 +71,7 @@ func spawnLogging(argv []string, echo bool) (*proc, error) {
 	outW.Close()
 	errW.Close()
 	p := &proc{cmd: cmd, stdin: inW, stdout: outR,
-		started: make(chan int64, 1<<16), seen: make(chan int64, 1<<16), stderrWG: make(chan struct{})}
+		started: make(chan int64, 1<<16), seen: make(chan int64, 1<<16), allocs: make(chan int64, 1<<16), stderrWG: make(chan struct{})}
 	go func() {
 		defer close(p.stderrWG)
 		defer errR.Close()
@@ -83,6 +84,8 @@ func spawnLogging(argv []string, echo bool) (*proc, error) {
 				p.started <- v
 			case ok && err == nil && tag == "C":
 				p.seen <- v
+			case ok && err == nil && tag == "M":
+				p.allocs <- v
 			case ok && tag == "P":
 				p.phases = append(p.phases, ns)
 			case echo:

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/bench"
 )
 
@@ -26,11 +28,18 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file")
 	turns := flag.Bool("turns", false, "serve the turn workload instead (coder or acprpc): each prompt asks the client for permission and a terminal, then waits for its cancel")
+	stopped := flag.Bool("stopped", true, "with -turns: a cancelled turn sends a last update saying so before it answers, as examples/agent's does; false answers at once, as coder's example agent does")
+	stream := flag.Bool("stream", false, "serve the stream workload instead (coder or acprpc): each prompt streams the chunks its text asks for, then ends end_turn, or cancelled once cancelled")
+	unbounded := flag.Bool("unbounded", false, "with -stream -peer acprpc: no bound on the unsent notifications, as before Notify waited for room")
 	graceful := flag.Bool("graceful", true, "with -turns -peer acprpc: after a cancel, wait for the client to answer the requests it cut short, as examples/agent does")
 	flag.Parse()
 	defer record(*cpuProfile, *traceFile)()
 	if *turns {
-		serveTurns(*name, *graceful)
+		serveTurns(*name, *graceful, *stopped)
+		return
+	}
+	if *stream {
+		serveStream(*name, *unbounded)
 		return
 	}
 	p, ok := bench.Lookup(*name)
@@ -113,16 +122,33 @@ func (e *eofReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// serveStream serves the stream workload with peer name until stdin ends.
+func serveStream(name string, unbounded bool) {
+	switch name {
+	case "coder":
+		<-bench.ServeCoderStream(os.Stdin, os.Stdout)
+	case "acprpc":
+		var opts *acprpc.Options
+		if unbounded {
+			opts = &acprpc.Options{MaxUnsentNotifications: math.MaxInt, MaxUnsentNotificationBytes: math.MaxInt}
+		}
+		<-bench.ServeAcprpcStream(os.Stdin, os.Stdout, opts)
+	default:
+		fmt.Fprintln(os.Stderr, "server: -stream is for -peer coder or acprpc")
+		os.Exit(2)
+	}
+}
+
 // serveTurns serves the turn workload with peer name until stdin ends. For
 // acprpc it then writes each phase's stamps to stderr, one line per phase:
 // "P <phase> <count> <first> <median> <last>", CLOCK_MONOTONIC nanoseconds.
-func serveTurns(name string, graceful bool) {
+func serveTurns(name string, graceful, stopped bool) {
 	switch name {
 	case "coder":
-		<-bench.ServeCoderTurns(os.Stdin, os.Stdout)
+		<-bench.ServeCoderTurns(os.Stdin, os.Stdout, stopped)
 	case "acprpc":
 		phases := bench.NewPhases(1 << 16)
-		<-bench.ServeAcprpcTurns(os.Stdin, os.Stdout, graceful, phases)
+		<-bench.ServeAcprpcTurns(os.Stdin, os.Stdout, graceful, stopped, phases)
 		for ph := range bench.PhaseNames {
 			s := phases.Stamps(bench.Phase(ph))
 			if len(s) > 0 {
