@@ -236,6 +236,14 @@ func (a *acpRules) initialized() bool {
 	return a.versions.initialized.Load() || a.conn.ProtocolVersion() != 0
 }
 
+// callWritten notes that a call's request is queued for the peer: a
+// prompt's turn can be cancelled from now on (turnWatch.sent).
+func (a *acpRules) callWritten(pc *pendingCall) {
+	if pc.acp.turn != nil {
+		pc.acp.turn.sent.Store(true)
+	}
+}
+
 // callSent starts following a call ACP reads the answer of, or cancels its
 // own way: a prompt turn, which goes out only once the agent has answered
 // its session's turn this side cancelled earlier, so that nothing of that

@@ -25,6 +25,11 @@ const DefaultTurnCancelWait = 5 * time.Second
 type turnWatch struct {
 	sessionID string // "" for a prompt whose params name no session by a string
 	report    bool   // Options.ReportCancelledTurns: an end_turn after the cancel is reported cancelled
+	// sent: the prompt is queued for the agent. Only then can a
+	// session/cancel, queued after it, cancel its turn: one queued while
+	// the prompt is held reaches the agent before it, and cancels nothing
+	// of its turn.
+	sent      atomic.Bool
 	cancelled atomic.Bool
 	// cancelledAt is when this side first cancelled the turn (UnixNano),
 	// set before cancelled: the session's next prompts are held for its
@@ -189,7 +194,8 @@ func (c *Conn) turnCancelWait() time.Duration {
 	}
 }
 
-// cancelTurns records that this side is cancelling the session's turns:
+// cancelTurns records that this side is cancelling the session's turns
+// whose prompts are queued for the agent, ahead of the session/cancel:
 // the answers read from now on to its prompt calls are reported cancelled,
 // and a call whose context ends afterwards sends no second session/cancel.
 func (c *Conn) cancelTurns(sessionID string) {
@@ -199,13 +205,13 @@ func (c *Conn) cancelTurns(sessionID string) {
 	c.calls.mu.Lock()
 	defer c.calls.mu.Unlock()
 	for _, pc := range c.calls.m {
-		if pc.acp.turn != nil && pc.acp.turn.sessionID == sessionID {
-			pc.acp.turn.markCancelled()
+		if t := pc.acp.turn; t != nil && t.sessionID == sessionID && t.sent.Load() {
+			t.markCancelled()
 		}
 	}
 }
 
-// turnsInFlight returns the sessions of this side's prompt calls in flight
+// turnsInFlight returns the sessions of this side's prompt calls sent
 // whose turns were not cancelled, and records them cancelled.
 func (c *Conn) turnsInFlight() []string {
 	c.calls.mu.Lock()
@@ -213,7 +219,7 @@ func (c *Conn) turnsInFlight() []string {
 	var sessions []string
 	for _, pc := range c.calls.m {
 		turn := pc.acp.turn
-		if turn != nil && turn.sessionID != "" && turn.markCancelled() {
+		if turn != nil && turn.sessionID != "" && turn.sent.Load() && turn.markCancelled() {
 			sessions = append(sessions, turn.sessionID)
 		}
 	}

@@ -226,3 +226,82 @@ func TestPromptManySessionsCancelledAtOnce(t *testing.T) {
 	}
 	assert.EqualValues(t, sessions, l.A.Stats().CancelsSent)
 }
+
+// Prompts on one session from 8 goroutines at once, each cancelled as it
+// starts, against an acprpc agent whose turns end with their contexts:
+// every call returns, with the agent's stop reason or ErrCancelled, and
+// the holds behind the cancelled turns neither deadlock nor race.
+func TestPromptHoldsStress(t *testing.T) {
+	ctx := wiretest.Context(t)
+	agent := wiretest.Mux{"session/prompt": func(ctx context.Context, req *acprpc.Request) (any, error) {
+		<-ctx.Done()
+		return stopReason{"cancelled"}, nil
+	}}
+	l := wiretest.NewWire(t, wiretest.Side{}, wiretest.Side{Handler: agent})
+	const callers, rounds = 8, 25
+	errs := make(chan error, callers*rounds)
+	for range callers {
+		go func() {
+			for range rounds {
+				callCtx, cancel := context.WithCancel(ctx)
+				go cancel()
+				var res stopReason
+				err := l.A.Call(callCtx, "session/prompt", map[string]any{"sessionId": "s"}, &res)
+				if err == nil && res.StopReason != "cancelled" {
+					err = fmt.Errorf("stop reason %q", res.StopReason)
+				}
+				errs <- err
+			}
+		}()
+	}
+	for range callers * rounds {
+		if err := wiretest.Recv(t, ctx, errs); err != nil {
+			require.ErrorIs(t, err, acprpc.ErrCancelled)
+		}
+	}
+}
+
+// CancelSession while a prompt of the session is held, not yet sent: the
+// session/cancel goes out before the prompt, so it cancels nothing of that
+// prompt's turn, which is not taken for cancelled. An end_turn answer stays
+// end_turn under ReportCancelledTurns, and the prompt's context ending
+// later sends its own session/cancel. It used to be taken for cancelled:
+// the end_turn was reported cancelled, and the context's end sent nothing,
+// leaving the agent's turn to run, the call to wait TurnCancelWait.
+func TestCancelSessionBeforeAHeldPromptIsSentDoesNotCancelIt(t *testing.T) {
+	for _, then := range []string{"answered", "cancelled"} {
+		t.Run(then, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			held := logSignal{msg: "acprpc: holding a prompt", seen: make(chan struct{})}
+			c, p := wiretest.Connect(t, wiretest.Transports[0], pinged(),
+				&acprpc.Options{Logger: slog.New(&held), TurnCancelWait: time.Minute, ReportCancelledTurns: true})
+			callCtx, cancel := context.WithCancel(ctx)
+			done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil, acprpc.WaitAfterCancel(time.Millisecond))
+			first := p.ExpectRequest(ctx, "session/prompt")
+			cancel()
+			p.ExpectNotification(ctx, "session/cancel")
+			assert.ErrorIs(t, wiretest.Recv(t, ctx, done), acprpc.ErrCancelled)
+
+			callCtx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			var res stopReason
+			done = goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, &res)
+			wiretest.Recv(t, ctx, (<-chan struct{})(held.seen))
+			require.NoError(t, acprpc.CancelSession(ctx, c, "s"))
+			p.ExpectNotification(ctx, "session/cancel")
+			p.Respond(string(first.ID), `{"stopReason":"cancelled"}`)
+			second := p.ExpectRequest(ctx, "session/prompt") // after the session/cancel
+			if then == "answered" {
+				p.Respond(string(second.ID), `{"stopReason":"end_turn"}`)
+				require.NoError(t, wiretest.Recv(t, ctx, done))
+				assert.Equal(t, "end_turn", res.StopReason, "a turn begun after the session/cancel is not reported cancelled")
+				return
+			}
+			cancel()
+			p.ExpectNotification(ctx, "session/cancel") // its own
+			p.Respond(string(second.ID), `{"stopReason":"cancelled"}`)
+			require.NoError(t, wiretest.Recv(t, ctx, done))
+			assert.Equal(t, "cancelled", res.StopReason)
+		})
+	}
+}
