@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc/bench"
+	"github.com/acpkit/acprpc/bench/remotebench"
 )
 
 // The token stream and the stop under it, over stdio: one raw-wire client,
@@ -37,23 +39,44 @@ import (
 //
 // Every update is checked: chunk i of a turn is the i-th chunk read.
 
-type streamPeer struct{ name, argv string }
+// streamPeer is one row: an agent's command line, and the transport its
+// client speaks: stdio, or remotebench.WebSocket or remotebench.HTTP to the
+// endpoint the agent prints as its first line.
+type streamPeer struct{ name, argv, transport string }
 
-var streamPeerNames = []string{"acprpc", "coder", "ts", "acprpc-unbounded"}
+var streamPeerNames = []string{"acprpc", "coder", "ts", "acprpc-unbounded", "acprpc-ws", "ts-ws", "acprpc-http", "ts-http"}
+
+const stdio = "stdio"
 
 func streamPeers(cfg *config, names []string) ([]streamPeer, error) {
+	acprpcRemote := cfg.remoteServer + " -stream"
+	tsRemote := cfg.node + " " + filepath.Join(cfg.tsDir, "remote-agent.mjs") + " stream"
 	return pick("stream", map[string]string{
 		"acprpc":           cfg.server + " -peer acprpc -stream",
 		"acprpc-unbounded": cfg.server + " -peer acprpc -stream -unbounded",
 		"coder":            cfg.server + " -peer coder -stream",
 		"ts":               cfg.node + " " + filepath.Join(cfg.tsDir, "stream-agent.mjs"),
-	}, names, streamPeerNames, func(name, argv string) streamPeer { return streamPeer{name, argv} })
+		"acprpc-ws":        acprpcRemote,
+		"ts-ws":            tsRemote,
+		"acprpc-http":      acprpcRemote,
+		"ts-http":          tsRemote,
+	}, names, streamPeerNames, func(name, argv string) streamPeer {
+		transport := stdio
+		if base, t, ok := strings.Cut(name, "-"); ok && (base == "acprpc" || base == "ts") && (t == remotebench.WebSocket || t == remotebench.HTTP) {
+			transport = t
+		}
+		return streamPeer{name, argv, transport}
+	})
 }
+
+// tsPeer reports whether peer is the TypeScript SDK's agent.
+func (p streamPeer) tsPeer() bool { return p.name == "ts" || strings.HasPrefix(p.name, "ts-") }
 
 type streamConfig struct {
 	chunks, turns, cancels, pace int
 	slow, stopWait               time.Duration
-	many, manyChunks             int // sessions streaming at once, and each one's chunks; 0 sessions: none
+	many, manyChunks             int    // sessions streaming at once, and each one's chunks; 0 sessions: none; stdio only
+	name                         string // of the record: NAME.txt and NAME.json
 }
 
 // streamRun is one peer's figures in one run.
@@ -96,7 +119,7 @@ func runStream(cfg *config, peers []streamPeer, runs int, sc streamConfig) error
 	var results []streamRun
 	for run := 1; run <= runs; run++ {
 		for _, p := range peers {
-			if p.name == "ts" && !tsAvailable(cfg) {
+			if p.tsPeer() && !tsAvailable(cfg) {
 				continue
 			}
 			res := streamRun{Peer: p.name, Run: run, LoadStart: loadavg()}
@@ -110,16 +133,71 @@ func runStream(cfg *config, peers []streamPeer, runs int, sc streamConfig) error
 			results = append(results, res)
 		}
 	}
-	return writeResults(cfg, "stream", results, streamTable(results, peers, runs, sc))
+	return writeResults(cfg, sc.name, results, streamTable(results, peers, runs, sc))
 }
 
 func loadavg() string { return strings.Join(strings.Fields(readString("/proc/loadavg"))[:3], " ") }
 
 // streamClient is the raw-wire client of one spawned agent.
 type streamClient struct {
-	p      *proc
-	r      *bufio.Reader
-	nextID int
+	p       *proc
+	w       msgWire
+	session string
+	nextID  int
+}
+
+// msgWire carries the client's JSON-RPC messages, one at a time, as the
+// transport frames them.
+type msgWire interface {
+	send(msg string) error
+	next() ([]byte, error) // the agent's next message, valid until the next call
+}
+
+// stdioWire is newline-delimited JSON on the agent's stdin and stdout.
+type stdioWire struct {
+	w *os.File
+	r *bufio.Reader
+}
+
+func (s stdioWire) send(msg string) error {
+	_, err := s.w.WriteString(msg + "\n")
+	return err
+}
+
+func (s stdioWire) next() ([]byte, error) { return s.r.ReadSlice('\n') }
+
+// remoteWire is a WebSocket or Streamable HTTP connection of
+// remotebench's raw client, over HTTP reading the session's own SSE stream.
+type remoteWire struct{ c *remotebench.Client }
+
+func (r remoteWire) send(msg string) error { return r.c.Send(context.Background(), []byte(msg)) }
+func (r remoteWire) next() ([]byte, error) { return r.c.Recv() }
+
+// connect opens the client's session with the agent p over transport:
+// over stdio it writes initialize and session/new; otherwise the agent's
+// first line is its endpoint, which remotebench.Dial opens (initialize and
+// session/new, and over Streamable HTTP the session's SSE stream).
+func connect(p *proc, transport string) (*streamClient, func(), error) {
+	r := bufio.NewReaderSize(p.stdout, 4<<10)
+	if transport == stdio {
+		c := &streamClient{p: p, w: stdioWire{p.stdin, r}, nextID: 1}
+		return c, func() {}, c.handshake()
+	}
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, nil, fmt.Errorf("the agent printed no endpoint: %w", err)
+	}
+	hc := remotebench.NewHTTPClient()
+	rc, err := remotebench.Dial(context.Background(), transport, strings.TrimSpace(line), hc)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeAll := func() {
+		_ = rc.Close()
+		hc.CloseIdleConnections()
+	}
+	// Over both transports session/new was the client's second request.
+	return &streamClient{p: p, w: remoteWire{rc}, session: rc.Session(), nextID: 2}, closeAll, nil
 }
 
 func streamOne(peer streamPeer, sc streamConfig, run int, res *streamRun) error {
@@ -128,11 +206,12 @@ func streamOne(peer streamPeer, sc streamConfig, run int, res *streamRun) error 
 		return err
 	}
 	defer p.close()
-	c := &streamClient{p: p, r: bufio.NewReaderSize(p.stdout, 4<<10), nextID: 1}
-	if err := c.handshake(); err != nil {
+	c, closeConn, err := connect(p, peer.transport)
+	if err != nil {
 		return err
 	}
-	goAgent := peer.name != "ts"
+	defer closeConn()
+	goAgent := !peer.tsPeer()
 	rng := rand.New(rand.NewPCG(uint64(run), 38))
 	// Warm up, then the stream, plain and with tool calls.
 	if _, err := c.turn(bench.StreamSpec{N: 2000, Seed: 1}, -1, 0); err != nil {
@@ -192,7 +271,7 @@ func streamOne(peer streamPeer, sc streamConfig, run int, res *streamRun) error 
 		}
 	}
 	// Many sessions, one stopped.
-	if sc.many > 0 {
+	if sc.many > 0 && peer.transport == stdio {
 		m, err := c.manySessions(sc.many, sc.manyChunks, rng)
 		if err != nil {
 			return err
@@ -283,10 +362,7 @@ func (c *streamClient) dropStamps() {
 	}
 }
 
-func (c *streamClient) send(line string) error {
-	_, err := c.p.stdin.WriteString(line + "\n")
-	return err
-}
+func (c *streamClient) send(msg string) error { return c.w.send(msg) }
 
 // call writes a request and reads until its answer, which it returns.
 func (c *streamClient) call(method, params string) ([]byte, error) {
@@ -297,12 +373,12 @@ func (c *streamClient) call(method, params string) ([]byte, error) {
 	}
 	want := []byte(fmt.Sprintf(`"id":%d,`, id))
 	for {
-		line, err := c.r.ReadBytes('\n')
+		line, err := c.w.next()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
 		if bytes.Contains(line, want) {
-			return line, nil
+			return bytes.Clone(line), nil
 		}
 	}
 }
@@ -311,7 +387,8 @@ func (c *streamClient) handshake() error {
 	if _, err := c.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`); err != nil {
 		return err
 	}
-	_, err := c.call("session/new", `{"cwd":"/","mcpServers":[]}`)
+	line, err := c.call("session/new", `{"cwd":"/","mcpServers":[]}`)
+	c.session = sessionOf(line)
 	return err
 }
 
@@ -343,14 +420,14 @@ func (c *streamClient) turn(spec bench.StreamSpec, cancelAt int, pace time.Durat
 	c.nextID++
 	answer := []byte(fmt.Sprintf(`"id":%d,`, id))
 	start := time.Now()
-	prompt := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":%q}]}}`, id, spec.Text())
+	prompt := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`, id, c.session, spec.Text())
 	if err := c.send(prompt); err != nil {
 		return t, err
 	}
 	var cancelled time.Time
 	next := start
 	for {
-		line, err := c.r.ReadSlice('\n')
+		line, err := c.w.next()
 		if err != nil {
 			return t, fmt.Errorf("turn: %w (%d updates read)", err, t.updates)
 		}
@@ -384,7 +461,7 @@ func (c *streamClient) turn(spec bench.StreamSpec, cancelAt int, pace time.Durat
 			return t, nil
 		}
 		if cancelAt >= 0 && cancelled.IsZero() && t.updates-t.tools >= cancelAt {
-			if err := c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`); err != nil {
+			if err := c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + c.session + `"}}`); err != nil {
 				return t, err
 			}
 			cancelled, t.cancelMono = time.Now(), bench.MonoNow()
@@ -434,14 +511,14 @@ func (c *streamClient) manySessions(n, chunks int, rng *rand.Rand) (manyResult, 
 	}
 	c.nextID += n
 	start := time.Now()
-	if _, err := c.p.stdin.WriteString(prompts.String()); err != nil {
+	if err := c.send(strings.TrimSuffix(prompts.String(), "\n")); err != nil { // one write, every prompt
 		return m, err
 	}
 	read := make([]int, n)
 	answered, others := 0, 0
 	var cancelled time.Time
 	for answered < n {
-		line, err := c.r.ReadSlice('\n')
+		line, err := c.w.next()
 		if err != nil {
 			return m, fmt.Errorf("many: %w", err)
 		}
@@ -522,7 +599,7 @@ func residentKiB(pid int) int64 {
 
 func streamTable(results []streamRun, peers []streamPeer, runs int, sc streamConfig) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The token stream over stdio, %d interleaved runs, each peer's agent a process of its own, one raw-wire client.\n", runs)
+	fmt.Fprintf(&b, "The token stream over %s, %d interleaved runs, each peer's agent a process of its own, one raw-wire client.\n", transportsOf(peers), runs)
 	fmt.Fprintf(&b, "Stream: turns of %d agent_message_chunk updates of 16-64 bytes, then end_turn; median of the runs' medians [range];\n", sc.chunks)
 	fmt.Fprintf(&b, "\"+tools\" adds a tool_call_update after every 50 chunks. CPU: the agent's, every thread, per update; allocs: its heap objects per update.\n\n")
 	fmt.Fprintf(&b, "%-17s %-22s %-22s %-18s %-18s %-14s %-14s\n", "peer", "updates/s", "+tools updates/s", "cpu µs/update", "+tools cpu µs", "allocs/update", "+tools allocs")
@@ -635,6 +712,18 @@ func streamTable(results []streamRun, peers []streamPeer, runs int, sc streamCon
 		fmt.Fprintf(&b, "\nFailed runs (left out above):\n  %s\n", strings.Join(failed, "\n  "))
 	}
 	return b.String()
+}
+
+// transportsOf names the transports of peers, for a table's title.
+func transportsOf(peers []streamPeer) string {
+	names := map[string]string{stdio: "stdio", remotebench.WebSocket: "WebSocket", remotebench.HTTP: "Streamable HTTP (the session's own SSE stream)"}
+	var seen []string
+	for _, p := range peers {
+		if n := names[p.transport]; !slices.Contains(seen, n) {
+			seen = append(seen, n)
+		}
+	}
+	return strings.Join(seen, " and ")
 }
 
 // quantile is the q-quantile of v, the nearest rank.
