@@ -14,6 +14,7 @@
 #   PEERS=acprpc-ws,ts-ws,acprpc-http,ts-http NAME=stream-remote ./stream.sh
 #                              the stream over the remote transports
 #   SLOW=0 ./stream.sh         without the slow reader
+#   TURNS=0 CANCELS=0 ./stream.sh   the slow reader alone
 #   QUIET=1.5 ./stream.sh      first wait (polling every 30 s, at most
 #                              15 minutes) for a 1-minute load average below 1.5
 set -euo pipefail
@@ -23,6 +24,7 @@ CANCELS=${CANCELS:-40}
 PEERS=${PEERS:-acprpc,coder,ts,acprpc-unbounded}
 NAME=${NAME:-stream}
 SLOW=${SLOW:-3s}
+TURNS=${TURNS:-3}
 out=results
 mkdir -p "$out"
 tmp=$(mktemp -d)
@@ -34,10 +36,10 @@ go build -o "$tmp/remoteserver" ./cmd/remoteserver
 
 source ./quiet.sh
 
-cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -runs "$RUNS" -cancels "$CANCELS" -slow "$SLOW" -peers "$PEERS" -name "$NAME")
+cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -slow "$SLOW" -peers "$PEERS" -name "$NAME")
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "command: (cd bench && ${QUIET:+QUIET=$QUIET }RUNS=$RUNS CANCELS=$CANCELS PEERS=$PEERS NAME=$NAME SLOW=$SLOW ./stream.sh), which runs: ${cmd[*]}"
+  echo "command: (cd bench && ${QUIET:+QUIET=$QUIET }RUNS=$RUNS CANCELS=$CANCELS PEERS=$PEERS NAME=$NAME SLOW=$SLOW TURNS=$TURNS ./stream.sh), which runs: ${cmd[*]}"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc)"
   echo "go: $(go version)"
   echo "node: $(node --version)"
@@ -45,6 +47,6 @@ cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -r
   echo "ts: @agentclientprotocol/sdk $(node -p 'require("./ts/node_modules/@agentclientprotocol/sdk/package.json").version'), ws $(node -p 'require("./ts/node_modules/ws/package.json").version')"
   echo "uptime at start: $(uptime)"
 } >"$out/$NAME-env.txt"
-"$tmp/acpbench" stream -server "$tmp/server" -remoteserver "$tmp/remoteserver" -ts ts -runs "$RUNS" -cancels "$CANCELS" -slow "$SLOW" -peers "$PEERS" -name "$NAME" -out "$out"
+"$tmp/acpbench" stream -server "$tmp/server" -remoteserver "$tmp/remoteserver" -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -slow "$SLOW" -peers "$PEERS" -name "$NAME" -out "$out"
 echo "uptime at end: $(uptime)" >>"$out/$NAME-env.txt"
 cat "$out/$NAME-env.txt"

@@ -461,10 +461,12 @@ func (c *streamClient) turn(spec bench.StreamSpec, cancelAt int, pace time.Durat
 			return t, nil
 		}
 		if cancelAt >= 0 && cancelled.IsZero() && t.updates-t.tools >= cancelAt {
+			// Stamped before the write: over Streamable HTTP the send is a
+			// POST whose 202 comes once the agent has taken the message in.
+			cancelled, t.cancelMono = time.Now(), bench.MonoNow()
 			if err := c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + c.session + `"}}`); err != nil {
 				return t, err
 			}
-			cancelled, t.cancelMono = time.Now(), bench.MonoNow()
 		}
 		if pace > 0 && !t.gaveUp {
 			if !cancelled.IsZero() && len(stopWait) > 0 && time.Since(cancelled) > stopWait[0] {
@@ -600,107 +602,23 @@ func residentKiB(pid int) int64 {
 func streamTable(results []streamRun, peers []streamPeer, runs int, sc streamConfig) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The token stream over %s, %d interleaved runs, each peer's agent a process of its own, one raw-wire client.\n", transportsOf(peers), runs)
-	fmt.Fprintf(&b, "Stream: turns of %d agent_message_chunk updates of 16-64 bytes, then end_turn; median of the runs' medians [range];\n", sc.chunks)
-	fmt.Fprintf(&b, "\"+tools\" adds a tool_call_update after every 50 chunks. CPU: the agent's, every thread, per update; allocs: its heap objects per update.\n\n")
-	fmt.Fprintf(&b, "%-17s %-22s %-22s %-18s %-18s %-14s %-14s\n", "peer", "updates/s", "+tools updates/s", "cpu µs/update", "+tools cpu µs", "allocs/update", "+tools allocs")
 	by := map[string][]streamRun{}
 	for _, r := range results {
 		if r.Error == "" {
 			by[r.Peer] = append(by[r.Peer], r)
 		}
 	}
-	col := func(rs []streamRun, f func(streamRun) float64, format string) string {
-		var v []float64
-		for _, r := range rs {
-			v = append(v, f(r))
-		}
-		if len(v) == 0 {
-			return "-"
-		}
-		if v[0] == -1 {
-			return "n/a"
-		}
-		return fmt.Sprintf(format+" ["+format+"-"+format+"]", median(v), slices.Min(v), slices.Max(v))
+	if sc.turns > 0 {
+		streamRateTable(&b, by, peers, sc)
 	}
-	for _, p := range peers {
-		rs := by[p.name]
-		fmt.Fprintf(&b, "%-17s %-22s %-22s %-18s %-18s %-14s %-14s\n", p.name,
-			col(rs, func(r streamRun) float64 { return r.Rate }, "%.0f"),
-			col(rs, func(r streamRun) float64 { return r.RateTool }, "%.0f"),
-			col(rs, func(r streamRun) float64 { return r.CPUUs }, "%.2f"),
-			col(rs, func(r streamRun) float64 { return r.CPUUsTool }, "%.2f"),
-			col(rs, func(r streamRun) float64 { return r.Allocs }, "%.1f"),
-			col(rs, func(r streamRun) float64 { return r.AllocsTool }, "%.1f"))
+	if sc.cancels > 0 {
+		streamStopTable(&b, by, peers, sc)
 	}
-	fmt.Fprintf(&b, "\nThe stop under the stream: %d turns per run cancelled at a random chunk (100 to %d), all runs pooled:\n", sc.cancels, sc.chunks*9/10)
-	fmt.Fprintf(&b, "ms from session/cancel written to the answer read, and the updates read after the cancel; \"ended first\": turns\n")
-	fmt.Fprintf(&b, "answered end_turn, over before the agent read the cancel (counted in the stop times too).\n\n")
-	fmt.Fprintf(&b, "%-17s %6s %9s %9s %9s %12s %12s %12s %11s\n", "peer", "turns", "stop p50", "stop p99", "worst", "after p50", "after p99", "after worst", "ended first")
-	for _, p := range peers {
-		var stops, after []float64
-		ended := 0
-		for _, r := range by[p.name] {
-			ended += r.EndedFirst
-			stops = append(stops, r.StopMs...)
-			for _, a := range r.After {
-				after = append(after, float64(a))
-			}
-		}
-		if len(stops) == 0 {
-			fmt.Fprintf(&b, "%-17s -\n", p.name)
-			continue
-		}
-		fmt.Fprintf(&b, "%-17s %6d %9.2f %9.2f %9.2f %12.0f %12.0f %12.0f %11d\n", p.name, len(stops),
-			quantile(stops, .5), quantile(stops, .99), slices.Max(stops), quantile(after, .5), quantile(after, .99), slices.Max(after), ended)
+	if sc.slow > 0 {
+		slowReaderTable(&b, by, peers, sc)
 	}
-	fmt.Fprintf(&b, "\nWhere the stop's time goes, Go agents: ms from the cancel's write to the agent's reading it (acprpc: its\n")
-	fmt.Fprintf(&b, "read loop; coder: its Cancel callback), and from then to the turn's handler seeing it (its update refused).\n\n")
-	fmt.Fprintf(&b, "%-17s %6s %10s %10s %10s %10s %10s %10s\n", "peer", "turns", "read p50", "read p99", "read worst", "seen p50", "seen p99", "seen worst")
-	for _, p := range peers {
-		var read, seen []float64
-		for _, r := range by[p.name] {
-			read, seen = append(read, r.ReadMs...), append(seen, r.SeenMs...)
-		}
-		if len(read) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "%-17s %6d %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", p.name, len(read),
-			quantile(read, .5), quantile(read, .99), slices.Max(read), quantile(seen, .5), quantile(seen, .99), slices.Max(seen))
-	}
-	fmt.Fprintf(&b, "\nA slow reader: %d updates/s for %s, then session/cancel, the reader keeping its pace (at most %s, then full speed);\n", sc.pace, sc.slow, sc.stopWait)
-	fmt.Fprintf(&b, "the agent's resident memory sampled every 100 ms. Median [range] over the runs; every update checked in order.\n\n")
-	fmt.Fprintf(&b, "%-17s %-24s %-24s %-22s %-10s\n", "peer", "peak RSS MiB", "last-first RSS MiB", "stop ms", "after")
-	for _, p := range peers {
-		rs := by[p.name]
-		fmt.Fprintf(&b, "%-17s %-24s %-24s %-22s %-10s\n", p.name,
-			col(rs, func(r streamRun) float64 { return float64(slices.Max(append(r.SlowRSSKiB, 0))) / 1024 }, "%.1f"),
-			col(rs, func(r streamRun) float64 {
-				if len(r.SlowRSSKiB) == 0 {
-					return 0
-				}
-				return float64(r.SlowRSSKiB[len(r.SlowRSSKiB)-1]-r.SlowRSSKiB[0]) / 1024
-			}, "%.1f"),
-			col(rs, func(r streamRun) float64 { return r.SlowStopMs }, "%.0f"),
-			col(rs, func(r streamRun) float64 { return float64(r.SlowAfter) }, "%.0f"))
-	}
-	if sc.many > 0 {
-		fmt.Fprintf(&b, "\nMany streams, one stopped: %d sessions each streaming %d chunks at once, the first cancelled once a quarter\n", sc.many, sc.manyChunks)
-		fmt.Fprintf(&b, "of its chunks was read: its stop time, its updates read after the cancel, and the others' updates/s (all of\n")
-		fmt.Fprintf(&b, "them, prompts written to last answer read). Median [range] over the runs.\n\n")
-		fmt.Fprintf(&b, "%-17s %-22s %-22s %-26s %s\n", "peer", "stop ms", "after", "others' updates/s", "ended first")
-		for _, p := range peers {
-			rs := by[p.name]
-			ended := 0
-			for _, r := range rs {
-				if r.ManyEnded {
-					ended++
-				}
-			}
-			fmt.Fprintf(&b, "%-17s %-22s %-22s %-26s %d of %d\n", p.name,
-				col(rs, func(r streamRun) float64 { return r.ManyStopMs }, "%.1f"),
-				col(rs, func(r streamRun) float64 { return float64(r.ManyAfter) }, "%.0f"),
-				col(rs, func(r streamRun) float64 { return r.ManyRate }, "%.0f"), ended, len(rs))
-		}
+	if sc.many > 0 && slices.ContainsFunc(peers, func(p streamPeer) bool { return p.transport == stdio }) {
+		manyTable(&b, by, peers, sc)
 	}
 	var failed []string
 	for _, r := range results {
@@ -712,6 +630,119 @@ func streamTable(results []streamRun, peers []streamPeer, runs int, sc streamCon
 		fmt.Fprintf(&b, "\nFailed runs (left out above):\n  %s\n", strings.Join(failed, "\n  "))
 	}
 	return b.String()
+}
+
+// col is a column's cell: the median of f over the runs, and their range.
+func col(rs []streamRun, f func(streamRun) float64, format string) string {
+	var v []float64
+	for _, r := range rs {
+		v = append(v, f(r))
+	}
+	if len(v) == 0 {
+		return "-"
+	}
+	if v[0] == -1 {
+		return "n/a"
+	}
+	return fmt.Sprintf(format+" ["+format+"-"+format+"]", median(v), slices.Min(v), slices.Max(v))
+}
+
+// streamRateTable writes the stream's rates.
+func streamRateTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer, sc streamConfig) {
+	fmt.Fprintf(b, "Stream: turns of %d agent_message_chunk updates of 16-64 bytes, then end_turn; median of the runs' medians [range];\n", sc.chunks)
+	fmt.Fprintf(b, "\"+tools\" adds a tool_call_update after every 50 chunks. CPU: the agent's, every thread, per update; allocs: its heap objects per update.\n\n")
+	fmt.Fprintf(b, "%-17s %-22s %-22s %-18s %-18s %-14s %-14s\n", "peer", "updates/s", "+tools updates/s", "cpu µs/update", "+tools cpu µs", "allocs/update", "+tools allocs")
+	for _, p := range peers {
+		rs := by[p.name]
+		fmt.Fprintf(b, "%-17s %-22s %-22s %-18s %-18s %-14s %-14s\n", p.name,
+			col(rs, func(r streamRun) float64 { return r.Rate }, "%.0f"),
+			col(rs, func(r streamRun) float64 { return r.RateTool }, "%.0f"),
+			col(rs, func(r streamRun) float64 { return r.CPUUs }, "%.2f"),
+			col(rs, func(r streamRun) float64 { return r.CPUUsTool }, "%.2f"),
+			col(rs, func(r streamRun) float64 { return r.Allocs }, "%.1f"),
+			col(rs, func(r streamRun) float64 { return r.AllocsTool }, "%.1f"))
+	}
+}
+
+// streamStopTable writes the stop under the stream, and where its time
+// goes.
+func streamStopTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer, sc streamConfig) {
+	fmt.Fprintf(b, "\nThe stop under the stream: %d turns per run cancelled at a random chunk (100 to %d), all runs pooled:\n", sc.cancels, sc.chunks*9/10)
+	fmt.Fprintf(b, "ms from session/cancel written to the answer read, and the updates read after the cancel; \"ended first\": turns\n")
+	fmt.Fprintf(b, "answered end_turn, over before the agent read the cancel (counted in the stop times too).\n\n")
+	fmt.Fprintf(b, "%-17s %6s %9s %9s %9s %12s %12s %12s %11s\n", "peer", "turns", "stop p50", "stop p99", "worst", "after p50", "after p99", "after worst", "ended first")
+	for _, p := range peers {
+		var stops, after []float64
+		ended := 0
+		for _, r := range by[p.name] {
+			ended += r.EndedFirst
+			stops = append(stops, r.StopMs...)
+			for _, a := range r.After {
+				after = append(after, float64(a))
+			}
+		}
+		if len(stops) == 0 {
+			fmt.Fprintf(b, "%-17s -\n", p.name)
+			continue
+		}
+		fmt.Fprintf(b, "%-17s %6d %9.2f %9.2f %9.2f %12.0f %12.0f %12.0f %11d\n", p.name, len(stops),
+			quantile(stops, .5), quantile(stops, .99), slices.Max(stops), quantile(after, .5), quantile(after, .99), slices.Max(after), ended)
+	}
+	fmt.Fprintf(b, "\nWhere the stop's time goes, Go agents: ms from the cancel's write to the agent's reading it (acprpc: its\n")
+	fmt.Fprintf(b, "read loop; coder: its Cancel callback), and from then to the turn's handler seeing it (its update refused).\n\n")
+	fmt.Fprintf(b, "%-17s %6s %10s %10s %10s %10s %10s %10s\n", "peer", "turns", "read p50", "read p99", "read worst", "seen p50", "seen p99", "seen worst")
+	for _, p := range peers {
+		var read, seen []float64
+		for _, r := range by[p.name] {
+			read, seen = append(read, r.ReadMs...), append(seen, r.SeenMs...)
+		}
+		if len(read) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "%-17s %6d %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", p.name, len(read),
+			quantile(read, .5), quantile(read, .99), slices.Max(read), quantile(seen, .5), quantile(seen, .99), slices.Max(seen))
+	}
+}
+
+// slowReaderTable writes the slow reader's figures.
+func slowReaderTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer, sc streamConfig) {
+	fmt.Fprintf(b, "\nA slow reader: %d updates/s for %s, then session/cancel, the reader keeping its pace (at most %s, then full speed);\n", sc.pace, sc.slow, sc.stopWait)
+	fmt.Fprintf(b, "the agent's resident memory sampled every 100 ms. Median [range] over the runs; every update checked in order.\n\n")
+	fmt.Fprintf(b, "%-17s %-24s %-24s %-22s %-10s\n", "peer", "peak RSS MiB", "last-first RSS MiB", "stop ms", "after")
+	for _, p := range peers {
+		rs := by[p.name]
+		fmt.Fprintf(b, "%-17s %-24s %-24s %-22s %-10s\n", p.name,
+			col(rs, func(r streamRun) float64 { return float64(slices.Max(append(r.SlowRSSKiB, 0))) / 1024 }, "%.1f"),
+			col(rs, func(r streamRun) float64 {
+				if len(r.SlowRSSKiB) == 0 {
+					return 0
+				}
+				return float64(r.SlowRSSKiB[len(r.SlowRSSKiB)-1]-r.SlowRSSKiB[0]) / 1024
+			}, "%.1f"),
+			col(rs, func(r streamRun) float64 { return r.SlowStopMs }, "%.0f"),
+			col(rs, func(r streamRun) float64 { return float64(r.SlowAfter) }, "%.0f"))
+	}
+}
+
+// manyTable writes many streams, one stopped.
+func manyTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer, sc streamConfig) {
+	fmt.Fprintf(b, "\nMany streams, one stopped: %d sessions each streaming %d chunks at once, the first cancelled once a quarter\n", sc.many, sc.manyChunks)
+	fmt.Fprintf(b, "of its chunks was read: its stop time, its updates read after the cancel, and the others' updates/s (all of\n")
+	fmt.Fprintf(b, "them, prompts written to last answer read). Median [range] over the runs.\n\n")
+	fmt.Fprintf(b, "%-17s %-22s %-22s %-26s %s\n", "peer", "stop ms", "after", "others' updates/s", "ended first")
+	for _, p := range peers {
+		rs := by[p.name]
+		ended := 0
+		for _, r := range rs {
+			if r.ManyEnded {
+				ended++
+			}
+		}
+		fmt.Fprintf(b, "%-17s %-22s %-22s %-26s %d of %d\n", p.name,
+			col(rs, func(r streamRun) float64 { return r.ManyStopMs }, "%.1f"),
+			col(rs, func(r streamRun) float64 { return float64(r.ManyAfter) }, "%.0f"),
+			col(rs, func(r streamRun) float64 { return r.ManyRate }, "%.0f"), ended, len(rs))
+	}
 }
 
 // transportsOf names the transports of peers, for a table's title.
