@@ -11,7 +11,8 @@ func init() {
 	agentpeer.Mark = func(conn any) { conn.(*Conn).acp.versions.peerAgent.Store(true) }
 }
 
-// notJSON logs a line the peer sent that is not JSON, with its first bytes.
+// notJSON logs a line the peer sent that is not JSON, with its first bytes,
+// the first few times on a connection (repeatedWarning).
 // On stdio the usual cause is an agent that prints to its stdout (a banner,
 // a debug line), which carries ACP messages only; the one who reads the log
 // is most often the author of the client that runs it, so the line is
@@ -27,7 +28,9 @@ func (a *acpRules) notJSON(line []byte) {
 			"An agent's stdout carries ACP messages only, and its logs go to stderr: " +
 			"a print to stdout in the agent (fmt.Println, console.log, print) does this; move it to stderr, or report it to the agent's authors"
 	}
-	a.conn.log.Warn(msg, "line", firstBytes(line, notJSONShown), "size", len(line))
+	if msg, ok := a.conn.peerWarned.notJSON.due(msg); ok {
+		a.conn.log.Warn(msg, "line", firstBytes(line, notJSONShown), "size", len(line))
+	}
 }
 
 // notJSONShown is how many bytes of a line that is not JSON are logged:

@@ -93,8 +93,9 @@ func (a *acpRules) read(m *message) (needs acpNeeds, used bool) {
 	case needsInitialize(m.Method) && !a.initialized():
 		// ACP orders the client, not the agent: a client that skipped
 		// initialize is served, and its mistake is logged.
-		c.log.Warn("acprpc: the client sent a session method before initialize, which ACP requires first",
-			"method", m.Method, "id", string(m.ID))
+		if msg, ok := c.peerWarned.beforeInitialize.due("acprpc: the client sent a session method before initialize, which ACP requires first"); ok {
+			c.log.Warn(msg, "method", m.Method, "id", firstBytes(m.ID, peerTextShown))
+		}
 	case p.entityCancels && (m.Method == methodToolCallCancel || m.Method == methodTerminalCancel):
 		return needs, c.onEntityCancel(m)
 	case c.isSessionCancel(m.Method) && !handlerServes(c.handler, c, m.Method):
@@ -169,7 +170,7 @@ func (a *acpRules) cancelCall(ctx context.Context, pc *pendingCall, id int64, co
 		return nil, how
 	}
 	if pc.acp.turn != nil {
-		pc.acp.turn.cancelled.Store(true)
+		pc.acp.turn.markCancelled()
 	}
 	f = getFrame()
 	f.info = frameInfo{kind: KindNotification, method: MethodCancelRequest, generated: true, ctx: ctx}
@@ -233,6 +234,14 @@ func needsInitialize(method string) bool {
 // answer to this side's, the peer's read, or a version set outside it.
 func (a *acpRules) initialized() bool {
 	return a.versions.initialized.Load() || a.conn.ProtocolVersion() != 0
+}
+
+// callWritten notes that a call's request is queued for the peer: a
+// prompt's turn can be cancelled from now on (turnWatch.sent).
+func (a *acpRules) callWritten(pc *pendingCall) {
+	if pc.acp.turn != nil {
+		pc.acp.turn.sent.Store(true)
+	}
 }
 
 // callSent starts following a call ACP reads the answer of, or cancels its

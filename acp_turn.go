@@ -25,7 +25,26 @@ const DefaultTurnCancelWait = 5 * time.Second
 type turnWatch struct {
 	sessionID string // "" for a prompt whose params name no session by a string
 	report    bool   // Options.ReportCancelledTurns: an end_turn after the cancel is reported cancelled
+	// sent: the prompt is queued for the agent. Only then can a
+	// session/cancel, queued after it, cancel its turn: one queued while
+	// the prompt is held reaches the agent before it, and cancels nothing
+	// of its turn.
+	sent      atomic.Bool
 	cancelled atomic.Bool
+	// cancelledAt is when this side first cancelled the turn (UnixNano),
+	// set before cancelled: the session's next prompts are held for its
+	// answer until TurnCancelWait after it, and no longer.
+	cancelledAt atomic.Int64
+	// waitedOut: a prompt has gone out without the turn's answer, and
+	// with a warning, which is given once per turn.
+	waitedOut atomic.Bool
+}
+
+// markCancelled records that this side cancelled the turn, and when, and
+// reports whether it was the first cancel.
+func (t *turnWatch) markCancelled() bool {
+	t.cancelledAt.CompareAndSwap(0, time.Now().UnixNano())
+	return !t.cancelled.Swap(true)
 }
 
 // watchTurn starts following pc when it is a prompt turn. f is the call's
@@ -51,37 +70,69 @@ func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
 // and that the agent has not answered yet (their calls returned when their
 // wait ran out): ACP's updates name the session, not the turn, and an agent
 // sends a cancelled turn's last updates before its answer, so once the
-// answer is read nothing of that turn can be taken for the new one's. The
-// hold is bounded by TurnCancelWait, after which the prompt goes out with a
-// warning, and by ctx, which sends nothing.
+// answer is read nothing of that turn can be taken for the new one's. Each
+// turn holds prompts until TurnCancelWait after its cancel, and no longer:
+// an agent that never answers cancelled turns costs each one that wait
+// once, not every later prompt of the session anew. A prompt that goes out
+// without a turn's answer is warned about, once per turn. Shutdown and ctx
+// end the hold, and the call, with nothing sent.
 func (c *Conn) awaitCancelledTurns(ctx context.Context, pc *pendingCall) error {
 	turn := pc.acp.turn
-	if turn == nil || turn.sessionID == "" {
+	if turn == nil || turn.sessionID == "" || c.turnCancelWait() == 0 {
 		return nil
 	}
 	earlier := c.cancelledTurns(turn.sessionID, pc)
-	if len(earlier) == 0 || c.turnCancelWait() == 0 {
+	if len(earlier) == 0 {
 		return nil
 	}
-	c.log.Debug("acprpc: holding a prompt until the agent answers the session's cancelled turn",
-		"session", turn.sessionID, "turns", len(earlier))
-	wait := time.NewTimer(c.turnCancelWait())
-	defer wait.Stop()
+	var deadline int64
 	for _, e := range earlier {
+		deadline = max(deadline, e.acp.turn.cancelledAt.Load()+int64(c.turnCancelWait()))
+	}
+	if hold := time.Until(time.Unix(0, deadline)); hold > 0 {
+		c.log.Debug("acprpc: holding a prompt until the agent answers the session's cancelled turn",
+			"session", turn.sessionID, "turns", len(earlier))
+		wait := time.NewTimer(hold)
+		defer wait.Stop()
+		for _, e := range earlier {
+			select {
+			case <-e.done:
+			case <-c.closed:
+				return nil // the call finds the connection closed
+			case <-c.stopping:
+				return cancelledCall{ctxErr: ErrShutdown}
+			case <-ctx.Done():
+				return cancelledCall{ctxErr: ctx.Err()}
+			case <-wait.C:
+				c.warnUnansweredTurns(turn.sessionID, earlier)
+				return nil
+			}
+		}
+		return nil
+	}
+	c.warnUnansweredTurns(turn.sessionID, earlier)
+	return nil
+}
+
+// warnUnansweredTurns warns that a prompt of the session goes out though
+// the agent has not answered some of its cancelled turns, once per turn.
+func (c *Conn) warnUnansweredTurns(sessionID string, turns []*pendingCall) {
+	var unanswered int
+	for _, t := range turns {
 		select {
-		case <-e.done:
-		case <-c.closed:
-			return nil // the call finds the connection closed
-		case <-ctx.Done():
-			return cancelledCall{ctxErr: ctx.Err()}
-		case <-wait.C:
-			c.log.Warn("acprpc: the agent has not answered a prompt whose turn was cancelled; "+
-				"sending the session's next prompt anyway, whose updates may include the earlier turn's",
-				"session", turn.sessionID, "waited", c.turnCancelWait().String())
-			return nil
+		case <-t.done:
+		default:
+			if !t.acp.turn.waitedOut.Swap(true) {
+				unanswered++
+			}
 		}
 	}
-	return nil
+	if unanswered > 0 {
+		c.log.Warn("acprpc: the agent has not answered a prompt whose turn was cancelled; "+
+			"sending the session's next prompt anyway, whose updates may include the earlier turn's. "+
+			"Logged once per cancelled turn",
+			"session", sessionID, "turns", unanswered, "waited", c.turnCancelWait().String())
+	}
 }
 
 // cancelledTurns returns the session's prompt calls other than pc whose
@@ -143,7 +194,8 @@ func (c *Conn) turnCancelWait() time.Duration {
 	}
 }
 
-// cancelTurns records that this side is cancelling the session's turns:
+// cancelTurns records that this side is cancelling the session's turns
+// whose prompts are queued for the agent, ahead of the session/cancel:
 // the answers read from now on to its prompt calls are reported cancelled,
 // and a call whose context ends afterwards sends no second session/cancel.
 func (c *Conn) cancelTurns(sessionID string) {
@@ -153,13 +205,13 @@ func (c *Conn) cancelTurns(sessionID string) {
 	c.calls.mu.Lock()
 	defer c.calls.mu.Unlock()
 	for _, pc := range c.calls.m {
-		if pc.acp.turn != nil && pc.acp.turn.sessionID == sessionID {
-			pc.acp.turn.cancelled.Store(true)
+		if t := pc.acp.turn; t != nil && t.sessionID == sessionID && t.sent.Load() {
+			t.markCancelled()
 		}
 	}
 }
 
-// turnsInFlight returns the sessions of this side's prompt calls in flight
+// turnsInFlight returns the sessions of this side's prompt calls sent
 // whose turns were not cancelled, and records them cancelled.
 func (c *Conn) turnsInFlight() []string {
 	c.calls.mu.Lock()
@@ -167,7 +219,7 @@ func (c *Conn) turnsInFlight() []string {
 	var sessions []string
 	for _, pc := range c.calls.m {
 		turn := pc.acp.turn
-		if turn != nil && turn.sessionID != "" && !turn.cancelled.Swap(true) {
+		if turn != nil && turn.sessionID != "" && turn.sent.Load() && turn.markCancelled() {
 			sessions = append(sessions, turn.sessionID)
 		}
 	}

@@ -61,7 +61,8 @@ func (a *answeredNotes) first(method string) bool {
 	return true
 }
 
-// idlessAnswer logs an error answer that names no request. JSON-RPC sends
+// idlessAnswer logs an error answer that names no request, quoting at most
+// peerTextShown bytes of it. JSON-RPC sends
 // one only for a message the peer could not read (-32700, -32600); with any
 // other code the peer read the message and answered it, and a message
 // without an ID that is read and answered is a notification, which JSON-RPC
@@ -72,8 +73,11 @@ func (c *Conn) idlessAnswer(errObj json.RawMessage) {
 		Code int64 `json:"code"`
 	}
 	_ = json.Unmarshal(errObj, &e)
+	shown := firstBytes(errObj, peerTextShown)
 	if e.Code == CodeParseError || e.Code == CodeInvalidRequest {
-		c.log.Warn("acprpc: the peer answered a message it could not read", "error", string(errObj))
+		if msg, ok := c.peerWarned.unreadable.due("acprpc: the peer answered a message it could not read"); ok {
+			c.log.Warn(msg, "error", shown)
+		}
 		return
 	}
 	method := c.writer.notified.last()
@@ -82,11 +86,11 @@ func (c *Conn) idlessAnswer(errObj json.RawMessage) {
 	}
 	if method == "" {
 		c.log.Warn("acprpc: the peer sent an error answer that names no request, though no notification was sent to it; "+
-			"the answer is ignored. Logged once per connection", "error", string(errObj))
+			"the answer is ignored. Logged once per connection", "error", shown)
 		return
 	}
 	c.log.Warn("acprpc: the peer answered a notification, which JSON-RPC forbids; the answer is ignored. "+
 		"The answer names no method: the one logged is the last notification sent before it came, the likely one. "+
 		"Logged once per connection and method",
-		"method", method, "error", string(errObj))
+		"method", method, "error", shown)
 }

@@ -2,6 +2,7 @@ package acprpc_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 
@@ -59,4 +60,27 @@ func TestPeerAnsweringNotificationIsLoggedOnce(t *testing.T) {
 	assert.Equal(t, answered, lines[1].Message)
 	assert.Equal(t, "x/note", lines[1].Attrs["method"])
 	assert.Equal(t, "acprpc: the peer answered a message it could not read", lines[2].Message)
+}
+
+// A peer flooding ID-less error answers of ever new codes and messages
+// costs one warning per method this side notified, not one per answer: the
+// methods remembered are this side's own, whatever the peer sends.
+func TestPeerAnsweringNotificationsWithDistinctJunkIsLoggedOnce(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log := &wiretest.Recorder{}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: log.Logger()})
+	require.NoError(t, c.Notify(ctx, "x/note", nil))
+	p.ExpectNotification(ctx, "x/note")
+	for i := range 1000 {
+		p.RespondError(`null`, int64(1000+i), fmt.Sprintf("junk %d", i))
+	}
+	p.Request("1", "ping", "")
+	p.ExpectResult(ctx, "1", `"pong"`)
+	var warned int
+	for _, r := range log.Logged() {
+		if r.Level >= slog.LevelWarn {
+			warned++
+		}
+	}
+	assert.Equal(t, 1, warned, "%.500v", log.Logged())
 }

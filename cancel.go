@@ -13,13 +13,15 @@ import (
 func (c *Conn) peerCancelled(m *message, raw []byte) {
 	key, ok := wire.KeyOf(raw)
 	if !ok {
-		c.log.Warn("acprpc: ignoring cancel with malformed params", "method", m.Method, "params", string(m.Params))
+		if msg, ok := c.peerWarned.malformedCancel.due("acprpc: ignoring cancel with malformed params"); ok {
+			c.log.Warn(msg, "method", m.Method, "params", firstBytes(m.Params, peerTextShown))
+		}
 		return
 	}
 	c.stats.cancelsReceived.Add(1)
 	r := c.incoming.get(key)
 	if r == nil {
-		c.log.Debug("acprpc: ignoring cancel for a request not in flight", "id", string(raw))
+		c.log.Debug("acprpc: ignoring cancel for a request not in flight", "id", firstBytes(raw, peerTextShown))
 		return
 	}
 	r.cancelWith(ErrPeerCancelled)

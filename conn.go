@@ -47,6 +47,7 @@ type Conn struct {
 	acp acpRules
 
 	answeredNotes answeredNotes // the notifications the peer was logged answering
+	peerWarned    peerWarnings  // the warnings the peer can cause at will, each bounded
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64

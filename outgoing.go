@@ -198,7 +198,7 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 		pc = c.calls.take(id)
 	}
 	if pc == nil {
-		c.log.Debug("acprpc: dropping a response to no pending call", "id", string(rawID))
+		c.log.Debug("acprpc: dropping a response to no pending call", "id", firstBytes(rawID, peerTextShown))
 		return
 	}
 	if result != nil {
@@ -217,7 +217,9 @@ func (c *Conn) endCall(rawID, result, errObj []byte) {
 // answer that has come nor takes a broken one for a success.
 func (c *Conn) deliver(m *message) {
 	if m.Invalid != "" {
-		c.log.Warn("acprpc: invalid response from peer", "id", string(m.ID), "error", m.Invalid)
+		if msg, ok := c.peerWarned.invalidResponse.due("acprpc: invalid response from peer"); ok {
+			c.log.Warn(msg, "id", firstBytes(m.ID, peerTextShown), "error", m.Invalid)
+		}
 		if m.ID != nil {
 			c.failCall(m.ID, &Error{Code: CodeInternalError, Message: "invalid response: " + m.Invalid})
 		}
@@ -255,7 +257,8 @@ func (c *Conn) failCall(rawID []byte, e *Error) {
 // stopReason "cancelled" Call returns with a nil error (see
 // CancelRequestOnly for $/cancel_request alone). A prompt on a session
 // whose cancelled turn the agent has not answered yet is sent once that
-// answer is read, or TurnCancelWait has passed. An error answer comes back
+// answer is read, or TurnCancelWait has passed since that turn's cancel
+// (Shutdown or ctx ending first, it is not sent). An error answer comes back
 // as a *CallError wrapping the peer's *Error. If the connection closes
 // first, or the peer's input ends (no answer can come any more; the
 // connection closes right after it has answered what it read), the error
@@ -317,6 +320,7 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		c.writeFailed(err)
 		return callErr(c.closedErr())
 	}
+	c.acp.callWritten(pc)
 	select {
 	case <-pc.done:
 		return c.complete(ctx, ctx.Done(), nil, pc, result, callErr, nil)

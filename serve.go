@@ -201,7 +201,9 @@ func (c *Conn) badMessage(e *wire.Problem, msg []byte) {
 	if e.Code == CodeParseError {
 		c.acp.notJSON(msg)
 	} else {
-		c.log.Warn("acprpc: bad message from peer", "code", e.Code, "error", e.Msg)
+		if msg, ok := c.peerWarned.invalid.due("acprpc: bad message from peer"); ok {
+			c.log.Warn(msg, "code", e.Code, "error", e.Msg)
+		}
 	}
 	c.replyOwn("", errorFrame(e.ID, &Error{Code: e.Code, Message: e.Msg}))
 }

@@ -58,6 +58,8 @@ type pageView struct {
 
 type ruleView struct {
 	ID, Title, Spec string
+	Tier            Tier   // MUST, SHOULD or MAY
+	Kit             string // the conformance kit's IDs, comma-separated
 	Status          string // pass, fail, not-brought-about
 	Label           string // what the status means, in words
 	Why             string
@@ -117,13 +119,15 @@ type lineView struct {
 	Cited  bool
 }
 
-var statusLabels = map[Status]string{Pass: "passed", Fail: "failed", NotBrought: "not brought about"}
+// outcomeWords say what each outcome means, in words.
+var outcomeWords = map[string]string{string(Pass): "passed", string(Fail): "failed", "warn": "failed, reported only (a SHOULD)",
+	"recorded": "not done, recorded only (a MAY)", string(NotBrought): "not brought about"}
 
 func (rep *Report) pageView() pageView {
 	v := pageView{Subject: rep.subject(), Replay: rep.Recording != "", ExitCode: rep.ExitCode(), Stderr: rep.Stderr}
 	cited := map[int]map[int][]string{1: {}, 2: {}} // protocol → line → the rules citing it
 	for _, r := range rep.Results {
-		rv := ruleView{ID: r.ID, Title: r.Title, Spec: r.Spec, Status: string(r.Status), Label: statusLabels[r.Status], Why: r.Why}
+		rv := ruleView{ID: r.ID, Title: r.Title, Spec: r.Spec, Tier: r.Tier, Kit: strings.Join(r.Kit, ", "), Status: string(r.Status), Label: outcomeWords[r.Outcome()], Why: r.Why}
 		for _, f := range r.Findings {
 			fv := findingView{Detail: f.Detail}
 			for _, seq := range f.Lines {

@@ -198,7 +198,7 @@ pre.line { margin: 2px 0; padding: 2px 4px; background: #f6f6f6; white-space: pr
 <p id="date">Checked on {{.Date}}. Each cell is one rule for one agent: passed, failed (click it for the findings and
 their wire lines) or not brought about (the scenario could not be made to happen; hover for why).</p>
 <table class="matrix">
-<thead><tr><th></th>{{range .Rules}}<th class="rule" data-rule="{{.ID}}" title="{{.Title}}">{{.ID}}</th>{{end}}</tr></thead>
+<thead><tr><th></th>{{range .Rules}}<th class="rule" data-rule="{{.ID}}" data-tier="{{.Tier}}" title="{{.Title}}{{if .Tier}} ({{.Tier}}){{end}}">{{.ID}}</th>{{end}}</tr></thead>
 <tbody>
 {{range .Rows}}<tr class="agent" data-agent="{{.Label}}"><th class="agent">{{.Label}}</th>{{range .Cells}}<td class="cell {{.Status}}" data-status="{{.Status}}"{{if .Why}} title="{{.Why}}"{{end}}>{{if .Anchor}}<a href="#{{.Anchor}}">{{word .Status}}</a>{{else}}{{word .Status}}{{end}}</td>{{end}}</tr>
 {{end}}</tbody>

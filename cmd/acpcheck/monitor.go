@@ -43,6 +43,8 @@ type monitor struct {
 	checked map[string]bool
 	// ms is when the line being taken went.
 	ms float64
+	// cut: the next line is cut short (see cutShort).
+	cut bool
 }
 
 // noteBurst is the notifications one side sent last, together: up to a
@@ -78,6 +80,10 @@ type inFlight struct {
 	session   string
 	cancelled string  // what cancelled it: "session/cancel", "$/cancel_request" or ""
 	cancelMs  float64 // when
+	// sessionCancelled: a permission request of the agent's pending when
+	// the client sent session/cancel for its session (v1), which the client
+	// owes the cancelled outcome.
+	sessionCancelled bool
 }
 
 // violation is one broken rule, with the lines (by number in the
@@ -86,6 +92,21 @@ type violation struct {
 	Rule   Rule
 	Detail string
 	Lines  []int
+	Side   string // who broke it: "agent" or "client"
+}
+
+// The sides of a conversation, as findings name them.
+const (
+	sideAgent  = "agent"
+	sideClient = "client"
+)
+
+// sideOf is the side that sends the lines going dir.
+func sideOf(dir string) string {
+	if dir == toAgent {
+		return sideClient
+	}
+	return sideAgent
 }
 
 func newMonitor(report func(violation)) *monitor {
@@ -117,6 +138,7 @@ func (m *monitor) line(dir string, raw []byte, ms float64) int {
 	seq := m.seq
 	m.ms = ms
 	p := parse(raw)
+	m.judgeLine(dir, seq, raw, p)
 	m.bursts[other(dir)].open = false // a line of the other side ends its burst
 	switch {
 	case p.isRequest():
@@ -156,6 +178,7 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 				r.cancelled, r.cancelMs = p.Method, m.ms
 			}
 		}
+		m.permissionsOwed(p.sessionID())
 	case dir == fromAgent && p.Method == "session/update":
 		at, ok := m.idle[p.sessionID()]
 		switch {
@@ -182,24 +205,30 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 			return
 		}
 		if note, ok := m.bursts[reqDir].answeredBy(); ok {
-			m.flag(ruleNoteUnanswered, []int{note, seq}, "an answer without an ID, after the notification on line %d: notifications are never answered", note)
+			m.flagBy(dir, ruleNoteUnanswered, []int{note, seq}, "an answer without an ID, after the notification on line %d: notifications are never answered", note)
 			return
 		}
-		m.flag(ruleNoteUnanswered, []int{seq}, "an answer without an ID, to no notification: notifications are never answered")
+		m.flagBy(dir, ruleNoteUnanswered, []int{seq}, "an answer without an ID, to no notification: notifications are never answered")
 		return
 	}
 	id := string(p.ID)
 	r := m.pending[reqDir][id]
 	if r == nil {
-		if m.answered[reqDir][id] {
-			m.flag(ruleOneAnswer, []int{seq}, "a second answer to ID %s", id)
-		} else {
-			m.flag(ruleUnknownID, []int{seq}, "an answer to ID %s, which was never sent", id)
+		switch {
+		case m.answered[reqDir][id]:
+			m.flagBy(dir, ruleOneAnswer, []int{seq}, "a second answer to ID %s", id)
+		default:
+			m.echoBroken(dir, seq, p)
+			m.flagBy(dir, ruleUnknownID, []int{seq}, "an answer to ID %s, which was never sent", id)
 		}
 		return
 	}
+	m.checked[ruleIDEcho.ID] = true
 	delete(m.pending[reqDir], id)
 	m.answered[reqDir][id] = true
+	if reqDir == fromAgent {
+		m.clientAnswer(r, seq, p)
+	}
 	if reqDir == toAgent && r.method == "initialize" {
 		var res struct {
 			ProtocolVersion int `json:"protocolVersion"`
@@ -253,12 +282,13 @@ func (m *monitor) end(byEditor bool) {
 	for _, r := range left {
 		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
 	}
+	m.cancelledUnanswered()
 }
 
 // tooLong reports a line longer than acpcheck keeps: it was forwarded
 // whole, and the record keeps its first bytes, marked.
 func (m *monitor) tooLong(seq int, dir string, size int) {
-	m.report(violation{Rule: ruleLineSize, Detail: fmt.Sprintf("line %d (%s) is %d bytes, more than the %d acpcheck keeps: it was forwarded whole, and the record keeps its first %d bytes, marked truncated_from", seq, dir, size, maxKeptLine, maxKeptLine), Lines: []int{seq}})
+	m.report(violation{Rule: ruleLineSize, Detail: fmt.Sprintf("line %d (%s) is %d bytes, more than the %d acpcheck keeps: it was forwarded whole, and the record keeps its first %d bytes, marked truncated_from", seq, dir, size, maxKeptLine, maxKeptLine), Lines: []int{seq}, Side: sideOf(dir)})
 }
 
 // wasChecked reports whether the conversation so far gave rule a chance to
@@ -269,6 +299,12 @@ func (m *monitor) wasChecked(rule Rule) bool {
 	return m.checked[rule.ID]
 }
 
+// flag reports a rule the agent broke.
 func (m *monitor) flag(rule Rule, lines []int, format string, args ...any) {
-	m.report(violation{Rule: rule, Detail: fmt.Sprintf(format, args...), Lines: lines})
+	m.flagBy(fromAgent, rule, lines, format, args...)
+}
+
+// flagBy reports a rule broken by the side that sends the lines going dir.
+func (m *monitor) flagBy(dir string, rule Rule, lines []int, format string, args ...any) {
+	m.report(violation{Rule: rule, Detail: fmt.Sprintf(format, args...), Lines: lines, Side: sideOf(dir)})
 }

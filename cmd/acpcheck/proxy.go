@@ -188,6 +188,7 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 		rec = &recorder{w: o.Record}
 	}
 	q := newSequencer(func(seq int, ms float64, dir string, line []byte, size int) {
+		m.cutShort(size > len(line))
 		m.line(dir, line, ms) // numbers it seq too: the lines come in order
 		if size > len(line) {
 			m.tooLong(seq, dir, size)

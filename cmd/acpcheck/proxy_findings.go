@@ -41,7 +41,7 @@ func (f *findingWriter) report(v violation) {
 	defer f.mu.Unlock()
 	f.found++
 	select {
-	case f.queue <- fmt.Sprintf("acpcheck: the conversation broke %s (%s): %s; lines %v\n", v.Rule.ID, v.Rule.Spec, v.Detail, v.Lines):
+	case f.queue <- fmt.Sprintf("acpcheck: the %s broke %s (a %s of %s): %s; lines %v\n", v.Side, v.Rule.ID, v.Rule.Tier, v.Rule.Spec, v.Detail, v.Lines):
 	default:
 		f.dropped++
 	}

@@ -39,6 +39,19 @@ func (v *violations) rules() []string {
 	return out
 }
 
+// sideRules lists the rules broken by one side.
+func (v *violations) sideRules(side string) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for _, x := range v.got {
+		if x.Side == side {
+			out = append(out, x.Rule.ID)
+		}
+	}
+	return out
+}
+
 // chunked writes b to w in chunks of random sizes, cutting lines
 // anywhere, then closes w.
 func chunked(w io.WriteCloser, b []byte) {
@@ -201,7 +214,7 @@ func TestProxyReportsViolationsAsTheyHappen(t *testing.T) {
 		{faultCancelEndTurn, []string{ruleCancelStop.ID}},
 		{faultCancelTwice, []string{ruleOneAnswer.ID}},
 		{faultUpdateAfterCancel, []string{ruleUpdateAfter.ID}},
-		{faultAnswerNote, []string{ruleNoteUnanswered.ID}},
+		{faultAnswerNote, []string{ruleNoteUnanswered.ID, ruleEnvelope.ID}}, // its answer has no id member
 		{faultAnswerUnknownID, []string{ruleUnknownID.ID}},
 		// The prompt is still open when the editor closes stdin, right
 		// after its cancel: the editor cut the turn short, and the proxy
@@ -211,7 +224,16 @@ func TestProxyReportsViolationsAsTheyHappen(t *testing.T) {
 		t.Run(c.fault, func(t *testing.T) {
 			t.Parallel()
 			_, out, record, v := proxyTo(t, "correct,"+c.fault, func(w io.WriteCloser) { chunked(w, []byte(conversation)) })
-			assert.ElementsMatch(t, c.rules, v.rules())
+			// The editor's two lines that are not messages break framing,
+			// the client's MUST: they are the client's findings.
+			assert.ElementsMatch(t, append([]string{ruleFraming.ID, ruleFraming.ID}, c.rules...), v.rules())
+			for _, x := range v.got {
+				want := sideAgent
+				if x.Rule.ID == ruleFraming.ID {
+					want = sideClient
+				}
+				assert.Equal(t, want, x.Side, "%+v", x)
+			}
 			for _, x := range v.got {
 				for _, seq := range x.Lines {
 					require.LessOrEqual(t, seq, len(record), "%+v", x)
@@ -267,7 +289,8 @@ func TestProxyDoesNotBlameACrossedCancel(t *testing.T) {
 			go func() { _, _ = io.Copy(io.Discard, outR) }()
 			require.NoError(t, <-done)
 			inR.Close()
-			assert.ElementsMatch(t, c.rules, v.rules())
+			assert.ElementsMatch(t, c.rules, v.sideRules(sideAgent))
+			assert.ElementsMatch(t, []string{ruleFraming.ID, ruleFraming.ID}, v.sideRules(sideClient), "the editor's two lines that are not messages")
 		})
 	}
 }

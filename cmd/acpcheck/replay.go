@@ -15,16 +15,23 @@ import (
 // broken, in the report's order: the proxy reports them as they happen,
 // and a replay of its record reports each as passed, failed or not brought
 // about.
-var watchedRules = []Rule{ruleCancelStop, ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter}
+var watchedRules = []Rule{ruleCancelStop, ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter,
+	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho, ruleClientPermission, ruleClientCancelled}
 
 // whyNotWatched says, for each watched rule, what a conversation lacks
 // that never gave the rule a chance to be broken.
 var whyNotWatched = map[string]string{
-	ruleCancelStop.ID:     "no prompt cancelled with session/cancel was answered in the recording",
-	ruleNoteUnanswered.ID: "the recording holds no notification",
-	ruleOneAnswer.ID:      "the recording holds no request",
-	ruleUnknownID.ID:      "the recording holds no request",
-	ruleUpdateAfter.ID:    "no prompt was answered (v2: no work went idle) in the recording",
+	ruleCancelStop.ID:       "no prompt cancelled with session/cancel was answered in the recording",
+	ruleNoteUnanswered.ID:   "the recording holds no notification",
+	ruleOneAnswer.ID:        "the recording holds no request",
+	ruleUnknownID.ID:        "the recording holds no request",
+	ruleFraming.ID:          "the recording holds no line",
+	ruleEnvelope.ID:         "the recording holds no answer",
+	ruleErrorMessage.ID:     "the recording holds no error answer",
+	ruleIDEcho.ID:           "no request was answered in the recording",
+	ruleClientPermission.ID: "no session/request_permission was pending when the client sent session/cancel (v1)",
+	ruleClientCancelled.ID:  "the agent cancelled none of its requests with $/cancel_request",
+	ruleUpdateAfter.ID:      "no prompt was answered (v2: no work went idle) in the recording",
 }
 
 // recording is a conversation read back from the proxy's record.
@@ -130,6 +137,7 @@ func replay(name string, rec recording) *Report {
 	var found []violation
 	m := newMonitor(func(v violation) { found = append(found, v) })
 	for _, l := range lines {
+		m.cutShort(l.Size > 0)
 		m.line(l.Dir, l.bytes(), l.Ms)
 	}
 	m.end(rec.end.cutShort())
@@ -145,7 +153,7 @@ func replay(name string, rec recording) *Report {
 		for _, v := range found {
 			if v.Rule.ID == rule.ID {
 				res.Status = Fail
-				res.Findings = append(res.Findings, Finding{Detail: v.Detail, Lines: v.Lines, Protocol: proto})
+				res.Findings = append(res.Findings, Finding{Detail: v.Detail, Lines: v.Lines, Protocol: proto, Side: v.Side})
 			}
 		}
 		if res.Status == Pass && !m.wasChecked(rule) {

@@ -61,7 +61,7 @@ func TestReplayFindsWhatTheProxyFound(t *testing.T) {
 			var got []violation
 			for _, r := range rep.Results {
 				for _, f := range r.Findings {
-					got = append(got, violation{Rule: r.Rule, Detail: f.Detail, Lines: f.Lines})
+					got = append(got, violation{Rule: r.Rule, Detail: f.Detail, Lines: f.Lines, Side: f.Side})
 				}
 			}
 			assert.ElementsMatch(t, want, got)
@@ -71,8 +71,10 @@ func TestReplayFindsWhatTheProxyFound(t *testing.T) {
 					// The conversation has requests, notifications, a
 					// prompt cancelled with session/cancel, and its answer
 					// but for the agent that ignores the cancel.
+					// No request of the agent's is cancelled.
 					want := Pass
-					if fault == faultCancelIgnored && (id == ruleCancelStop.ID || id == ruleUpdateAfter.ID) {
+					if fault == faultCancelIgnored && (id == ruleCancelStop.ID || id == ruleUpdateAfter.ID) ||
+						id == ruleClientPermission.ID || id == ruleClientCancelled.ID {
 						want = NotBrought
 					}
 					assert.Equal(t, want, s, id)
@@ -182,9 +184,14 @@ func replayFile(t *testing.T, path string) *Report {
 func TestReplayOfRecordedCodex(t *testing.T) {
 	rep := replayFile(t, codexRecording)
 	assert.Equal(t, "codex-acp 0.16.0", rep.AgentName)
+	// Its answer to the notification has no id member either, which
+	// JSON-RPC's answers all have; the client's side breaks nothing.
 	assert.Equal(t, map[string]Status{
 		ruleCancelStop.ID: Pass, ruleNoteUnanswered.ID: Fail, ruleOneAnswer.ID: Pass, ruleUnknownID.ID: Pass, ruleUpdateAfter.ID: Pass,
+		ruleFraming.ID: Pass, ruleEnvelope.ID: Fail, ruleErrorMessage.ID: Pass, ruleIDEcho.ID: Pass,
+		ruleClientPermission.ID: NotBrought, ruleClientCancelled.ID: NotBrought,
 	}, statuses(rep))
+	assert.Equal(t, sideAgent, rep.result(ruleEnvelope.ID).Findings[0].Side)
 	findings := rep.result(ruleNoteUnanswered.ID).Findings
 	require.Len(t, findings, 1)
 	require.Len(t, findings[0].Lines, 2)

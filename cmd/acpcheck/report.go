@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -25,6 +26,8 @@ type Finding struct {
 	// Protocol is the version of the connection the lines are on: 1 for
 	// Report.Wire, 2 for Report.WireV2.
 	Protocol int `json:"protocol"`
+	// Side is who broke the rule: "agent" or "client".
+	Side string `json:"side"`
 }
 
 // Result is the outcome of one rule.
@@ -59,12 +62,17 @@ type Report struct {
 // none, and is not brought about otherwise.
 type results struct {
 	byID  map[string]*Result
-	proto int // the version of the connection the findings come from
+	rules []Rule // in the report's order
+	proto int    // the version of the connection the findings come from
+	side  string // who the findings blame: the agent, or the client
 }
 
-func newResults() *results {
-	r := &results{byID: map[string]*Result{}, proto: 1}
-	for _, rule := range allRules {
+func newResults() *results { return newResultsOf(allRules, sideAgent) }
+
+// newResultsOf gathers the outcomes of rules, their findings blaming side.
+func newResultsOf(rules []Rule, side string) *results {
+	r := &results{byID: map[string]*Result{}, rules: rules, proto: 1, side: side}
+	for _, rule := range rules {
 		r.byID[rule.ID] = &Result{Rule: rule}
 	}
 	return r
@@ -79,7 +87,7 @@ func (r *results) pass(rule Rule) {
 func (r *results) fail(rule Rule, lines []int, format string, args ...any) {
 	res := r.byID[rule.ID]
 	res.Status, res.Why = Fail, ""
-	res.Findings = append(res.Findings, Finding{Detail: fmt.Sprintf(format, args...), Lines: lines, Protocol: r.proto})
+	res.Findings = append(res.Findings, Finding{Detail: fmt.Sprintf(format, args...), Lines: lines, Protocol: r.proto, Side: r.side})
 }
 
 // notBrought records why a scenario did not happen, unless the rule was
@@ -91,8 +99,8 @@ func (r *results) notBrought(rule Rule, format string, args ...any) {
 }
 
 func (r *results) list() []Result {
-	out := make([]Result, 0, len(allRules))
-	for _, rule := range allRules {
+	out := make([]Result, 0, len(r.rules))
+	for _, rule := range r.rules {
 		res := *r.byID[rule.ID]
 		if res.Status == statusUnseen {
 			res.Status, res.Why = NotBrought, "not reached"
@@ -102,15 +110,32 @@ func (r *results) list() []Result {
 	return out
 }
 
-// ExitCode is acpcheck's exit status for the report: 1 if any rule failed,
-// 0 if every rule that could be brought about passed.
+// ExitCode is acpcheck's exit status for the report: 1 if any MUST rule
+// failed, 0 if every MUST rule that could be brought about passed. A broken
+// SHOULD is reported and a MAY recorded; neither changes the status.
 func (rep *Report) ExitCode() int {
 	for _, r := range rep.Results {
-		if r.Status == Fail {
+		if r.Status == Fail && r.Tier == TierMust {
 			return 1
 		}
 	}
 	return 0
+}
+
+// Outcome is a result in the words of its tier: "fail" for a broken MUST,
+// "warn" for a broken SHOULD, "recorded" for a MAY the peer did not do, and
+// otherwise its status.
+func (r Result) Outcome() string {
+	if r.Status != Fail {
+		return string(r.Status)
+	}
+	switch r.Tier {
+	case TierShould:
+		return "warn"
+	case TierMay:
+		return "recorded"
+	}
+	return string(Fail)
 }
 
 // result returns the result of the rule with the given ID.
@@ -150,16 +175,15 @@ func (rep *Report) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "the recording was cut in the middle of its last line (%d bytes, not read): this report is on the whole lines before it\n", rep.Cut)
 	}
 	fmt.Fprintln(w)
-	counts := map[Status]int{}
+	counts := map[string]int{}
 	for _, r := range rep.Results {
-		counts[r.Status]++
-		label := map[Status]string{Pass: "PASS", Fail: "FAIL", NotBrought: "----"}[r.Status]
-		fmt.Fprintf(w, "%s %-24s %s\n", label, r.ID, r.Title)
+		counts[r.Outcome()]++
+		fmt.Fprintf(w, "%s %-26s %-6s %s%s\n", outcomeLabels[r.Outcome()], r.ID, r.Tier, r.Title, kitText(r.Kit))
 		if r.Status == NotBrought {
 			fmt.Fprintf(w, "     not brought about: %s\n", r.Why)
 		}
 		for _, f := range r.Findings {
-			fmt.Fprintf(w, "     - %s (v%d)\n", f.Detail, f.Protocol)
+			fmt.Fprintf(w, "     - the %s: %s (v%d)\n", cmp.Or(f.Side, sideAgent), f.Detail, f.Protocol)
 			for _, seq := range f.Lines {
 				if l, ok := rep.line(f.Protocol, seq); ok {
 					fmt.Fprintf(w, "         #%-4d %s %s\n", l.Seq, arrow(l.Dir), shorten(string(l.bytes())))
@@ -167,7 +191,7 @@ func (rep *Report) WriteText(w io.Writer) {
 			}
 		}
 		if r.Status == Fail {
-			fmt.Fprintf(w, "     spec: %s\n", r.Spec)
+			fmt.Fprintf(w, "     spec (%s): %s\n", r.Tier, r.Spec)
 		}
 	}
 	for _, wire := range [][]Line{rep.Wire, rep.WireV2} {
@@ -177,7 +201,22 @@ func (rep *Report) WriteText(w io.Writer) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\n%d passed, %d failed, %d not brought about\n", counts[Pass], counts[Fail], counts[NotBrought])
+	fmt.Fprintf(w, "\n%d passed, %d failed, %d not brought about", counts[string(Pass)], counts[string(Fail)], counts[string(NotBrought)])
+	if counts["warn"]+counts["recorded"] > 0 {
+		fmt.Fprintf(w, "; %d SHOULD broken (reported), %d MAY not done (recorded)", counts["warn"], counts["recorded"])
+	}
+	fmt.Fprintln(w)
+}
+
+// outcomeLabels label each outcome in the text report.
+var outcomeLabels = map[string]string{string(Pass): "PASS", string(Fail): "FAIL", "warn": "WARN", "recorded": "NOTE", string(NotBrought): "----"}
+
+// kitText names the conformance kit's requirements a rule covers.
+func kitText(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(ids, ", ") + "]"
 }
 
 // subject names what the report is about: the agent's command, or the

@@ -1,11 +1,34 @@
 package main
 
-// Rule is one thing the protocol requires of an agent, and where it says so.
+// Rule is one thing the protocol requires of an agent (or of a client),
+// where it says so, and how strongly.
 type Rule struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
 	Spec  string `json:"spec"` // the page that states it
+	// Tier is the force the page's words give the rule: a broken MUST fails
+	// the run, a broken SHOULD is reported, a MAY (or what the pages leave
+	// open) is recorded.
+	Tier Tier `json:"tier"`
+	// Kit lists the IDs of the official conformance kit's (acp-tck's)
+	// requirements the rule covers, if any.
+	Kit []string `json:"kit_ids,omitempty"`
 }
+
+// Tier is the force of a rule, from the words of the page it cites.
+type Tier string
+
+// The tiers, strongest first.
+const (
+	// TierMust is a MUST (or MUST NOT): breaking it fails the run.
+	TierMust Tier = "MUST"
+	// TierShould is a SHOULD: breaking it is reported, and the exit status
+	// is left alone.
+	TierShould Tier = "SHOULD"
+	// TierMay is a MAY, or behaviour the pages leave open: what the peer did
+	// is recorded, never judged.
+	TierMay Tier = "MAY"
+)
 
 // The pages the rules come from.
 const (
@@ -15,48 +38,63 @@ const (
 	pageTurnCancel   = "https://agentclientprotocol.com/protocol/prompt-turn#cancellation"
 	pageCancellation = "https://agentclientprotocol.com/protocol/v1/cancellation"
 	pageTransports   = "https://agentclientprotocol.com/protocol/transports"
+	pageExtensions   = "https://agentclientprotocol.com/protocol/extensibility"
+	pageV1Schema     = "https://agentclientprotocol.com/protocol/schema"
 	pageJSONRPC      = "https://www.jsonrpc.org/specification"
 	pageV2Schema     = "https://agentclientprotocol.com/protocol/v2/schema"
 	pageV2Cancel     = "https://agentclientprotocol.com/protocol/v2/cancellation"
 	pageV2ToolCalls  = "https://agentclientprotocol.com/protocol/v2/tool-calls#cancelling-tool-calls"
 )
 
-// The rules acpcheck checks, in the order of its report.
+// The rules acpcheck checks, in the order of its report. docs/acpcheck.md
+// quotes, for each, the sentence its tier comes from.
 var (
-	ruleInitialize     = Rule{"initialize", "initialize is answered with a protocolVersion at or below the client's", pageInit}
-	ruleSessionNew     = Rule{"session-new", "session/new is answered with a sessionId", pageSession}
-	rulePromptTurn     = Rule{"prompt-turn", "a prompt turn ends with an answer that carries a stopReason", pagePromptTurn}
-	ruleCancelStop     = Rule{"cancel-stop-reason", "a prompt cancelled by session/cancel is answered stopReason \"cancelled\", not an error", pageTurnCancel}
-	ruleTurnAfter      = Rule{"turn-after-cancel", "the prompt after a cancelled turn gets a turn of its own, its updates before its answer", pagePromptTurn}
-	ruleCancelRequest  = Rule{"cancel-request", "a prompt cancelled by $/cancel_request is answered once, stopReason \"cancelled\" or -32800", pageCancellation}
-	ruleNoteUnanswered = Rule{"notification-unanswered", "a notification is never answered ($/cancel_request of an unknown or answered ID included)", pageCancellation}
-	ruleOneAnswer      = Rule{"one-answer", "every request is answered exactly once", pageJSONRPC}
-	ruleUnknownID      = Rule{"unknown-id", "no answer carries an ID the client never used", pageJSONRPC}
-	ruleUpdateAfter    = Rule{"update-after-answer", "no session/update of a turn comes after its prompt's answer (v2: after its work's idle state_update)", pageTurnCancel}
-	ruleParseError     = Rule{"parse-error", "a line that is not JSON is answered -32700 and the connection lives", pageJSONRPC}
-	ruleMethodNotFound = Rule{"method-not-found", "a request for an unknown method is answered -32601", pageJSONRPC}
-	ruleStdinExit      = Rule{"stdin-exit", "the agent exits when its stdin closes", pageTransports}
-	ruleNoLeftover     = Rule{"no-leftover", "the agent leaves no process behind when it exits", pageTransports}
-	ruleOwnRequests    = Rule{"own-requests-cancelled", "a cancelled turn's requests to the client are each cancelled with $/cancel_request", pageV2Cancel}
+	ruleInitialize = Rule{ID: "initialize", Title: "initialize is answered with a protocolVersion at or below the client's", Spec: pageInit, Tier: TierMust}
+	ruleSessionNew = Rule{ID: "session-new", Title: "session/new is answered with a sessionId", Spec: pageSession, Tier: TierMust}
+	rulePromptTurn = Rule{ID: "prompt-turn", Title: "a prompt turn ends with an answer that carries a stopReason", Spec: pagePromptTurn, Tier: TierMust}
+	ruleCancelStop = Rule{ID: "cancel-stop-reason", Title: "a prompt cancelled by session/cancel is answered stopReason \"cancelled\", not an error", Spec: pageTurnCancel, Tier: TierMust,
+		Kit: []string{"ACP-CANCEL-001"}}
+	ruleTurnAfter      = Rule{ID: "turn-after-cancel", Title: "the prompt after a cancelled turn gets a turn of its own, its updates before its answer", Spec: pagePromptTurn, Tier: TierMay}
+	ruleCancelRequest  = Rule{ID: "cancel-request", Title: "a prompt cancelled by $/cancel_request is answered once, stopReason \"cancelled\" or -32800", Spec: pageCancellation, Tier: TierMust}
+	ruleNoteUnanswered = Rule{ID: "notification-unanswered", Title: "a notification is never answered ($/cancel_request of an unknown or answered ID included)", Spec: pageCancellation, Tier: TierMust,
+		Kit: []string{"ACP-JSONRPC-003", "ACP-CANCEL-205"}}
+	ruleOneAnswer   = Rule{ID: "one-answer", Title: "every request is answered exactly once", Spec: pageJSONRPC, Tier: TierMust}
+	ruleUnknownID   = Rule{ID: "unknown-id", Title: "no answer carries an ID the client never used", Spec: pageJSONRPC, Tier: TierMust}
+	ruleUpdateAfter = Rule{ID: "update-after-answer", Title: "no session/update of a turn comes after its prompt's answer (v2: after its work's idle state_update)", Spec: pageTurnCancel, Tier: TierMust,
+		Kit: []string{"ACP-CANCEL-002"}}
+	ruleParseError = Rule{ID: "parse-error", Title: "a line that is not JSON is answered -32700 and the connection lives", Spec: pageTransports, Tier: TierMay,
+		Kit: []string{"ACP-INFO-PARSE-001"}}
+	ruleMethodNotFound = Rule{ID: "method-not-found", Title: "a request for an unknown method is answered -32601", Spec: pageJSONRPC, Tier: TierShould,
+		Kit: []string{"ACP-JSONRPC-004", "ACP-JSONRPC-005"}}
+	ruleStdinExit   = Rule{ID: "stdin-exit", Title: "the agent exits when its stdin closes", Spec: pageTransports, Tier: TierMay, Kit: []string{"ACP-SHUTDOWN-001"}}
+	ruleNoLeftover  = Rule{ID: "no-leftover", Title: "the agent leaves no process behind when it exits", Spec: pageTransports, Tier: TierMay}
+	ruleOwnRequests = Rule{ID: "own-requests-cancelled", Title: "v1: a cancelled turn's requests to the client are each cancelled with $/cancel_request", Spec: pageCancellation, Tier: TierMay}
 
-	ruleV2Initialize   = Rule{"v2-initialize", "initialize asking for v2 is answered 2, or a lower version the agent speaks", pageInit}
-	ruleV2PromptAnswer = Rule{"v2-prompt-answer", "v2: session/prompt is answered with the prompt's messageId", pageV2Schema}
-	ruleV2OneIdle      = Rule{"v2-one-idle", "v2: each foreground work ends with exactly one idle state_update, also when cancelled", pageV2Schema}
-	ruleV2CancelIdle   = Rule{"v2-cancel-idle", "v2: session/cancel ends the work with an idle state_update, stopReason \"cancelled\"", pageV2Cancel}
-	ruleV2Close        = Rule{"v2-session-close", "v2: session/close is answered and ends the session's work", pageV2Schema}
-	ruleV2Entity       = Rule{"v2-entity-cancel", "v2: tool_call/cancel (terminal/cancel) of an entity advertising capabilities.cancel is accepted and confirmed by its final update; one unknown or final is refused -32602", pageV2ToolCalls}
+	ruleV2Initialize   = Rule{ID: "v2-initialize", Title: "initialize asking for v2 is answered 2, or a lower version the agent speaks", Spec: pageInit, Tier: TierMust}
+	ruleV2PromptAnswer = Rule{ID: "v2-prompt-answer", Title: "v2: session/prompt is answered with the prompt's messageId", Spec: pageV2Schema, Tier: TierMust}
+	ruleV2OneIdle      = Rule{ID: "v2-one-idle", Title: "v2: each foreground work ends with exactly one idle state_update, also when cancelled", Spec: pageV2Schema, Tier: TierMust,
+		Kit: []string{"ACP-CANCEL-202"}}
+	ruleV2CancelIdle = Rule{ID: "v2-cancel-idle", Title: "v2: session/cancel ends the work with an idle state_update, stopReason \"cancelled\"", Spec: pageV2Cancel, Tier: TierMust,
+		Kit: []string{"ACP-CANCEL-201", "ACP-CANCEL-203"}}
+	ruleV2OwnRequests = Rule{ID: "v2-own-requests-cancelled", Title: "v2: a cancelled work's requests to the client are each cancelled with $/cancel_request", Spec: pageV2Cancel, Tier: TierShould,
+		Kit: []string{"ACP-INFO-CANCEL-202"}}
+	ruleV2Close = Rule{ID: "v2-session-close", Title: "v2: session/close is answered and ends the session's work", Spec: pageV2Schema, Tier: TierMust,
+		Kit: []string{"ACP-CANCEL-208", "ACP-CLOSE-202"}}
+	ruleV2Entity = Rule{ID: "v2-entity-cancel", Title: "v2: tool_call/cancel (terminal/cancel) of an entity advertising capabilities.cancel is accepted and confirmed by its final update; one unknown or final is refused -32602", Spec: pageV2ToolCalls, Tier: TierMust}
 )
 
 // ruleLineSize is not a rule of the protocol but of acpcheck's memory: a
 // line longer than it keeps is reported, and kept cut, marked so.
-var ruleLineSize = Rule{"line-size", "a line is no longer than acpcheck keeps (1 MiB in the proxy, the connection's 32 MiB limit in run)", pageTransports}
+// It is recorded only: the pages set no limit.
+var ruleLineSize = Rule{ID: "line-size", Title: "a line is no longer than acpcheck keeps (1 MiB in the proxy, the connection's 32 MiB limit in run)", Spec: pageTransports, Tier: TierMay}
 
 var allRules = []Rule{
 	ruleInitialize, ruleSessionNew, rulePromptTurn, ruleCancelStop, ruleTurnAfter, ruleCancelRequest,
 	ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter, ruleParseError, ruleMethodNotFound,
 	ruleStdinExit, ruleNoLeftover, ruleOwnRequests,
-	ruleV2Initialize, ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2Close, ruleV2Entity,
+	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho, ruleExtRequest, ruleSessionClose, ruleCancelMeta, ruleIdleCancel,
+	ruleV2Initialize, ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2OwnRequests, ruleV2Close, ruleV2Entity,
 }
 
 // v2Rules are the rules only a v2 connection checks.
-var v2Rules = []Rule{ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2Close, ruleV2Entity}
+var v2Rules = []Rule{ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2OwnRequests, ruleV2Close, ruleV2Entity}

@@ -55,8 +55,10 @@ type runner struct {
 	res   *results
 	calls sync.WaitGroup
 
-	hold atomic.Bool // hold the agent's permission requests until they are cancelled
-	v2   bool        // the connection speaks v2
+	hold     atomic.Bool // hold the agent's permission requests until they are cancelled
+	released heldRelease // or until the client answers them cancelled itself
+	v2       bool        // the connection speaks v2
+	canClose bool        // the agent advertises sessionCapabilities.close (v1)
 
 	parseProbe   [2]int   // the malformed line and its answer: the one ID-less answer that is due
 	initID       string   // initialize's ID, answered before the probes
@@ -135,9 +137,13 @@ func (r *runner) scenarios() {
 		return
 	}
 	r.promptTurn(fresh)
+	r.idleCancel(fresh)
 	r.sessionCancel()
 	r.cancelRequest()
+	r.sessionClose()
+	r.cancelMeta()
 	r.notifications()
+	r.stringIDProbe()
 	r.badInput()
 }
 
@@ -174,8 +180,12 @@ func (r *runner) client() acpv1.Client {
 		SessionUpdate: func(context.Context, acpv1.SessionNotification) {},
 		SessionRequestPermission: func(ctx context.Context, p acpv1.RequestPermissionRequest) (acpv1.RequestPermissionResponse, error) {
 			if r.hold.Load() {
-				<-ctx.Done() // answered with the cancelled outcome
-				return acpv1.RequestPermissionResponse{}, ctx.Err()
+				select {
+				case <-ctx.Done(): // answered with the cancelled outcome
+					return acpv1.RequestPermissionResponse{}, ctx.Err()
+				case <-r.released.wait():
+					return acpv1.RequestPermissionResponse{Outcome: acpv1.RequestPermissionOutcome{Value: acpv1.CancelledPermissionOutcome{}}}, nil
+				}
 			}
 			return grant(p.Options), nil
 		},
@@ -270,6 +280,7 @@ func (r *runner) initialize() error {
 	})
 	req, _ := r.w.await(ctx, mark, sent(acpv1.MethodInitialize))
 	r.initID = string(req.msg.ID)
+	r.canClose = err == nil && res.AgentCapabilities.SessionCapabilities.Close != nil
 	switch {
 	case errors.Is(err, acprpc.ErrConnClosed) && r.o.isRemote():
 		return fmt.Errorf("%w: the connection ended before initialize was answered (%v)", errNotRun, err)
@@ -448,6 +459,7 @@ func (r *runner) slowTurn(isUnderway func(prompt) bool) (session string, p promp
 		return "", prompt{}, false, false
 	}
 	r.hold.Store(true)
+	r.released.reset()
 	p, started := r.startPrompt(session, r.o.SlowPrompt)
 	if !started || !isUnderway(p) {
 		r.hold.Store(false)
@@ -620,11 +632,13 @@ func (r *runner) notifications() {
 	// A request after them: once it is answered, they have been read.
 	ctx, cancel := r.bounded(r.o.Timeout)
 	defer cancel()
-	err := r.conn.Call(ctx, "_acpcheck/ping", struct{}{}, nil)
+	err := r.conn.Call(ctx, extMethod, struct{}{}, nil)
 	if err != nil && (ctx.Err() != nil || errors.Is(err, acprpc.ErrConnClosed)) {
+		r.extRequest(false)
 		r.res.notBrought(ruleNoteUnanswered, "the agent answered no request after the probes")
 		return
 	}
+	r.extRequest(true)
 	r.settle()
 }
 
@@ -776,14 +790,22 @@ func (r *runner) drain() {
 // conversationRules are the rules of the whole conversation, which run,
 // proxy and report judge alike: the monitor holds them, and run feeds it
 // its transcript once the agent's output has ended.
-var conversationRules = []Rule{ruleOneAnswer, ruleUnknownID, ruleNoteUnanswered, ruleUpdateAfter}
+var conversationRules = []Rule{ruleOneAnswer, ruleUnknownID, ruleNoteUnanswered, ruleUpdateAfter,
+	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho}
 
 // wireRules judges the whole transcript by the monitor's rules, the
 // conversation's end the agent's (run waited its bounds for every answer).
+// Only the agent is judged: acpcheck is the client, and breaks the client's
+// rules on purpose (a line that is not JSON).
 func (r *runner) wireRules() {
 	var found []violation
-	m := newMonitor(func(v violation) { found = append(found, v) })
+	m := newMonitor(func(v violation) {
+		if v.Side == sideAgent {
+			found = append(found, v)
+		}
+	})
 	for _, l := range r.w.all() {
+		m.cutShort(l.Size > 0)
 		m.line(l.Dir, l.bytes(), l.Ms)
 	}
 	m.end(false)

@@ -264,11 +264,18 @@ func (r *runner) linesOfAnswer(lines []Line, req Line) []int {
 	return out
 }
 
+// whyNoOpenRequest says why own-requests-cancelled was not brought about.
+const whyNoOpenRequest = "the cancelled work had no request open at the client (in v1, other than session/request_permission: offer a terminal with -offer-terminal)"
+
 // ownRequestsCancelled checks that each request open at the cancel got
 // the agent's $/cancel_request before the work's end.
 func (r *runner) ownRequestsCancelled(open []Line, cancelLine, end Line) {
+	rule := ruleOwnRequests
+	if r.v2 {
+		rule = ruleV2OwnRequests
+	}
 	if len(open) == 0 {
-		r.res.notBrought(ruleOwnRequests, "the cancelled work had no request open at the client (in v1, other than session/request_permission)")
+		r.res.notBrought(rule, whyNoOpenRequest)
 		return
 	}
 	until := end.Seq
@@ -290,10 +297,10 @@ func (r *runner) ownRequestsCancelled(open []Line, cancelLine, end Line) {
 			}
 		}
 		if !found {
-			r.res.fail(ruleOwnRequests, []int{req.Seq, cancelLine.Seq, end.Seq}, "the agent's %s (ID %s) was open when the work was cancelled, and the agent sent no $/cancel_request for it before the work ended", req.msg.Method, req.msg.ID)
+			r.res.fail(rule, []int{req.Seq, cancelLine.Seq, end.Seq}, "the agent's %s (ID %s) was open when the work was cancelled, and the agent sent no $/cancel_request for it before the work ended", req.msg.Method, req.msg.ID)
 		}
 	}
-	r.res.pass(ruleOwnRequests)
+	r.res.pass(rule)
 }
 
 // closeV2 closes a session whose work is under way: session/close is

@@ -69,6 +69,22 @@ const (
 	faultCancelReqEndTurn = "cancel-request-end-turn" // a prompt cancelled by $/cancel_request answered end_turn
 	faultKeepTerminal     = "keep-terminal"           // v1: a cancelled turn's terminal/create left open
 
+	faultStdoutLog         = "stdout-log"          // a log line on stdout, which is not a message
+	faultBadUTF8           = "bad-utf8"            // an update whose text holds a byte that is not UTF-8
+	faultRawNewline        = "raw-newline"         // an update written over two lines
+	faultBatch             = "batch"               // an update sent as a one-element batch
+	faultAnswerBoth        = "answer-both"         // a request with a string ID answered with both result and error
+	faultCodeString        = "code-string"         // a request with a string ID refused with its error's code a string
+	faultMessageNewline    = "message-newline"     // -32601 with a message of two lines
+	faultIDAsNumber        = "string-id-number"    // a string ID of digits answered as a number
+	faultIgnoreExt         = "ignore-ext"          // a request for an unknown _-prefixed method left unanswered
+	faultCloseKeepsTurn    = "close-keeps-turn"    // v1 session/close answered, the turn left running
+	faultCancelMetaIgnored = "cancel-meta-ignored" // a session/cancel carrying _meta ignored
+	faultStaleCancel       = "stale-cancel"        // a session/cancel with no turn running fails the session's next prompt -32603
+
+	// askPermission is no fault: a v1 slow turn asks the client for
+	// permission, as the proxy's client rules need.
+	askPermission       = "ask-permission"
 	faultFollowsOutcome = "cancel-follows-outcome" // v1: session/cancel ignored; a turn ends cancelled only when its permission request is answered cancelled
 	faultParseNoID      = "parse-error-no-id"      // a line that is not JSON answered -32700 with no id member
 
@@ -179,6 +195,7 @@ type rawAgent struct {
 	terminals map[string]string // v1: session → its slow turn's terminal/create in flight
 	v2        bool
 	cancelled map[string]bool   // sessions whose last turn was cancelled
+	stale     map[string]bool   // sessions cancelled with no turn running (faultStaleCancel)
 	asked     map[string]string // v1, faultFollowsOutcome: a permission request's ID → its session
 	last      json.RawMessage   // the ID of the last request
 	uninvited map[string]string // faultUninvited: terminal/create's ID → the prompt's ID it fails
@@ -200,6 +217,7 @@ type rawMsg struct {
 			Terminal bool `json:"terminal"`
 		} `json:"clientCapabilities"`
 		RequestID json.RawMessage `json:"requestId"`
+		Meta      json.RawMessage `json:"_meta"`
 		Prompt    []struct {
 			Text string `json:"text"`
 		} `json:"prompt"`
@@ -207,7 +225,7 @@ type rawMsg struct {
 }
 
 func newRawAgent(out io.Writer, faults map[string]bool) *rawAgent {
-	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, asked: map[string]string{}, uninvited: map[string]string{}}
+	return &rawAgent{out: bufio.NewWriter(out), faults: faults, pending: map[string]string{}, tools: map[string]string{}, terminals: map[string]string{}, cancelled: map[string]bool{}, asked: map[string]string{}, uninvited: map[string]string{}, stale: map[string]bool{}}
 }
 
 func (a *rawAgent) serve(in io.Reader) {
@@ -261,7 +279,27 @@ func (a *rawAgent) send(format string, args ...any) {
 }
 
 func (a *rawAgent) result(id json.RawMessage, result string) {
-	a.send(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+	id = a.echo(id)
+	switch {
+	case id[0] == '"' && a.faults[faultAnswerBoth]:
+		a.send(`{"jsonrpc":"2.0","id":%s,"result":%s,"error":{"code":-32603,"message":"Internal error"}}`, id, result)
+	case id[0] == '"' && a.faults[faultCodeString]:
+		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":"-32603","message":"Internal error"}}`, id)
+	default:
+		a.send(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+	}
+}
+
+// echo is the ID an answer carries: the request's, or with faultIDAsNumber
+// a string of digits turned into the number.
+func (a *rawAgent) echo(id json.RawMessage) json.RawMessage {
+	var s string
+	if a.faults[faultIDAsNumber] && json.Unmarshal(id, &s) == nil {
+		if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return json.RawMessage(s)
+		}
+	}
+	return id
 }
 
 func (a *rawAgent) update(session, text string) {
@@ -298,9 +336,10 @@ func (a *rawAgent) handle(m rawMsg) {
 		if a.faults[faultBadVersion] {
 			v = 2
 		}
-		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"agentCapabilities":{},"authMethods":[]}`, v))
+		a.result(m.ID, fmt.Sprintf(`{"protocolVersion":%d,"agentCapabilities":{"sessionCapabilities":{"close":{}}},"authMethods":[]}`, v))
 	case "session/new":
 		a.sessions++
+		a.framingFaults(fmt.Sprintf("s%d", a.sessions))
 		if a.faults[faultNoSessionID] {
 			a.result(m.ID, `{}`)
 			return
@@ -309,13 +348,27 @@ func (a *rawAgent) handle(m rawMsg) {
 	case "session/prompt":
 		a.prompt(m)
 	case "session/cancel":
+		if len(m.Params.Meta) > 0 && a.faults[faultCancelMetaIgnored] {
+			return
+		}
+		if _, running := a.pending[m.Params.SessionID]; !running && a.faults[faultStaleCancel] {
+			a.stale[m.Params.SessionID] = true
+		}
 		a.cancel(m.Params.SessionID)
+	case "session/close":
+		if !a.faults[faultCloseKeepsTurn] {
+			a.cancel(m.Params.SessionID)
+		}
+		a.result(m.ID, `{}`)
 	case "$/cancel_request":
 		a.cancelRequest(m.Params.RequestID)
 	default:
 		switch {
+		case isRequest && strings.HasPrefix(m.Method, "_") && a.faults[faultIgnoreExt]:
 		case isRequest && a.faults[faultUnknownResult]:
 			a.result(m.ID, `{}`)
+		case isRequest && a.faults[faultMessageNewline]:
+			a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found:\n%s"}}`, m.ID, m.Method)
 		case isRequest:
 			a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}`, m.ID)
 		}
@@ -330,7 +383,7 @@ func (a *rawAgent) prompt(m rawMsg) {
 	if strings.Contains(text, "slow") {
 		a.update(session, "Working on it.")
 		a.pending[session] = string(m.ID)
-		if a.faults[faultFollowsOutcome] {
+		if a.faults[faultFollowsOutcome] || a.faults[askPermission] {
 			perm := fmt.Sprintf(`"perm%s"`, m.ID)
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":%q,"toolCall":{"toolCallId":"c1","title":"Run it"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}`, perm, session)
 			a.asked[perm] = session
@@ -340,6 +393,11 @@ func (a *rawAgent) prompt(m rawMsg) {
 			a.send(`{"jsonrpc":"2.0","id":%s,"method":"terminal/create","params":{"sessionId":%q,"command":"sleep","args":["30"]}}`, term, session)
 			a.terminals[session] = term
 		}
+		return
+	}
+	if a.stale[session] {
+		delete(a.stale, session)
+		a.send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"Internal error: the turn was aborted"}}`, m.ID)
 		return
 	}
 	if a.cancelled[session] && a.faults[faultEmptyTurnAfter] {
@@ -370,11 +428,31 @@ func (a *rawAgent) prompt(m rawMsg) {
 	a.result(m.ID, `{"stopReason":"end_turn"}`)
 }
 
+// framingFaults writes, for a new session, the lines its framing faults
+// break the framing rule with: each outside every turn, so that no other
+// rule sees them.
+func (a *rawAgent) framingFaults(session string) {
+	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}`
+	switch {
+	case a.faults[faultStdoutLog]:
+		a.send("[agent] session %s ready", session)
+	case a.faults[faultBadUTF8]:
+		a.send(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%q,"update":{"sessionUpdate":"session_info_update","title":"caf%s"}}}`, session, "\xe9")
+	case a.faults[faultRawNewline]:
+		a.send(strings.Replace(update, `"params":`, "\n\"params\":", 1), session)
+	case a.faults[faultBatch]:
+		a.send("["+update+"]", session)
+	}
+}
+
 // permissionAnswered takes the client's answer to a slow turn's permission
 // request (faultFollowsOutcome): the cancelled outcome ends the turn
 // cancelled, a grant lets it go on.
 func (a *rawAgent) permissionAnswered(session string, m rawMsg) {
 	delete(a.asked, string(m.ID))
+	if _, running := a.pending[session]; !running {
+		return // the turn ended already: the answer is late, and changes nothing
+	}
 	if m.Result.Outcome.Outcome != "cancelled" {
 		a.update(session, "Granted; still counting.")
 		return
@@ -383,7 +461,7 @@ func (a *rawAgent) permissionAnswered(session string, m rawMsg) {
 }
 
 func (a *rawAgent) cancel(session string) {
-	if a.faults[faultExitMidTurn] && !a.v2 {
+	if _, running := a.pending[session]; running && a.faults[faultExitMidTurn] && !a.v2 {
 		os.Exit(4)
 	}
 	if a.faults[faultCancelIgnored] || a.faults[faultFollowsOutcome] {

@@ -55,10 +55,21 @@ type parsed struct {
 
 func parse(raw []byte) parsed {
 	var p parsed
-	if json.Unmarshal(raw, &p) != nil {
+	if json.Unmarshal(raw, &p) == nil {
+		return p
+	}
+	// An answer whose error is not JSON-RPC's shape (a code that is a
+	// string) is still an answer: answer-envelope says what is wrong with it.
+	var loose struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(raw, &loose) != nil || loose.Method != nil || loose.Error == nil {
 		return parsed{}
 	}
-	return p
+	return parsed{ID: loose.ID, Result: loose.Result, Error: &acprpc.Error{Message: string(loose.Error)}}
 }
 
 // hasID reports whether the message carries an ID other than null.

@@ -79,6 +79,10 @@ func (a *Agent) v1() acprpc.Handler {
 	r.Register(acpv1.MethodSessionCancel, acprpc.NotificationHandler(func(_ context.Context, p acpv1.CancelNotification) {
 		a.sessionCancelled(string(p.SessionID))
 	}))
+	r.Register(acpv1.MethodSessionClose, acprpc.RequestHandler(func(_ context.Context, p acpv1.CloseSessionRequest) (acpv1.CloseSessionResponse, error) {
+		a.closed(string(p.SessionID))
+		return acpv1.CloseSessionResponse{}, nil
+	}))
 	return r
 }
 
@@ -102,6 +106,10 @@ func (a *Agent) initializeV1(_ context.Context, p acpv1.InitializeRequest) (acpv
 	return acpv1.InitializeResponse{
 		ProtocolVersion: ProtocolV1,
 		AgentInfo:       &acpv1.Implementation{Name: AgentName, Version: "0.1.0"},
+		// session/close: acprpc cancels the session's turn before the
+		// handler runs, as session/cancel does, and answers once the
+		// requests it cancelled are answered.
+		AgentCapabilities: acpv1.AgentCapabilities{SessionCapabilities: acpv1.SessionCapabilities{Close: &acpv1.SessionCloseCapabilities{}}},
 	}, nil
 }
 

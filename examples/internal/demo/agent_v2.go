@@ -135,9 +135,14 @@ func (t *turn) runV2(work *acprpc.Work, p acpv2.PromptRequest, messageID string)
 // prompts before this runs, and answers only once the work's idle
 // state_update is out.
 func (a *Agent) closeSession(_ context.Context, p acpv2.CloseSessionRequest) (acpv2.CloseSessionResponse, error) {
-	a.mu.Lock()
-	delete(a.sessions, string(p.SessionID))
-	a.mu.Unlock()
-	a.log.Info("session closed", "session", p.SessionID)
+	a.closed(string(p.SessionID))
 	return acpv2.CloseSessionResponse{}, nil
+}
+
+// closed frees a session that session/close closed, in either version.
+func (a *Agent) closed(sessionID string) {
+	a.mu.Lock()
+	delete(a.sessions, sessionID)
+	a.mu.Unlock()
+	a.log.Info("session closed", "session", sessionID)
 }
