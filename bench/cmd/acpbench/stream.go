@@ -731,6 +731,9 @@ func manyTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer
 	fmt.Fprintf(b, "them, prompts written to last answer read). Median [range] over the runs.\n\n")
 	fmt.Fprintf(b, "%-17s %-22s %-22s %-26s %s\n", "peer", "stop ms", "after", "others' updates/s", "ended first")
 	for _, p := range peers {
+		if p.transport != stdio {
+			continue // many sessions run over stdio only
+		}
 		rs := by[p.name]
 		ended := 0
 		for _, r := range rs {
