@@ -2,7 +2,6 @@ package remotebench
 
 import (
 	"context"
-	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,12 +62,8 @@ func checkStream(t *testing.T, url string) {
 // acprpc's stream agent, served by remote.Server, streams a turn over both
 // transports and stops a cancelled one long before its end.
 func TestStreamServerAcprpc(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := NewStreamServer()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	url := "http://" + l.Addr().String() + "/acp"
+	url, stop := serveLocal(t, NewStreamServer())
+	defer stop()
 	checkStream(t, url)
 	for _, transport := range []string{WebSocket, HTTP} {
 		t.Run(transport+"/cancel", func(t *testing.T) {
@@ -82,8 +77,6 @@ func TestStreamServerAcprpc(t *testing.T) {
 			require.Less(t, updates, 10_000_000)
 		})
 	}
-	require.NoError(t, srv.Close())
-	<-served
 }
 
 // The TypeScript SDK's server of the same stream agent streams the same
