@@ -86,6 +86,9 @@ step "sessions: $SESSIONS turns in flight, cancelled at once, $RUNS runs per pee
 step "stream: a turn of 10,000 chunks, the stop under it, a slow reader; $RUNS runs per peer"
 RUNS=$RUNS CANCELS=$STREAM_CANCELS ./stream.sh
 
+step "stream over the remote transports: the same over WebSocket and Streamable HTTP; $RUNS runs per peer"
+RUNS=$RUNS CANCELS=$STREAM_CANCELS PEERS=acprpc-ws,ts-ws,acprpc-http,ts-http NAME=stream-remote ./stream.sh
+
 step "remote: acprpc's and the TypeScript SDK's servers over WebSocket and Streamable HTTP"
 RUNS=$RUNS QUICK=${QUICK:-} ./remote.sh
 

@@ -87,6 +87,16 @@ func stampStop(tag byte) { fmt.Fprintf(os.Stderr, "%c %d\n", tag, MonoNow()) }
 // returns a channel closed once the connection has ended. opts, if not nil,
 // are the Conn's options; their Hooks are the stream's own.
 func ServeAcprpcStream(r io.Reader, w io.Writer, opts *acprpc.Options) <-chan struct{} {
+	h, opts := AcprpcStream(opts)
+	return acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(r, w), h, opts).Done()
+}
+
+// AcprpcStream returns the stream workload's agent on acprpc and the
+// options to serve it with: opts (nil for the defaults) with the stream's
+// Hooks, which stamp each session/cancel as it is read. Over stdio
+// ServeAcprpcStream serves it; remotebench.NewStreamServer serves it with
+// remote.Server.
+func AcprpcStream(opts *acprpc.Options) (acprpc.Handler, *acprpc.Options) {
 	if opts == nil {
 		opts = &acprpc.Options{}
 	}
@@ -97,25 +107,7 @@ func ServeAcprpcStream(r io.Reader, w io.Writer, opts *acprpc.Options) <-chan st
 	}
 	var sessions atomic.Int64
 	agent := acpv1.Agent{
-		SessionPrompt: func(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
-			stampAllocs()
-			spec, _ := ParseStreamText(acpv1.TextOf(p.Prompt))
-			conn := acprpc.ConnFromContext(ctx)
-			for i := range spec.N {
-				if acpv1.ToClient.SessionUpdate.Notify(ctx, conn, acpv1.AgentText(p.SessionID, spec.Chunk(i))) != nil {
-					stampStop('C')
-					return acpv1.PromptResponse{StopReason: acpv1.StopReasonCancelled}, nil
-				}
-				if spec.ToolAfter(i) {
-					update := acpv1.SessionUpdate{Value: acpv1.ToolCallUpdate{ToolCallID: "call_1", Status: acpv1.ToolCallStatusInProgress}}
-					if acpv1.ToClient.SessionUpdate.Notify(ctx, conn, acpv1.SessionNotification{SessionID: p.SessionID, Update: update}) != nil {
-						stampStop('C')
-						return acpv1.PromptResponse{StopReason: acpv1.StopReasonCancelled}, nil
-					}
-				}
-			}
-			return acpv1.PromptResponse{StopReason: acpv1.StopReasonEndTurn}, nil
-		},
+		SessionPrompt: streamPrompt,
 		Initialize: func(context.Context, acpv1.InitializeRequest) (acpv1.InitializeResponse, error) {
 			return acpv1.InitializeResponse{ProtocolVersion: 1}, nil
 		},
@@ -123,7 +115,28 @@ func ServeAcprpcStream(r io.Reader, w io.Writer, opts *acprpc.Options) <-chan st
 			return acpv1.NewSessionResponse{SessionID: acpv1.SessionID(newStreamSession(&sessions))}, nil
 		},
 	}
-	return acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(r, w), agent.Router(), opts).Done()
+	return agent.Router(), opts
+}
+
+// streamPrompt is the stream workload's turn on acprpc.
+func streamPrompt(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
+	stampAllocs()
+	spec, _ := ParseStreamText(acpv1.TextOf(p.Prompt))
+	conn := acprpc.ConnFromContext(ctx)
+	for i := range spec.N {
+		if acpv1.ToClient.SessionUpdate.Notify(ctx, conn, acpv1.AgentText(p.SessionID, spec.Chunk(i))) != nil {
+			stampStop('C')
+			return acpv1.PromptResponse{StopReason: acpv1.StopReasonCancelled}, nil
+		}
+		if spec.ToolAfter(i) {
+			update := acpv1.SessionUpdate{Value: acpv1.ToolCallUpdate{ToolCallID: "call_1", Status: acpv1.ToolCallStatusInProgress}}
+			if acpv1.ToClient.SessionUpdate.Notify(ctx, conn, acpv1.SessionNotification{SessionID: p.SessionID, Update: update}) != nil {
+				stampStop('C')
+				return acpv1.PromptResponse{StopReason: acpv1.StopReasonCancelled}, nil
+			}
+		}
+	}
+	return acpv1.PromptResponse{StopReason: acpv1.StopReasonEndTurn}, nil
 }
 
 // newStreamSession names a new session: s1, s2 and so on.

@@ -3,10 +3,18 @@
 # (acpbench stream): acprpc, coder's SDK and the TypeScript SDK each serving
 # the same streaming agent over stdio, a fresh process per run, RUNS
 # interleaved runs; acprpc-unbounded is acprpc with no bound on its unsent
-# notifications, as Notify was before it waited for room. Writes
-# results/stream.txt and results/stream.json, and results/stream-env.txt
-# with the command, the machine and the load average before and after.
+# notifications, as Notify was before it waited for room. The peers
+# acprpc-ws, ts-ws, acprpc-http and ts-http are the same agents served over
+# WebSocket and Streamable HTTP (acprpc's remote.Server, cmd/remoteserver
+# -stream; the TypeScript SDK's experimental server, ts/remote-agent.mjs
+# stream). Writes results/NAME.txt and results/NAME.json, and
+# results/NAME-env.txt with the command, the machine and the load average
+# before and after (NAME: stream).
 #   ./stream.sh                RUNS=5 rounds of every peer
+#   PEERS=acprpc-ws,ts-ws,acprpc-http,ts-http NAME=stream-remote ./stream.sh
+#                              the stream over the remote transports
+#   SLOW=0 ./stream.sh         without the slow reader
+#   TURNS=0 CANCELS=0 ./stream.sh   the slow reader alone
 #   QUIET=1.5 ./stream.sh      first wait (polling every 30 s, at most
 #                              15 minutes) for a 1-minute load average below 1.5
 set -euo pipefail
@@ -14,27 +22,31 @@ cd "$(dirname "$0")"
 RUNS=${RUNS:-5}
 CANCELS=${CANCELS:-40}
 PEERS=${PEERS:-acprpc,coder,ts,acprpc-unbounded}
+NAME=${NAME:-stream}
+SLOW=${SLOW:-3s}
+TURNS=${TURNS:-3}
 out=results
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/acpbench" ./cmd/acpbench
 go build -o "$tmp/server" ./cmd/server
+go build -o "$tmp/remoteserver" ./cmd/remoteserver
 (cd ts && npm ci --no-audit --no-fund --loglevel=error)
 
 source ./quiet.sh
 
-cmd=(acpbench stream -server cmd/server -ts ts -runs "$RUNS" -cancels "$CANCELS" -peers "$PEERS")
+cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -slow "$SLOW" -peers "$PEERS" -name "$NAME")
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "command: (cd bench && ${QUIET:+QUIET=$QUIET }RUNS=$RUNS CANCELS=$CANCELS PEERS=$PEERS ./stream.sh), which runs: ${cmd[*]}"
+  echo "command: (cd bench && ${QUIET:+QUIET=$QUIET }RUNS=$RUNS CANCELS=$CANCELS PEERS=$PEERS NAME=$NAME SLOW=$SLOW TURNS=$TURNS ./stream.sh), which runs: ${cmd[*]}"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc)"
   echo "go: $(go version)"
   echo "node: $(node --version)"
   go list -m -f 'coder: {{.Path}} {{.Version}}' github.com/coder/acp-go-sdk
-  echo "ts: @agentclientprotocol/sdk $(node -p 'require("./ts/node_modules/@agentclientprotocol/sdk/package.json").version')"
+  echo "ts: @agentclientprotocol/sdk $(node -p 'require("./ts/node_modules/@agentclientprotocol/sdk/package.json").version'), ws $(node -p 'require("./ts/node_modules/ws/package.json").version')"
   echo "uptime at start: $(uptime)"
-} >"$out/stream-env.txt"
-"$tmp/acpbench" stream -server "$tmp/server" -ts ts -runs "$RUNS" -cancels "$CANCELS" -peers "$PEERS" -out "$out"
-echo "uptime at end: $(uptime)" >>"$out/stream-env.txt"
-cat "$out/stream-env.txt"
+} >"$out/$NAME-env.txt"
+"$tmp/acpbench" stream -server "$tmp/server" -remoteserver "$tmp/remoteserver" -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -slow "$SLOW" -peers "$PEERS" -name "$NAME" -out "$out"
+echo "uptime at end: $(uptime)" >>"$out/$NAME-env.txt"
+cat "$out/$NAME-env.txt"

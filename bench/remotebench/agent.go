@@ -5,6 +5,7 @@ import (
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/acpv1"
+	"github.com/acpkit/acprpc/bench"
 	"github.com/acpkit/acprpc/remote"
 )
 
@@ -47,4 +48,12 @@ func prompt(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, e
 	}
 	<-ctx.Done() // session/cancel for the session, or $/cancel_request for the prompt
 	return acpv1.PromptResponse{StopReason: acpv1.StopReasonCancelled}, nil
+}
+
+// NewStreamServer returns the stream workload's agent on acprpc
+// (bench.AcprpcStream, with the default options), served by a
+// remote.Server with its defaults: one Conn per connection.
+func NewStreamServer() *remote.Server {
+	h, opts := bench.AcprpcStream(nil)
+	return remote.NewServer(remote.Handle(h, opts), nil)
 }

@@ -230,3 +230,17 @@ func (c *Client) answer(id int64) (result, error) {
 		return r, nil
 	}
 }
+
+// Session is the ID of the client's session, as session/new answered it.
+func (c *Client) Session() string { return c.session }
+
+// Send writes one raw JSON-RPC message: over WebSocket a text message, over
+// Streamable HTTP a POST carrying the connection's and the session's IDs.
+// For a client of its own workload (acpbench stream), beside Recv.
+func (c *Client) Send(ctx context.Context, msg []byte) error { return c.w.send(ctx, msg) }
+
+// Recv reads the server's next raw message for the session: over
+// WebSocket the next text message, over Streamable HTTP the next event of
+// the session's own SSE stream (opened with Acp-Session-Id, as the
+// TypeScript SDK's server requires; acprpc's serves it as well).
+func (c *Client) Recv() ([]byte, error) { return c.w.recv() }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/acpkit/acprpc/internal/interoptest"
+	"github.com/acpkit/acprpc/remote"
 )
 
 // small is a Run short enough for a test, that still passes through every
@@ -40,14 +41,22 @@ func checkRun(t *testing.T, url string, pid int) {
 }
 
 func TestRunAgainstAcprpc(t *testing.T) {
+	url, stop := serveLocal(t, NewServer())
+	checkRun(t, url, os.Getpid())
+	stop()
+}
+
+// serveLocal serves srv on a free loopback port and returns its endpoint
+// and a stop that closes it and waits for Serve to return.
+func serveLocal(t *testing.T, srv *remote.Server) (string, func()) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := NewServer()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
-	checkRun(t, "http://"+l.Addr().String()+"/acp", os.Getpid())
-	require.NoError(t, srv.Close())
-	<-served
+	return "http://" + l.Addr().String() + "/acp", func() {
+		require.NoError(t, srv.Close())
+		<-served
+	}
 }
 
 // The TypeScript SDK's server of the same agent passes the same run, so

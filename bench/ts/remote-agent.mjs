@@ -7,6 +7,9 @@
 // prompt "wait" sends one, then waits for session/cancel (or the prompt's
 // $/cancel_request) and answers {"stopReason":"cancelled"}.
 //
+// With the argument "stream" it serves the stream workload's agent instead
+// (stream-app.mjs), for acpbench stream over WebSocket and Streamable HTTP.
+//
 // It listens on a free loopback port, prints http://127.0.0.1:PORT/acp as
 // its first line (ws://… is the same endpoint), and exits when its stdin
 // ends.
@@ -15,6 +18,7 @@ import { WebSocketServer } from "ws";
 import * as acp from "@agentclientprotocol/sdk";
 import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
 import { createNodeHttpHandler, createNodeWebSocketUpgradeHandler } from "@agentclientprotocol/sdk/experimental/node";
+import { streamAgent } from "./stream-app.mjs";
 
 const updates = 3;
 
@@ -60,7 +64,7 @@ function createAgent() {
     });
 }
 
-const server = new AcpServer({ createAgent });
+const server = new AcpServer({ createAgent: process.argv[2] === "stream" ? streamAgent : createAgent });
 const handleHttp = createNodeHttpHandler(server);
 const webSockets = new WebSocketServer({ noServer: true });
 const handleUpgrade = createNodeWebSocketUpgradeHandler(server, webSockets);

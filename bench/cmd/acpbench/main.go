@@ -28,11 +28,12 @@ import (
 )
 
 type config struct {
-	out    string
-	server string
-	tsDir  string
-	node   string
-	rows   []row
+	out          string
+	server       string
+	remoteServer string // the built cmd/remoteserver, for the stream over WebSocket and Streamable HTTP
+	tsDir        string
+	node         string
+	rows         []row
 }
 
 type row struct{ client, server string }
@@ -102,7 +103,7 @@ func main() {
 		check(runBurst(&cfg, agents, *n, *runs, *wait))
 	case "stream":
 		runs := fs.Int("runs", 5, "runs per peer, interleaved, each in a fresh process")
-		peers := fs.String("peers", "acprpc,coder,ts", "peers to run, of "+strings.Join(streamPeerNames, ", "))
+		peers := fs.String("peers", "acprpc,coder,ts", "peers to run, of "+strings.Join(streamPeerNames, ", ")+" (-ws, -http: over WebSocket, Streamable HTTP)")
 		var sc streamConfig
 		fs.IntVar(&sc.chunks, "chunks", 10_000, "chunks per streamed turn")
 		fs.IntVar(&sc.turns, "turns", 3, "streamed turns per run, plain and with tool calls each")
@@ -112,6 +113,8 @@ func main() {
 		fs.DurationVar(&sc.stopWait, "stopwait", 10*time.Second, "how long the slow reader keeps its pace after its cancel")
 		fs.IntVar(&sc.many, "many", 100, "sessions streaming at once, one of them cancelled (0: none)")
 		fs.IntVar(&sc.manyChunks, "manychunks", 2000, "chunks each of the many sessions streams")
+		fs.StringVar(&sc.name, "name", "stream", "the record's name: NAME.txt and NAME.json in -out")
+		fs.StringVar(&cfg.remoteServer, "remoteserver", "", "path of the built cmd/remoteserver binary, for the peers acprpc-ws and acprpc-http")
 		parse(fs, args, &cfg, new(string))
 		list, err := streamPeers(&cfg, strings.Split(*peers, ","))
 		check(err)

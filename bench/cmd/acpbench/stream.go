@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acpkit/acprpc/bench"
+	"github.com/acpkit/acprpc/bench/remotebench"
 )
 
 // The token stream and the stop under it, over stdio: one raw-wire client,
@@ -37,23 +39,44 @@ import (
 //
 // Every update is checked: chunk i of a turn is the i-th chunk read.
 
-type streamPeer struct{ name, argv string }
+// streamPeer is one row: an agent's command line, and the transport its
+// client speaks: stdio, or remotebench.WebSocket or remotebench.HTTP to the
+// endpoint the agent prints as its first line.
+type streamPeer struct{ name, argv, transport string }
 
-var streamPeerNames = []string{"acprpc", "coder", "ts", "acprpc-unbounded"}
+var streamPeerNames = []string{"acprpc", "coder", "ts", "acprpc-unbounded", "acprpc-ws", "ts-ws", "acprpc-http", "ts-http"}
+
+const stdio = "stdio"
 
 func streamPeers(cfg *config, names []string) ([]streamPeer, error) {
+	acprpcRemote := cfg.remoteServer + " -stream"
+	tsRemote := cfg.node + " " + filepath.Join(cfg.tsDir, "remote-agent.mjs") + " stream"
 	return pick("stream", map[string]string{
 		"acprpc":           cfg.server + " -peer acprpc -stream",
 		"acprpc-unbounded": cfg.server + " -peer acprpc -stream -unbounded",
 		"coder":            cfg.server + " -peer coder -stream",
 		"ts":               cfg.node + " " + filepath.Join(cfg.tsDir, "stream-agent.mjs"),
-	}, names, streamPeerNames, func(name, argv string) streamPeer { return streamPeer{name, argv} })
+		"acprpc-ws":        acprpcRemote,
+		"ts-ws":            tsRemote,
+		"acprpc-http":      acprpcRemote,
+		"ts-http":          tsRemote,
+	}, names, streamPeerNames, func(name, argv string) streamPeer {
+		transport := stdio
+		if base, t, ok := strings.Cut(name, "-"); ok && (base == "acprpc" || base == "ts") && (t == remotebench.WebSocket || t == remotebench.HTTP) {
+			transport = t
+		}
+		return streamPeer{name, argv, transport}
+	})
 }
+
+// tsPeer reports whether peer is the TypeScript SDK's agent.
+func (p streamPeer) tsPeer() bool { return p.name == "ts" || strings.HasPrefix(p.name, "ts-") }
 
 type streamConfig struct {
 	chunks, turns, cancels, pace int
 	slow, stopWait               time.Duration
-	many, manyChunks             int // sessions streaming at once, and each one's chunks; 0 sessions: none
+	many, manyChunks             int    // sessions streaming at once, and each one's chunks; 0 sessions: none; stdio only
+	name                         string // of the record: NAME.txt and NAME.json
 }
 
 // streamRun is one peer's figures in one run.
@@ -96,7 +119,7 @@ func runStream(cfg *config, peers []streamPeer, runs int, sc streamConfig) error
 	var results []streamRun
 	for run := 1; run <= runs; run++ {
 		for _, p := range peers {
-			if p.name == "ts" && !tsAvailable(cfg) {
+			if p.tsPeer() && !tsAvailable(cfg) {
 				continue
 			}
 			res := streamRun{Peer: p.name, Run: run, LoadStart: loadavg()}
@@ -110,16 +133,71 @@ func runStream(cfg *config, peers []streamPeer, runs int, sc streamConfig) error
 			results = append(results, res)
 		}
 	}
-	return writeResults(cfg, "stream", results, streamTable(results, peers, runs, sc))
+	return writeResults(cfg, sc.name, results, streamTable(results, peers, runs, sc))
 }
 
 func loadavg() string { return strings.Join(strings.Fields(readString("/proc/loadavg"))[:3], " ") }
 
 // streamClient is the raw-wire client of one spawned agent.
 type streamClient struct {
-	p      *proc
-	r      *bufio.Reader
-	nextID int
+	p       *proc
+	w       msgWire
+	session string
+	nextID  int
+}
+
+// msgWire carries the client's JSON-RPC messages, one at a time, as the
+// transport frames them.
+type msgWire interface {
+	send(msg string) error
+	next() ([]byte, error) // the agent's next message, valid until the next call
+}
+
+// stdioWire is newline-delimited JSON on the agent's stdin and stdout.
+type stdioWire struct {
+	w *os.File
+	r *bufio.Reader
+}
+
+func (s stdioWire) send(msg string) error {
+	_, err := s.w.WriteString(msg + "\n")
+	return err
+}
+
+func (s stdioWire) next() ([]byte, error) { return s.r.ReadSlice('\n') }
+
+// remoteWire is a WebSocket or Streamable HTTP connection of
+// remotebench's raw client, over HTTP reading the session's own SSE stream.
+type remoteWire struct{ c *remotebench.Client }
+
+func (r remoteWire) send(msg string) error { return r.c.Send(context.Background(), []byte(msg)) }
+func (r remoteWire) next() ([]byte, error) { return r.c.Recv() }
+
+// connect opens the client's session with the agent p over transport:
+// over stdio it writes initialize and session/new; otherwise the agent's
+// first line is its endpoint, which remotebench.Dial opens (initialize and
+// session/new, and over Streamable HTTP the session's SSE stream).
+func connect(p *proc, transport string) (*streamClient, func(), error) {
+	r := bufio.NewReaderSize(p.stdout, 4<<10)
+	if transport == stdio {
+		c := &streamClient{p: p, w: stdioWire{p.stdin, r}, nextID: 1}
+		return c, func() {}, c.handshake()
+	}
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, nil, fmt.Errorf("the agent printed no endpoint: %w", err)
+	}
+	hc := remotebench.NewHTTPClient()
+	rc, err := remotebench.Dial(context.Background(), transport, strings.TrimSpace(line), hc)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeAll := func() {
+		_ = rc.Close()
+		hc.CloseIdleConnections()
+	}
+	// Over both transports session/new was the client's second request.
+	return &streamClient{p: p, w: remoteWire{rc}, session: rc.Session(), nextID: 2}, closeAll, nil
 }
 
 func streamOne(peer streamPeer, sc streamConfig, run int, res *streamRun) error {
@@ -128,11 +206,12 @@ func streamOne(peer streamPeer, sc streamConfig, run int, res *streamRun) error 
 		return err
 	}
 	defer p.close()
-	c := &streamClient{p: p, r: bufio.NewReaderSize(p.stdout, 4<<10), nextID: 1}
-	if err := c.handshake(); err != nil {
+	c, closeConn, err := connect(p, peer.transport)
+	if err != nil {
 		return err
 	}
-	goAgent := peer.name != "ts"
+	defer closeConn()
+	goAgent := !peer.tsPeer()
 	rng := rand.New(rand.NewPCG(uint64(run), 38))
 	// Warm up, then the stream, plain and with tool calls.
 	if _, err := c.turn(bench.StreamSpec{N: 2000, Seed: 1}, -1, 0); err != nil {
@@ -192,7 +271,7 @@ func streamOne(peer streamPeer, sc streamConfig, run int, res *streamRun) error 
 		}
 	}
 	// Many sessions, one stopped.
-	if sc.many > 0 {
+	if sc.many > 0 && peer.transport == stdio {
 		m, err := c.manySessions(sc.many, sc.manyChunks, rng)
 		if err != nil {
 			return err
@@ -283,10 +362,7 @@ func (c *streamClient) dropStamps() {
 	}
 }
 
-func (c *streamClient) send(line string) error {
-	_, err := c.p.stdin.WriteString(line + "\n")
-	return err
-}
+func (c *streamClient) send(msg string) error { return c.w.send(msg) }
 
 // call writes a request and reads until its answer, which it returns.
 func (c *streamClient) call(method, params string) ([]byte, error) {
@@ -297,12 +373,12 @@ func (c *streamClient) call(method, params string) ([]byte, error) {
 	}
 	want := []byte(fmt.Sprintf(`"id":%d,`, id))
 	for {
-		line, err := c.r.ReadBytes('\n')
+		line, err := c.w.next()
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
 		if bytes.Contains(line, want) {
-			return line, nil
+			return bytes.Clone(line), nil
 		}
 	}
 }
@@ -311,7 +387,8 @@ func (c *streamClient) handshake() error {
 	if _, err := c.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`); err != nil {
 		return err
 	}
-	_, err := c.call("session/new", `{"cwd":"/","mcpServers":[]}`)
+	line, err := c.call("session/new", `{"cwd":"/","mcpServers":[]}`)
+	c.session = sessionOf(line)
 	return err
 }
 
@@ -343,14 +420,14 @@ func (c *streamClient) turn(spec bench.StreamSpec, cancelAt int, pace time.Durat
 	c.nextID++
 	answer := []byte(fmt.Sprintf(`"id":%d,`, id))
 	start := time.Now()
-	prompt := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":"s1","prompt":[{"type":"text","text":%q}]}}`, id, spec.Text())
+	prompt := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":%q}]}}`, id, c.session, spec.Text())
 	if err := c.send(prompt); err != nil {
 		return t, err
 	}
 	var cancelled time.Time
 	next := start
 	for {
-		line, err := c.r.ReadSlice('\n')
+		line, err := c.w.next()
 		if err != nil {
 			return t, fmt.Errorf("turn: %w (%d updates read)", err, t.updates)
 		}
@@ -384,10 +461,12 @@ func (c *streamClient) turn(spec bench.StreamSpec, cancelAt int, pace time.Durat
 			return t, nil
 		}
 		if cancelAt >= 0 && cancelled.IsZero() && t.updates-t.tools >= cancelAt {
-			if err := c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}`); err != nil {
+			// Stamped before the write: over Streamable HTTP the send is a
+			// POST whose 202 comes once the agent has taken the message in.
+			cancelled, t.cancelMono = time.Now(), bench.MonoNow()
+			if err := c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"` + c.session + `"}}`); err != nil {
 				return t, err
 			}
-			cancelled, t.cancelMono = time.Now(), bench.MonoNow()
 		}
 		if pace > 0 && !t.gaveUp {
 			if !cancelled.IsZero() && len(stopWait) > 0 && time.Since(cancelled) > stopWait[0] {
@@ -434,14 +513,14 @@ func (c *streamClient) manySessions(n, chunks int, rng *rand.Rand) (manyResult, 
 	}
 	c.nextID += n
 	start := time.Now()
-	if _, err := c.p.stdin.WriteString(prompts.String()); err != nil {
+	if err := c.send(strings.TrimSuffix(prompts.String(), "\n")); err != nil { // one write, every prompt
 		return m, err
 	}
 	read := make([]int, n)
 	answered, others := 0, 0
 	var cancelled time.Time
 	for answered < n {
-		line, err := c.r.ReadSlice('\n')
+		line, err := c.w.next()
 		if err != nil {
 			return m, fmt.Errorf("many: %w", err)
 		}
@@ -522,108 +601,24 @@ func residentKiB(pid int) int64 {
 
 func streamTable(results []streamRun, peers []streamPeer, runs int, sc streamConfig) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The token stream over stdio, %d interleaved runs, each peer's agent a process of its own, one raw-wire client.\n", runs)
-	fmt.Fprintf(&b, "Stream: turns of %d agent_message_chunk updates of 16-64 bytes, then end_turn; median of the runs' medians [range];\n", sc.chunks)
-	fmt.Fprintf(&b, "\"+tools\" adds a tool_call_update after every 50 chunks. CPU: the agent's, every thread, per update; allocs: its heap objects per update.\n\n")
-	fmt.Fprintf(&b, "%-17s %-22s %-22s %-18s %-18s %-14s %-14s\n", "peer", "updates/s", "+tools updates/s", "cpu µs/update", "+tools cpu µs", "allocs/update", "+tools allocs")
+	fmt.Fprintf(&b, "The token stream over %s, %d interleaved runs, each peer's agent a process of its own, one raw-wire client.\n", transportsOf(peers), runs)
 	by := map[string][]streamRun{}
 	for _, r := range results {
 		if r.Error == "" {
 			by[r.Peer] = append(by[r.Peer], r)
 		}
 	}
-	col := func(rs []streamRun, f func(streamRun) float64, format string) string {
-		var v []float64
-		for _, r := range rs {
-			v = append(v, f(r))
-		}
-		if len(v) == 0 {
-			return "-"
-		}
-		if v[0] == -1 {
-			return "n/a"
-		}
-		return fmt.Sprintf(format+" ["+format+"-"+format+"]", median(v), slices.Min(v), slices.Max(v))
+	if sc.turns > 0 {
+		streamRateTable(&b, by, peers, sc)
 	}
-	for _, p := range peers {
-		rs := by[p.name]
-		fmt.Fprintf(&b, "%-17s %-22s %-22s %-18s %-18s %-14s %-14s\n", p.name,
-			col(rs, func(r streamRun) float64 { return r.Rate }, "%.0f"),
-			col(rs, func(r streamRun) float64 { return r.RateTool }, "%.0f"),
-			col(rs, func(r streamRun) float64 { return r.CPUUs }, "%.2f"),
-			col(rs, func(r streamRun) float64 { return r.CPUUsTool }, "%.2f"),
-			col(rs, func(r streamRun) float64 { return r.Allocs }, "%.1f"),
-			col(rs, func(r streamRun) float64 { return r.AllocsTool }, "%.1f"))
+	if sc.cancels > 0 {
+		streamStopTable(&b, by, peers, sc)
 	}
-	fmt.Fprintf(&b, "\nThe stop under the stream: %d turns per run cancelled at a random chunk (100 to %d), all runs pooled:\n", sc.cancels, sc.chunks*9/10)
-	fmt.Fprintf(&b, "ms from session/cancel written to the answer read, and the updates read after the cancel; \"ended first\": turns\n")
-	fmt.Fprintf(&b, "answered end_turn, over before the agent read the cancel (counted in the stop times too).\n\n")
-	fmt.Fprintf(&b, "%-17s %6s %9s %9s %9s %12s %12s %12s %11s\n", "peer", "turns", "stop p50", "stop p99", "worst", "after p50", "after p99", "after worst", "ended first")
-	for _, p := range peers {
-		var stops, after []float64
-		ended := 0
-		for _, r := range by[p.name] {
-			ended += r.EndedFirst
-			stops = append(stops, r.StopMs...)
-			for _, a := range r.After {
-				after = append(after, float64(a))
-			}
-		}
-		if len(stops) == 0 {
-			fmt.Fprintf(&b, "%-17s -\n", p.name)
-			continue
-		}
-		fmt.Fprintf(&b, "%-17s %6d %9.2f %9.2f %9.2f %12.0f %12.0f %12.0f %11d\n", p.name, len(stops),
-			quantile(stops, .5), quantile(stops, .99), slices.Max(stops), quantile(after, .5), quantile(after, .99), slices.Max(after), ended)
+	if sc.slow > 0 {
+		slowReaderTable(&b, by, peers, sc)
 	}
-	fmt.Fprintf(&b, "\nWhere the stop's time goes, Go agents: ms from the cancel's write to the agent's reading it (acprpc: its\n")
-	fmt.Fprintf(&b, "read loop; coder: its Cancel callback), and from then to the turn's handler seeing it (its update refused).\n\n")
-	fmt.Fprintf(&b, "%-17s %6s %10s %10s %10s %10s %10s %10s\n", "peer", "turns", "read p50", "read p99", "read worst", "seen p50", "seen p99", "seen worst")
-	for _, p := range peers {
-		var read, seen []float64
-		for _, r := range by[p.name] {
-			read, seen = append(read, r.ReadMs...), append(seen, r.SeenMs...)
-		}
-		if len(read) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "%-17s %6d %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", p.name, len(read),
-			quantile(read, .5), quantile(read, .99), slices.Max(read), quantile(seen, .5), quantile(seen, .99), slices.Max(seen))
-	}
-	fmt.Fprintf(&b, "\nA slow reader: %d updates/s for %s, then session/cancel, the reader keeping its pace (at most %s, then full speed);\n", sc.pace, sc.slow, sc.stopWait)
-	fmt.Fprintf(&b, "the agent's resident memory sampled every 100 ms. Median [range] over the runs; every update checked in order.\n\n")
-	fmt.Fprintf(&b, "%-17s %-24s %-24s %-22s %-10s\n", "peer", "peak RSS MiB", "last-first RSS MiB", "stop ms", "after")
-	for _, p := range peers {
-		rs := by[p.name]
-		fmt.Fprintf(&b, "%-17s %-24s %-24s %-22s %-10s\n", p.name,
-			col(rs, func(r streamRun) float64 { return float64(slices.Max(append(r.SlowRSSKiB, 0))) / 1024 }, "%.1f"),
-			col(rs, func(r streamRun) float64 {
-				if len(r.SlowRSSKiB) == 0 {
-					return 0
-				}
-				return float64(r.SlowRSSKiB[len(r.SlowRSSKiB)-1]-r.SlowRSSKiB[0]) / 1024
-			}, "%.1f"),
-			col(rs, func(r streamRun) float64 { return r.SlowStopMs }, "%.0f"),
-			col(rs, func(r streamRun) float64 { return float64(r.SlowAfter) }, "%.0f"))
-	}
-	if sc.many > 0 {
-		fmt.Fprintf(&b, "\nMany streams, one stopped: %d sessions each streaming %d chunks at once, the first cancelled once a quarter\n", sc.many, sc.manyChunks)
-		fmt.Fprintf(&b, "of its chunks was read: its stop time, its updates read after the cancel, and the others' updates/s (all of\n")
-		fmt.Fprintf(&b, "them, prompts written to last answer read). Median [range] over the runs.\n\n")
-		fmt.Fprintf(&b, "%-17s %-22s %-22s %-26s %s\n", "peer", "stop ms", "after", "others' updates/s", "ended first")
-		for _, p := range peers {
-			rs := by[p.name]
-			ended := 0
-			for _, r := range rs {
-				if r.ManyEnded {
-					ended++
-				}
-			}
-			fmt.Fprintf(&b, "%-17s %-22s %-22s %-26s %d of %d\n", p.name,
-				col(rs, func(r streamRun) float64 { return r.ManyStopMs }, "%.1f"),
-				col(rs, func(r streamRun) float64 { return float64(r.ManyAfter) }, "%.0f"),
-				col(rs, func(r streamRun) float64 { return r.ManyRate }, "%.0f"), ended, len(rs))
-		}
+	if sc.many > 0 && slices.ContainsFunc(peers, func(p streamPeer) bool { return p.transport == stdio }) {
+		manyTable(&b, by, peers, sc)
 	}
 	var failed []string
 	for _, r := range results {
@@ -635,6 +630,134 @@ func streamTable(results []streamRun, peers []streamPeer, runs int, sc streamCon
 		fmt.Fprintf(&b, "\nFailed runs (left out above):\n  %s\n", strings.Join(failed, "\n  "))
 	}
 	return b.String()
+}
+
+// col is a column's cell: the median of f over the runs, and their range.
+func col(rs []streamRun, f func(streamRun) float64, format string) string {
+	var v []float64
+	for _, r := range rs {
+		v = append(v, f(r))
+	}
+	if len(v) == 0 {
+		return "-"
+	}
+	if v[0] == -1 {
+		return "n/a"
+	}
+	return fmt.Sprintf(format+" ["+format+"-"+format+"]", median(v), slices.Min(v), slices.Max(v))
+}
+
+// streamRateTable writes the stream's rates.
+func streamRateTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer, sc streamConfig) {
+	fmt.Fprintf(b, "Stream: turns of %d agent_message_chunk updates of 16-64 bytes, then end_turn; median of the runs' medians [range];\n", sc.chunks)
+	fmt.Fprintf(b, "\"+tools\" adds a tool_call_update after every 50 chunks. CPU: the agent's, every thread, per update; allocs: its heap objects per update.\n\n")
+	fmt.Fprintf(b, "%-17s %-22s %-22s %-18s %-18s %-14s %-14s\n", "peer", "updates/s", "+tools updates/s", "cpu µs/update", "+tools cpu µs", "allocs/update", "+tools allocs")
+	for _, p := range peers {
+		rs := by[p.name]
+		fmt.Fprintf(b, "%-17s %-22s %-22s %-18s %-18s %-14s %-14s\n", p.name,
+			col(rs, func(r streamRun) float64 { return r.Rate }, "%.0f"),
+			col(rs, func(r streamRun) float64 { return r.RateTool }, "%.0f"),
+			col(rs, func(r streamRun) float64 { return r.CPUUs }, "%.2f"),
+			col(rs, func(r streamRun) float64 { return r.CPUUsTool }, "%.2f"),
+			col(rs, func(r streamRun) float64 { return r.Allocs }, "%.1f"),
+			col(rs, func(r streamRun) float64 { return r.AllocsTool }, "%.1f"))
+	}
+}
+
+// streamStopTable writes the stop under the stream, and where its time
+// goes.
+func streamStopTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer, sc streamConfig) {
+	fmt.Fprintf(b, "\nThe stop under the stream: %d turns per run cancelled at a random chunk (100 to %d), all runs pooled:\n", sc.cancels, sc.chunks*9/10)
+	fmt.Fprintf(b, "ms from session/cancel written to the answer read, and the updates read after the cancel; \"ended first\": turns\n")
+	fmt.Fprintf(b, "answered end_turn, over before the agent read the cancel (counted in the stop times too).\n\n")
+	fmt.Fprintf(b, "%-17s %6s %9s %9s %9s %12s %12s %12s %11s\n", "peer", "turns", "stop p50", "stop p99", "worst", "after p50", "after p99", "after worst", "ended first")
+	for _, p := range peers {
+		var stops, after []float64
+		ended := 0
+		for _, r := range by[p.name] {
+			ended += r.EndedFirst
+			stops = append(stops, r.StopMs...)
+			for _, a := range r.After {
+				after = append(after, float64(a))
+			}
+		}
+		if len(stops) == 0 {
+			fmt.Fprintf(b, "%-17s -\n", p.name)
+			continue
+		}
+		fmt.Fprintf(b, "%-17s %6d %9.2f %9.2f %9.2f %12.0f %12.0f %12.0f %11d\n", p.name, len(stops),
+			quantile(stops, .5), quantile(stops, .99), slices.Max(stops), quantile(after, .5), quantile(after, .99), slices.Max(after), ended)
+	}
+	fmt.Fprintf(b, "\nWhere the stop's time goes, Go agents: ms from the cancel's write to the agent's reading it (acprpc: its\n")
+	fmt.Fprintf(b, "read loop; coder: its Cancel callback), and from then to the turn's handler seeing it (its update refused).\n\n")
+	fmt.Fprintf(b, "%-17s %6s %10s %10s %10s %10s %10s %10s\n", "peer", "turns", "read p50", "read p99", "read worst", "seen p50", "seen p99", "seen worst")
+	for _, p := range peers {
+		var read, seen []float64
+		for _, r := range by[p.name] {
+			read, seen = append(read, r.ReadMs...), append(seen, r.SeenMs...)
+		}
+		if len(read) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "%-17s %6d %10.2f %10.2f %10.2f %10.2f %10.2f %10.2f\n", p.name, len(read),
+			quantile(read, .5), quantile(read, .99), slices.Max(read), quantile(seen, .5), quantile(seen, .99), slices.Max(seen))
+	}
+}
+
+// slowReaderTable writes the slow reader's figures.
+func slowReaderTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer, sc streamConfig) {
+	fmt.Fprintf(b, "\nA slow reader: %d updates/s for %s, then session/cancel, the reader keeping its pace (at most %s, then full speed);\n", sc.pace, sc.slow, sc.stopWait)
+	fmt.Fprintf(b, "the agent's resident memory sampled every 100 ms. Median [range] over the runs; every update checked in order.\n\n")
+	fmt.Fprintf(b, "%-17s %-24s %-24s %-22s %-10s\n", "peer", "peak RSS MiB", "last-first RSS MiB", "stop ms", "after")
+	for _, p := range peers {
+		rs := by[p.name]
+		fmt.Fprintf(b, "%-17s %-24s %-24s %-22s %-10s\n", p.name,
+			col(rs, func(r streamRun) float64 { return float64(slices.Max(append(r.SlowRSSKiB, 0))) / 1024 }, "%.1f"),
+			col(rs, func(r streamRun) float64 {
+				if len(r.SlowRSSKiB) == 0 {
+					return 0
+				}
+				return float64(r.SlowRSSKiB[len(r.SlowRSSKiB)-1]-r.SlowRSSKiB[0]) / 1024
+			}, "%.1f"),
+			col(rs, func(r streamRun) float64 { return r.SlowStopMs }, "%.0f"),
+			col(rs, func(r streamRun) float64 { return float64(r.SlowAfter) }, "%.0f"))
+	}
+}
+
+// manyTable writes many streams, one stopped.
+func manyTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer, sc streamConfig) {
+	fmt.Fprintf(b, "\nMany streams, one stopped: %d sessions each streaming %d chunks at once, the first cancelled once a quarter\n", sc.many, sc.manyChunks)
+	fmt.Fprintf(b, "of its chunks was read: its stop time, its updates read after the cancel, and the others' updates/s (all of\n")
+	fmt.Fprintf(b, "them, prompts written to last answer read). Median [range] over the runs.\n\n")
+	fmt.Fprintf(b, "%-17s %-22s %-22s %-26s %s\n", "peer", "stop ms", "after", "others' updates/s", "ended first")
+	for _, p := range peers {
+		if p.transport != stdio {
+			continue // many sessions run over stdio only
+		}
+		rs := by[p.name]
+		ended := 0
+		for _, r := range rs {
+			if r.ManyEnded {
+				ended++
+			}
+		}
+		fmt.Fprintf(b, "%-17s %-22s %-22s %-26s %d of %d\n", p.name,
+			col(rs, func(r streamRun) float64 { return r.ManyStopMs }, "%.1f"),
+			col(rs, func(r streamRun) float64 { return float64(r.ManyAfter) }, "%.0f"),
+			col(rs, func(r streamRun) float64 { return r.ManyRate }, "%.0f"), ended, len(rs))
+	}
+}
+
+// transportsOf names the transports of peers, for a table's title.
+func transportsOf(peers []streamPeer) string {
+	names := map[string]string{stdio: "stdio", remotebench.WebSocket: "WebSocket", remotebench.HTTP: "Streamable HTTP (the session's own SSE stream)"}
+	var seen []string
+	for _, p := range peers {
+		if n := names[p.transport]; !slices.Contains(seen, n) {
+			seen = append(seen, n)
+		}
+	}
+	return strings.Join(seen, " and ")
 }
 
 // quantile is the q-quantile of v, the nearest rank.

@@ -4,7 +4,9 @@
 // http://127.0.0.1:PORT/acp, as its first line and exits when its stdin
 // ends. -cpuprofile writes a CPU profile of its whole run; -pprof serves
 // net/http/pprof at another address, for heap and goroutine profiles while
-// it runs.
+// it runs. -stream serves the stream workload's agent instead
+// (remotebench.NewStreamServer), for acpbench stream over WebSocket and
+// Streamable HTTP.
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	pprofAddr := flag.String("pprof", "", "serve net/http/pprof at this address")
+	stream := flag.Bool("stream", false, "serve the stream workload's agent (bench.AcprpcStream) instead of the remote benchmark's")
 	flag.Parse()
 	if *pprofAddr != "" {
 		go func() { fmt.Fprintln(os.Stderr, "remoteserver:", http.ListenAndServe(*pprofAddr, nil)) }()
@@ -44,6 +47,9 @@ func main() {
 		return
 	}
 	srv := remotebench.NewServer()
+	if *stream {
+		srv = remotebench.NewStreamServer()
+	}
 	go func() { _ = srv.Serve(l) }()
 	fmt.Printf("http://%s%s\n", l.Addr(), remote.DefaultPath)
 	_, _ = io.Copy(io.Discard, os.Stdin)
