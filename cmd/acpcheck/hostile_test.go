@@ -93,8 +93,22 @@ func TestProxyForwardsWhileStderrIsFull(t *testing.T) {
 		fmt.Fprintf(&in, `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":%d}}`+"\n", 100000+i)
 	}
 	in.WriteString(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}` + "\n")
-	go func() { _, _ = p.stdin.WriteString(in.String()) }()
-	awaitLine(t, out, `"sessionId"`, processBound)
+	written := make(chan error, 1)
+	go func() { _, err := p.stdin.WriteString(in.String()); written <- err }()
+	awaitLine(t, out, `"sessionId":"s1"`, processBound)
+	select {
+	case err := <-written:
+		require.NoError(t, err)
+	case <-time.After(processBound):
+		require.Fail(t, "the editor's lines were answered, yet not all taken")
+	}
+	// The proxy judges a line after forwarding it, and may hold it behind
+	// the other way's lines: a session asked for only now is answered once
+	// every line before it was judged, so that every finding was reported,
+	// and the most of them dropped, before stderr is read.
+	_, err := p.stdin.WriteString(`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}` + "\n")
+	require.NoError(t, err)
+	awaitLine(t, out, `"sessionId":"s2"`, processBound)
 	errs := readLines(p.stderr) // late: the proxy says what it dropped
 	awaitLine(t, errs, "findings were not written", processBound)
 	ended := make(chan string, 1) // read on, as the editor now does

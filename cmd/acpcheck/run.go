@@ -728,7 +728,7 @@ func (r *runner) closeStdin() {
 	pid := r.agent.cmd.Process.Pid
 	before := append(family(pid), marked(r.agent.mark)...)
 	closed := time.Now()
-	gone := r.agent.awaitExit(0) // exited or crashed mid-run: its stdin's end was never the cause
+	gone := r.exitedByItself() // exited or crashed mid-run: its stdin's end was never the cause
 	_ = r.agent.stdin.Close()
 	select {
 	case <-r.agent.exited:
@@ -756,6 +756,20 @@ func (r *runner) closeStdin() {
 		return
 	}
 	r.res.pass(ruleNoLeftover)
+}
+
+// exitedByItself reports whether the agent exited before its stdin was
+// closed. One whose output has ended (it crashed or exited mid-run) is
+// reaped a moment after, a moment a loaded machine can stretch past the
+// run's last scenarios: it is given ExitWait to be, so that its stdin's
+// closing is not taken for the cause of its exit.
+func (r *runner) exitedByItself() bool {
+	select {
+	case <-r.conn.Done():
+		return r.agent.awaitExit(r.o.ExitWait)
+	default:
+		return r.agent.awaitExit(0)
+	}
 }
 
 // leftoverWait is how long what the agent started may take to exit after
