@@ -9,5 +9,8 @@ cd "$(dirname "$0")/.."
 bash scripts/node-deps.sh
 
 # Every module of the workspace, as go.work lists them: the root package, the
-# remote transports, the examples and the benchmark module's adapters.
-go test -race "$@" github.com/acpkit/acprpc/...
+# remote transports, the examples and the benchmark module's adapters. The
+# limit is a package's, above go test's default of 10 minutes: acpcheck's
+# package starts hundreds of agents under the race detector, and on a loaded
+# 2-core machine takes about that long; a test that hangs still fails.
+go test -race -timeout 25m "$@" github.com/acpkit/acprpc/...
