@@ -236,21 +236,17 @@ func (a *acpRules) initialized() bool {
 	return a.versions.initialized.Load() || a.conn.ProtocolVersion() != 0
 }
 
-// callWritten notes that a call's request is queued for the peer: a
-// prompt's turn can be cancelled from now on (turnWatch.sent).
-func (a *acpRules) callWritten(pc *pendingCall) {
-	if pc.acp.turn != nil {
-		pc.acp.turn.sent.Store(true)
-	}
-}
-
 // callSent starts following a call ACP reads the answer of, or cancels its
 // own way: a prompt turn, which goes out only once the agent has answered
 // its session's turn this side cancelled earlier, so that nothing of that
 // turn can be taken for the new one's. f is the call's request. An error
 // says why the call is not sent.
 func (a *acpRules) callSent(ctx context.Context, pc *pendingCall, f *frame) error {
-	a.conn.watchTurn(pc, f)
+	if a.conn.watchTurn(pc, f) {
+		// The writer marks the turn sent as it queues the prompt, under
+		// the lock that orders a session/cancel queued after it.
+		f.queued = &pc.acp.turn.sent
+	}
 	a.versions.asking(pc, f)
 	return a.conn.awaitCancelledTurns(ctx, pc)
 }

@@ -47,11 +47,11 @@ func (t *turnWatch) markCancelled() bool {
 	return !t.cancelled.Swap(true)
 }
 
-// watchTurn starts following pc when it is a prompt turn. f is the call's
-// request, whose params name the session.
-func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
+// watchTurn starts following pc when it is a prompt turn, and reports
+// whether it is. f is the call's request, whose params name the session.
+func (c *Conn) watchTurn(pc *pendingCall, f *frame) bool {
 	if pc.method != methodSessionPrompt {
-		return
+		return false
 	}
 	turn := &pc.acp.watch
 	turn.report = c.opts.ReportCancelledTurns
@@ -63,6 +63,7 @@ func (c *Conn) watchTurn(pc *pendingCall, f *frame) {
 	c.calls.mu.Lock()
 	pc.acp.turn = turn
 	c.calls.mu.Unlock()
+	return true
 }
 
 // awaitCancelledTurns holds a prompt call, before it is sent, until the

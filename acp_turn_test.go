@@ -161,6 +161,25 @@ func TestPromptCancelAfterCancelSession(t *testing.T) {
 	expectQuiet(t, ctx, p, "1")
 }
 
+// Stress: a CancelSession made once the agent has read the prompt always
+// counts as the turn's cancel, however the prompt's write races it: the
+// call whose context ends afterwards sends no second session/cancel.
+func TestPromptCancelAfterCancelSessionStress(t *testing.T) {
+	ctx := wiretest.Context(t)
+	for i := range 200 {
+		c, p := wiretest.Connect(t, wiretest.Transports[0], pinged(), &acprpc.Options{TurnCancelWait: time.Millisecond})
+		callCtx, cancel := context.WithCancel(ctx)
+		done := goCall(c, callCtx, "session/prompt", map[string]any{"sessionId": "s"}, nil)
+		p.ExpectRequest(ctx, "session/prompt")
+		require.NoError(t, acprpc.CancelSession(ctx, c, "s"))
+		p.ExpectNotification(ctx, "session/cancel")
+		cancel()
+		require.Contains(t, wiretest.Recv(t, ctx, done).Error(), "(by CancelSession)", "run %d", i)
+		expectQuiet(t, ctx, p, "1")
+		require.NoError(t, c.Close())
+	}
+}
+
 // A prompt whose params name no session cannot be cancelled by
 // session/cancel: it gets $/cancel_request.
 func TestPromptWithoutSessionGetsCancelRequest(t *testing.T) {

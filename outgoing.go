@@ -320,7 +320,6 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 		c.writeFailed(err)
 		return callErr(c.closedErr())
 	}
-	c.acp.callWritten(pc)
 	select {
 	case <-pc.done:
 		return c.complete(ctx, ctx.Done(), nil, pc, result, callErr, nil)

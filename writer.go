@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/acpkit/acprpc/internal/wire"
 )
@@ -87,6 +88,9 @@ func (w *writer) put(f *frame, now bool) error {
 		w.mu.Unlock()
 		f.release()
 		return err
+	}
+	if f.queued != nil {
+		f.queued.Store(true)
 	}
 	if now && w.try != nil && !w.busy && len(w.queue) == 0 && f.Buf.Len() <= maxTryWrite {
 		w.busy = true
@@ -346,6 +350,10 @@ type frame struct {
 	answer bool // an answer to the peer: counts against the writer's limit
 	note   bool // a notification sent by Notify: counts against the notifications' limits
 	info   frameInfo
+	// queued, when set, is stored true under the writer's lock as the frame
+	// takes its place on the wire: a message queued later (a session/cancel)
+	// is written after it.
+	queued *atomic.Bool
 }
 
 // maxPooledFrame keeps a rare huge message from pinning its buffer.
@@ -362,6 +370,7 @@ func (f *frame) release() {
 	f.Reset()
 	f.answer, f.note = false, false
 	f.info = frameInfo{}
+	f.queued = nil
 	framePool.Put(f)
 }
 
