@@ -9,19 +9,6 @@ import (
 	"github.com/acpkit/acprpc/acpv1"
 )
 
-// The rules of the scenarios that bring about what the conformance kit
-// checks besides acpcheck's first rules.
-var (
-	ruleExtRequest = Rule{ID: "ext-request", Title: "a request for an unknown _-prefixed (extension) method is answered", Spec: pageExtensions, Tier: TierMust,
-		Kit: []string{"ACP-EXT-001"}}
-	ruleSessionClose = Rule{ID: "session-close", Title: "v1: session/close, when advertised, cancels the session's running turn: stopReason \"cancelled\"", Spec: pageV1Schema, Tier: TierMust,
-		Kit: []string{"ACP-CLOSE-002"}}
-	ruleCancelMeta = Rule{ID: "cancel-meta", Title: "a session/cancel carrying _meta cancels the turn as one without does", Spec: pageExtensions, Tier: TierMust,
-		Kit: []string{"ACP-CANCEL-206"}}
-	ruleIdleCancel = Rule{ID: "idle-cancel", Title: "a session/cancel sent while no turn runs (or for an unknown session) is ignored: the next prompt gets a normal turn", Spec: pageTurnCancel, Tier: TierMust,
-		Kit: []string{"ACP-INFO-CANCEL-201", "ACP-JSONRPC-003"}}
-)
-
 // stringID is the ID of the request acpcheck sends with a string ID: a
 // string of digits, which an agent that keeps IDs as numbers answers as
 // the number.

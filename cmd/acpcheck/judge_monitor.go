@@ -308,3 +308,6 @@ func (m *monitor) flag(rule Rule, lines []int, format string, args ...any) {
 func (m *monitor) flagBy(dir string, rule Rule, lines []int, format string, args ...any) {
 	m.report(violation{Rule: rule, Detail: fmt.Sprintf(format, args...), Lines: lines, Side: sideOf(dir)})
 }
+
+// turnUpdates are the session/update kinds that belong to a turn.
+var turnUpdates = []string{"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}

@@ -6,13 +6,6 @@ import (
 	"slices"
 )
 
-// The rules only a client can break, which the proxy, a replay and
-// acpcheck agent check.
-var (
-	ruleClientPermission = Rule{ID: "client-permission-cancelled", Title: "v1 client: after session/cancel, each of the session's pending session/request_permission is answered with the cancelled outcome", Spec: pageTurnCancel, Tier: TierMust}
-	ruleClientCancelled  = Rule{ID: "client-cancel-answered", Title: "client: a request the agent cancelled with $/cancel_request is answered once, with a result or -32800", Spec: pageCancellation, Tier: TierMust}
-)
-
 // judgeLine applies the rules of a line by itself to one line, blaming the
 // side that sent it.
 func (m *monitor) judgeLine(dir string, seq int, raw []byte, p parsed) {
