@@ -208,72 +208,55 @@ func (r *runner) sessionCancel() {
 	// In v1 the client answers its permission requests itself on a cancel;
 	// the others are the agent's to cancel.
 	var open []Line
-	permission := 0 // a permission request open at the cancel, which the client answers cancelled
+	permission := false // a permission request open at the cancel, which the client answers cancelled
 	for _, l := range r.openRequests(session) {
 		if l.msg.Method != acpv1.MethodSessionRequestPermission {
 			open = append(open, l)
-		} else if permission == 0 {
-			permission = l.Seq
 		}
+		permission = permission || l.msg.Method == acpv1.MethodSessionRequestPermission
 	}
-	mark := r.w.next()
-	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, _ := r.awaitSent(mark, sent(acpv1.MethodSessionCancel))
+	cancelLine := r.cancelSession(session)
 	ans, ok := r.answer(p.req, r.o.CancelWait)
 	r.hold.Store(false)
-	if ok {
-		r.ownRequestsCancelled(open, cancelLine, ans)
-	}
-	lines := []int{p.req.Seq, cancelLine.Seq, ans.Seq}
-	switch {
-	case !ok:
-		r.res.fail(ruleCancelStop, lines[:2], "the prompt was not answered within %s of session/cancel", r.o.CancelWait)
+	if !ok {
 		r.res.notBrought(ruleTurnAfter, "the cancelled prompt was not answered")
 		r.answer(p.req, r.o.Timeout)
 		return
-	case ans.msg.Error != nil:
-		r.res.fail(ruleCancelStop, lines, "the cancelled prompt was answered with error %d %q, where a cancelled turn ends with stopReason \"cancelled\"", ans.msg.Error.Code, ans.msg.Error.Message)
-	case ans.msg.stopReason() != string(acpv1.StopReasonCancelled):
-		r.res.fail(ruleCancelStop, lines, "the cancelled prompt was answered stopReason %q", ans.msg.stopReason())
-	case permission == 0:
-		r.res.pass(ruleCancelStop)
 	}
+	r.ownRequestsCancelled(open, cancelLine, ans)
 	r.turnAfterCancel(session)
-	if ok && ans.msg.Error == nil && ans.msg.stopReason() == string(acpv1.StopReasonCancelled) && permission != 0 {
-		r.cancelNothingOpen(permission)
+	if permission && ans.msg.Error == nil && ans.msg.stopReason() == string(acpv1.StopReasonCancelled) {
+		r.cancelNothingOpen()
 	}
 }
 
+// cancelSession sends session/cancel for session and returns its line.
+func (r *runner) cancelSession(session string) Line {
+	mark := r.w.next()
+	_ = acprpc.CancelSession(r.ctx, r.conn, session)
+	cancelLine, _ := r.awaitSent(mark, sent(acpv1.MethodSessionCancel))
+	return cancelLine
+}
+
 // cancelNothingOpen cancels a slow turn again, in a fresh session, its
-// permission requests granted, when none is open: a turn that ended
-// "cancelled" while its permission request (on line permission) was
-// answered with the cancelled outcome may have followed that outcome, not
-// session/cancel. A turn that ends by itself before it can be cancelled
-// leaves the first turn's pass standing.
-func (r *runner) cancelNothingOpen(permission int) {
+// permission requests granted, so that none is open at the cancel: a turn
+// that ended "cancelled" while its permission request was answered with the
+// cancelled outcome may have followed that outcome, not session/cancel,
+// and proves nothing (see cancelledPrompt). A turn not answered within
+// CancelWait is cancelled with $/cancel_request too, and left.
+func (r *runner) cancelNothingOpen() {
 	session, ok := r.newSession()
 	if !ok {
 		return
 	}
 	p, started := r.startPrompt(session, r.o.SlowPrompt)
 	if !started || !r.underway(p) {
-		r.res.pass(ruleCancelStop)
 		r.answer(p.req, r.o.Timeout)
 		return
 	}
-	mark := r.w.next()
-	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, _ := r.awaitSent(mark, sent(acpv1.MethodSessionCancel))
-	ans, ok := r.answer(p.req, r.o.CancelWait)
-	why := fmt.Sprintf("the turn cancelled while its permission request (line %d) was open ended \"cancelled\" once the client answered that request cancelled; cancelled again with its permission requests granted and none open, ", permission)
-	switch {
-	case !ok:
-		r.res.fail(ruleCancelStop, []int{permission, p.req.Seq, cancelLine.Seq}, "%sthe prompt was not answered within %s of session/cancel: the agent follows the permission's outcome, not session/cancel", why, r.o.CancelWait)
+	r.cancelSession(session)
+	if _, ok := r.answer(p.req, r.o.CancelWait); !ok {
 		p.cancel()
-	case ans.msg.Error != nil || ans.msg.stopReason() != string(acpv1.StopReasonCancelled):
-		r.res.fail(ruleCancelStop, []int{permission, p.req.Seq, cancelLine.Seq, ans.Seq}, "%sthe prompt was answered %s", why, answerText(ans))
-	default:
-		r.res.pass(ruleCancelStop)
 	}
 }
 

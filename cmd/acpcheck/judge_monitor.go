@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 )
 
 // monitor watches a conversation go by, line by line in each direction,
@@ -41,6 +40,15 @@ type monitor struct {
 	// checked holds the rules the conversation so far gave a chance to
 	// break: a rule no line could have broken is not passed by a replay.
 	checked map[string]bool
+	// unproven holds, for a rule a line came close to checking but could
+	// not, why: a cancelled turn that may have ended for another reason.
+	unproven map[string]string
+	// outcomeCancelled holds, for each v1 session, a permission request
+	// pending at the client's session/cancel that the client then answered
+	// with the cancelled outcome (its line), until the session's next
+	// prompt: a turn that ends "cancelled" after it may have followed that
+	// outcome, not the cancel.
+	outcomeCancelled map[string]int
 	// ms is when the line being taken went.
 	ms float64
 	// cut: the next line is cut short (see cutShort).
@@ -80,6 +88,7 @@ type inFlight struct {
 	session   string
 	cancelled string  // what cancelled it: "session/cancel", "$/cancel_request" or ""
 	cancelMs  float64 // when
+	cancelSeq int     // the line that did
 	// sessionCancelled: a permission request of the agent's pending when
 	// the client sent session/cancel for its session (v1), which the client
 	// owes the cancelled outcome.
@@ -111,13 +120,15 @@ func sideOf(dir string) string {
 
 func newMonitor(report func(violation)) *monitor {
 	m := &monitor{
-		report:   report,
-		pending:  map[string]map[string]*inFlight{toAgent: {}, fromAgent: {}},
-		answered: map[string]map[string]bool{toAgent: {}, fromAgent: {}},
-		unparsed: map[string]int{},
-		idle:     map[string]int{},
-		checked:  map[string]bool{},
-		bursts:   map[string]*noteBurst{toAgent: {}, fromAgent: {}},
+		report:           report,
+		pending:          map[string]map[string]*inFlight{toAgent: {}, fromAgent: {}},
+		answered:         map[string]map[string]bool{toAgent: {}, fromAgent: {}},
+		unparsed:         map[string]int{},
+		idle:             map[string]int{},
+		checked:          map[string]bool{},
+		unproven:         map[string]string{},
+		outcomeCancelled: map[string]int{},
+		bursts:           map[string]*noteBurst{toAgent: {}, fromAgent: {}},
 	}
 	return m
 }
@@ -162,6 +173,7 @@ func (m *monitor) request(dir string, seq int, p parsed) {
 	m.pending[dir][string(p.ID)] = &inFlight{seq: seq, method: p.Method, session: p.sessionID()}
 	if dir == toAgent && p.Method == "session/prompt" {
 		delete(m.idle, p.sessionID())
+		delete(m.outcomeCancelled, p.sessionID())
 	}
 }
 
@@ -170,12 +182,12 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 	switch {
 	case p.Method == "$/cancel_request":
 		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
-			r.cancelled, r.cancelMs = p.Method, m.ms
+			r.cancelled, r.cancelMs, r.cancelSeq = p.Method, m.ms, seq
 		}
 	case dir == toAgent && p.Method == "session/cancel":
 		for _, r := range m.pending[toAgent] {
 			if r.method == "session/prompt" && r.session == p.sessionID() {
-				r.cancelled, r.cancelMs = p.Method, m.ms
+				r.cancelled, r.cancelMs, r.cancelSeq = p.Method, m.ms, seq
 			}
 		}
 		m.permissionsOwed(p.sessionID())
@@ -243,26 +255,8 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	}
 	m.idle[r.session] = seq
 	m.checked[ruleUpdateAfter.ID] = true
-	if r.cancelled != "session/cancel" {
-		return
-	}
-	m.checked[ruleCancelStop.ID] = true
-	switch {
-	case p.Error != nil:
-		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
-	case p.stopReason() != "cancelled" && m.ms-r.cancelMs < crossWindow.Seconds()*1000:
-		// Crossed: the answer may have been on its way before the agent
-		// read the cancel, which the proxy cannot tell. Not the agent's
-		// fault.
-	case p.stopReason() != "cancelled":
-		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered stopReason %q, %.0f ms after the cancel", p.stopReason(), m.ms-r.cancelMs)
-	}
+	m.cancelledPrompt(r, seq, p)
 }
-
-// crossWindow is how soon after session/cancel a prompt's answer other
-// than "cancelled" is taken for one that crossed the cancel on the wire:
-// written before the agent read the cancel.
-const crossWindow = 100 * time.Millisecond
 
 // end reports the requests the conversation's end left unanswered: the
 // agent's, when it ended the conversation itself. When the editor ended it
@@ -281,6 +275,7 @@ func (m *monitor) end(byEditor bool) {
 	slices.SortFunc(left, func(a, b *inFlight) int { return a.seq - b.seq })
 	for _, r := range left {
 		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
+		m.cancelledNeverAnswered(r)
 	}
 	m.cancelledUnanswered()
 }
@@ -289,6 +284,14 @@ func (m *monitor) end(byEditor bool) {
 // whole, and the record keeps its first bytes, marked.
 func (m *monitor) tooLong(seq int, dir string, size int) {
 	m.report(violation{Rule: ruleLineSize, Detail: fmt.Sprintf("line %d (%s) is %d bytes, more than the %d acpcheck keeps: it was forwarded whole, and the record keeps its first %d bytes, marked truncated_from", seq, dir, size, maxKeptLine, maxKeptLine), Lines: []int{seq}, Side: sideOf(dir)})
+}
+
+// whyUnproven says why rule, which no line broke, was not proven either:
+// empty if nothing came close to checking it.
+func (m *monitor) whyUnproven(rule Rule) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.unproven[rule.ID]
 }
 
 // wasChecked reports whether the conversation so far gave rule a chance to

@@ -71,8 +71,12 @@ func (m *monitor) clientAnswer(r *inFlight, seq int, p parsed) {
 	byAgent := r.cancelled == "$/cancel_request"
 	if r.sessionCancelled {
 		m.checked[ruleClientPermission.ID] = true
-		if outcome := permissionOutcome(p); outcome != "cancelled" && !byAgent {
+		outcome := permissionOutcome(p)
+		if outcome != "cancelled" && !byAgent {
 			m.flagBy(toAgent, ruleClientPermission, []int{r.seq, seq}, "the client cancelled the session and then answered its pending session/request_permission %s, where it owes the outcome \"cancelled\"", outcome)
+		}
+		if outcome == "cancelled" && m.outcomeCancelled[r.session] == 0 {
+			m.outcomeCancelled[r.session] = r.seq
 		}
 	}
 	if byAgent {

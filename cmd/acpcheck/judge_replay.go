@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 )
 
@@ -36,7 +37,7 @@ func replay(name string, rec recording) *Report {
 			}
 		}
 		if res.Status == Pass && !m.wasChecked(rule) {
-			res.Status, res.Why = NotBrought, whyNotWatched[rule.ID]
+			res.Status, res.Why = NotBrought, cmp.Or(m.whyUnproven(rule), whyNotWatched[rule.ID])
 			if proto == 2 && rule.ID == ruleCancelStop.ID {
 				res.Why = "a v2 prompt's answer does not end its turn: the rule is v1's"
 			}
@@ -119,6 +120,9 @@ func (r *runner) wireRules() {
 		}
 		if m.wasChecked(rule) {
 			r.res.pass(rule)
+		}
+		if why := m.whyUnproven(rule); why != "" {
+			r.res.notBrought(rule, "%s", why)
 		}
 	}
 }

@@ -135,7 +135,7 @@ var (
 // conversationRules are the rules of the whole conversation, which run,
 // proxy and report judge alike: the monitor holds them, and run feeds it
 // its transcript once the agent's output has ended.
-var conversationRules = []Rule{ruleOneAnswer, ruleUnknownID, ruleNoteUnanswered, ruleUpdateAfter,
+var conversationRules = []Rule{ruleCancelStop, ruleOneAnswer, ruleUnknownID, ruleNoteUnanswered, ruleUpdateAfter,
 	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho}
 
 // watchedRules are the rules a conversation acpcheck only watches can show
