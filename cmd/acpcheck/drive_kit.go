@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/acpv1"
@@ -107,45 +106,6 @@ func (r *runner) cancelMeta() {
 	cancelLine := r.w.all()[seq-1]
 	ans, answered := r.answer(p.req, r.o.CancelWait)
 	r.judgeCancelledTurn(ruleCancelMeta, "a session/cancel carrying _meta", p, cancelLine, ans, answered)
-}
-
-// heldRelease lets the client answer the permission requests it holds
-// with the cancelled outcome, as a v1 client does on a cancel acprpc did not
-// send for it.
-type heldRelease struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-// reset starts holding afresh, for a new slow turn.
-func (h *heldRelease) reset() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.ch = make(chan struct{})
-}
-
-// wait is closed once the held requests are to be answered cancelled.
-func (h *heldRelease) wait() <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ch == nil {
-		h.ch = make(chan struct{})
-	}
-	return h.ch
-}
-
-// release answers the requests held with the cancelled outcome.
-func (h *heldRelease) release() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ch == nil {
-		h.ch = make(chan struct{})
-	}
-	select {
-	case <-h.ch:
-	default:
-		close(h.ch)
-	}
 }
 
 // judgeCancelledTurn checks the answer to a prompt whose turn by was meant

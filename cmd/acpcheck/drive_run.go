@@ -3,13 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/acpkit/acprpc"
 )
 
 // runOptions say what agent to check and how long to give it.
@@ -41,26 +36,18 @@ type runOptions struct {
 // errNotRun is the error of an agent that could not be run at all.
 var errNotRun = errors.New("the agent could not be run")
 
-// runner drives one agent through the scenarios, as its ACP client.
+// runner drives one agent through the scenarios, as its ACP client: it
+// provokes what the rules are about, and judges the rules only a scenario
+// can (see scenarioRules); the conversation's rules are the monitor's.
 type runner struct {
-	o     runOptions
-	ctx   context.Context
-	w     *transcript
-	t     *tap
-	conn  *acprpc.Conn
-	agent *agentProc
-	res   *results
-	calls sync.WaitGroup
+	*peer       // the agent, the connection and the transcript
+	*clientSide // how acpcheck answers the agent's requests
+	res         *results
 
-	hold     atomic.Bool // hold the agent's permission requests until they are cancelled
-	released heldRelease // or until the client answers them cancelled itself
-	v2       bool        // the connection speaks v2
-	canClose bool        // the agent advertises sessionCapabilities.close (v1)
-
-	parseProbe   [2]int   // the malformed line and its answer: the one ID-less answer that is due
-	initID       string   // initialize's ID, answered before the probes
-	freshUpdates int      // content updates of the prompt's turn in a fresh session
-	turns        []string // sessions whose turns ran
+	v2           bool   // the connection speaks v2
+	canClose     bool   // the agent advertises sessionCapabilities.close (v1)
+	initID       string // initialize's ID, answered before the probes
+	freshUpdates int    // content updates of the prompt's turn in a fresh session
 }
 
 // runChecks runs every scenario against the agent and returns the report,
@@ -105,27 +92,16 @@ func runChecks(ctx context.Context, o runOptions) (*Report, error) {
 // newRunner starts the agent, or connects to the remote one afresh, as a
 // client of v1 or v2.
 func newRunner(ctx context.Context, o runOptions, res *results, v2 bool) (*runner, error) {
-	r := &runner{o: o, ctx: ctx, w: newTranscript(), res: res, v2: v2}
-	if o.isRemote() {
-		tr, err := o.Remote.dial(ctx, o.Timeout)
-		if err != nil {
-			return nil, err
-		}
-		r.t = &tap{s: tr, w: r.w}
-	} else {
-		agent, err := startAgent(o.Argv, o.Env, o.Stderr)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", errNotRun, err)
-		}
-		r.agent = agent
-		r.t = &tap{s: acprpc.NewStreamPipes(agent.stdout, agent.stdin), w: r.w}
-	}
-	h := r.client().Router()
+	cs := &clientSide{offerTerminal: o.OfferTerminal}
+	h := cs.client().Router()
 	if v2 {
-		h = r.clientV2().Router()
+		h = cs.clientV2().Router()
 	}
-	r.conn = acprpc.NewConn(ctx, r.t, h, &acprpc.Options{Hooks: r.w.hooks()})
-	return r, nil
+	p, err := dialPeer(ctx, o, h)
+	if err != nil {
+		return nil, err
+	}
+	return &runner{peer: p, clientSide: cs, res: res, v2: v2}, nil
 }
 
 func (r *runner) scenarios() {
@@ -142,29 +118,4 @@ func (r *runner) scenarios() {
 	r.notifications()
 	r.stringIDProbe()
 	r.badInput()
-}
-
-// finish stops whatever is left of the agent and the calls to it.
-func (r *runner) finish() {
-	r.conn.Close()
-	if r.agent != nil {
-		r.agent.stop(r.stopBounds())
-	}
-	r.calls.Wait()
-}
-
-// stopBounds are the stop of an agent the run is done with: its stdin was
-// given ExitWait already, where closeStdin ran.
-func (r *runner) stopBounds() stopBounds {
-	b := defaultStop
-	b.exit = r.o.ExitWait
-	return b
-}
-
-// stderr is the agent's last words on stderr, if acpcheck started it.
-func (r *runner) stderr() string {
-	if r.agent == nil {
-		return ""
-	}
-	return r.agent.stderr.String()
 }

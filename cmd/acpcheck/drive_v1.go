@@ -104,7 +104,6 @@ func (r *runner) startPrompt(session, text string) (prompt, bool) {
 	req, ok := r.w.await(wait, mark, func(l Line) bool {
 		return l.Dir == toAgent && l.msg.Method == acpv1.MethodSessionPrompt && l.msg.sessionID() == session
 	})
-	r.turns = append(r.turns, session)
 	return prompt{req: req, cancel: cancel}, ok
 }
 
@@ -405,13 +404,9 @@ func (r *runner) parseErrorProbe() (int, bool) {
 	case !ok:
 		r.res.fail(ruleParseError, []int{seq}, "the line that is not JSON was not answered within %s", r.o.CancelWait)
 	case ans.msg.Error == nil || ans.msg.Error.Code != acprpc.CodeParseError:
-		r.parseProbe = [2]int{seq, ans.Seq}
 		r.res.fail(ruleParseError, []int{seq, ans.Seq}, "the line that is not JSON was answered %s, not -32700", answerText(ans))
 	case string(ans.msg.ID) != "null":
-		r.parseProbe = [2]int{seq, ans.Seq}
 		r.res.fail(ruleParseError, []int{seq, ans.Seq}, "the line that is not JSON was answered -32700 with no id member, where JSON-RPC requires \"id\": null when the request's ID could not be read")
-	default:
-		r.parseProbe = [2]int{seq, ans.Seq}
 	}
 	return seq, true
 }
