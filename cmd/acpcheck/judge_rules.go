@@ -138,6 +138,34 @@ var (
 var conversationRules = []Rule{ruleCancelStop, ruleOneAnswer, ruleUnknownID, ruleNoteUnanswered, ruleUpdateAfter,
 	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho}
 
+// scenarioRules are the rules only run judges, each in the scenario that
+// provokes it, with what run knows there that the wire alone does not say.
+// Every other rule of allRules is a conversation rule, judged by the
+// monitor for run, proxy and report alike.
+var scenarioRules = map[string]string{
+	ruleInitialize.ID:     "what run asked for: protocolVersion 1, answered within -timeout",
+	ruleSessionNew.ID:     "that run's own session/new was answered within -timeout",
+	rulePromptTurn.ID:     "which prompt run meant to end by itself, answered within -timeout",
+	ruleTurnAfter.ID:      "that the prompt after a cancelled turn is the one run sent in a fresh session, and how many updates that turn had",
+	ruleCancelRequest.ID:  "which prompt run cancelled with $/cancel_request alone, and waited -cancel-wait for: v1 lets an agent ignore that cancel",
+	ruleParseError.ID:     "which line run wrote that is not JSON, and that its next request was still answered",
+	ruleMethodNotFound.ID: "that the method run asked for is one no agent serves",
+	ruleStdinExit.ID:      "the agent's process: whether it exited when run closed its stdin, which no line shows",
+	ruleNoLeftover.ID:     "the agent's processes: what still runs after it exited, which no line shows",
+	ruleOwnRequests.ID:    "which of the agent's requests run held open at the cancel (a terminal/create)",
+	ruleExtRequest.ID:     "that the extension method run asked for is one no agent knows",
+	ruleSessionClose.ID:   "that the agent advertised session/close, and which turn run closed",
+	ruleCancelMeta.ID:     "which session/cancel run wrote carrying _meta",
+	ruleIdleCancel.ID:     "that run's session/cancel went to an idle or unknown session, and which prompt followed it",
+	ruleV2Initialize.ID:   "what run asked for: protocolVersion 2",
+	ruleV2PromptAnswer.ID: "which prompt run sent in v2, answered within -timeout",
+	ruleV2OneIdle.ID:      "which work run's prompt started, watched -settle for a second idle",
+	ruleV2CancelIdle.ID:   "which work run cancelled, and waited -cancel-wait for",
+	ruleV2OwnRequests.ID:  "which of the agent's requests run held open at the cancel",
+	ruleV2Close.ID:        "which session run closed while its work ran",
+	ruleV2Entity.ID:       "which tool call or terminal run cancelled, and its probes of a final and an unknown one",
+}
+
 // watchedRules are the rules a conversation acpcheck only watches can show
 // broken, in the report's order: the proxy reports them as they happen,
 // and a replay of its record reports each as passed, failed or not brought

@@ -58,3 +58,17 @@ func verdict(reps []*Report, rule Rule) Status {
 	}
 	return out
 }
+
+// Each rule of run is judged once: by the monitor over the conversation, or
+// by its scenario, which says what run knows there that the wire does not.
+func TestEachRuleHasOneJudge(t *testing.T) {
+	for _, rule := range allRules {
+		conversation := slices.ContainsFunc(conversationRules, func(r Rule) bool { return r.ID == rule.ID })
+		why, scenario := scenarioRules[rule.ID]
+		assert.True(t, conversation != scenario, "%s: judged by the monitor %v, by its scenario %v", rule.ID, conversation, scenario)
+		assert.True(t, !scenario || why != "", rule.ID)
+	}
+	for id := range scenarioRules {
+		assert.True(t, slices.ContainsFunc(allRules, func(r Rule) bool { return r.ID == id }), "%s is no rule of run", id)
+	}
+}
