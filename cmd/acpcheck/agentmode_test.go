@@ -379,3 +379,111 @@ func TestAgentModeUncancelledAndHostileClients(t *testing.T) {
 		})
 	}
 }
+
+// examples/client, given acpcheck agent as its agent's command, passes
+// every client rule acpcheck agent can bring about, whichever way it
+// cancels. Asking for v2, it is answered 1 and, speaking v2 alone, quits:
+// acpcheck agent reports that no turn ran.
+func TestExampleClientPassesAgentMode(t *testing.T) {
+	client := filepath.Join(t.TempDir(), "client")
+	out, err := exec.Command("go", "build", "-o", client, "github.com/acpkit/acprpc/examples/client").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"session/cancel", []string{"-cancel", "session"}},
+		{"$/cancel_request", []string{"-cancel", "request"}},
+		{"asking v2", []string{"-cancel", "session", "-protocol", "2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			report := filepath.Join(dir, "report.json")
+			agent := filepath.Join(dir, "acpcheck-agent")
+			script := fmt.Sprintf("#!/bin/sh\nexec env %s=1 '%s' agent -json '%s' -cancel-wait 2s\n", asAcpcheckEnv, os.Args[0], report)
+			require.NoError(t, os.WriteFile(agent, []byte(script), 0o755))
+			out, err := exec.Command(client, append([]string{"-agent", agent, "-timeout", "30s"}, c.args...)...).CombinedOutput()
+			if c.name == "asking v2" {
+				require.Error(t, err)
+				assert.Contains(t, string(out), "the agent answered initialize with protocolVersion 1, though this side asked for 2")
+				var rep Report
+				require.NoError(t, json.Unmarshal(readWhenWritten(t, report), &rep))
+				assert.Contains(t, rep.Ended, "the client ran no prompt turn")
+				assert.Equal(t, 0, rep.ExitCode())
+				return
+			}
+			require.NoError(t, err, "%s", out)
+			assert.Contains(t, string(out), "stopReason: cancelled")
+			b := readWhenWritten(t, report)
+			var rep Report
+			require.NoError(t, json.Unmarshal(b, &rep))
+			for _, r := range rep.Results {
+				assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
+			}
+			st := statuses(&rep)
+			assert.Equal(t, Pass, st[ruleClientCancelled.ID], "acpcheck cancelled the terminal, and the client answered")
+			if c.args[1] == "session" {
+				assert.Equal(t, Pass, st[ruleClientPermission.ID], "the permission request pending at the client's session/cancel, answered cancelled")
+			}
+			assert.Equal(t, Pass, st[ruleOneAnswer.ID])
+			assert.Equal(t, Pass, st[ruleFraming.ID])
+		})
+	}
+}
+
+// The TypeScript SDK's client (interop/src/client.ts, on SDK 2.4.0), given
+// acpcheck agent as its agent's command, passes every client rule.
+func TestTSClientPassesAgentMode(t *testing.T) {
+	interop, err := filepath.Abs("../../interop")
+	require.NoError(t, err)
+	node := interoptest.RequireNode(t, interop)
+	dir := t.TempDir()
+	report := filepath.Join(dir, "report.json")
+	cmd := exec.Command(node, "--import", "tsx", "src/client.ts", "--scenario", "session-cancel", "--timeout", "15000",
+		"--report", filepath.Join(dir, "client.json"), "--", os.Args[0], "agent", "-json", report, "-cancel-wait", "2s")
+	cmd.Dir = interop
+	cmd.Env = append(os.Environ(), asAcpcheckEnv+"=1") // client.ts passes its environment to the agent
+	cmd.WaitDelay = 5 * time.Second
+	done := make(chan struct{})
+	var out []byte
+	go func() {
+		out, err = cmd.CombinedOutput()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatal("client.ts did not end within 2 minutes")
+	}
+	require.NoError(t, err, "%s", out)
+	b, err := os.ReadFile(report)
+	require.NoError(t, err, "%s", out)
+	var rep Report
+	require.NoError(t, json.Unmarshal(b, &rep))
+	for _, r := range rep.Results {
+		assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
+	}
+	st := statuses(&rep)
+	assert.Equal(t, Pass, st[ruleClientCancelled.ID])
+	assert.Equal(t, Pass, st[ruleClientPermission.ID])
+	assert.Contains(t, rep.Ended, "1 cancelled by session/cancel")
+	assert.Contains(t, rep.Client, "acprpc-interop-ts-client")
+}
+
+// readWhenWritten reads acpcheck agent's report once it is written whole:
+// a client may exit before its agent has written it.
+func readWhenWritten(t *testing.T, path string) []byte {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && json.Valid(b) {
+			return b
+		}
+		require.True(t, time.Now().Before(deadline), "no report in %s within 30s", path)
+		time.Sleep(50 * time.Millisecond) // polling a file another process writes: no channel to wait on
+	}
+}
