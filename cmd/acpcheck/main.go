@@ -28,6 +28,15 @@
 // forwards every byte both ways unchanged, records the wire, and reports on
 // stderr each rule the conversation breaks, as it happens.
 //
+//	acpcheck agent [-report FILE] [-json FILE] [-html FILE]
+//
+// is given to a client (an editor) as its agent's command: an ACP v1 agent
+// whose every prompt turn streams updates and keeps requests open (a
+// permission request, and a terminal and a file read if the client offers
+// them) until the client cancels the turn, and which reports, when the
+// client closes its stdin, how the client cancelled: the proxy's client
+// rules, judged over its own wire. Its stdout carries ACP alone.
+//
 //	acpcheck report [-json] [-html FILE] RECORDING
 //
 // reads the proxy's record back and reports each of the rules the proxy
