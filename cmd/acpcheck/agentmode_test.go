@@ -385,9 +385,7 @@ func TestAgentModeUncancelledAndHostileClients(t *testing.T) {
 // cancels. Asking for v2, it is answered 1 and, speaking v2 alone, quits:
 // acpcheck agent reports that no turn ran.
 func TestExampleClientPassesAgentMode(t *testing.T) {
-	client := filepath.Join(t.TempDir(), "client")
-	out, err := exec.Command("go", "build", "-o", client, "github.com/acpkit/acprpc/examples/client").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	client := buildExampleClient(t)
 	for _, c := range []struct {
 		name string
 		args []string
