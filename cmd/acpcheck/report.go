@@ -13,6 +13,9 @@ type Report struct {
 	// AgentName how the agent named itself in its initialize answer there.
 	Recording string `json:"recording,omitempty"`
 	AgentName string `json:"agent_name,omitempty"`
+	// Client is, for acpcheck agent, how the client it served named itself
+	// in initialize: the report is on the client.
+	Client string `json:"client,omitempty"`
 	// Cut is, for a recording cut in the middle of its last line, that
 	// line's length: the report is on the whole lines before it. Ended is
 	// how the recorded conversation ended, if the recording says.

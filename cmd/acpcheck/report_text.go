@@ -68,6 +68,9 @@ func kitText(ids []string) string {
 // subject names what the report is about: the agent's command, or the
 // recording and the agent's name in it.
 func (rep *Report) subject() string {
+	if len(rep.Agent) == 1 && rep.Agent[0] == agentModeName {
+		return "the client " + cmp.Or(rep.Client, "(which gave no clientInfo)") + ", with acpcheck agent as its agent"
+	}
 	if rep.Recording == "" {
 		return strings.Join(rep.Agent, " ")
 	}
