@@ -12,7 +12,9 @@ import (
 // its session, pending at the cancel, that the client then answered with
 // the cancelled outcome (as a v1 client must) may have ended it instead.
 // An answer other than "cancelled" that crossed the cancel on the wire is
-// no proof either way.
+// no proof either way; one that came after the client answered a request
+// of the turn, which the client wrote after the cancel, came after the
+// agent read the cancel, and crossed nothing.
 
 // crossWindow is how soon after session/cancel a prompt's answer other
 // than "cancelled" is taken for one that crossed the cancel on the wire:
@@ -31,7 +33,7 @@ func (m *monitor) cancelledPrompt(r *inFlight, seq int, p parsed) {
 	case p.Error != nil:
 		m.checked[ruleCancelStop.ID] = true
 		m.flag(ruleCancelStop, lines, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
-	case p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000:
+	case p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && !r.answeredAfterCancel:
 		m.unproven[ruleCancelStop.ID] = fmt.Sprintf("the prompt cancelled by session/cancel was answered stopReason %q %.0f ms after the cancel: it may have crossed the cancel on the wire, which is not the agent's fault", p.stopReason(), after)
 	case p.stopReason() != "cancelled":
 		m.checked[ruleCancelStop.ID] = true
@@ -54,4 +56,15 @@ func (m *monitor) cancelledNeverAnswered(r *inFlight) {
 	}
 	m.checked[ruleCancelStop.ID] = true
 	m.flag(ruleCancelStop, []int{r.seq, r.cancelSeq}, "a prompt cancelled by session/cancel was never answered")
+}
+
+// turnWaitedOnClient marks the prompts of session cancelled by
+// session/cancel, now that the client answered one of the session's
+// requests after the cancel.
+func (m *monitor) turnWaitedOnClient(session string) {
+	for _, r := range m.pending[toAgent] {
+		if r.method == "session/prompt" && r.session == session && r.cancelled == "session/cancel" {
+			r.answeredAfterCancel = true
+		}
+	}
 }

@@ -89,6 +89,9 @@ type inFlight struct {
 	cancelled string  // what cancelled it: "session/cancel", "$/cancel_request" or ""
 	cancelMs  float64 // when
 	cancelSeq int     // the line that did
+	// answeredAfterCancel: a prompt cancelled by session/cancel whose
+	// session's request the client answered after the cancel.
+	answeredAfterCancel bool
 	// sessionCancelled: a permission request of the agent's pending when
 	// the client sent session/cancel for its session (v1), which the client
 	// owes the cancelled outcome.
@@ -240,6 +243,7 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	m.answered[reqDir][id] = true
 	if reqDir == fromAgent {
 		m.clientAnswer(r, seq, p)
+		m.turnWaitedOnClient(r.session)
 	}
 	if reqDir == toAgent && r.method == "initialize" {
 		var res struct {
