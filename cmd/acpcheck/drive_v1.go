@@ -229,7 +229,8 @@ func (r *runner) sessionCancel() {
 	}
 }
 
-// cancelSession sends session/cancel for session and returns its line.
+// cancelSession sends session/cancel for session (the method's name is
+// the same in v1 and v2) and returns its line.
 func (r *runner) cancelSession(session string) Line {
 	mark := r.w.next()
 	_ = acprpc.CancelSession(r.ctx, r.conn, session)

@@ -185,9 +185,7 @@ func (r *runner) cancelV2() {
 	}
 	r.promptAnswerV2(p)
 	open := r.openRequests(session)
-	mark := r.w.next()
-	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, _ := r.awaitSent(mark, sent(acpv2.MethodSessionCancel))
+	cancelLine := r.cancelSession(session)
 	idle, ok := r.awaitIdle(session, cancelLine.Seq, r.o.CancelWait)
 	switch {
 	case !ok:
