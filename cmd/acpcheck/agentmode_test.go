@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -398,22 +400,22 @@ func TestExampleClientPassesAgentMode(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			report := filepath.Join(dir, "report.json")
-			agent := filepath.Join(dir, "acpcheck-agent")
-			script := fmt.Sprintf("#!/bin/sh\nexec env %s=1 '%s' agent -json '%s' -cancel-wait 2s\n", asAcpcheckEnv, os.Args[0], report)
-			require.NoError(t, os.WriteFile(agent, []byte(script), 0o755))
+			agent, exited := agentScript(t, dir, "-json", report, "-cancel-wait", "2s")
 			out, err := exec.Command(client, append([]string{"-agent", agent, "-timeout", "30s"}, c.args...)...).CombinedOutput()
 			if c.name == "asking v2" {
 				require.Error(t, err)
 				assert.Contains(t, string(out), "the agent answered initialize with protocolVersion 1, though this side asked for 2")
+				exited()
 				var rep Report
-				require.NoError(t, json.Unmarshal(readWhenWritten(t, report), &rep))
+				require.NoError(t, json.Unmarshal(readFile(t, report), &rep))
 				assert.Contains(t, rep.Ended, "the client ran no prompt turn")
 				assert.Equal(t, 0, rep.ExitCode())
 				return
 			}
 			require.NoError(t, err, "%s", out)
 			assert.Contains(t, string(out), "stopReason: cancelled")
-			b := readWhenWritten(t, report)
+			exited()
+			b := readFile(t, report)
 			var rep Report
 			require.NoError(t, json.Unmarshal(b, &rep))
 			for _, r := range rep.Results {
@@ -471,17 +473,9 @@ func TestTSClientPassesAgentMode(t *testing.T) {
 	assert.Contains(t, rep.Client, "acprpc-interop-ts-client")
 }
 
-// readWhenWritten reads acpcheck agent's report once it is written whole:
-// a client may exit before its agent has written it.
-func readWhenWritten(t *testing.T, path string) []byte {
+func readFile(t *testing.T, path string) []byte {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, err := os.ReadFile(path)
-		if err == nil && json.Valid(b) {
-			return b
-		}
-		require.True(t, time.Now().Before(deadline), "no report in %s within 30s", path)
-		time.Sleep(50 * time.Millisecond) // polling a file another process writes: no channel to wait on
-	}
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }

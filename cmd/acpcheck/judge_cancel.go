@@ -34,12 +34,12 @@ func (m *monitor) cancelledPrompt(r *inFlight, seq int, p parsed) {
 		m.checked[ruleCancelStop.ID] = true
 		m.flag(ruleCancelStop, lines, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
 	case p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && !r.answeredAfterCancel:
-		m.unproven[ruleCancelStop.ID] = fmt.Sprintf("the prompt cancelled by session/cancel was answered stopReason %q %.0f ms after the cancel: it may have crossed the cancel on the wire, which is not the agent's fault", p.stopReason(), after)
+		m.unjudged[ruleCancelStop.ID] = fmt.Sprintf("the prompt cancelled by session/cancel was answered stopReason %q %.0f ms after the cancel: it may have crossed the cancel on the wire, which is not the agent's fault", p.stopReason(), after)
 	case p.stopReason() != "cancelled":
 		m.checked[ruleCancelStop.ID] = true
 		m.flag(ruleCancelStop, lines, "a prompt cancelled by session/cancel was answered stopReason %q, %.0f ms after the cancel", p.stopReason(), after)
 	case m.outcomeCancelled[r.session] != 0:
-		m.unproven[ruleCancelStop.ID] = whyFollowedOutcome
+		m.unjudged[ruleCancelStop.ID] = whyFollowedOutcome
 	default:
 		m.checked[ruleCancelStop.ID] = true
 	}

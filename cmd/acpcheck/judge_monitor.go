@@ -40,9 +40,10 @@ type monitor struct {
 	// checked holds the rules the conversation so far gave a chance to
 	// break: a rule no line could have broken is not passed by a replay.
 	checked map[string]bool
-	// unproven holds, for a rule a line came close to checking but could
-	// not, why: a cancelled turn that may have ended for another reason.
-	unproven map[string]string
+	// unjudged says, for a rule not checked, why: a request the rule
+	// watches that the conversation's end cut short, or a cancelled turn
+	// that may have ended for another reason.
+	unjudged map[string]string
 	// outcomeCancelled holds, for each v1 session, a permission request
 	// pending at the client's session/cancel that the client then answered
 	// with the cancelled outcome (its line), until the session's next
@@ -93,9 +94,10 @@ type inFlight struct {
 	// session's request the client answered after the cancel.
 	answeredAfterCancel bool
 	// sessionCancelled: a permission request of the agent's pending when
-	// the client sent session/cancel for its session (v1), which the client
-	// owes the cancelled outcome.
+	// the client sent session/cancel for its session (v1), on line
+	// sessionCancelSeq, which the client owes the cancelled outcome.
 	sessionCancelled bool
+	sessionCancelSeq int
 }
 
 // violation is one broken rule, with the lines (by number in the
@@ -129,7 +131,7 @@ func newMonitor(report func(violation)) *monitor {
 		unparsed:         map[string]int{},
 		idle:             map[string]int{},
 		checked:          map[string]bool{},
-		unproven:         map[string]string{},
+		unjudged:         map[string]string{},
 		outcomeCancelled: map[string]int{},
 		bursts:           map[string]*noteBurst{toAgent: {}, fromAgent: {}},
 	}
@@ -193,7 +195,7 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 				r.cancelled, r.cancelMs, r.cancelSeq = p.Method, m.ms, seq
 			}
 		}
-		m.permissionsOwed(p.sessionID())
+		m.permissionsOwed(p.sessionID(), seq)
 	case dir == fromAgent && p.Method == "session/update":
 		at, ok := m.idle[p.sessionID()]
 		switch {
@@ -270,6 +272,7 @@ func (m *monitor) end(byEditor bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if byEditor {
+		m.owedCutShort()
 		return
 	}
 	var left []*inFlight
@@ -290,20 +293,19 @@ func (m *monitor) tooLong(seq int, dir string, size int) {
 	m.report(violation{Rule: ruleLineSize, Detail: fmt.Sprintf("line %d (%s) is %d bytes, more than the %d acpcheck keeps: it was forwarded whole, and the record keeps its first %d bytes, marked truncated_from", seq, dir, size, maxKeptLine, maxKeptLine), Lines: []int{seq}, Side: sideOf(dir)})
 }
 
-// whyUnproven says why rule, which no line broke, was not proven either:
-// empty if nothing came close to checking it.
-func (m *monitor) whyUnproven(rule Rule) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.unproven[rule.ID]
-}
-
 // wasChecked reports whether the conversation so far gave rule a chance to
 // be broken.
 func (m *monitor) wasChecked(rule Rule) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.checked[rule.ID]
+}
+
+// whyUnjudged says why a request rule watches was not judged, or "".
+func (m *monitor) whyUnjudged(rule Rule) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.unjudged[rule.ID]
 }
 
 // flag reports a rule the agent broke.

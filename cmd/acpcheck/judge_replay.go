@@ -37,7 +37,7 @@ func replay(name string, rec recording) *Report {
 			}
 		}
 		if res.Status == Pass && !m.wasChecked(rule) {
-			res.Status, res.Why = NotBrought, cmp.Or(m.whyUnproven(rule), whyNotWatched[rule.ID])
+			res.Status, res.Why = NotBrought, cmp.Or(m.whyUnjudged(rule), whyNotWatched[rule.ID])
 			if proto == 2 && rule.ID == ruleCancelStop.ID {
 				res.Why = "a v2 prompt's answer does not end its turn: the rule is v1's"
 			}
@@ -121,7 +121,7 @@ func (r *runner) wireRules() {
 		if m.wasChecked(rule) {
 			r.res.pass(rule)
 		}
-		if why := m.whyUnproven(rule); why != "" {
+		if why := m.whyUnjudged(rule); why != "" {
 			r.res.notBrought(rule, "%s", why)
 		}
 	}
