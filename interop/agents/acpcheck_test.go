@@ -102,6 +102,7 @@ func acpcheckJSON(t *testing.T, agent *exec.Cmd, dir string, flags ...string) (i
 	var exit *exec.ExitError
 	require.True(t, err == nil || errors.As(err, &exit), "acpcheck: %v\n%s", err, stderr.String())
 	require.True(t, json.Valid(stdout.Bytes()), "acpcheck printed no JSON report:\n%s\n%s", stdout.String(), stderr.String())
+	expectOneJudge(t, bin, stdout.Bytes())
 	return check.ProcessState.ExitCode(), stdout.Bytes()
 }
 

@@ -3,23 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/acpv1"
-)
-
-// The rules of the scenarios that bring about what the conformance kit
-// checks besides acpcheck's first rules.
-var (
-	ruleExtRequest = Rule{ID: "ext-request", Title: "a request for an unknown _-prefixed (extension) method is answered", Spec: pageExtensions, Tier: TierMust,
-		Kit: []string{"ACP-EXT-001"}}
-	ruleSessionClose = Rule{ID: "session-close", Title: "v1: session/close, when advertised, cancels the session's running turn: stopReason \"cancelled\"", Spec: pageV1Schema, Tier: TierMust,
-		Kit: []string{"ACP-CLOSE-002"}}
-	ruleCancelMeta = Rule{ID: "cancel-meta", Title: "a session/cancel carrying _meta cancels the turn as one without does", Spec: pageExtensions, Tier: TierMust,
-		Kit: []string{"ACP-CANCEL-206"}}
-	ruleIdleCancel = Rule{ID: "idle-cancel", Title: "a session/cancel sent while no turn runs (or for an unknown session) is ignored: the next prompt gets a normal turn", Spec: pageTurnCancel, Tier: TierMust,
-		Kit: []string{"ACP-INFO-CANCEL-201", "ACP-JSONRPC-003"}}
 )
 
 // stringID is the ID of the request acpcheck sends with a string ID: a
@@ -120,45 +106,6 @@ func (r *runner) cancelMeta() {
 	cancelLine := r.w.all()[seq-1]
 	ans, answered := r.answer(p.req, r.o.CancelWait)
 	r.judgeCancelledTurn(ruleCancelMeta, "a session/cancel carrying _meta", p, cancelLine, ans, answered)
-}
-
-// heldRelease lets the client answer the permission requests it holds
-// with the cancelled outcome, as a v1 client does on a cancel acprpc did not
-// send for it.
-type heldRelease struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-// reset starts holding afresh, for a new slow turn.
-func (h *heldRelease) reset() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.ch = make(chan struct{})
-}
-
-// wait is closed once the held requests are to be answered cancelled.
-func (h *heldRelease) wait() <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ch == nil {
-		h.ch = make(chan struct{})
-	}
-	return h.ch
-}
-
-// release answers the requests held with the cancelled outcome.
-func (h *heldRelease) release() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ch == nil {
-		h.ch = make(chan struct{})
-	}
-	select {
-	case <-h.ch:
-	default:
-		close(h.ch)
-	}
 }
 
 // judgeCancelledTurn checks the answer to a prompt whose turn by was meant

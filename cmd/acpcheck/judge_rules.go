@@ -98,3 +98,93 @@ var allRules = []Rule{
 
 // v2Rules are the rules only a v2 connection checks.
 var v2Rules = []Rule{ruleV2PromptAnswer, ruleV2OneIdle, ruleV2CancelIdle, ruleV2OwnRequests, ruleV2Close, ruleV2Entity}
+
+// The rules of a line by itself: what any message on the wire must be, from
+// whichever side.
+var (
+	ruleFraming = Rule{ID: "framing", Title: "every line is one JSON-RPC 2.0 message in UTF-8: no other output, no raw newline inside a message, no batch", Spec: pageTransports, Tier: TierMust,
+		Kit: []string{"ACP-TRANSPORT-001", "ACP-TRANSPORT-002", "ACP-TRANSPORT-201", "ACP-TRANSPORT-203"}}
+	ruleEnvelope = Rule{ID: "answer-envelope", Title: "an answer has an id and exactly one of result and error; an error has an integer code and a string message", Spec: pageJSONRPC, Tier: TierMust,
+		Kit: []string{"ACP-JSONRPC-002"}}
+	ruleErrorMessage = Rule{ID: "error-message", Title: "an error's message is a short sentence: not empty, no newline", Spec: pageJSONRPC, Tier: TierShould,
+		Kit: []string{"ACP-ERROR-001"}}
+	ruleIDEcho = Rule{ID: "id-echo", Title: "an answer echoes its request's ID exactly: a string ID as a string, a number as a number", Spec: pageJSONRPC, Tier: TierMust,
+		Kit: []string{"ACP-JSONRPC-001"}}
+)
+
+// The rules of the scenarios that bring about what the conformance kit
+// checks besides acpcheck's first rules.
+var (
+	ruleExtRequest = Rule{ID: "ext-request", Title: "a request for an unknown _-prefixed (extension) method is answered", Spec: pageExtensions, Tier: TierMust,
+		Kit: []string{"ACP-EXT-001"}}
+	ruleSessionClose = Rule{ID: "session-close", Title: "v1: session/close, when advertised, cancels the session's running turn: stopReason \"cancelled\"", Spec: pageV1Schema, Tier: TierMust,
+		Kit: []string{"ACP-CLOSE-002"}}
+	ruleCancelMeta = Rule{ID: "cancel-meta", Title: "a session/cancel carrying _meta cancels the turn as one without does", Spec: pageExtensions, Tier: TierMust,
+		Kit: []string{"ACP-CANCEL-206"}}
+	ruleIdleCancel = Rule{ID: "idle-cancel", Title: "a session/cancel sent while no turn runs (or for an unknown session) is ignored: the next prompt gets a normal turn", Spec: pageTurnCancel, Tier: TierMust,
+		Kit: []string{"ACP-INFO-CANCEL-201", "ACP-JSONRPC-003"}}
+)
+
+// The rules only a client can break, which the proxy, a replay and
+// acpcheck agent check.
+var (
+	ruleClientPermission = Rule{ID: "client-permission-cancelled", Title: "v1 client: after session/cancel, each of the session's pending session/request_permission is answered with the cancelled outcome", Spec: pageTurnCancel, Tier: TierMust}
+	ruleClientCancelled  = Rule{ID: "client-cancel-answered", Title: "client: a request the agent cancelled with $/cancel_request is answered once, with a result or -32800", Spec: pageCancellation, Tier: TierMust}
+)
+
+// conversationRules are the rules of the whole conversation, which run,
+// proxy and report judge alike: the monitor holds them, and run feeds it
+// its transcript once the agent's output has ended.
+var conversationRules = []Rule{ruleCancelStop, ruleOneAnswer, ruleUnknownID, ruleNoteUnanswered, ruleUpdateAfter,
+	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho}
+
+// scenarioRules are the rules only run judges, each in the scenario that
+// provokes it, with what run knows there that the wire alone does not say.
+// Every other rule of allRules is a conversation rule, judged by the
+// monitor for run, proxy and report alike.
+var scenarioRules = map[string]string{
+	ruleInitialize.ID:     "what run asked for: protocolVersion 1, answered within -timeout",
+	ruleSessionNew.ID:     "that run's own session/new was answered within -timeout",
+	rulePromptTurn.ID:     "which prompt run meant to end by itself, answered within -timeout",
+	ruleTurnAfter.ID:      "that the prompt after a cancelled turn is the one run sent in a fresh session, and how many updates that turn had",
+	ruleCancelRequest.ID:  "which prompt run cancelled with $/cancel_request alone, and waited -cancel-wait for: v1 lets an agent ignore that cancel",
+	ruleParseError.ID:     "which line run wrote that is not JSON, and that its next request was still answered",
+	ruleMethodNotFound.ID: "that the method run asked for is one no agent serves",
+	ruleStdinExit.ID:      "the agent's process: whether it exited when run closed its stdin, which no line shows",
+	ruleNoLeftover.ID:     "the agent's processes: what still runs after it exited, which no line shows",
+	ruleOwnRequests.ID:    "which of the agent's requests run held open at the cancel (a terminal/create)",
+	ruleExtRequest.ID:     "that the extension method run asked for is one no agent knows",
+	ruleSessionClose.ID:   "that the agent advertised session/close, and which turn run closed",
+	ruleCancelMeta.ID:     "which session/cancel run wrote carrying _meta",
+	ruleIdleCancel.ID:     "that run's session/cancel went to an idle or unknown session, and which prompt followed it",
+	ruleV2Initialize.ID:   "what run asked for: protocolVersion 2",
+	ruleV2PromptAnswer.ID: "which prompt run sent in v2, answered within -timeout",
+	ruleV2OneIdle.ID:      "which work run's prompt started, watched -settle for a second idle",
+	ruleV2CancelIdle.ID:   "which work run cancelled, and waited -cancel-wait for",
+	ruleV2OwnRequests.ID:  "which of the agent's requests run held open at the cancel",
+	ruleV2Close.ID:        "which session run closed while its work ran",
+	ruleV2Entity.ID:       "which tool call or terminal run cancelled, and its probes of a final and an unknown one",
+}
+
+// watchedRules are the rules a conversation acpcheck only watches can show
+// broken, in the report's order: the proxy reports them as they happen,
+// and a replay of its record reports each as passed, failed or not brought
+// about.
+var watchedRules = []Rule{ruleCancelStop, ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter,
+	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho, ruleClientPermission, ruleClientCancelled}
+
+// whyNotWatched says, for each watched rule, what a conversation lacks
+// that never gave the rule a chance to be broken.
+var whyNotWatched = map[string]string{
+	ruleCancelStop.ID:       "no prompt cancelled with session/cancel was answered in the recording",
+	ruleNoteUnanswered.ID:   "the recording holds no notification",
+	ruleOneAnswer.ID:        "the recording holds no request",
+	ruleUnknownID.ID:        "the recording holds no request",
+	ruleFraming.ID:          "the recording holds no line",
+	ruleEnvelope.ID:         "the recording holds no answer",
+	ruleErrorMessage.ID:     "the recording holds no error answer",
+	ruleIDEcho.ID:           "no request was answered in the recording",
+	ruleClientPermission.ID: "no session/request_permission was pending when the client sent session/cancel (v1)",
+	ruleClientCancelled.ID:  "the agent cancelled none of its requests with $/cancel_request",
+	ruleUpdateAfter.ID:      "no prompt was answered (v2: no work went idle) in the recording",
+}

@@ -1,42 +1,12 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/acpkit/acprpc"
 	"github.com/acpkit/acprpc/acpv2"
 )
-
-// clientV2 is client's v2 form.
-func (r *runner) clientV2() acpv2.Client {
-	return acpv2.Client{
-		SessionUpdate: func(context.Context, acpv2.UpdateSessionNotification) {},
-		SessionRequestPermission: func(ctx context.Context, p acpv2.RequestPermissionRequest) (acpv2.RequestPermissionResponse, error) {
-			if r.hold.Load() {
-				<-ctx.Done()
-				return acpv2.RequestPermissionResponse{}, ctx.Err()
-			}
-			return grantV2(p.Options), nil
-		},
-	}
-}
-
-func grantV2(opts []acpv2.PermissionOption) acpv2.RequestPermissionResponse {
-	if len(opts) == 0 {
-		return acpv2.RequestPermissionResponse{Outcome: acpv2.RequestPermissionOutcome{Value: acpv2.CancelledPermissionOutcome{}}}
-	}
-	pick := opts[0]
-	for _, o := range opts {
-		if o.Kind == acpv2.PermissionOptionKindAllowOnce || o.Kind == acpv2.PermissionOptionKindAllowAlways {
-			pick = o
-			break
-		}
-	}
-	return acpv2.RequestPermissionResponse{Outcome: acpv2.RequestPermissionOutcome{Value: acpv2.SelectedPermissionOutcome{OptionID: pick.OptionID}}}
-}
 
 // runV2 asks for v2 and, if the agent speaks it, checks v2's turns.
 func (r *runner) runV2() {
@@ -124,12 +94,6 @@ func isIdle(session string) func(Line) bool {
 	return func(l Line) bool {
 		return l.Dir == fromAgent && isIdleUpdate(l.msg) && l.msg.sessionID() == session
 	}
-}
-
-// isIdleUpdate reports whether p is an idle state_update, which ends a v2
-// work.
-func isIdleUpdate(p parsed) bool {
-	return p.Method == acpv2.MethodSessionUpdate && p.updateKind() == "state_update" && p.updateMember("state") == "idle"
 }
 
 // idles lists the idle state_updates of session after a line.
@@ -221,9 +185,7 @@ func (r *runner) cancelV2() {
 	}
 	r.promptAnswerV2(p)
 	open := r.openRequests(session)
-	mark := r.w.next()
-	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, _ := r.awaitSent(mark, sent(acpv2.MethodSessionCancel))
+	cancelLine := r.cancelSession(session)
 	idle, ok := r.awaitIdle(session, cancelLine.Seq, r.o.CancelWait)
 	switch {
 	case !ok:
@@ -335,5 +297,3 @@ func (r *runner) closeV2() {
 	}
 	r.res.pass(ruleV2Close)
 }
-
-func jsonInto(b []byte, v any) bool { return json.Unmarshal(b, v) == nil }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 )
 
 // monitor watches a conversation go by, line by line in each direction,
@@ -41,9 +40,16 @@ type monitor struct {
 	// checked holds the rules the conversation so far gave a chance to
 	// break: a rule no line could have broken is not passed by a replay.
 	checked map[string]bool
-	// unjudged says, for a rule not checked, why a request the rule
-	// watches was not judged (the conversation's end cut it short).
+	// unjudged says, for a rule not checked, why: a request the rule
+	// watches that the conversation's end cut short, or a cancelled turn
+	// that may have ended for another reason.
 	unjudged map[string]string
+	// outcomeCancelled holds, for each v1 session, a permission request
+	// pending at the client's session/cancel that the client then answered
+	// with the cancelled outcome (its line), until the session's next
+	// prompt: a turn that ends "cancelled" after it may have followed that
+	// outcome, not the cancel.
+	outcomeCancelled map[string]int
 	// ms is when the line being taken went.
 	ms float64
 	// cut: the next line is cut short (see cutShort).
@@ -83,7 +89,10 @@ type inFlight struct {
 	session   string
 	cancelled string  // what cancelled it: "session/cancel", "$/cancel_request" or ""
 	cancelMs  float64 // when
-	cancelSeq int     // the line that cancelled it
+	cancelSeq int     // the line that did
+	// answeredAfterCancel: a prompt cancelled by session/cancel whose
+	// session's request the client answered after the cancel.
+	answeredAfterCancel bool
 	// sessionCancelled: a permission request of the agent's pending when
 	// the client sent session/cancel for its session (v1), on line
 	// sessionCancelSeq, which the client owes the cancelled outcome.
@@ -116,14 +125,15 @@ func sideOf(dir string) string {
 
 func newMonitor(report func(violation)) *monitor {
 	m := &monitor{
-		report:   report,
-		pending:  map[string]map[string]*inFlight{toAgent: {}, fromAgent: {}},
-		answered: map[string]map[string]bool{toAgent: {}, fromAgent: {}},
-		unparsed: map[string]int{},
-		idle:     map[string]int{},
-		checked:  map[string]bool{},
-		unjudged: map[string]string{},
-		bursts:   map[string]*noteBurst{toAgent: {}, fromAgent: {}},
+		report:           report,
+		pending:          map[string]map[string]*inFlight{toAgent: {}, fromAgent: {}},
+		answered:         map[string]map[string]bool{toAgent: {}, fromAgent: {}},
+		unparsed:         map[string]int{},
+		idle:             map[string]int{},
+		checked:          map[string]bool{},
+		unjudged:         map[string]string{},
+		outcomeCancelled: map[string]int{},
+		bursts:           map[string]*noteBurst{toAgent: {}, fromAgent: {}},
 	}
 	return m
 }
@@ -168,6 +178,7 @@ func (m *monitor) request(dir string, seq int, p parsed) {
 	m.pending[dir][string(p.ID)] = &inFlight{seq: seq, method: p.Method, session: p.sessionID()}
 	if dir == toAgent && p.Method == "session/prompt" {
 		delete(m.idle, p.sessionID())
+		delete(m.outcomeCancelled, p.sessionID())
 	}
 }
 
@@ -181,7 +192,7 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 	case dir == toAgent && p.Method == "session/cancel":
 		for _, r := range m.pending[toAgent] {
 			if r.method == "session/prompt" && r.session == p.sessionID() {
-				r.cancelled, r.cancelMs = p.Method, m.ms
+				r.cancelled, r.cancelMs, r.cancelSeq = p.Method, m.ms, seq
 			}
 		}
 		m.permissionsOwed(p.sessionID(), seq)
@@ -234,6 +245,7 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	m.answered[reqDir][id] = true
 	if reqDir == fromAgent {
 		m.clientAnswer(r, seq, p)
+		m.turnWaitedOnClient(r.session)
 	}
 	if reqDir == toAgent && r.method == "initialize" {
 		var res struct {
@@ -249,26 +261,8 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	}
 	m.idle[r.session] = seq
 	m.checked[ruleUpdateAfter.ID] = true
-	if r.cancelled != "session/cancel" {
-		return
-	}
-	m.checked[ruleCancelStop.ID] = true
-	switch {
-	case p.Error != nil:
-		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
-	case p.stopReason() != "cancelled" && m.ms-r.cancelMs < crossWindow.Seconds()*1000:
-		// Crossed: the answer may have been on its way before the agent
-		// read the cancel, which the proxy cannot tell. Not the agent's
-		// fault.
-	case p.stopReason() != "cancelled":
-		m.flag(ruleCancelStop, []int{r.seq, seq}, "a prompt cancelled by session/cancel was answered stopReason %q, %.0f ms after the cancel", p.stopReason(), m.ms-r.cancelMs)
-	}
+	m.cancelledPrompt(r, seq, p)
 }
-
-// crossWindow is how soon after session/cancel a prompt's answer other
-// than "cancelled" is taken for one that crossed the cancel on the wire:
-// written before the agent read the cancel.
-const crossWindow = 100 * time.Millisecond
 
 // end reports the requests the conversation's end left unanswered: the
 // agent's, when it ended the conversation itself. When the editor ended it
@@ -288,6 +282,7 @@ func (m *monitor) end(byEditor bool) {
 	slices.SortFunc(left, func(a, b *inFlight) int { return a.seq - b.seq })
 	for _, r := range left {
 		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
+		m.cancelledNeverAnswered(r)
 	}
 	m.cancelledUnanswered()
 }
@@ -322,3 +317,6 @@ func (m *monitor) flag(rule Rule, lines []int, format string, args ...any) {
 func (m *monitor) flagBy(dir string, rule Rule, lines []int, format string, args ...any) {
 	m.report(violation{Rule: rule, Detail: fmt.Sprintf(format, args...), Lines: lines, Side: sideOf(dir)})
 }
+
+// turnUpdates are the session/update kinds that belong to a turn.
+var turnUpdates = []string{"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}

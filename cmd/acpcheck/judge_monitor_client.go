@@ -6,13 +6,6 @@ import (
 	"slices"
 )
 
-// The rules only a client can break, which the proxy, a replay and
-// acpcheck agent check.
-var (
-	ruleClientPermission = Rule{ID: "client-permission-cancelled", Title: "v1 client: after session/cancel, each of the session's pending session/request_permission is answered with the cancelled outcome", Spec: pageTurnCancel, Tier: TierMust}
-	ruleClientCancelled  = Rule{ID: "client-cancel-answered", Title: "client: a request the agent cancelled with $/cancel_request is answered once, with a result or -32800", Spec: pageCancellation, Tier: TierMust}
-)
-
 // judgeLine applies the rules of a line by itself to one line, blaming the
 // side that sent it.
 func (m *monitor) judgeLine(dir string, seq int, raw []byte, p parsed) {
@@ -78,8 +71,12 @@ func (m *monitor) clientAnswer(r *inFlight, seq int, p parsed) {
 	byAgent := r.cancelled == "$/cancel_request"
 	if r.sessionCancelled {
 		m.checked[ruleClientPermission.ID] = true
-		if outcome := permissionOutcome(p); outcome != "cancelled" && !byAgent {
+		outcome := permissionOutcome(p)
+		if outcome != "cancelled" && !byAgent {
 			m.flagBy(toAgent, ruleClientPermission, []int{r.seq, seq}, "the client cancelled the session and then answered its pending session/request_permission %s, where it owes the outcome \"cancelled\"", outcome)
+		}
+		if outcome == "cancelled" && m.outcomeCancelled[r.session] == 0 {
+			m.outcomeCancelled[r.session] = r.seq
 		}
 	}
 	if byAgent {

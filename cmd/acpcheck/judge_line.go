@@ -8,19 +8,6 @@ import (
 	"unicode/utf8"
 )
 
-// The rules of a line by itself: what any message on the wire must be, from
-// whichever side.
-var (
-	ruleFraming = Rule{ID: "framing", Title: "every line is one JSON-RPC 2.0 message in UTF-8: no other output, no raw newline inside a message, no batch", Spec: pageTransports, Tier: TierMust,
-		Kit: []string{"ACP-TRANSPORT-001", "ACP-TRANSPORT-002", "ACP-TRANSPORT-201", "ACP-TRANSPORT-203"}}
-	ruleEnvelope = Rule{ID: "answer-envelope", Title: "an answer has an id and exactly one of result and error; an error has an integer code and a string message", Spec: pageJSONRPC, Tier: TierMust,
-		Kit: []string{"ACP-JSONRPC-002"}}
-	ruleErrorMessage = Rule{ID: "error-message", Title: "an error's message is a short sentence: not empty, no newline", Spec: pageJSONRPC, Tier: TierShould,
-		Kit: []string{"ACP-ERROR-001"}}
-	ruleIDEcho = Rule{ID: "id-echo", Title: "an answer echoes its request's ID exactly: a string ID as a string, a number as a number", Spec: pageJSONRPC, Tier: TierMust,
-		Kit: []string{"ACP-JSONRPC-001"}}
-)
-
 // lineFinding is one way a line breaks a rule of its own.
 type lineFinding struct {
 	rule   Rule
