@@ -546,18 +546,55 @@ func TestExampleClientPassesAgentMode(t *testing.T) {
 	}
 }
 
-// The TypeScript SDK's client (interop/src/client.ts, on SDK 2.4.0), given
-// acpcheck agent as its agent's command, passes every client rule.
+// The TypeScript SDK's clients (on SDK 2.4.0), given acpcheck agent as
+// their agent's command, pass every client rule: interop/src/client.ts in
+// v1, and src/v2-client.ts in v2, whose own checks (the turn's shape on the
+// wire, each message valid by the SDK's v2 schema) pass too.
 func TestTSClientPassesAgentMode(t *testing.T) {
+	for _, c := range []struct {
+		script, scenario, client string
+		v2                       bool
+	}{
+		{"src/client.ts", "session-cancel", "acprpc-interop-ts-client", false},
+		{"src/v2-client.ts", "permission-cancel", "acprpc-interop-ts-v2-client", true},
+	} {
+		t.Run(c.script, func(t *testing.T) {
+			t.Parallel()
+			rep, clientReport := runTSClient(t, c.script, c.scenario)
+			for _, r := range rep.Results {
+				assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
+			}
+			st := statuses(&rep)
+			assert.Equal(t, Pass, st[ruleClientCancelled.ID])
+			assert.Equal(t, Pass, st[ruleClientPermission.ID])
+			assert.Contains(t, rep.Ended, "1 cancelled by session/cancel")
+			assert.Contains(t, rep.Client, c.client)
+			assert.Equal(t, c.v2, len(rep.WireV2) > 0, "the conversation's version")
+			if c.v2 {
+				var own struct {
+					Pass   bool            `json:"pass"`
+					Checks map[string]bool `json:"checks"`
+				}
+				require.NoError(t, json.Unmarshal(clientReport, &own))
+				assert.True(t, own.Pass, "v2-client.ts's own checks of acpcheck agent's v2 work: %v", own.Checks)
+			}
+		})
+	}
+}
+
+// runTSClient runs a TypeScript client's scenario with acpcheck agent as
+// its agent, and returns acpcheck's report and the client's.
+func runTSClient(t *testing.T, script, scenario string) (Report, []byte) {
+	t.Helper()
 	interop, err := filepath.Abs("../../interop")
 	require.NoError(t, err)
 	node := interoptest.RequireNode(t, interop)
 	dir := t.TempDir()
-	report := filepath.Join(dir, "report.json")
-	cmd := exec.Command(node, "--import", "tsx", "src/client.ts", "--scenario", "session-cancel", "--timeout", "15000",
-		"--report", filepath.Join(dir, "client.json"), "--", os.Args[0], "agent", "-json", report, "-cancel-wait", "2s")
+	report, clientReport := filepath.Join(dir, "report.json"), filepath.Join(dir, "client.json")
+	cmd := exec.Command(node, "--import", "tsx", script, "--scenario", scenario, "--timeout", "15000",
+		"--report", clientReport, "--", os.Args[0], "agent", "-json", report, "-cancel-wait", "2s")
 	cmd.Dir = interop
-	cmd.Env = append(os.Environ(), asAcpcheckEnv+"=1") // client.ts passes its environment to the agent
+	cmd.Env = append(os.Environ(), asAcpcheckEnv+"=1") // the clients pass their environment to the agent
 	cmd.WaitDelay = 5 * time.Second
 	done := make(chan struct{})
 	var out []byte
@@ -570,21 +607,12 @@ func TestTSClientPassesAgentMode(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatal("client.ts did not end within 2 minutes")
+		t.Fatalf("%s did not end within 2 minutes", script)
 	}
-	require.NoError(t, err, "%s", out)
-	b, err := os.ReadFile(report)
 	require.NoError(t, err, "%s", out)
 	var rep Report
-	require.NoError(t, json.Unmarshal(b, &rep))
-	for _, r := range rep.Results {
-		assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
-	}
-	st := statuses(&rep)
-	assert.Equal(t, Pass, st[ruleClientCancelled.ID])
-	assert.Equal(t, Pass, st[ruleClientPermission.ID])
-	assert.Contains(t, rep.Ended, "1 cancelled by session/cancel")
-	assert.Contains(t, rep.Client, "acprpc-interop-ts-client")
+	require.NoError(t, json.Unmarshal(readFile(t, report), &rep), "%s", out)
+	return rep, readFile(t, clientReport)
 }
 
 func readFile(t *testing.T, path string) []byte {
