@@ -30,7 +30,7 @@ var whyNotWatched = map[string]string{
 	ruleEnvelope.ID:         "the recording holds no answer",
 	ruleErrorMessage.ID:     "the recording holds no error answer",
 	ruleIDEcho.ID:           "no request was answered in the recording",
-	ruleClientPermission.ID: "no session/request_permission was pending when the client sent session/cancel (v1)",
+	ruleClientPermission.ID: "no session/request_permission was pending when the client sent session/cancel (nor, in v2, cancelled by the agent)",
 	ruleClientCancelled.ID:  "the agent cancelled none of its requests with $/cancel_request",
 	ruleUpdateAfter.ID:      "no prompt was answered (v2: no work went idle) in the recording",
 }
