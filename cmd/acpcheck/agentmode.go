@@ -25,7 +25,7 @@ type agentFiles struct {
 // judging how the client cancels. Its stdout carries ACP alone; the report
 // goes to files, or the text to stderr.
 func agentCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := commandFlags("acpcheck agent", "acpcheck agent [flags]\n\nGive it to a client (an editor) as its agent's command: it speaks ACP v1 on stdio,\nwaits in each prompt turn for the client to cancel, and reports how the client did\nwhen the client closes its stdin.", stderr)
+	fs := commandFlags("acpcheck agent", "acpcheck agent [flags]\n\nGive it to a client (an editor) as its agent's command: it speaks ACP v1 or v2 (as\nthe client asks) on stdio, waits in each prompt turn for the client to cancel, and reports how the client did\nwhen the client closes its stdin.", stderr)
 	var o agentModeOptions
 	reportOut := fs.String("report", "", "write the report as text to `FILE` (default: stderr)")
 	jsonOut := fs.String("json", "", "also write the report as JSON to `FILE`")

@@ -44,13 +44,21 @@ func agentReport(w *agentWire, a *checkAgent, ended string, cutShort bool) *Repo
 	a.mu.Lock()
 	client := a.client
 	a.mu.Unlock()
-	rep := &Report{Agent: []string{agentModeName}, Client: client, Wire: lines, Ended: ended + "; " + turnsText(turns, a.o)}
+	rep := &Report{Agent: []string{agentModeName}, Client: client, Ended: ended + "; " + turnsText(turns, a.o)}
+	// The conversation is on Wire, or on WireV2 once initialize settled on
+	// v2, as a replay's is.
+	proto, _ := negotiated(lines)
+	if proto == 2 {
+		rep.WireV2 = lines
+	} else {
+		rep.Wire = lines
+	}
 	for _, rule := range clientRules {
 		res := Result{Rule: rule, Status: Pass}
 		for _, v := range found {
 			if v.Rule.ID == rule.ID {
 				res.Status = Fail
-				res.Findings = append(res.Findings, Finding{Detail: v.Detail, Lines: v.Lines, Protocol: 1, Side: v.Side})
+				res.Findings = append(res.Findings, Finding{Detail: v.Detail, Lines: v.Lines, Protocol: proto, Side: v.Side})
 			}
 		}
 		if res.Status == Pass {
@@ -77,7 +85,7 @@ func broughtAbout(rule Rule, m *monitor, lines []Line, turns []string) (Status, 
 	}
 	switch rule.ID {
 	case ruleClientPermission.ID:
-		return NotBrought, "the client cancelled no turn with session/cancel while acpcheck's session/request_permission was pending: " + countTurns(turns)
+		return NotBrought, "the client cancelled no turn with session/cancel while acpcheck's session/request_permission was pending (in v2, nor did acpcheck cancel one the client had not answered): " + countTurns(turns)
 	default:
 		return NotBrought, "acpcheck cancelled no request of its own: the client answered each before its turn was cancelled or ended"
 	}
@@ -98,7 +106,7 @@ func countTurns(turns []string) string {
 		n[t]++
 	}
 	var parts []string
-	for _, how := range []string{turnBySessionCancel, turnByCancelRequest, turnNotCancelled, turnCut} {
+	for _, how := range []string{turnBySessionCancel, turnByCancelRequest, turnByEntityCancel, turnNotCancelled, turnCut, turnWithdrawn} {
 		if n[how] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n[how], turnWords[how]))
 		}
@@ -109,6 +117,8 @@ func countTurns(turns []string) string {
 var turnWords = map[string]string{
 	turnBySessionCancel: "cancelled by session/cancel",
 	turnByCancelRequest: "cancelled by $/cancel_request on the prompt",
+	turnByEntityCancel:  "whose tool call was cancelled by tool_call/cancel (end_turn)",
+	turnWithdrawn:       "prompt held behind running work and withdrawn before insertion (-32800)",
 	turnNotCancelled:    "not cancelled in time (end_turn)",
 	turnCut:             "cut short by the connection's end",
 }

@@ -36,6 +36,9 @@ const (
 	clientNoInitialize      = "no-initialize"       // sends nothing at all
 	clientFloodsNotJSON     = "flood-not-json"      // sends thousands of lines that are not JSON, then goes on correctly
 	clientAsksV2            = "v2"                  // asks for protocol version 2
+	clientAnswersEarly      = "answer-early"        // v2: answers the permission cancelled right after its session/cancel, not waiting for acpcheck's $/cancel_request
+	clientCancelsToolCall   = "cancel-tool-call"    // v2: cancels the work's tool call with tool_call/cancel
+	clientWithdrawsHeld     = "withdraw-held"       // v2: sends a second prompt, held behind the work, withdraws it with $/cancel_request, then cancels the work
 	clientOffersNothing     = "offers-nothing"      // offers no terminal and no file read
 	clientSignalsAcpcheck   = "signal"              // SIGTERMs acpcheck once the turn's requests came, and never closes stdin
 )
@@ -107,7 +110,9 @@ type scriptedClient struct {
 	wait     string // the pending terminal/wait_for_exit's ID
 	read     string // the pending fs/read_text_file's ID
 	cancel   bool   // the turn was cancelled
-	stop     string // the turn's stopReason
+	stop     string // the turn's stopReason (v2: its work's idle state_update's)
+	v2       bool   // the client asked for v2 and was answered 2
+	held     string // v2: the answer to the held prompt withdrawn
 }
 
 func (c *scriptedClient) send(format string, args ...any) {
@@ -134,13 +139,21 @@ func (c *scriptedClient) answer(id, member string, cancelled bool) {
 // acpcheck agent and returns its exit status and report.
 func runScriptedClient(t *testing.T, faults ...string) (int, Report, string) {
 	t.Helper()
+	c := runScripted(t, faults...)
+	code, rep := c.p.finish(t, time.Minute)
+	return code, rep, c.stop
+}
+
+// runScripted runs one turn of a client with faults against acpcheck
+// agent, and returns the client once it has closed acpcheck's stdin.
+func runScripted(t *testing.T, faults ...string) *scriptedClient {
+	t.Helper()
 	c := &scriptedClient{t: t, p: startAgentMode(t), faults: map[string]bool{}, answered: map[string]bool{}}
 	for _, f := range faults {
 		c.faults[f] = true
 	}
 	c.run()
-	code, rep := c.p.finish(t, time.Minute)
-	return code, rep, c.stop
+	return c
 }
 
 func (c *scriptedClient) run() {
@@ -152,17 +165,17 @@ func (c *scriptedClient) run() {
 	if c.faults[clientOffersNothing] {
 		caps = `{}`
 	}
-	version := 1
-	if c.faults[clientAsksV2] {
-		version = 2
-	}
 	if c.faults[clientFloodsNotJSON] {
 		go func() {
 			_, _ = io.WriteString(c.p.stdin, strings.Repeat("not json at all\n", 5000))
 		}()
 	}
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%d,"clientCapabilities":%s,"clientInfo":{"name":"scripted","version":"1.0"}}}`, version, caps)
-	awaitLine(t, c.p.lines, `"id":1,"result"`, 30*time.Second)
+	if c.faults[clientAsksV2] {
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2,"capabilities":{},"info":{"name":"scripted","version":"1.0"}}}`)
+	} else {
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":%s,"clientInfo":{"name":"scripted","version":"1.0"}}}`, caps)
+	}
+	c.v2 = strings.Contains(awaitLine(t, c.p.lines, `"id":1,"result"`, 30*time.Second), `"protocolVersion":2`)
 	c.send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`)
 	var res struct {
 		Result struct {
@@ -197,19 +210,34 @@ func (c *scriptedClient) take(line string) bool {
 		Params struct {
 			RequestID json.RawMessage `json:"requestId"`
 			Path      string          `json:"path"`
+			Update    struct {
+				SessionUpdate string `json:"sessionUpdate"`
+				State         string `json:"state"`
+				StopReason    string `json:"stopReason"`
+			} `json:"update"`
 		} `json:"params"`
 		Result struct {
 			StopReason string `json:"stopReason"`
 		} `json:"result"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
 	}
 	require.NoError(c.t, json.Unmarshal([]byte(line), &m), "acpcheck wrote a line that is not JSON on stdout: %s", line)
 	id := string(m.ID)
 	switch m.Method {
 	case "":
-		if id == "3" {
+		switch {
+		case id == "3" && !c.v2:
 			c.stop = m.Result.StopReason
+		case id == "4" && m.Error != nil: // the held prompt, withdrawn
+			c.held = fmt.Sprint(m.Error.Code)
+			c.cancelSession()
 		}
 	case "session/update":
+		if c.v2 && m.Params.Update.SessionUpdate == "state_update" && m.Params.Update.State == "idle" {
+			c.stop = m.Params.Update.StopReason
+		}
 		if c.faults[clientAnswersNote] && c.cancel {
 			c.faults[clientAnswersNote] = false
 			c.send(`{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"Method not found"}}`)
@@ -243,13 +271,17 @@ func (c *scriptedClient) take(line string) bool {
 		if c.faults[clientSilentPermission] && string(m.Params.RequestID) == c.perm {
 			break
 		}
+		if c.v2 && string(m.Params.RequestID) == c.perm { // v2: the permission's answer comes at the agent's cancel
+			c.answerPermission(true)
+			break
+		}
 		code := -32800
 		if c.faults[clientOtherError] {
 			code = -32603
 		}
 		c.answer(string(m.Params.RequestID), fmt.Sprintf(`"error":{"code":%d,"message":"Request cancelled"}`, code), true)
 	}
-	if !c.cancel && c.perm != "" && (c.wait != "" && c.read != "" || c.faults[clientOffersNothing]) {
+	if !c.cancel && c.perm != "" && (c.wait != "" && c.read != "" || c.faults[clientOffersNothing] || c.v2) {
 		return c.cancelTurn()
 	}
 	return true
@@ -269,14 +301,14 @@ func (c *scriptedClient) cancelTurn() bool {
 		return false
 	case c.faults[clientCancelsRequest]:
 		c.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}`)
+	case c.faults[clientCancelsToolCall]:
+		c.send(`{"jsonrpc":"2.0","id":5,"method":"tool_call/cancel","params":{"sessionId":%q,"toolCallId":%q}}`, c.session, agentToolCallID)
+	case c.faults[clientWithdrawsHeld]:
+		// The session/cancel follows the held prompt's -32800 (take).
+		c.send(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":%q,"prompt":[{"type":"text","text":"held"}]}}`, c.session)
+		c.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":4}}`)
 	default:
-		c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, c.session)
-		switch {
-		case c.faults[clientGrantsAfterCancel]:
-			c.answer(c.perm, `"result":{"outcome":{"outcome":"selected","optionId":"allow"}}`, false)
-		case !c.faults[clientSilentPermission]:
-			c.answer(c.perm, `"result":{"outcome":{"outcome":"cancelled"}}`, false)
-		}
+		c.cancelSession()
 	}
 	if c.faults[clientUnknownID] {
 		c.send(`{"jsonrpc":"2.0","id":99,"result":{}}`)
@@ -285,6 +317,29 @@ func (c *scriptedClient) cancelTurn() bool {
 		c.send("client: cancelled")
 	}
 	return true
+}
+
+// cancelSession sends session/cancel and answers the pending permission
+// as the client's faults say: in v1 at once, in v2 at acpcheck's
+// $/cancel_request unless clientAnswersEarly.
+func (c *scriptedClient) cancelSession() {
+	c.send(`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":%q}}`, c.session)
+	if !c.v2 || c.faults[clientAnswersEarly] {
+		c.answerPermission(false)
+	}
+}
+
+// answerPermission answers the pending permission request after a cancel:
+// cancelled, or as the client's faults say.
+func (c *scriptedClient) answerPermission(cancelled bool) {
+	switch {
+	case c.faults[clientGrantsAfterCancel]:
+		c.answer(c.perm, `"result":{"outcome":{"outcome":"selected","optionId":"allow"}}`, cancelled)
+	case c.faults[clientOtherError] && cancelled:
+		c.answer(c.perm, `"error":{"code":-32603,"message":"Internal error"}`, cancelled)
+	case !c.faults[clientSilentPermission]:
+		c.answer(c.perm, `"result":{"outcome":{"outcome":"cancelled"}}`, cancelled)
+	}
 }
 
 // failedRules are the rules the report fails, each with a side it blames.
@@ -340,6 +395,69 @@ func TestAgentModeJudgesTheClient(t *testing.T) {
 	}
 }
 
+// acpcheck agent serves a client asking for v2 in v2, and judges it by the
+// v2 form of the client rules: a correct client passes whichever way it
+// cancels (session/cancel, answering the permission early or at
+// acpcheck's $/cancel_request; tool_call/cancel; $/cancel_request on a
+// held prompt), and a client breaking one rule alone is caught, blamed.
+func TestAgentModeJudgesAV2Client(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		faults []string
+		stop   string
+		failed []string
+		ended  string
+	}{
+		{"correct, session/cancel", nil, "cancelled", nil, "1 cancelled by session/cancel"},
+		{"correct, session/cancel, permission answered early", []string{clientAnswersEarly}, "cancelled", nil, "1 cancelled by session/cancel"},
+		{"correct, tool_call/cancel", []string{clientCancelsToolCall}, "end_turn", nil, "1 whose tool call was cancelled by tool_call/cancel"},
+		{"correct, a held prompt withdrawn by $/cancel_request", []string{clientWithdrawsHeld}, "cancelled", nil, "1 cancelled by session/cancel, 1 prompt held behind running work and withdrawn"},
+		{"permission granted at acpcheck's cancel after its own session/cancel", []string{clientGrantsAfterCancel}, "cancelled", []string{"client " + ruleClientPermission.ID}, "1 cancelled by session/cancel"},
+		{"permission granted early after its own session/cancel", []string{clientGrantsAfterCancel, clientAnswersEarly}, "cancelled", []string{"client " + ruleClientPermission.ID}, "1 cancelled by session/cancel"},
+		{"cancelled permission answered with another error", []string{clientOtherError}, "cancelled", []string{"client " + ruleClientCancelled.ID}, "1 cancelled by session/cancel"},
+		{"cancelled permission answered twice", []string{clientAnswersTwice}, "cancelled", []string{"client " + ruleOneAnswer.ID}, "1 cancelled by session/cancel"},
+		{"cancelled permission never answered", []string{clientSilentPermission}, "cancelled", []string{"client " + ruleClientCancelled.ID}, "1 cancelled by session/cancel"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			sc := runScripted(t, append([]string{clientAsksV2}, c.faults...)...)
+			code, rep := sc.p.finish(t, time.Minute)
+			require.True(t, sc.v2, "acpcheck agent answered initialize with protocolVersion 2")
+			assert.Equal(t, c.stop, sc.stop, "the work's idle state_update")
+			assert.ElementsMatch(t, c.failed, failedRules(rep))
+			assert.Contains(t, rep.Ended, c.ended)
+			assert.Empty(t, rep.Wire)
+			assert.NotEmpty(t, rep.WireV2)
+			for _, r := range rep.Results {
+				for _, f := range r.Findings {
+					assert.Equal(t, 2, f.Protocol)
+				}
+			}
+			st := statuses(&rep)
+			if len(c.failed) == 0 {
+				assert.Equal(t, 0, code)
+				for _, r := range rep.Results {
+					// An answer sent right behind session/cancel may come
+					// before acpcheck's $/cancel_request goes out: then
+					// acpcheck cancelled nothing the client had not answered.
+					early := r.ID == ruleClientCancelled.ID && slices.Contains(c.faults, clientAnswersEarly)
+					if r.ID != ruleErrorMessage.ID && !early {
+						assert.Equal(t, Pass, r.Status, "%s: %s %+v", r.ID, r.Why, r.Findings)
+					}
+				}
+			} else {
+				assert.Equal(t, 1, code, "a MUST broken")
+			}
+			if !slices.Contains(c.faults, clientSilentPermission) { // never answered: client-cancel-answered's
+				assert.NotEqual(t, NotBrought, st[ruleClientPermission.ID], "the client answered the permission request its session/cancel or acpcheck cancelled")
+			}
+			if slices.Contains(c.faults, clientWithdrawsHeld) {
+				assert.Equal(t, "-32800", sc.held, "the held prompt, withdrawn before insertion")
+			}
+		})
+	}
+}
+
 // A client that never cancels gets turns that end end_turn, and the
 // cancellation rules not brought about, never passed; a hostile client
 // gets a verdict too, and acpcheck exits within its bounds.
@@ -364,7 +482,12 @@ func TestAgentModeUncancelledAndHostileClients(t *testing.T) {
 			map[string]Status{ruleClientPermission.ID: NotBrought}, "the client closed acpcheck's stdin", 0},
 		{"signals acpcheck mid-turn", []string{clientSignalsAcpcheck}, "", nil,
 			map[string]Status{ruleClientPermission.ID: NotBrought}, "acpcheck was signalled to stop", 0},
-		{"asks for v2", []string{clientAsksV2}, "cancelled", nil, map[string]Status{ruleClientPermission.ID: Pass}, "1 cancelled by session/cancel", 0},
+		{"v2, never cancels", []string{clientAsksV2, clientNeverCancels}, "end_turn", nil,
+			map[string]Status{ruleClientPermission.ID: NotBrought, ruleClientCancelled.ID: NotBrought, ruleOneAnswer.ID: Pass}, "1 not cancelled in time (end_turn)", 0},
+		{"v2, closes stdin mid-work", []string{clientAsksV2, clientQuitsMidTurn}, "", nil,
+			map[string]Status{ruleClientPermission.ID: NotBrought}, "the client closed acpcheck's stdin", 0},
+		{"v2, signals acpcheck mid-work", []string{clientAsksV2, clientSignalsAcpcheck}, "", nil,
+			map[string]Status{ruleClientPermission.ID: NotBrought}, "acpcheck was signalled to stop", 0},
 		{"offers no terminal, no file read", []string{clientOffersNothing}, "cancelled", nil, map[string]Status{ruleClientPermission.ID: Pass, ruleClientCancelled.ID: NotBrought}, "1 cancelled by session/cancel", 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -384,8 +507,8 @@ func TestAgentModeUncancelledAndHostileClients(t *testing.T) {
 
 // examples/client, given acpcheck agent as its agent's command, passes
 // every client rule acpcheck agent can bring about, whichever way it
-// cancels. Asking for v2, it is answered 1 and, speaking v2 alone, quits:
-// acpcheck agent reports that no turn ran.
+// cancels, in v1 and in v2 (where a turn is cancelled by session/cancel
+// alone, and acpcheck cancels its permission request with $/cancel_request).
 func TestExampleClientPassesAgentMode(t *testing.T) {
 	client := buildExampleClient(t)
 	for _, c := range []struct {
@@ -394,7 +517,7 @@ func TestExampleClientPassesAgentMode(t *testing.T) {
 	}{
 		{"session/cancel", []string{"-cancel", "session"}},
 		{"$/cancel_request", []string{"-cancel", "request"}},
-		{"asking v2", []string{"-cancel", "session", "-protocol", "2"}},
+		{"v2 session/cancel", []string{"-cancel", "session", "-protocol", "2", "-await", "session/request_permission"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -402,16 +525,6 @@ func TestExampleClientPassesAgentMode(t *testing.T) {
 			report := filepath.Join(dir, "report.json")
 			agent, exited := agentScript(t, dir, "-json", report, "-cancel-wait", "2s")
 			out, err := exec.Command(client, append([]string{"-agent", agent, "-timeout", "30s"}, c.args...)...).CombinedOutput()
-			if c.name == "asking v2" {
-				require.Error(t, err)
-				assert.Contains(t, string(out), "the agent answered initialize with protocolVersion 1, though this side asked for 2")
-				exited()
-				var rep Report
-				require.NoError(t, json.Unmarshal(readFile(t, report), &rep))
-				assert.Contains(t, rep.Ended, "the client ran no prompt turn")
-				assert.Equal(t, 0, rep.ExitCode())
-				return
-			}
 			require.NoError(t, err, "%s", out)
 			assert.Contains(t, string(out), "stopReason: cancelled")
 			exited()
@@ -422,7 +535,8 @@ func TestExampleClientPassesAgentMode(t *testing.T) {
 				assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
 			}
 			st := statuses(&rep)
-			assert.Equal(t, Pass, st[ruleClientCancelled.ID], "acpcheck cancelled the terminal, and the client answered")
+			assert.Equal(t, Pass, st[ruleClientCancelled.ID], "acpcheck cancelled the terminal (v2: the permission request), and the client answered")
+			assert.Contains(t, rep.Ended, "1 cancelled by "+map[string]string{"session": turnBySessionCancel, "request": turnByCancelRequest}[c.args[1]])
 			if c.args[1] == "session" {
 				assert.Equal(t, Pass, st[ruleClientPermission.ID], "the permission request pending at the client's session/cancel, answered cancelled")
 			}
@@ -432,18 +546,55 @@ func TestExampleClientPassesAgentMode(t *testing.T) {
 	}
 }
 
-// The TypeScript SDK's client (interop/src/client.ts, on SDK 2.4.0), given
-// acpcheck agent as its agent's command, passes every client rule.
+// The TypeScript SDK's clients (on SDK 2.4.0), given acpcheck agent as
+// their agent's command, pass every client rule: interop/src/client.ts in
+// v1, and src/v2-client.ts in v2, whose own checks (the turn's shape on the
+// wire, each message valid by the SDK's v2 schema) pass too.
 func TestTSClientPassesAgentMode(t *testing.T) {
+	for _, c := range []struct {
+		script, scenario, client string
+		v2                       bool
+	}{
+		{"src/client.ts", "session-cancel", "acprpc-interop-ts-client", false},
+		{"src/v2-client.ts", "permission-cancel", "acprpc-interop-ts-v2-client", true},
+	} {
+		t.Run(c.script, func(t *testing.T) {
+			t.Parallel()
+			rep, clientReport := runTSClient(t, c.script, c.scenario)
+			for _, r := range rep.Results {
+				assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
+			}
+			st := statuses(&rep)
+			assert.Equal(t, Pass, st[ruleClientCancelled.ID])
+			assert.Equal(t, Pass, st[ruleClientPermission.ID])
+			assert.Contains(t, rep.Ended, "1 cancelled by session/cancel")
+			assert.Contains(t, rep.Client, c.client)
+			assert.Equal(t, c.v2, len(rep.WireV2) > 0, "the conversation's version")
+			if c.v2 {
+				var own struct {
+					Pass   bool            `json:"pass"`
+					Checks map[string]bool `json:"checks"`
+				}
+				require.NoError(t, json.Unmarshal(clientReport, &own))
+				assert.True(t, own.Pass, "v2-client.ts's own checks of acpcheck agent's v2 work: %v", own.Checks)
+			}
+		})
+	}
+}
+
+// runTSClient runs a TypeScript client's scenario with acpcheck agent as
+// its agent, and returns acpcheck's report and the client's.
+func runTSClient(t *testing.T, script, scenario string) (Report, []byte) {
+	t.Helper()
 	interop, err := filepath.Abs("../../interop")
 	require.NoError(t, err)
 	node := interoptest.RequireNode(t, interop)
 	dir := t.TempDir()
-	report := filepath.Join(dir, "report.json")
-	cmd := exec.Command(node, "--import", "tsx", "src/client.ts", "--scenario", "session-cancel", "--timeout", "15000",
-		"--report", filepath.Join(dir, "client.json"), "--", os.Args[0], "agent", "-json", report, "-cancel-wait", "2s")
+	report, clientReport := filepath.Join(dir, "report.json"), filepath.Join(dir, "client.json")
+	cmd := exec.Command(node, "--import", "tsx", script, "--scenario", scenario, "--timeout", "15000",
+		"--report", clientReport, "--", os.Args[0], "agent", "-json", report, "-cancel-wait", "2s")
 	cmd.Dir = interop
-	cmd.Env = append(os.Environ(), asAcpcheckEnv+"=1") // client.ts passes its environment to the agent
+	cmd.Env = append(os.Environ(), asAcpcheckEnv+"=1") // the clients pass their environment to the agent
 	cmd.WaitDelay = 5 * time.Second
 	done := make(chan struct{})
 	var out []byte
@@ -456,21 +607,12 @@ func TestTSClientPassesAgentMode(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatal("client.ts did not end within 2 minutes")
+		t.Fatalf("%s did not end within 2 minutes", script)
 	}
-	require.NoError(t, err, "%s", out)
-	b, err := os.ReadFile(report)
 	require.NoError(t, err, "%s", out)
 	var rep Report
-	require.NoError(t, json.Unmarshal(b, &rep))
-	for _, r := range rep.Results {
-		assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
-	}
-	st := statuses(&rep)
-	assert.Equal(t, Pass, st[ruleClientCancelled.ID])
-	assert.Equal(t, Pass, st[ruleClientPermission.ID])
-	assert.Contains(t, rep.Ended, "1 cancelled by session/cancel")
-	assert.Contains(t, rep.Client, "acprpc-interop-ts-client")
+	require.NoError(t, json.Unmarshal(readFile(t, report), &rep), "%s", out)
+	return rep, readFile(t, clientReport)
 }
 
 func readFile(t *testing.T, path string) []byte {

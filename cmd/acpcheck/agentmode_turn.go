@@ -37,13 +37,15 @@ const (
 	turnCut             = "cut short" // the connection closed, or acpcheck was stopped
 )
 
-// checkAgent is acpcheck as an ACP v1 agent: each prompt turn streams
-// updates, asks for permission and, if the client offered them, for a
-// terminal (terminal/create, then terminal/wait_for_exit) and a file read
-// (fs/read_text_file of a file that never ends until acpcheck lets it),
-// keeping those requests open until the client cancels the turn or
-// CancelWithin passes. The rules judge the conversation on the wire (the
-// proxy's monitor); checkAgent only brings it about.
+// checkAgent is acpcheck as an ACP agent, v1 or v2 as the client asks: each
+// v1 prompt turn streams updates, asks for permission and, if the client
+// offered them, for a terminal (terminal/create, then
+// terminal/wait_for_exit) and a file read (fs/read_text_file of a file that
+// never ends until acpcheck lets it), keeping those requests open until the
+// client cancels the turn or CancelWithin passes; a v2 prompt starts the
+// same turn as the session's foreground work (agentmode_v2.go). The rules
+// judge the conversation on the wire (the proxy's monitor); checkAgent only
+// brings it about.
 type checkAgent struct {
 	o        agentModeOptions
 	handler  acprpc.VersionRouter
@@ -55,21 +57,23 @@ type checkAgent struct {
 	terminal    bool          // the client offers terminal/*
 	readFile    bool          // the client offers fs/read_text_file
 	sessions    int
-	turns       []string // how each turn ended, in order of their ends
-	running     int      // turns in progress
+	turns       []string                // how each turn ended, in order of their ends
+	running     int                     // turns in progress
+	works       map[string]*acprpc.Work // v2: each session's latest foreground work
+	messages    int                     // v2: prompts inserted so far
 
 	wg sync.WaitGroup // the turns
 }
 
 func newCheckAgent(o agentModeOptions, blockers *blockingFiles) *checkAgent {
-	a := &checkAgent{o: o, blockers: blockers, initialized: make(chan struct{})}
+	a := &checkAgent{o: o, blockers: blockers, initialized: make(chan struct{}), works: map[string]*acprpc.Work{}}
 	r := acprpc.NewRouter()
 	r.Register(acpv1.MethodInitialize, acprpc.RequestHandler(a.initialize))
 	r.Register(acpv1.MethodSessionNew, acprpc.RequestHandler(a.newSession))
 	r.Register(acpv1.MethodSessionPrompt, acprpc.RequestHandler(a.prompt))
 	// acprpc has cancelled the session's turn by the time this runs.
 	r.Register(acpv1.MethodSessionCancel, acprpc.NotificationHandler(func(context.Context, acpv1.CancelNotification) {}))
-	a.handler = acprpc.VersionRouter{V1: r}
+	a.handler = acprpc.VersionRouter{V1: r, V2: a.v2()}
 	return a
 }
 
@@ -78,23 +82,16 @@ func (a *checkAgent) Handle(ctx context.Context, req *acprpc.Request) (any, erro
 	return a.handler.Handle(ctx, req)
 }
 
-// ProtocolVersions are the versions acpcheck agent speaks: 1. A client
-// asking for 2 is answered 1, as ACP's negotiation has it.
+// ProtocolVersions are the versions acpcheck agent speaks: 1 and 2. The
+// connection negotiates the highest at or below the client's.
 func (a *checkAgent) ProtocolVersions() []acprpc.ProtocolVersion { return a.handler.ProtocolVersions() }
 
 func (a *checkAgent) initialize(_ context.Context, p acpv1.InitializeRequest) (acpv1.InitializeResponse, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.terminal = p.ClientCapabilities.Terminal
-	a.readFile = p.ClientCapabilities.FS.ReadTextFile
+	var client *implementation
 	if p.ClientInfo != nil {
-		a.client = (&implementation{Name: p.ClientInfo.Name, Version: p.ClientInfo.Version}).String()
+		client = &implementation{Name: p.ClientInfo.Name, Version: p.ClientInfo.Version}
 	}
-	select {
-	case <-a.initialized:
-	default:
-		close(a.initialized)
-	}
+	a.met(client, p.ClientCapabilities.Terminal, p.ClientCapabilities.FS.ReadTextFile)
 	return acpv1.InitializeResponse{
 		ProtocolVersion: 1,
 		AgentInfo:       &acpv1.Implementation{Name: "acpcheck", Version: version},
@@ -102,11 +99,53 @@ func (a *checkAgent) initialize(_ context.Context, p acpv1.InitializeRequest) (a
 	}, nil
 }
 
+// met records what the client's initialize said of it, in either version:
+// who it is (nil if it did not say) and what it offers.
+func (a *checkAgent) met(client *implementation, terminal, readFile bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.terminal, a.readFile = terminal, readFile
+	if client != nil {
+		a.client = client.String()
+	}
+	select {
+	case <-a.initialized:
+	default:
+		close(a.initialized)
+	}
+}
+
 func (a *checkAgent) newSession(context.Context, acpv1.NewSessionRequest) (acpv1.NewSessionResponse, error) {
+	return acpv1.NewSessionResponse{SessionID: acpv1.SessionID(a.newSessionID())}, nil
+}
+
+// newSessionID names a new session, in either version.
+func (a *checkAgent) newSessionID() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.sessions++
-	return acpv1.NewSessionResponse{SessionID: acpv1.SessionID(fmt.Sprintf("acpcheck-%d", a.sessions))}, nil
+	return fmt.Sprintf("acpcheck-%d", a.sessions)
+}
+
+// begin counts a turn (a v2 work) in progress; ended says how it ended.
+func (a *checkAgent) begin() {
+	a.mu.Lock()
+	a.running++
+	a.mu.Unlock()
+	a.wg.Add(1)
+}
+
+// ended records how a turn begun with begin ended; a v2 prompt withdrawn
+// before its insertion (turnWithdrawn) began none.
+func (a *checkAgent) ended(how string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.turns = append(a.turns, how)
+	if how == turnWithdrawn {
+		return
+	}
+	a.running--
+	a.wg.Done()
 }
 
 // busy reports whether a turn is in progress.
@@ -144,18 +183,9 @@ type agentTurn struct {
 // cancelled it, "end_turn" once CancelWithin passed without a cancel, and
 // an error when the connection closed under it.
 func (a *checkAgent) prompt(ctx context.Context, p acpv1.PromptRequest) (acpv1.PromptResponse, error) {
-	a.mu.Lock()
-	a.running++
-	a.mu.Unlock()
-	a.wg.Add(1)
+	a.begin()
 	how := turnCut
-	defer func() {
-		a.mu.Lock()
-		a.running--
-		a.turns = append(a.turns, how)
-		a.mu.Unlock()
-		a.wg.Done()
-	}()
+	defer func() { a.ended(how) }()
 	t := &agentTurn{a: a, conn: acprpc.ConnFromContext(ctx), session: p.SessionID}
 	// A client may send its prompt before initialize's answer is out: what
 	// it offered there is known once initialize has run.
@@ -252,6 +282,8 @@ func cancelCause(ctx context.Context) string {
 		return turnBySessionCancel
 	case errors.Is(cause, acprpc.ErrPeerCancelled):
 		return turnByCancelRequest
+	case errors.Is(cause, acprpc.ErrEntityCancelled):
+		return turnByEntityCancel
 	}
 	return turnCut
 }

@@ -50,12 +50,10 @@ func (m *monitor) echoBroken(dir string, seq int, p parsed) {
 }
 
 // permissionsOwed marks the agent's permission requests of a session the
-// client cancelled: in v1 the client answers each with the cancelled
-// outcome. In v2 they are the agent's to cancel.
+// client cancelled, which owe the cancelled outcome: in v1 the client
+// answers each so itself; in v2 it may, or it waits for the agent's
+// $/cancel_request (see clientPermission).
 func (m *monitor) permissionsOwed(session string, seq int) {
-	if m.v2 {
-		return
-	}
 	for _, r := range m.pending[fromAgent] {
 		if r.method == "session/request_permission" && r.session == session && !r.sessionCancelled {
 			r.sessionCancelled, r.sessionCancelSeq = true, seq
@@ -69,21 +67,47 @@ func (m *monitor) permissionsOwed(session string, seq int) {
 // request the agent cancelled a result or -32800.
 func (m *monitor) clientAnswer(r *inFlight, seq int, p parsed) {
 	byAgent := r.cancelled == "$/cancel_request"
-	if r.sessionCancelled {
-		m.checked[ruleClientPermission.ID] = true
-		outcome := permissionOutcome(p)
-		if outcome != "cancelled" && !byAgent {
-			m.flagBy(toAgent, ruleClientPermission, []int{r.seq, seq}, "the client cancelled the session and then answered its pending session/request_permission %s, where it owes the outcome \"cancelled\"", outcome)
-		}
-		if outcome == "cancelled" && m.outcomeCancelled[r.session] == 0 {
-			m.outcomeCancelled[r.session] = r.seq
-		}
-	}
+	m.clientPermission(r, seq, p)
 	if byAgent {
 		m.checked[ruleClientCancelled.ID] = true
 		if p.Error != nil && p.Error.Code != -32800 {
 			m.flagBy(toAgent, ruleClientCancelled, []int{r.seq, seq}, "the agent cancelled its %s with $/cancel_request, and the client answered error %d %q, where it owes a result or -32800", r.method, p.Error.Code, p.Error.Message)
 		}
+	}
+}
+
+// clientPermission checks the client's answer to a permission request
+// that owes the cancelled outcome, by the version's form of the one rule.
+// v1 (prompt-turn, Cancellation): pending at the client's own
+// session/cancel, it is answered "cancelled" by the client itself, and any
+// answer stands once the agent cancelled it first. v2 (the schema's
+// RequestPermissionOutcome): "the client answers a request the agent
+// cancels with $/cancel_request with this outcome", and may send it
+// early after its own session/cancel: pending at that cancel, or cancelled
+// by the agent, it is answered "cancelled" (or -32800, cancellation's
+// generic answer), never approved; an answer the agent's cancel crossed on
+// the wire is not the client's fault, and an error answering the agent's
+// cancel is client-cancel-answered's to judge.
+func (m *monitor) clientPermission(r *inFlight, seq int, p parsed) {
+	byAgent := r.cancelled == "$/cancel_request"
+	if r.method != "session/request_permission" || !r.sessionCancelled && !(m.v2 && byAgent) {
+		return
+	}
+	m.checked[ruleClientPermission.ID] = true
+	outcome := permissionOutcome(p)
+	switch {
+	case outcome == "cancelled":
+		if r.sessionCancelled && m.outcomeCancelled[r.session] == 0 {
+			m.outcomeCancelled[r.session] = r.seq
+		}
+	case !m.v2 && !byAgent:
+		m.flagBy(toAgent, ruleClientPermission, []int{r.seq, seq}, "the client cancelled the session and then answered its pending session/request_permission %s, where it owes the outcome \"cancelled\"", outcome)
+	case !m.v2 || p.Error != nil && (p.Error.Code == -32800 || byAgent):
+		// An error to the agent's cancel is client-cancel-answered's.
+	case r.sessionCancelled:
+		m.flagBy(toAgent, ruleClientPermission, []int{r.seq, r.sessionCancelSeq, seq}, "v2: the client cancelled the session (line %d) and then answered its pending session/request_permission %s, where it owes the outcome \"cancelled\"", r.sessionCancelSeq, outcome)
+	case m.ms-r.cancelMs >= crossWindow.Seconds()*1000:
+		m.flagBy(toAgent, ruleClientPermission, []int{r.seq, r.cancelSeq, seq}, "v2: the agent cancelled its session/request_permission with $/cancel_request (line %d), and the client answered it %s %.0f ms later, where it owes the outcome \"cancelled\"", r.cancelSeq, outcome, m.ms-r.cancelMs)
 	}
 }
 
@@ -143,6 +167,11 @@ func (m *monitor) cancelledUnanswered() {
 			m.unjudged[ruleClientPermission.ID] = fmt.Sprintf("the agent's %s (line %d), pending at the client's session/cancel (line %d), was then cancelled by the agent (line %d): client-cancel-answered judges it", r.method, r.seq, r.sessionCancelSeq, r.cancelSeq)
 		}
 		if r.cancelled != "$/cancel_request" {
+			if m.v2 {
+				// A v2 client leaves it to the agent's $/cancel_request,
+				// which never came.
+				continue
+			}
 			rule, by = ruleClientPermission, "the client cancelled its session"
 		}
 		m.checked[rule.ID] = true

@@ -128,7 +128,7 @@ var (
 // The rules only a client can break, which the proxy, a replay and
 // acpcheck agent check.
 var (
-	ruleClientPermission = Rule{ID: "client-permission-cancelled", Title: "v1 client: after session/cancel, each of the session's pending session/request_permission is answered with the cancelled outcome", Spec: pageTurnCancel, Tier: TierMust}
+	ruleClientPermission = Rule{ID: "client-permission-cancelled", Title: "client: after session/cancel, each of the session's pending session/request_permission is answered with the cancelled outcome (v1: by the client itself; v2: by the client or at the agent's $/cancel_request, which v2 also owes it)", Spec: pageTurnCancel, Tier: TierMust}
 	ruleClientCancelled  = Rule{ID: "client-cancel-answered", Title: "client: a request the agent cancelled with $/cancel_request is answered once, with a result or -32800", Spec: pageCancellation, Tier: TierMust}
 )
 
@@ -184,7 +184,7 @@ var whyNotWatched = map[string]string{
 	ruleEnvelope.ID:         "the recording holds no answer",
 	ruleErrorMessage.ID:     "the recording holds no error answer",
 	ruleIDEcho.ID:           "no request was answered in the recording",
-	ruleClientPermission.ID: "no session/request_permission was pending when the client sent session/cancel (v1)",
+	ruleClientPermission.ID: "no session/request_permission was pending when the client sent session/cancel (nor, in v2, cancelled by the agent)",
 	ruleClientCancelled.ID:  "the agent cancelled none of its requests with $/cancel_request",
 	ruleUpdateAfter.ID:      "no prompt was answered (v2: no work went idle) in the recording",
 }

@@ -18,6 +18,12 @@
 //	go run ./examples/client -agent /tmp/agent -cancel=none -approve -prompt hello
 //	go run ./examples/client -agent /tmp/agent -protocol 2
 //
+// It cancels once the demo agent's two requests, the permission request and
+// terminal/create, have arrived; -await names others, as for a v2 agent
+// that sends no terminal/create (v2 has none):
+//
+//	go run ./examples/client -agent 'acpcheck agent' -protocol 2 -await session/request_permission
+//
 // Without -agent it builds ./examples/agent into a temporary directory
 // first. With -url it connects to an agent that is already serving instead,
 // over WebSocket (ws://, wss://) or Streamable HTTP (http://, https://):
@@ -37,6 +43,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -68,6 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", time.Minute, "give up after this long")
 	verbose := fs.Bool("v", false, "show the agent's log and acprpc's diagnostics")
 	protocol := fs.Int("protocol", demo.ProtocolV1, "the ACP version to ask for: 1 or 2 (in 2, -cancel=request is not possible)")
+	await := fs.String("await", acpv1.MethodSessionRequestPermission+","+acpv1.MethodTerminalCreate, "the agent's requests, comma-separated, whose arrival the cancel waits for")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -131,6 +139,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Cancel:   *cancel,
 		Delay:    *delay,
 		Protocol: *protocol,
+		Await:    strings.Split(*await, ","),
 		OnCancel: func(how string) {
 			if how == demo.CancelSession {
 				fmt.Fprintln(stdout, "client: cancelling the turn: session/cancel")

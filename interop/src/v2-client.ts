@@ -17,6 +17,11 @@
 //                   both (the signals fire), then exactly one idle
 //                   state_update with stopReason cancelled, after every other
 //                   update and followed by none.
+//   permission-cancel  session-cancel for an agent that sends no
+//                   terminal/create (v2 has none): session/cancel once the
+//                   prompt is answered and the permission request has
+//                   arrived; expect the agent's $/cancel_request for it, then
+//                   exactly one idle state_update, cancelled.
 //   request-cancel  a "slow" prompt whose requests are answered at once keeps
 //                   the session working; a second prompt, sent with a
 //                   cancellationSignal, is held behind the work and withdrawn
@@ -51,8 +56,8 @@ import { checkWire, type SchemaReport } from "./schema-check.ts";
 
 // ---------------------------------------------------------------- arguments
 
-type Scenario = "normal" | "session-cancel" | "request-cancel";
-const scenarios: Scenario[] = ["normal", "session-cancel", "request-cancel"];
+type Scenario = "normal" | "session-cancel" | "permission-cancel" | "request-cancel";
+const scenarios: Scenario[] = ["normal", "session-cancel", "permission-cancel", "request-cancel"];
 
 const args = parseScenarioCommandLine("v2-client.ts", scenarios, process.argv.slice(2));
 
@@ -263,11 +268,13 @@ async function scenario(ctx: acp.ClientContext): Promise<void> {
       await sendPrompt(session, "normal", "hello");
       await until(() => idles().length > 0);
       break;
-    case "session-cancel": {
+    case "session-cancel":
+    case "permission-cancel": {
       mode = "wait-abort";
       const prompt = sendPrompt(session, "slow", "slow: analyze file X");
       await prompt;
-      await until(() => handler("session/request_permission") !== undefined && handler("terminal/create") !== undefined);
+      const awaited = args.scenario === "session-cancel" ? ["session/request_permission", "terminal/create"] : ["session/request_permission"];
+      await until(() => awaited.every((m) => handler(m) !== undefined));
       report.sessionCancelSentAt = now();
       await ctx.notify(acp.methods.agent.session.cancel, { sessionId: session.sessionId });
       await until(() => idles().length > 0);
@@ -385,6 +392,18 @@ function computeChecks(): Record<string, boolean> {
         permissionAnsweredCancelled: (perm?.result as { outcome?: { outcome?: string } } | undefined)?.outcome?.outcome === "cancelled",
         terminalAnswered32800: term?.error?.code === -32800,
         idleAfterBothAnswers: (perm?.answeredAt ?? Infinity) < idleAt && (term?.answeredAt ?? Infinity) < idleAt,
+        ...endingChecks("cancelled"),
+      };
+    }
+    case "permission-cancel": {
+      const sentAt = report.sessionCancelSentAt ?? Infinity;
+      const idleAt = idles()[0]?.t ?? -Infinity;
+      return {
+        promptAnsweredBeforeItsWork: first?.outcome === "resolved" && messageIdOf(first) !== undefined && (first.settledAt ?? Infinity) < sentAt,
+        promptAnsweredOnce: oneAnswer(first),
+        permissionCancelledByItsId: perm?.signalAbortedAt != null && cancelsIn().includes(perm?.requestId),
+        permissionAnsweredCancelled: (perm?.result as { outcome?: { outcome?: string } } | undefined)?.outcome?.outcome === "cancelled",
+        idleAfterTheAnswer: (perm?.answeredAt ?? Infinity) < idleAt,
         ...endingChecks("cancelled"),
       };
     }

@@ -228,6 +228,12 @@ type Turn struct {
 	// default) or ProtocolV2. In v2 the turn can only be cancelled with
 	// session/cancel: the prompt is answered as soon as it is inserted.
 	Protocol int
+	// Await are the agent's requests whose arrival the cancel waits for;
+	// nil means the demo agent's two, session/request_permission and
+	// terminal/create. An agent that sends no terminal/create (a v2 agent
+	// other than the demo's: v2 has none) is cancelled once its permission
+	// request came with []string{acpv1.MethodSessionRequestPermission}.
+	Await []string
 }
 
 // TurnResult is what a turn ended with.
@@ -314,7 +320,11 @@ func (c *Client) RunTurn(ctx context.Context, conn *acprpc.Conn, t Turn) (TurnRe
 
 	if t.Cancel == CancelSession || t.Cancel == CancelRequest {
 		arrivedCtx, stopWaiting := context.WithCancel(ctx)
-		arrived := c.awaitRequests(arrivedCtx, acpv1.MethodSessionRequestPermission, acpv1.MethodTerminalCreate)
+		await := t.Await
+		if await == nil {
+			await = []string{acpv1.MethodSessionRequestPermission, acpv1.MethodTerminalCreate}
+		}
+		arrived := c.awaitRequests(arrivedCtx, await...)
 		select {
 		case err = <-done:
 			stopWaiting()
