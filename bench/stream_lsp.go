@@ -13,7 +13,7 @@ import (
 // and w and returns a channel closed once the connection has ended. A
 // prompt releases the read loop with Async and streams with Conn.Notify,
 // which returns once its message is written; CancelHandler gives each
-// request a context to cancel by ID, and a Preempter, which the library
+// prompt a context to cancel by ID, and a Preempter, which the library
 // provides for cancel notifications, reads session/cancel ahead of the
 // handlers and cancels the session's prompt that way.
 func ServeLSPStream(r io.Reader, w io.Writer) <-chan struct{} {
@@ -22,6 +22,27 @@ func ServeLSPStream(r io.Reader, w io.Writer) <-chan struct{} {
 		turns    streamTurns[lsp.ID]
 		sessions atomic.Int64
 	)
+	// Only prompts get CancelHandler's context: in v1.0.1 a request's context
+	// is pooled, and the goroutine context.WithCancel starts on it may read it
+	// after a handler that returned at once has had it recycled (a data race,
+	// and at worst a panic, which -race finds on initialize). A prompt runs
+	// long past that goroutine's start.
+	prompt, cancel := lsp.CancelHandler(func(ctx context.Context, req *lsp.Request) (any, error) {
+		var p PromptParams
+		if json.Unmarshal(req.Params(), &p) != nil || len(p.Prompt) == 0 {
+			return nil, lsp.ErrInvalidParams
+		}
+		turns.start(p.SessionID, req.ID())
+		defer turns.end(p.SessionID)
+		lsp.Async(ctx)
+		stop, err := streamTurn(ctx, p.Prompt[0].Text,
+			func(text string) error { return conn.Notify(ctx, MethodUpdate, chunkParams(p.SessionID, text)) },
+			func() error { return conn.Notify(ctx, MethodUpdate, toolParams(p.SessionID)) })
+		if err != nil {
+			return nil, err
+		}
+		return PromptResult{StopReason: stop}, nil
+	})
 	handle := func(ctx context.Context, req *lsp.Request) (any, error) {
 		switch req.Method() {
 		case MethodInitialize:
@@ -29,28 +50,14 @@ func ServeLSPStream(r io.Reader, w io.Writer) <-chan struct{} {
 		case MethodSessionNew:
 			return NewSessionResult{SessionID: newStreamSession(&sessions)}, nil
 		case MethodPrompt:
-			var p PromptParams
-			if json.Unmarshal(req.Params(), &p) != nil || len(p.Prompt) == 0 {
-				return nil, lsp.ErrInvalidParams
-			}
-			turns.start(p.SessionID, req.ID())
-			defer turns.end(p.SessionID)
-			lsp.Async(ctx)
-			stop, err := streamTurn(ctx, p.Prompt[0].Text,
-				func(text string) error { return conn.Notify(ctx, MethodUpdate, chunkParams(p.SessionID, text)) },
-				func() error { return conn.Notify(ctx, MethodUpdate, toolParams(p.SessionID)) })
-			if err != nil {
-				return nil, err
-			}
-			return PromptResult{StopReason: stop}, nil
+			return prompt(ctx, req)
 		}
 		return lsp.MethodNotFoundHandler(ctx, req)
 	}
-	h, cancel := lsp.CancelHandler(handle)
 	conn = lsp.NewConn(lsp.NewNDJSONStream(rwc{r, w}), lsp.WithPreempter(lspSessionCanceller(func(sessionID string) {
 		turns.cancel(sessionID, cancel)
 	})))
-	conn.Go(context.Background(), h)
+	conn.Go(context.Background(), handle)
 	return conn.Done()
 }
 
