@@ -98,7 +98,7 @@ func ServeHandoffStream(r io.Reader, w io.Writer) <-chan struct{} {
 			id, method, ok := rawRequest(req)
 			switch {
 			case !ok && method == MethodSessionCancel:
-				turns.cancel(rawString(req, `"sessionId":"`), func(cancel context.CancelFunc) { cancel() })
+				turns.cancel(rawString(req, `"sessionId":"`), callCancel)
 			case method == MethodPrompt:
 				// The line is the reader's: the turn keeps copies.
 				id, sid, text := string(id), rawString(req, `"sessionId":"`), rawString(req, `"text":"`)

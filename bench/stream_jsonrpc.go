@@ -15,8 +15,9 @@ import (
 // library's own notify, awaited as the library returns it, and reads
 // session/cancel as a notification that cancels the turn of the session it
 // names, the way a user of the library would write it: where the library
-// cancels a request's context by ID, it remembers each session's prompt ID
-// and calls that.
+// cancels a request's context by ID (jrpc2, x/exp), it remembers each
+// session's prompt ID and calls that; otherwise it gives the turn a context
+// of its own to cancel.
 
 // StreamServe serves the stream workload on r and w and returns a channel
 // closed once the connection has ended.
@@ -169,3 +170,6 @@ func (t *streamTurns[T]) cancel(sessionID string, stop func(T)) {
 		stop(turn)
 	}
 }
+
+// callCancel stops a turn remembered by its cancel function.
+func callCancel(cancel context.CancelFunc) { cancel() }

@@ -37,7 +37,7 @@ func (a *sgStreamAgent) Handle(ctx context.Context, conn *sg.Conn, req *sg.Reque
 	case MethodSessionCancel:
 		var p SessionCancelParams
 		if json.Unmarshal(params, &p) == nil {
-			a.turns.cancel(p.SessionID, func(cancel context.CancelFunc) { cancel() })
+			a.turns.cancel(p.SessionID, callCancel)
 		}
 	case MethodInitialize:
 		_ = conn.Reply(ctx, req.ID, InitializeResult{ProtocolVersion: 1})

@@ -23,6 +23,11 @@ func TestStreamAgentsStreamInOrderThenEndTurn(t *testing.T) {
 			stop, got := c.turn(spec, -1)
 			assert.Equal(t, StopEndTurn, stop)
 			assert.Equal(t, spec.N, got, "chunks read")
+			// Empty turns, answered at once, as acpbench's between two timed ones.
+			for range 50 {
+				stop, _ := c.turn(StreamSpec{}, -1)
+				require.Equal(t, StopEndTurn, stop)
+			}
 		})
 	}
 }
