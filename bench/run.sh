@@ -7,7 +7,7 @@
 #   cancel.txt/json  cancel latency over stdio, p50/p99
 #   scale.txt/json   10,000 and 100,000 requests in flight, then cancelled
 #   sessions.txt/json 1,000 sessions with a turn in flight, every turn cancelled the ACP way
-#   stream.txt/json  the token stream and the stop under it (stream.sh), acprpc beside coder and the TypeScript SDK
+#   stream.txt/json  the token stream and the stop under it (stream.sh), acprpc beside coder, the TypeScript SDK, the JSON-RPC libraries and the floors
 #   remote.txt/json  acprpc's remote server beside the TypeScript SDK's (remote.sh)
 #   chart.svg        round trip and cancel latency per peer
 #   env.txt          machine, toolchains and peer versions

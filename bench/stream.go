@@ -68,20 +68,24 @@ func (s StreamSpec) Chunk(i int) string {
 // ToolAfter reports whether a tool_call_update follows chunk i.
 func (s StreamSpec) ToolAfter(i int) bool { return s.Tool > 0 && (i+1)%s.Tool == 0 }
 
+// stamps is where the stream agents write their stamps: the server's
+// stderr, which acpbench reads.
+var stamps io.Writer = os.Stderr
+
 // stampAllocs writes "M <objects>" to stderr: the heap objects the process
 // has allocated so far, read without stopping the world. acpbench takes
 // the difference between two prompts' stamps as the first one's turn.
 func stampAllocs() {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
 	metrics.Read(s)
-	fmt.Fprintf(os.Stderr, "M %d\n", s[0].Value.Uint64())
+	fmt.Fprintf(stamps, "M %d\n", s[0].Value.Uint64())
 }
 
 // stampStop writes "B <ns>" to stderr as the agent reads a session/cancel
 // and "C <ns>" as a turn's handler sees its cancel, on CLOCK_MONOTONIC
 // (MonoNow), so that acpbench can tell the cancel's wait for the agent's read
 // loop from the rest of the stop.
-func stampStop(tag byte) { fmt.Fprintf(os.Stderr, "%c %d\n", tag, MonoNow()) }
+func stampStop(tag byte) { fmt.Fprintf(stamps, "%c %d\n", tag, MonoNow()) }
 
 // ServeAcprpcStream serves the stream workload with acprpc on r and w, and
 // returns a channel closed once the connection has ended. opts, if not nil,

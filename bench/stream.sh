@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Takes the figures of the token stream and the stop under it for the record
-# (acpbench stream): acprpc, coder's SDK and the TypeScript SDK each serving
-# the same streaming agent over stdio, a fresh process per run, RUNS
+# (acpbench stream): acprpc, coder's SDK, the TypeScript SDK, the JSON-RPC
+# libraries lsp, jrpc2, xexp and sourcegraph, and the floors handoff and echo
+# (no library, no JSON; echo streams only, it cannot stop a turn) each
+# serving the same streaming agent over stdio, a fresh process per run, RUNS
 # interleaved runs; acprpc-unbounded is acprpc with no bound on its unsent
 # notifications, as Notify was before it waited for room. The peers
 # acprpc-ws, ts-ws, acprpc-http and ts-http are the same agents served over
@@ -14,6 +16,8 @@
 #   PEERS=acprpc-ws,ts-ws,acprpc-http,ts-http NAME=stream-remote ./stream.sh
 #                              the stream over the remote transports
 #   SLOW=0 ./stream.sh         without the slow reader
+#   SLOW=0 MANY=0 NAME=stream-peers ./stream.sh
+#                              rows 1 and 2 alone (the stream, the stop)
 #   TURNS=0 CANCELS=0 ./stream.sh   the slow reader alone
 #   QUIET=1.5 ./stream.sh      first wait (polling every 30 s, at most
 #                              15 minutes) for a 1-minute load average below 1.5
@@ -21,10 +25,11 @@ set -euo pipefail
 cd "$(dirname "$0")"
 RUNS=${RUNS:-5}
 CANCELS=${CANCELS:-40}
-PEERS=${PEERS:-acprpc,coder,ts,acprpc-unbounded}
+PEERS=${PEERS:-acprpc,coder,ts,lsp,jrpc2,xexp,sourcegraph,handoff,echo,acprpc-unbounded}
 NAME=${NAME:-stream}
 SLOW=${SLOW:-3s}
 TURNS=${TURNS:-3}
+MANY=${MANY:-100}
 out=results
 mkdir -p "$out"
 tmp=$(mktemp -d)
@@ -36,10 +41,10 @@ go build -o "$tmp/remoteserver" ./cmd/remoteserver
 
 source ./quiet.sh
 
-cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -slow "$SLOW" -peers "$PEERS" -name "$NAME")
+cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -many "$MANY" -slow "$SLOW" -peers "$PEERS" -name "$NAME")
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "command: (cd bench && ${QUIET:+QUIET=$QUIET }RUNS=$RUNS CANCELS=$CANCELS PEERS=$PEERS NAME=$NAME SLOW=$SLOW TURNS=$TURNS ./stream.sh), which runs: ${cmd[*]}"
+  echo "command: (cd bench && ${QUIET:+QUIET=$QUIET }RUNS=$RUNS CANCELS=$CANCELS PEERS=$PEERS NAME=$NAME SLOW=$SLOW TURNS=$TURNS MANY=$MANY ./stream.sh), which runs: ${cmd[*]}"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc)"
   echo "go: $(go version)"
   echo "node: $(node --version)"
@@ -47,6 +52,6 @@ cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -r
   echo "ts: @agentclientprotocol/sdk $(node -p 'require("./ts/node_modules/@agentclientprotocol/sdk/package.json").version'), ws $(node -p 'require("./ts/node_modules/ws/package.json").version')"
   echo "uptime at start: $(uptime)"
 } >"$out/$NAME-env.txt"
-"$tmp/acpbench" stream -server "$tmp/server" -remoteserver "$tmp/remoteserver" -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -slow "$SLOW" -peers "$PEERS" -name "$NAME" -out "$out"
+"$tmp/acpbench" stream -server "$tmp/server" -remoteserver "$tmp/remoteserver" -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -many "$MANY" -slow "$SLOW" -peers "$PEERS" -name "$NAME" -out "$out"
 echo "uptime at end: $(uptime)" >>"$out/$NAME-env.txt"
 cat "$out/$NAME-env.txt"

@@ -44,23 +44,25 @@ import (
 // endpoint the agent prints as its first line.
 type streamPeer struct{ name, argv, transport string }
 
-var streamPeerNames = []string{"acprpc", "coder", "ts", "acprpc-unbounded", "acprpc-ws", "ts-ws", "acprpc-http", "ts-http"}
+var streamPeerNames = []string{"acprpc", "coder", "ts", "lsp", "jrpc2", "xexp", "sourcegraph", "handoff", "echo", "acprpc-unbounded", "acprpc-ws", "ts-ws", "acprpc-http", "ts-http"}
 
 const stdio = "stdio"
 
 func streamPeers(cfg *config, names []string) ([]streamPeer, error) {
 	acprpcRemote := cfg.remoteServer + " -stream"
 	tsRemote := cfg.node + " " + filepath.Join(cfg.tsDir, "remote-agent.mjs") + " stream"
-	return pick("stream", map[string]string{
-		"acprpc":           cfg.server + " -peer acprpc -stream",
+	argv := map[string]string{
 		"acprpc-unbounded": cfg.server + " -peer acprpc -stream -unbounded",
-		"coder":            cfg.server + " -peer coder -stream",
 		"ts":               cfg.node + " " + filepath.Join(cfg.tsDir, "stream-agent.mjs"),
 		"acprpc-ws":        acprpcRemote,
 		"ts-ws":            tsRemote,
 		"acprpc-http":      acprpcRemote,
 		"ts-http":          tsRemote,
-	}, names, streamPeerNames, func(name, argv string) streamPeer {
+	}
+	for _, name := range bench.StreamPeers() {
+		argv[name] = cfg.server + " -peer " + name + " -stream"
+	}
+	return pick("stream", argv, names, streamPeerNames, func(name, argv string) streamPeer {
 		transport := stdio
 		if base, t, ok := strings.Cut(name, "-"); ok && (base == "acprpc" || base == "ts") && (t == remotebench.WebSocket || t == remotebench.HTTP) {
 			transport = t
@@ -71,6 +73,10 @@ func streamPeers(cfg *config, names []string) ([]streamPeer, error) {
 
 // tsPeer reports whether peer is the TypeScript SDK's agent.
 func (p streamPeer) tsPeer() bool { return p.name == "ts" || strings.HasPrefix(p.name, "ts-") }
+
+// stops reports whether peer can stop a turn: the echo floor reads nothing
+// while it streams, so it runs the stream's rates only.
+func (p streamPeer) stops() bool { return p.name != "echo" }
 
 type streamConfig struct {
 	chunks, turns, cancels, pace int
@@ -246,6 +252,9 @@ func streamOne(peer streamPeer, sc streamConfig, run int, res *streamRun) error 
 		} else {
 			res.RateTool, res.CPUUsTool, res.AllocsTool = median(rates), median(cpus), median(allocs)
 		}
+	}
+	if !peer.stops() {
+		return nil
 	}
 	// The stop under the stream.
 	for range sc.cancels {
@@ -710,6 +719,9 @@ func slowReaderTable(b *strings.Builder, by map[string][]streamRun, peers []stre
 	fmt.Fprintf(b, "the agent's resident memory sampled every 100 ms. Median [range] over the runs; every update checked in order.\n\n")
 	fmt.Fprintf(b, "%-17s %-24s %-24s %-22s %-10s\n", "peer", "peak RSS MiB", "last-first RSS MiB", "stop ms", "after")
 	for _, p := range peers {
+		if !p.stops() {
+			continue
+		}
 		rs := by[p.name]
 		fmt.Fprintf(b, "%-17s %-24s %-24s %-22s %-10s\n", p.name,
 			col(rs, func(r streamRun) float64 { return float64(slices.Max(append(r.SlowRSSKiB, 0))) / 1024 }, "%.1f"),
@@ -731,8 +743,8 @@ func manyTable(b *strings.Builder, by map[string][]streamRun, peers []streamPeer
 	fmt.Fprintf(b, "them, prompts written to last answer read). Median [range] over the runs.\n\n")
 	fmt.Fprintf(b, "%-17s %-22s %-22s %-26s %s\n", "peer", "stop ms", "after", "others' updates/s", "ended first")
 	for _, p := range peers {
-		if p.transport != stdio {
-			continue // many sessions run over stdio only
+		if p.transport != stdio || !p.stops() {
+			continue // many sessions run over stdio only, on agents that stop
 		}
 		rs := by[p.name]
 		ended := 0

@@ -15,6 +15,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,7 +30,7 @@ func main() {
 	traceFile := flag.String("trace", "", "write an execution trace of the whole run to this file")
 	turns := flag.Bool("turns", false, "serve the turn workload instead (coder or acprpc): each prompt asks the client for permission and a terminal, then waits for its cancel")
 	stopped := flag.Bool("stopped", true, "with -turns: a cancelled turn sends a last update saying so before it answers, as examples/agent's does; false answers at once, as coder's example agent does")
-	stream := flag.Bool("stream", false, "serve the stream workload instead (coder or acprpc): each prompt streams the chunks its text asks for, then ends end_turn, or cancelled once cancelled")
+	stream := flag.Bool("stream", false, "serve the stream workload instead (acprpc, coder, the JSON-RPC peers jrpc2, lsp, sourcegraph and xexp, or the floors echo and handoff): each prompt streams the chunks its text asks for, then ends end_turn, or cancelled once cancelled")
 	unbounded := flag.Bool("unbounded", false, "with -stream -peer acprpc: no bound on the unsent notifications, as before Notify waited for room")
 	graceful := flag.Bool("graceful", true, "with -turns -peer acprpc: after a cancel, wait for the client to answer the requests it cut short, as examples/agent does")
 	flag.Parse()
@@ -124,19 +125,16 @@ func (e *eofReader) Read(p []byte) (int, error) {
 
 // serveStream serves the stream workload with peer name until stdin ends.
 func serveStream(name string, unbounded bool) {
-	switch name {
-	case "coder":
-		<-bench.ServeCoderStream(os.Stdin, os.Stdout)
-	case "acprpc":
-		var opts *acprpc.Options
-		if unbounded {
-			opts = &acprpc.Options{MaxUnsentNotifications: math.MaxInt, MaxUnsentNotificationBytes: math.MaxInt}
-		}
-		<-bench.ServeAcprpcStream(os.Stdin, os.Stdout, opts)
-	default:
-		fmt.Fprintln(os.Stderr, "server: -stream is for -peer coder or acprpc")
+	if name == "acprpc" && unbounded {
+		<-bench.ServeAcprpcStream(os.Stdin, os.Stdout, &acprpc.Options{MaxUnsentNotifications: math.MaxInt, MaxUnsentNotificationBytes: math.MaxInt})
+		return
+	}
+	serve, ok := bench.LookupStream(name)
+	if !ok || unbounded {
+		fmt.Fprintf(os.Stderr, "server: -stream is for -peer %s (-unbounded for acprpc only)\n", strings.Join(bench.StreamPeers(), ", "))
 		os.Exit(2)
 	}
+	<-serve(os.Stdin, os.Stdout)
 }
 
 // serveTurns serves the turn workload with peer name until stdin ends. For
