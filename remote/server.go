@@ -179,7 +179,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(HeaderConnectionID, newConnectionID())
-	hw := &hijackWatch{ResponseWriter: w}
+	hw := &hijackWatch{ResponseWriter: w, sendBuffer: s.opts.SendBuffer}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true,
 		OnPongReceived:     t.pong,
@@ -211,10 +211,12 @@ var testHookUpgrade = func(upgradeStage, *wsTransport) {}
 
 // hijackWatch is a ResponseWriter that keeps the connection it hands over
 // when the WebSocket library hijacks it, so the transport can close it, and
-// hands it over shaped to hold no buffer while it waits (shapeHijacked).
+// hands it over shaped to hold no buffer while it waits (shapeHijacked),
+// its send buffer bounded (boundSendBuffer).
 type hijackWatch struct {
 	http.ResponseWriter
-	conn net.Conn
+	conn       net.Conn
+	sendBuffer int // Options.SendBuffer, for the socket
 }
 
 // Hijack hijacks the underlying ResponseWriter's connection and keeps it.
@@ -224,6 +226,7 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return c, brw, err
 	}
 	h.conn = c
+	boundSendBuffer(c, h.sendBuffer)
 	return shapeHijacked(c, brw)
 }
 

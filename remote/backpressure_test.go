@@ -1,0 +1,151 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/acpkit/acprpc"
+	"github.com/acpkit/acprpc/internal/wiretest"
+)
+
+// The bound on an agent's unsent notifications holds end to end over the
+// remote transports: a client that stops reading holds the agent to what
+// the Conn's limit and the network's buffers (SendBuffer on the server's
+// side, the client's own) hold, and a cancel still ends the turn at once.
+
+// slowReaderDial is DialOptions whose connections have a small receive
+// buffer, so what the client's kernel holds unread is a few KiB, not the
+// megabytes its autotuning would grow to.
+func slowReaderDial(t *testing.T) *DialOptions {
+	var d net.Dialer
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			_ = c.(*net.TCPConn).SetReadBuffer(4 << 10)
+		}
+		return c, err
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &DialOptions{HTTPClient: &http.Client{Transport: tr}}
+}
+
+// countedUpdate is a session/update numbered by its place in the turn.
+type countedUpdate struct {
+	SessionID string `json:"sessionId"`
+	Update    struct {
+		SessionUpdate string `json:"sessionUpdate"`
+		N             int    `json:"n"`
+	} `json:"update"`
+}
+
+// A client that stops reading, over WebSocket and over Streamable HTTP,
+// stops the agent's turn in Notify once its unsent notifications are at
+// the limit (Stats), with no more let through than that limit and the
+// network's bounded buffers hold; before, the transports took whatever
+// the Conn wrote (the kernel's autotuned socket buffers, the SSE queue up
+// to MaxQueuedBytes) and the turn ran on. A session/cancel then ends the
+// turn while the client still reads nothing, and once it reads, every
+// update comes, in order, then the cancelled answer.
+func TestSlowClientHoldsTheAgentToTheNotificationLimit(t *testing.T) {
+	const (
+		limit      = 64       // acprpc's default MaxUnsentNotifications
+		sendBuffer = 16 << 10 // the server's socket send buffers (the kernel doubles it)
+		// held bounds the bytes a turn may get past Notify while the
+		// client reads nothing: the Conn's limit (64 updates of about
+		// 130 bytes), twice the send buffer of the socket, and the
+		// client's: its kernel's few KiB and its library's read buffers
+		// (the SSE reader's 64 KiB).
+		held = limit*130 + 2*sendBuffer + 128<<10
+		// maxUpdates is more than held can hold: a turn that sends them
+		// all was never held back.
+		maxUpdates = held / 100
+	)
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := wiretest.Context(t)
+			var accepted atomic.Int64 // the updates Notify took
+			turnEnded := make(chan error, 1)
+			prompt := func(ctx context.Context, req *acprpc.Request) (any, error) {
+				conn := acprpc.ConnFromContext(ctx)
+				var u countedUpdate
+				u.SessionID, u.Update.SessionUpdate = req.SessionID, "agent_message_chunk"
+				for n := range maxUpdates {
+					u.Update.N = n
+					if err := conn.Notify(ctx, "session/update", u); err != nil {
+						turnEnded <- err
+						return nil, err
+					}
+					accepted.Add(1)
+				}
+				turnEnded <- nil
+				return map[string]string{"stopReason": "end_turn"}, nil
+			}
+			as := startAgent(t, wiretest.Mux{"initialize": initialized, "session/prompt": prompt}, nil,
+				&Options{SendBuffer: sendBuffer, MaxQueuedBytes: 1 << 20})
+			p := wiretest.PeerOf(t, dial(t, as.url(kind), slowReaderDial(t)))
+			p.Request("0", "initialize", `{"protocolVersion":1}`)
+			agent, _ := as.next(t)
+			p.ExpectResult(ctx, "0", `{"protocolVersion":1}`)
+
+			p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`) // and read nothing
+			stuck := awaitStuck(t, agent, &accepted, turnEnded)
+			assert.Equal(t, limit, agent.Stats().UnsentNotifications, "the queue of a turn held back")
+			assert.Less(t, stuck*100, int64(held), "updates let through to a client that reads nothing")
+
+			p.Notify("session/cancel", `{"sessionId":"s"}`)
+			select {
+			case err := <-turnEnded:
+				require.ErrorIs(t, err, acprpc.ErrCancelled, "the waiting Notify")
+			case <-ctx.Done():
+				t.Fatal("the cancel did not end the turn while the client read nothing")
+			}
+
+			n := int(accepted.Load())
+			for want := range n {
+				m := p.ExpectNotification(ctx, "session/update")
+				var u countedUpdate
+				require.NoError(t, json.Unmarshal(m.Params, &u))
+				require.Equal(t, want, u.Update.N, "an update lost or out of order")
+			}
+			p.ExpectResult(ctx, "1", `{"stopReason":"cancelled"}`)
+			assert.Zero(t, agent.Stats().UnsentNotifications)
+		})
+	}
+}
+
+// awaitStuck returns the updates accepted once the turn is held in Notify
+// for good: its queue at the limit and no update taken for a while. A turn
+// that ends first was never held back, which fails the test.
+func awaitStuck(t *testing.T, agent *acprpc.Conn, accepted *atomic.Int64, turnEnded <-chan error) int64 {
+	t.Helper()
+	const still = 5 // polls without progress
+	ctx := wiretest.Context(t)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	last, same := int64(-1), 0
+	for {
+		select {
+		case err := <-turnEnded:
+			t.Fatalf("the turn ran to its end (%d updates, %v) while the client read nothing", accepted.Load(), err)
+		case <-ctx.Done():
+			t.Fatalf("the turn was not held back: %d updates, %+v", accepted.Load(), agent.Stats())
+		case <-tick.C:
+		}
+		n := accepted.Load()
+		if n != last || agent.Stats().UnsentNotifications == 0 {
+			last, same = n, 0
+			continue
+		}
+		if same++; same == still {
+			return n
+		}
+	}
+}
