@@ -53,11 +53,11 @@ type httpConn struct {
 	initID       acprpc.IDKey            // the key of initialize's ID while its answer is awaited, else zero
 	initAnswer   chan []byte             // gets that answer, for the POST of initialize
 	closed       chan struct{}
-	drainBy      time.Time // once closed: when its SSE streams must have written what is left
-	readers      int       // GETs holding a stream
-	lingers      bool      // closed with GETs still writing, or awaited, which count against MaxConnections
-	awaitsGets   bool      // closed with messages no GET took: a GET may still take them until drainBy
-	reason       error     // why Recv and Send fail, once closed
+	drainBy      time.Time         // once closed: when its SSE streams must have written what is left
+	readers      int               // GETs holding a stream
+	lingers      bool              // closed with GETs still writing, or awaited, which count against MaxConnections
+	awaitsGets   bool              // closed with messages no GET took: a GET may still take them until drainBy
+	reason       error             // why Recv and Send fail, once closed
 	notesWritten func(n, size int) // the Conn's, from SendNotification: told when its notifications leave the queues
 	closeOnce    sync.Once
 	idle         *timing // runs while no GET holds the connection's stream
