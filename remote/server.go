@@ -189,6 +189,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	testHookUpgrade(upgradeAccepted, t)
+	t.batch, _ = hw.shaped.(batcher)
 	if !t.attach(ws, hw.conn) {
 		return // closed during the upgrade, and now its socket too
 	}
@@ -216,7 +217,8 @@ var testHookUpgrade = func(upgradeStage, *wsTransport) {}
 type hijackWatch struct {
 	http.ResponseWriter
 	conn       net.Conn
-	sendBuffer int // Options.SendBuffer, for the socket
+	shaped     net.Conn // conn as handed over
+	sendBuffer int      // Options.SendBuffer, for the socket
 }
 
 // Hijack hijacks the underlying ResponseWriter's connection and keeps it.
@@ -227,7 +229,8 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	h.conn = c
 	boundSendBuffer(c, h.sendBuffer)
-	return shapeHijacked(c, brw)
+	h.shaped, brw, err = shapeHijacked(c, brw)
+	return h.shaped, brw, err
 }
 
 // Unwrap gives http.ResponseController the ResponseWriter underneath.
