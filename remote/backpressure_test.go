@@ -149,3 +149,52 @@ func awaitStuck(t *testing.T, agent *acprpc.Conn, accepted *atomic.Int64, turnEn
 		}
 	}
 }
+
+// A client with a stream per session (the TypeScript SDK's) opens a new
+// session's stream once session/new's answer names the session: an agent
+// that sends more updates of the new session than its limit of unsent
+// notifications before that answer is not held back waiting for a GET
+// that only the answer brings. The updates wait on the session's stream,
+// within MaxQueuedBytes, and come in order once the client opens it.
+func TestUpdatesOfANewSessionBeforeItsAnswerAreNotHeldToTheLimit(t *testing.T) {
+	const updates = 200 // more than the limit, 64
+	newSession := func(ctx context.Context, _ *acprpc.Request) (any, error) {
+		conn := acprpc.ConnFromContext(ctx)
+		var u countedUpdate
+		u.SessionID, u.Update.SessionUpdate = "s9", "available_commands_update"
+		for n := range updates {
+			u.Update.N = n
+			if err := conn.Notify(ctx, "session/update", u); err != nil {
+				return nil, err
+			}
+		}
+		return map[string]string{"sessionId": "s9"}, nil
+	}
+	as := startAgent(t, wiretest.Mux{"initialize": initialized, "session/new": newSession}, nil, nil)
+	c := newRawHTTP(t, as.url("http"))
+	resp, _ := c.do(http.MethodPost, initRequest)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	id := resp.Header.Get(HeaderConnectionID)
+	own := sseEvents(c.open(http.MethodGet, "", "Accept", "text/event-stream", HeaderConnectionID, id))
+	resp, body := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}`, HeaderConnectionID, id)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, body)
+
+	ctx := wiretest.Context(t)
+	select {
+	case answer := <-own:
+		assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s9"}}`, answer)
+	case <-ctx.Done():
+		t.Fatal("no answer to session/new: its handler was held in Notify")
+	}
+	session := sseEvents(c.open(http.MethodGet, "", "Accept", "text/event-stream", HeaderConnectionID, id, HeaderSessionID, "s9"))
+	for want := range updates {
+		var m struct{ Params countedUpdate }
+		select {
+		case ev := <-session:
+			require.NoError(t, json.Unmarshal([]byte(ev), &m))
+		case <-ctx.Done():
+			t.Fatalf("update %d did not come", want)
+		}
+		require.Equal(t, want, m.Params.Update.N, "an update lost or out of order")
+	}
+}

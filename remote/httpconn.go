@@ -256,10 +256,23 @@ func (h *httpConn) forgetAnswer(env envelope) {
 }
 
 // push queues m on the stream of session. Called with h.mu held.
+//
+// A notification for a session whose stream no GET has opened yet does
+// not count against the Conn's limit: its client has not yet learned of
+// the session (session/new's answer names it), and is not slow but still
+// to come. Held to the limit, a handler that sent more updates of a new
+// session than the limit before answering session/new would wait for a
+// GET that only its answer brings. What waits there is bounded by
+// MaxQueuedBytes alone. The connection's stream, which the client opens
+// right after initialize, always counts.
 func (h *httpConn) push(session string, m pending) error {
 	st, err := h.stream(session)
 	if err != nil {
 		return err
+	}
+	if m.note && session != "" && !st.receiver {
+		m.note = false
+		h.notesWritten(1, len(m.msg))
 	}
 	st.queue = append(st.queue, m)
 	h.queued += len(m.msg)
