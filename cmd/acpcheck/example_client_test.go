@@ -16,9 +16,7 @@ import (
 // cancels, in v1 and in v2: the record's replay finds nothing.
 func TestExampleClientThroughProxyPasses(t *testing.T) {
 	agent := buildExampleAgent(t)
-	client := filepath.Join(t.TempDir(), "client")
-	out, err := exec.Command("go", "build", "-o", client, "github.com/acpkit/acprpc/examples/client").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	client := buildExampleClient(t)
 	for _, c := range []struct {
 		name string
 		args []string
@@ -50,4 +48,13 @@ func TestExampleClientThroughProxyPasses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildExampleClient builds examples/client and returns the binary's path.
+func buildExampleClient(t *testing.T) string {
+	t.Helper()
+	client := filepath.Join(t.TempDir(), "client")
+	out, err := exec.Command("go", "build", "-o", client, "github.com/acpkit/acprpc/examples/client").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return client
 }

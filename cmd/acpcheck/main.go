@@ -28,6 +28,15 @@
 // forwards every byte both ways unchanged, records the wire, and reports on
 // stderr each rule the conversation breaks, as it happens.
 //
+//	acpcheck agent [-report FILE] [-json FILE] [-html FILE]
+//
+// is given to a client (an editor) as its agent's command: an ACP v1 agent
+// whose every prompt turn streams updates and keeps requests open (a
+// permission request, and a terminal and a file read if the client offers
+// them) until the client cancels the turn, and which reports, when the
+// client closes its stdin, how the client cancelled: the proxy's client
+// rules, judged over its own wire. Its stdout carries ACP alone.
+//
 //	acpcheck report [-json] [-html FILE] RECORDING
 //
 // reads the proxy's record back and reports each of the rules the proxy
@@ -73,11 +82,12 @@ const usage = `usage:
   acpcheck run [flags] -- AGENT_CMD [ARGS...]     check an agent over stdio
   acpcheck run [flags] -url URL                   check an agent served over WebSocket or Streamable HTTP
   acpcheck proxy [flags] -- AGENT_CMD [ARGS...]   run an agent for an editor, watching the conversation
+  acpcheck agent [flags]                          be a client's agent, and check how the client cancels
   acpcheck report [flags] RECORDING               check a conversation the proxy recorded
   acpcheck matrix -o FILE LABEL=REPORT.json...    one page of several agents' run -json reports
   acpcheck -version                               print acpcheck's version
 
-Run 'acpcheck run -h', 'acpcheck proxy -h' or 'acpcheck report -h' for the flags.
+Run 'acpcheck run -h', 'acpcheck proxy -h', 'acpcheck agent -h' or 'acpcheck report -h' for the flags.
 `
 
 // mainCode runs acpcheck with args and returns its exit status.
@@ -91,6 +101,8 @@ func mainCode(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return runCommand(ctx, args[1:], stdout, stderr)
 	case "proxy":
 		return proxyCommand(ctx, args[1:], os.Stdin, stdout, stderr)
+	case "agent":
+		return agentCommand(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "report":
 		return reportCommand(args[1:], stdout, stderr)
 	case "matrix":

@@ -41,6 +41,9 @@ type monitor struct {
 	// checked holds the rules the conversation so far gave a chance to
 	// break: a rule no line could have broken is not passed by a replay.
 	checked map[string]bool
+	// unjudged says, for a rule not checked, why a request the rule
+	// watches was not judged (the conversation's end cut it short).
+	unjudged map[string]string
 	// ms is when the line being taken went.
 	ms float64
 	// cut: the next line is cut short (see cutShort).
@@ -80,10 +83,12 @@ type inFlight struct {
 	session   string
 	cancelled string  // what cancelled it: "session/cancel", "$/cancel_request" or ""
 	cancelMs  float64 // when
+	cancelSeq int     // the line that cancelled it
 	// sessionCancelled: a permission request of the agent's pending when
-	// the client sent session/cancel for its session (v1), which the client
-	// owes the cancelled outcome.
+	// the client sent session/cancel for its session (v1), on line
+	// sessionCancelSeq, which the client owes the cancelled outcome.
 	sessionCancelled bool
+	sessionCancelSeq int
 }
 
 // violation is one broken rule, with the lines (by number in the
@@ -117,6 +122,7 @@ func newMonitor(report func(violation)) *monitor {
 		unparsed: map[string]int{},
 		idle:     map[string]int{},
 		checked:  map[string]bool{},
+		unjudged: map[string]string{},
 		bursts:   map[string]*noteBurst{toAgent: {}, fromAgent: {}},
 	}
 	return m
@@ -170,7 +176,7 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 	switch {
 	case p.Method == "$/cancel_request":
 		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
-			r.cancelled, r.cancelMs = p.Method, m.ms
+			r.cancelled, r.cancelMs, r.cancelSeq = p.Method, m.ms, seq
 		}
 	case dir == toAgent && p.Method == "session/cancel":
 		for _, r := range m.pending[toAgent] {
@@ -178,7 +184,7 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 				r.cancelled, r.cancelMs = p.Method, m.ms
 			}
 		}
-		m.permissionsOwed(p.sessionID())
+		m.permissionsOwed(p.sessionID(), seq)
 	case dir == fromAgent && p.Method == "session/update":
 		at, ok := m.idle[p.sessionID()]
 		switch {
@@ -272,6 +278,7 @@ func (m *monitor) end(byEditor bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if byEditor {
+		m.owedCutShort()
 		return
 	}
 	var left []*inFlight
@@ -297,6 +304,13 @@ func (m *monitor) wasChecked(rule Rule) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.checked[rule.ID]
+}
+
+// whyUnjudged says why a request rule watches was not judged, or "".
+func (m *monitor) whyUnjudged(rule Rule) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.unjudged[rule.ID]
 }
 
 // flag reports a rule the agent broke.

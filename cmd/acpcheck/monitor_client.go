@@ -59,13 +59,13 @@ func (m *monitor) echoBroken(dir string, seq int, p parsed) {
 // permissionsOwed marks the agent's permission requests of a session the
 // client cancelled: in v1 the client answers each with the cancelled
 // outcome. In v2 they are the agent's to cancel.
-func (m *monitor) permissionsOwed(session string) {
+func (m *monitor) permissionsOwed(session string, seq int) {
 	if m.v2 {
 		return
 	}
 	for _, r := range m.pending[fromAgent] {
-		if r.method == "session/request_permission" && r.session == session {
-			r.sessionCancelled = true
+		if r.method == "session/request_permission" && r.session == session && !r.sessionCancelled {
+			r.sessionCancelled, r.sessionCancelSeq = true, seq
 		}
 	}
 }
@@ -107,19 +107,44 @@ func permissionOutcome(p parsed) string {
 	return "with " + string(p.Result)
 }
 
+// owedCutShort notes, at the end of a conversation the client ended, the
+// answers it still owed: cut short, not judged, which the report says
+// rather than that nothing was owed.
+func (m *monitor) owedCutShort() {
+	const ended = "the conversation ended (the client ended it, or a signal to the proxy) with the agent's %s (line %d), %s, unanswered: cut short, not judged"
+	for _, r := range m.pendingFromAgent() {
+		if r.sessionCancelled && m.unjudged[ruleClientPermission.ID] == "" {
+			m.unjudged[ruleClientPermission.ID] = fmt.Sprintf(ended, r.method, r.seq, fmt.Sprintf("pending at the client's session/cancel (line %d)", r.sessionCancelSeq))
+		}
+		if r.cancelled == "$/cancel_request" && m.unjudged[ruleClientCancelled.ID] == "" {
+			m.unjudged[ruleClientCancelled.ID] = fmt.Sprintf(ended, r.method, r.seq, fmt.Sprintf("which it cancelled with $/cancel_request (line %d)", r.cancelSeq))
+		}
+	}
+}
+
+// pendingFromAgent is the agent's requests still unanswered, in the
+// order they were sent.
+func (m *monitor) pendingFromAgent() []*inFlight {
+	var left []*inFlight
+	for _, r := range m.pending[fromAgent] {
+		left = append(left, r)
+	}
+	slices.SortFunc(left, func(a, b *inFlight) int { return a.seq - b.seq })
+	return left
+}
+
 // cancelledUnanswered flags, at the end of a conversation the agent ended,
 // the requests the agent cancelled (or the client did, by session/cancel)
 // that the client never answered.
 func (m *monitor) cancelledUnanswered() {
-	var left []*inFlight
-	for _, r := range m.pending[fromAgent] {
-		if r.cancelled == "$/cancel_request" || r.sessionCancelled {
-			left = append(left, r)
+	for _, r := range m.pendingFromAgent() {
+		if r.cancelled != "$/cancel_request" && !r.sessionCancelled {
+			continue
 		}
-	}
-	slices.SortFunc(left, func(a, b *inFlight) int { return a.seq - b.seq })
-	for _, r := range left {
 		rule, by := ruleClientCancelled, "the agent cancelled it with $/cancel_request"
+		if r.sessionCancelled && r.cancelled == "$/cancel_request" && m.unjudged[ruleClientPermission.ID] == "" {
+			m.unjudged[ruleClientPermission.ID] = fmt.Sprintf("the agent's %s (line %d), pending at the client's session/cancel (line %d), was then cancelled by the agent (line %d): client-cancel-answered judges it", r.method, r.seq, r.sessionCancelSeq, r.cancelSeq)
+		}
 		if r.cancelled != "$/cancel_request" {
 			rule, by = ruleClientPermission, "the client cancelled its session"
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,7 +158,7 @@ func replay(name string, rec recording) *Report {
 			}
 		}
 		if res.Status == Pass && !m.wasChecked(rule) {
-			res.Status, res.Why = NotBrought, whyNotWatched[rule.ID]
+			res.Status, res.Why = NotBrought, cmp.Or(m.whyUnjudged(rule), whyNotWatched[rule.ID])
 			if proto == 2 && rule.ID == ruleCancelStop.ID {
 				res.Why = "a v2 prompt's answer does not end its turn: the rule is v1's"
 			}

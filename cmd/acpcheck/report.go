@@ -45,6 +45,9 @@ type Report struct {
 	// AgentName how the agent named itself in its initialize answer there.
 	Recording string `json:"recording,omitempty"`
 	AgentName string `json:"agent_name,omitempty"`
+	// Client is, for acpcheck agent, how the client it served named itself
+	// in initialize: the report is on the client.
+	Client string `json:"client,omitempty"`
 	// Cut is, for a recording cut in the middle of its last line, that
 	// line's length: the report is on the whole lines before it. Ended is
 	// how the recorded conversation ended, if the recording says.
@@ -222,6 +225,9 @@ func kitText(ids []string) string {
 // subject names what the report is about: the agent's command, or the
 // recording and the agent's name in it.
 func (rep *Report) subject() string {
+	if len(rep.Agent) == 1 && rep.Agent[0] == agentModeName {
+		return "the client " + cmp.Or(rep.Client, "(which gave no clientInfo)") + ", with acpcheck agent as its agent"
+	}
 	if rep.Recording == "" {
 		return strings.Join(rep.Agent, " ")
 	}

@@ -239,7 +239,7 @@ func TestAcpcheckTypeScriptDocsAgent(t *testing.T) {
 // Prompt ignores its context, which the SDK cancels on $/cancel_request, so
 // that cancel is not honoured (v1 allows it).
 func TestAcpcheckCoderExampleAgent(t *testing.T) {
-	agent := exec.Command(buildCoderExampleAgent(t))
+	agent := exec.Command(buildCoderExample(t, "agent"))
 	agent.Env = scratchEnv(t)
 	code, rep := acpcheck(t, agent, "")
 	assert.Equal(t, 0, code, "parse-error is recorded only: a client MUST NOT write a line that is not JSON")
@@ -272,12 +272,12 @@ func assertParseErrorUnanswered(t *testing.T, rep acpcheckReport) {
 	}
 }
 
-// buildCoderExampleAgent builds coder's example agent at the version
-// testdata/coderagent/go.mod pins (and go.sum verifies), outside the
-// workspace, so that no other module's pin of the SDK moves.
-func buildCoderExampleAgent(t *testing.T) string {
-	bin := filepath.Join(t.TempDir(), "coder-example-agent")
-	build := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/agent")
+// buildCoderExample builds coder's example command (agent or client) at
+// the version testdata/coderagent/go.mod pins (and go.sum verifies),
+// outside the workspace, so that no other module's pin of the SDK moves.
+func buildCoderExample(t *testing.T, command string) string {
+	bin := filepath.Join(t.TempDir(), "coder-example-"+command)
+	build := exec.Command("go", "build", "-o", bin, "github.com/coder/acp-go-sdk/example/"+command)
 	build.Dir = filepath.Join("testdata", "coderagent")
 	build.Env = append(os.Environ(), "GOWORK=off")
 	out, err := build.CombinedOutput()

@@ -507,4 +507,5 @@ var pinned = map[string]string{
 	"opencode-ai":                         "1.18.33",
 	"opencode-linux-x64":                  "1.18.33",
 	"@google/gemini-cli":                  "0.61.0",
+	"acpx":                                "0.1.15",
 }

@@ -70,7 +70,7 @@ func turnAgents() []turnAgent {
 		{
 			name: "coder example agent",
 			command: func(t *testing.T, _ string) *exec.Cmd {
-				cmd := exec.Command(buildCoderExampleAgent(t))
+				cmd := exec.Command(buildCoderExample(t, "agent"))
 				cmd.Env = scratchEnv(t)
 				return cmd
 			},

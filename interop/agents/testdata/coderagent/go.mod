@@ -1,4 +1,4 @@
-// The example agent of coder's Go ACP SDK, at the version acpcheck is run
+// The example agent and client of coder's Go ACP SDK, at the version acpcheck is run
 // against in interop/agents: a module of its own, outside the workspace, so
 // that the benchmarks' pin of the same SDK stays as it is.
 module acprpc.test/coderagent

@@ -1,0 +1,325 @@
+//go:build linux
+
+package agents
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// clientBound is how long a client through the proxy has for its whole
+// conversation.
+const clientBound = 2 * time.Minute
+
+// proxied is examples/agent behind `acpcheck proxy -record`, as a client
+// is given it for its agent's command.
+type proxied struct {
+	script string // the agent command: a script that execs the proxy
+	record string // the proxy's record of the wire
+	pid    string // a file the script writes the proxy's PID to
+}
+
+func newProxied(t *testing.T, acpcheckBin, agent string) proxied {
+	dir := t.TempDir()
+	p := proxied{script: filepath.Join(dir, "proxied-agent"), record: filepath.Join(dir, "wire.jsonl"), pid: filepath.Join(dir, "proxy.pid")}
+	script := fmt.Sprintf("#!/bin/sh\necho $$ > '%s'\nexec '%s' proxy -record '%s' -- '%s' \"$@\"\n", p.pid, acpcheckBin, p.record, agent)
+	require.NoError(t, os.WriteFile(p.script, []byte(script), 0o755))
+	return p
+}
+
+// signal sends sig to the process whose PID the file holds (one this test
+// started, through the client).
+func signalPIDFile(t *testing.T, file string, sig syscall.Signal) {
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(pid, sig))
+}
+
+// watched is a process's output, kept as it comes, with a wait for a
+// string in it.
+type watched struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	grown chan struct{} // closed and replaced on each write
+	done  chan struct{} // closed when the output ends
+}
+
+func watch(r io.Reader) *watched {
+	w := &watched{grown: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		b := make([]byte, 4096)
+		for {
+			n, err := r.Read(b)
+			w.mu.Lock()
+			w.buf.Write(b[:n])
+			close(w.grown)
+			w.grown = make(chan struct{})
+			w.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return w
+}
+
+// await waits, within clientBound, until the output holds s.
+func (w *watched) await(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.After(clientBound)
+	for {
+		w.mu.Lock()
+		found, grown := strings.Contains(w.buf.String(), s), w.grown
+		w.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-grown:
+		case <-w.done:
+			t.Fatalf("the output ended without %q:\n%s", s, w.String())
+		case <-deadline:
+			t.Fatalf("no %q in the output within %v:\n%s", s, clientBound, w.String())
+		}
+	}
+}
+
+func (w *watched) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// replayClient reads the proxy's record back with acpcheck report, which
+// must find no MUST broken (exit 0), and returns the report.
+func replayClient(t *testing.T, bin, record string) acpcheckReport {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	check := exec.Command(bin, "report", "-json", record)
+	check.Stdout, check.Stderr = &stdout, &stderr
+	require.NoError(t, check.Run(), "acpcheck report: %s%s", stderr.String(), stdout.String())
+	return parseReport(t, stdout.Bytes())
+}
+
+// expectWatched checks the status of every rule of the replay: the client
+// rules as want says, all others passed.
+func expectWatched(t *testing.T, rep acpcheckReport, want map[string]string) {
+	t.Helper()
+	for _, res := range rep.Results {
+		assert.Equal(t, cmp.Or(want[res.ID], "pass"), res.Status, "%s: %s %v", res.ID, res.Why, res.Findings)
+	}
+}
+
+// why is the reason the report gives for a rule's status.
+func (r acpcheckReport) why(id string) string {
+	for _, res := range r.Results {
+		if res.ID == id {
+			return res.Why
+		}
+	}
+	return ""
+}
+
+// wireMethods lists the methods of the record's lines going dir, in order.
+func (r acpcheckReport) wireMethods(dir string) []string {
+	var out []string
+	for _, l := range r.Wire {
+		var msg struct {
+			Method string `json:"method"`
+		}
+		if l.Dir == dir && json.Unmarshal([]byte(l.Raw), &msg) == nil && msg.Method != "" {
+			out = append(out, msg.Method)
+		}
+	}
+	return out
+}
+
+// clientAnswers counts the answers the client sent, to the agent's requests.
+func (r acpcheckReport) clientAnswers() int {
+	n := 0
+	for _, l := range r.Wire {
+		var msg struct {
+			Method string          `json:"method"`
+			ID     json.RawMessage `json:"id"`
+		}
+		if l.Dir == "to_agent" && json.Unmarshal([]byte(l.Raw), &msg) == nil && msg.Method == "" && msg.ID != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// The client rules coder's example client and acpx cannot bring about:
+// neither ever answers a permission request after its own session/cancel,
+// nor a request the agent cancelled.
+const (
+	notBrought = "not-brought-about"
+	cutShort   = "cut short, not judged"
+)
+
+// coder/acp-go-sdk's example client (example/client), at the version
+// testdata/coderagent pins, through acpcheck proxy in front of
+// examples/agent. It prompts once and cannot cancel: it has no
+// session/cancel, no $/cancel_request, and SIGINT kills it. Answering its
+// permission prompt (stdin), it breaks nothing and the client rules are not
+// brought about.
+func TestProxyJudgesCoderExampleClient(t *testing.T) {
+	client := buildCoderExample(t, "client")
+	acpcheckBin := buildAcpcheck(t)
+	agent := buildCommand(t, "github.com/acpkit/acprpc/examples/agent")
+	for _, c := range []struct {
+		name       string
+		drive      func(t *testing.T, p proxied, stdin io.Writer)
+		want       map[string]string
+		stopReason string
+	}{
+		{"permission answered", func(t *testing.T, _ proxied, stdin io.Writer) {
+			_, err := io.WriteString(stdin, "1\n")
+			require.NoError(t, err)
+		}, map[string]string{"cancel-stop-reason": notBrought, "error-message": notBrought,
+			"client-permission-cancelled": notBrought, "client-cancel-answered": notBrought}, "end_turn"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProxied(t, acpcheckBin, agent)
+			ctx, cancel := context.WithTimeout(context.Background(), clientBound)
+			defer cancel()
+			run := exec.CommandContext(ctx, client, p.script)
+			run.Dir, run.Env = t.TempDir(), scratchEnv(t)
+			stdin, err := run.StdinPipe()
+			require.NoError(t, err)
+			stdout, err := run.StdoutPipe()
+			require.NoError(t, err)
+			var stderr bytes.Buffer
+			run.Stderr = &stderr
+			require.NoError(t, run.Start())
+			out := watch(stdout)
+			out.await(t, "Permission requested")
+			c.drive(t, p, stdin)
+			<-out.done
+			require.NoError(t, run.Wait(), "%s\n%s", out.String(), stderr.String())
+			assert.Contains(t, out.String(), "Agent completed")
+
+			rep := replayClient(t, acpcheckBin, p.record)
+			expectWatched(t, rep, c.want)
+			assert.NotContains(t, rep.wireMethods("to_agent"), "session/cancel", "the example client never cancels")
+			last := rep.Wire[len(rep.Wire)-1]
+			assert.Contains(t, last.Raw, `"stopReason":"`+c.stopReason+`"`, "the prompt's answer is the wire's last line")
+		})
+	}
+}
+
+// acpx 0.1.15 (the newest acpx that runs on Node.js 20), `acpx --agent
+// <proxied examples/agent> exec PROMPT`, pinned in package.json here.
+// Approving every permission (--approve-all), it breaks nothing: a turn to
+// its end, and one cancelled with SIGINT, which acpx turns into
+// session/cancel (nothing of the agent's is pending then: the client rules
+// are not brought about). At a terminal, asking the user (a pseudo-terminal
+// from script(1)), SIGINT while the permission prompt is open sends
+// session/cancel with the permission request and terminal/create pending;
+// the agent cancels both with $/cancel_request and answers the prompt
+// cancelled; acpx answers neither request, not with the cancelled outcome
+// either, and exits: the requests were cut short by its exit, so the client
+// rules are not brought about, the report saying which requests were left.
+func TestProxyJudgesAcpx(t *testing.T) {
+	node := requireAgents(t)
+	acpx := filepath.Join(packagesDir, "node_modules", "acpx", "dist", "cli.js")
+	acpcheckBin := buildAcpcheck(t)
+	agent := buildCommand(t, "github.com/acpkit/acprpc/examples/agent")
+	script, err := exec.LookPath("script")
+	require.NoError(t, err, "the acpx test needs script(1) (Debian's bsdutils) for a pseudo-terminal")
+	for _, c := range []struct {
+		name      string
+		prompt    string
+		tty       bool
+		interrupt string // SIGINT acpx once its output holds this ("" for never)
+		want      map[string]string
+		cancelled bool
+	}{
+		{"turn to its end", "hello", false, "", map[string]string{"cancel-stop-reason": notBrought, "error-message": notBrought,
+			"client-permission-cancelled": notBrought, "client-cancel-answered": notBrought}, false},
+		{"interrupted", "slow", false, "Permission granted", map[string]string{"error-message": notBrought,
+			"client-permission-cancelled": notBrought, "client-cancel-answered": notBrought}, true},
+		{"interrupted at its permission prompt", "slow", true, "[permission] Allow Run", map[string]string{"error-message": notBrought,
+			"client-permission-cancelled": notBrought, "client-cancel-answered": notBrought}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newProxied(t, acpcheckBin, agent)
+			pidFile := filepath.Join(t.TempDir(), "acpx.pid")
+			args := []string{"--format", "json", "--agent", p.script, "exec", c.prompt}
+			if !c.tty {
+				args = append([]string{"--approve-all"}, args...)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), clientBound)
+			defer cancel()
+			var run *exec.Cmd
+			if c.tty {
+				line := fmt.Sprintf("echo $$ > '%s'; exec '%s' '%s' %s", pidFile, node, acpx, strings.Join(quoteAll(args), " "))
+				run = exec.CommandContext(ctx, script, "-qfec", line, "/dev/null")
+			} else {
+				run = exec.CommandContext(ctx, "/bin/sh", "-c", fmt.Sprintf("echo $$ > '%s'; exec \"$@\"", pidFile), "sh", node, acpx)
+				run.Args = append(run.Args, args...)
+			}
+			run.Dir, run.Env = t.TempDir(), append(scratchEnv(t), "SHELL=/bin/sh", "TERM=dumb")
+			stdout, err := run.StdoutPipe()
+			require.NoError(t, err)
+			run.Stderr = run.Stdout
+			require.NoError(t, run.Start())
+			out := watch(stdout)
+			if c.interrupt != "" {
+				out.await(t, c.interrupt)
+				signalPIDFile(t, pidFile, syscall.SIGINT)
+			}
+			<-out.done
+			err = run.Wait()
+			t.Logf("acpx: %v\n%s", err, out.String())
+
+			rep := replayClient(t, acpcheckBin, p.record)
+			expectWatched(t, rep, c.want)
+			last := rep.Wire[len(rep.Wire)-1]
+			if !c.cancelled {
+				assert.Contains(t, last.Raw, `"stopReason":"end_turn"`)
+				return
+			}
+			assert.Contains(t, rep.wireMethods("to_agent"), "session/cancel", "acpx turns SIGINT into session/cancel")
+			assert.Contains(t, last.Raw, `"stopReason":"cancelled"`, "the prompt's answer is the wire's last line")
+			if !c.tty {
+				assert.NotContains(t, rep.wireMethods("from_agent"), "$/cancel_request", "nothing of the agent's was pending at the cancel")
+				return
+			}
+			assert.Equal(t, []string{"session/update", "terminal/create", "session/request_permission", "$/cancel_request", "$/cancel_request", "session/update"},
+				rep.wireMethods("from_agent"), "both requests pending at the cancel, each cancelled by the agent")
+			assert.Zero(t, rep.clientAnswers(), "acpx answered neither the permission request nor terminal/create")
+			assert.Contains(t, rep.why("client-permission-cancelled"), "session/request_permission")
+			assert.Contains(t, rep.why("client-permission-cancelled"), cutShort)
+			assert.Contains(t, rep.why("client-cancel-answered"), cutShort)
+		})
+	}
+}
+
+// quoteAll quotes each argument for sh.
+func quoteAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return out
+}
