@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -196,5 +197,44 @@ func TestUpdatesOfANewSessionBeforeItsAnswerAreNotHeldToTheLimit(t *testing.T) {
 			t.Fatalf("update %d did not come", want)
 		}
 		require.Equal(t, want, m.Params.Update.N, "an update lost or out of order")
+	}
+}
+
+// Stress: a server's WebSocket gathers a turn's frames between Send and
+// Flush while pongs to the client's pings, written by the read loop, and
+// the server's own pings go out between and among them, every few
+// tens of milliseconds (IdleTimeout/4 on each side). Each frame arrives
+// whole and in order: every update of
+// every turn, then its answer, and both sides' silence timers (a pong is a
+// sign of life) keep the connection up throughout.
+func TestStressWebSocketBatchesWithPingsAndPongs(t *testing.T) {
+	const turns, updates = 20, 500
+	prompt := func(ctx context.Context, req *acprpc.Request) (any, error) {
+		conn := acprpc.ConnFromContext(ctx)
+		var u countedUpdate
+		u.SessionID, u.Update.SessionUpdate = req.SessionID, "agent_message_chunk"
+		for n := range updates {
+			u.Update.N = n
+			if err := conn.Notify(ctx, "session/update", u); err != nil {
+				return nil, err
+			}
+		}
+		return map[string]string{"stopReason": "end_turn"}, nil
+	}
+	as := startAgent(t, wiretest.Mux{"initialize": initialized, "session/prompt": prompt}, nil, &Options{IdleTimeout: 200 * time.Millisecond})
+	p := wiretest.PeerOf(t, dial(t, as.url("websocket"), &DialOptions{IdleTimeout: 200 * time.Millisecond}))
+	ctx := wiretest.Context(t)
+	p.Request("0", "initialize", `{"protocolVersion":1}`)
+	as.next(t)
+	p.ExpectResult(ctx, "0", `{"protocolVersion":1}`)
+	for turn := range turns {
+		id := strconv.Itoa(turn + 1)
+		p.Request(id, "session/prompt", `{"sessionId":"s","prompt":[]}`)
+		for want := range updates {
+			var u countedUpdate
+			require.NoError(t, json.Unmarshal(p.ExpectNotification(ctx, "session/update").Params, &u))
+			require.Equal(t, want, u.Update.N, "turn %d: an update lost or out of order", turn)
+		}
+		p.ExpectResult(ctx, id, `{"stopReason":"end_turn"}`)
 	}
 }
