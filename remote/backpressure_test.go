@@ -202,11 +202,10 @@ func TestUpdatesOfANewSessionBeforeItsAnswerAreNotHeldToTheLimit(t *testing.T) {
 
 // Stress: a server's WebSocket gathers a turn's frames between Send and
 // Flush while pongs to the client's pings, written by the read loop, and
-// the server's own pings go out between and among them, every few
-// tens of milliseconds (IdleTimeout/4 on each side). Each frame arrives
-// whole and in order: every update of
-// every turn, then its answer, and both sides' silence timers (a pong is a
-// sign of life) keep the connection up throughout.
+// the server's own pings go out between and among them, every 50 ms
+// (IdleTimeout/4 on each side). Each frame arrives whole and in order:
+// every update of every turn, then its answer, and both sides' silence
+// timers (a pong is a sign of life) keep the connection up throughout.
 func TestStressWebSocketBatchesWithPingsAndPongs(t *testing.T) {
 	const turns, updates = 20, 500
 	prompt := func(ctx context.Context, req *acprpc.Request) (any, error) {
