@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,11 +202,11 @@ func TestUpdatesOfANewSessionBeforeItsAnswerAreNotHeldToTheLimit(t *testing.T) {
 }
 
 // Stress: a server's WebSocket gathers a turn's frames between Send and
-// Flush while pongs to the client's pings, written by the read loop, and
-// the server's own pings go out between and among them, every 50 ms
-// (IdleTimeout/4 on each side). Each frame arrives whole and in order:
-// every update of every turn, then its answer, and both sides' silence
-// timers (a pong is a sign of life) keep the connection up throughout.
+// Flush while control frames go out between and among them: the server's
+// pings, written by a goroutine of their own, and its pongs to the
+// client's pings, written by its read loop, each side pinging back to back
+// all the while. Each frame arrives whole and in order: every update of
+// every turn, then its answer, and every ping is answered.
 func TestStressWebSocketBatchesWithPingsAndPongs(t *testing.T) {
 	const turns, updates = 20, 500
 	prompt := func(ctx context.Context, req *acprpc.Request) (any, error) {
@@ -220,12 +221,26 @@ func TestStressWebSocketBatchesWithPingsAndPongs(t *testing.T) {
 		}
 		return map[string]string{"stopReason": "end_turn"}, nil
 	}
-	as := startAgent(t, wiretest.Mux{"initialize": initialized, "session/prompt": prompt}, nil, &Options{IdleTimeout: 200 * time.Millisecond})
-	p := wiretest.PeerOf(t, dial(t, as.url("websocket"), &DialOptions{IdleTimeout: 200 * time.Millisecond}))
+	as := startAgent(t, wiretest.Mux{"initialize": initialized, "session/prompt": prompt}, nil, nil)
+	client := dial(t, as.url("websocket"), nil)
+	p := wiretest.PeerOf(t, client)
 	ctx := wiretest.Context(t)
 	p.Request("0", "initialize", `{"protocolVersion":1}`)
-	as.next(t)
+	_, server := as.next(t)
 	p.ExpectResult(ctx, "0", `{"protocolVersion":1}`)
+
+	pinging, stop := context.WithCancel(ctx)
+	var pings sync.WaitGroup
+	var answered [2]atomic.Int64
+	for i, side := range []*wsTransport{server.(*wsTransport), client.(*wsTransport)} {
+		pings.Go(func() {
+			for pinging.Err() == nil {
+				if side.ws.Ping(pinging) == nil {
+					answered[i].Add(1)
+				}
+			}
+		})
+	}
 	for turn := range turns {
 		id := strconv.Itoa(turn + 1)
 		p.Request(id, "session/prompt", `{"sessionId":"s","prompt":[]}`)
@@ -236,4 +251,8 @@ func TestStressWebSocketBatchesWithPingsAndPongs(t *testing.T) {
 		}
 		p.ExpectResult(ctx, id, `{"stopReason":"end_turn"}`)
 	}
+	stop()
+	pings.Wait()
+	assert.Positive(t, answered[0].Load(), "the server's pings")
+	assert.Positive(t, answered[1].Load(), "the client's pings")
 }
