@@ -5,10 +5,26 @@ package acprpc
 // validates, answers and routes what it receives, so every transport gets the
 // same bad-input answers, IDs and limits.
 //
-// Two methods are optional. A transport with SetReadLimit(n int) has it
+// Three methods are optional. A transport with SetReadLimit(n int) has it
 // called by NewConn with Options.MaxMessageSize; a transport with
 // Flush() error has it called whenever the Conn's write queue runs dry, so
 // that a burst of Sends can share one write.
+//
+// A transport whose Send queues a message for a writer of its own and
+// returns before the message is on the network (an HTTP server holding it
+// for the client's next read) can have
+// SendNotification(msg []byte, written func(n, size int)) error: the Conn
+// calls it instead of Send for its own notifications (Notify's), which
+// stay counted against Options.MaxUnsentNotifications and
+// MaxUnsentNotificationBytes until the transport calls written with them
+// (n notifications of size bytes in all, each counted once, whenever it
+// has handed them to the network), so that its queue is bounded by the
+// Conn's limit and a client that stops reading holds Notify back. The
+// transport may call written from any goroutine, with its own locks held:
+// the Conn holds none of its own while it calls the transport. After
+// Close, or a failed Send, it need not call it. Without the method, a
+// message counts as written once Send returns, so a Send that queues
+// beyond the network's own buffers escapes the bound.
 //
 // A Conn never overlaps two calls of Recv, nor two calls of Send and Flush,
 // though successive calls may come from different goroutines; it may call
@@ -38,10 +54,14 @@ type Transport interface {
 	Close() error
 }
 
-// readLimiter and flusher are the optional methods of a Transport.
+// readLimiter, flusher and noteQueuer are the optional methods of a
+// Transport.
 type (
 	readLimiter interface{ SetReadLimit(n int) }
 	flusher     interface{ Flush() error }
+	noteQueuer  interface {
+		SendNotification(msg []byte, written func(n, size int)) error
+	}
 )
 
 // trySender is a transport that can send without waiting for the peer.

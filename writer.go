@@ -22,6 +22,8 @@ import (
 type writer struct {
 	transport Transport
 	flush     func() error                             // the transport's Flush, or nil
+	sendNote  func([]byte, func(n, size int)) error    // the transport's SendNotification, or nil
+	noteGone  func(n, size int)                        // w.notesWritten, made once: what sendNote is given
 	try       func([]byte) (unflushed bool, err error) // the transport's trySend, or nil
 	limit     int                                      // queued answer bytes above which the reader waits
 	noteLimit int                                      // this side's notifications queued before Notify waits
@@ -63,6 +65,9 @@ func newWriter(t Transport, o *Options, failed func(error)) *writer {
 	w.runQueue = w.run
 	if f, ok := t.(flusher); ok {
 		w.flush = f.Flush
+	}
+	if q, ok := t.(noteQueuer); ok {
+		w.sendNote, w.noteGone = q.SendNotification, w.notesWritten
 	}
 	if ts, ok := t.(trySender); ok && ts.canTrySend() {
 		w.try = ts.trySend
@@ -177,22 +182,29 @@ func (w *writer) run() {
 }
 
 // write hands a batch to the transport and flushes it. After a failure the
-// rest of the batch is dropped.
+// rest of the batch is dropped. A notification handed to a transport that
+// queues it (sendNote) stays counted until the transport says it is
+// written (notesWritten).
 func (w *writer) write(batch []*frame) error {
 	var err error
 	written, notes, notesSize := 0, 0, 0
 	for i, f := range batch {
+		queuedOn := f.note && w.sendNote != nil
 		if err == nil {
 			if w.sent != nil {
 				w.sent(f.info.ctx, f.message())
 			}
 			w.notified.wrote(f)
-			err = w.transport.Send(f.Buf.Bytes())
+			if queuedOn {
+				err = w.sendNote(f.Buf.Bytes(), w.noteGone)
+			} else {
+				err = w.transport.Send(f.Buf.Bytes())
+			}
 		}
 		switch {
 		case f.answer:
 			written += f.Buf.Len()
-		case f.note:
+		case f.note && (!queuedOn || err != nil):
 			notes++
 			notesSize += f.Buf.Len()
 		}
@@ -210,6 +222,20 @@ func (w *writer) write(batch []*frame) error {
 	w.room.fire()
 	w.mu.Unlock()
 	return err
+}
+
+// notesWritten is told by a transport that queues this side's
+// notifications (SendNotification) that n of them, of size bytes in all,
+// have left its queue for the network: room for as many. Once the writer
+// has stopped, the counts were dropped with the queue.
+func (w *writer) notesWritten(n, size int) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.notes -= n
+		w.notesSize -= size
+		w.room.fire()
+	}
+	w.mu.Unlock()
 }
 
 // waitRoom holds the reader while more than the limit of answers waits to

@@ -58,3 +58,58 @@ func TestWriterAnswersDoNotWaitForNotificationRoom(t *testing.T) {
 	close(peer.release)
 	w.drain(context.Background())
 }
+
+// queueingTransport takes every message at once, as an HTTP server's queue
+// does, and keeps the notifications handed to SendNotification until the
+// test lets them go.
+type queueingTransport struct {
+	sent    chan []byte
+	written func(n, size int)
+}
+
+func (q *queueingTransport) Recv() ([]byte, error) { select {} }
+func (q *queueingTransport) Send(msg []byte) error {
+	q.sent <- append([]byte(nil), msg...)
+	return nil
+}
+func (q *queueingTransport) SendNotification(msg []byte, written func(n, size int)) error {
+	q.written = written // the same every time; read by the test after the sends it waited for
+	return q.Send(msg)
+}
+func (q *queueingTransport) Close() error { return nil }
+
+// A transport that queues the Conn's notifications (SendNotification) has
+// them counted as unsent until it says they were written: Notify waits at
+// the limit though the transport took every one, room comes only with
+// written, and answers go through Send, never held.
+func TestWriterCountsNotificationsTheTransportQueuesUntilWritten(t *testing.T) {
+	q := &queueingTransport{sent: make(chan []byte, 10)}
+	opts := (&Options{MaxUnsentNotifications: 2}).settled()
+	w := newWriter(q, &opts, func(error) {})
+	gone, stop := context.WithCancel(context.Background())
+	stop()
+	for range 2 {
+		require.NoError(t, w.awaitNoteRoom(gone, 10))
+		f, err := requestFrame(nil, "x/note", nil)
+		require.NoError(t, err)
+		f.note = true
+		require.NoError(t, w.send(f))
+		<-q.sent
+	}
+	require.ErrorIs(t, w.awaitNoteRoom(gone, 10), errNoRoom, "the transport's queue did not count")
+	notes, size := w.unsent()
+	assert.Equal(t, 2, notes)
+
+	answer, err := resultFrame([]byte("1"), nil)
+	require.NoError(t, err)
+	require.NoError(t, w.sendNow(answer))
+	assert.Contains(t, string(<-q.sent), `"id":1`, "the answer went through Send at once")
+
+	q.written(1, size/2)
+	require.NoError(t, w.awaitNoteRoom(gone, 10), "room once the transport wrote one")
+	q.written(1, size-size/2)
+	notes, size = w.unsent()
+	assert.Zero(t, notes)
+	assert.Zero(t, size)
+	w.drain(context.Background())
+}

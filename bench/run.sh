@@ -89,6 +89,9 @@ RUNS=$RUNS CANCELS=$STREAM_CANCELS ./stream.sh
 step "stream over the remote transports: the same over WebSocket and Streamable HTTP; $RUNS runs per peer"
 RUNS=$RUNS CANCELS=$STREAM_CANCELS PEERS=acprpc-ws,ts-ws,acprpc-http,ts-http NAME=stream-remote ./stream.sh
 
+step "the slow reader over the remote transports, the client's receive buffer fixed at a pipe's 64 KiB; $RUNS runs per peer"
+RUNS=$RUNS CANCELS=0 TURNS=0 RCVBUF=65536 PEERS=acprpc-ws,ts-ws,acprpc-http,ts-http NAME=stream-remote-rcvbuf ./stream.sh
+
 step "remote: acprpc's and the TypeScript SDK's servers over WebSocket and Streamable HTTP"
 RUNS=$RUNS QUICK=${QUICK:-} ./remote.sh
 

@@ -19,6 +19,9 @@
 #   SLOW=0 MANY=0 NAME=stream-peers ./stream.sh
 #                              rows 1 and 2 alone (the stream, the stop)
 #   TURNS=0 CANCELS=0 ./stream.sh   the slow reader alone
+#   RCVBUF=65536 ./stream.sh   the remote client's socket receive buffer fixed
+#                              at 64 KiB, a pipe's (default: the kernel's,
+#                              which grows to megabytes during the fast rows)
 #   QUIET=1.5 ./stream.sh      first wait (polling every 30 s, at most
 #                              15 minutes) for a 1-minute load average below 1.5
 set -euo pipefail
@@ -30,6 +33,7 @@ NAME=${NAME:-stream}
 SLOW=${SLOW:-3s}
 TURNS=${TURNS:-3}
 MANY=${MANY:-100}
+RCVBUF=${RCVBUF:-0}
 out=results
 mkdir -p "$out"
 tmp=$(mktemp -d)
@@ -41,10 +45,10 @@ go build -o "$tmp/remoteserver" ./cmd/remoteserver
 
 source ./quiet.sh
 
-cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -many "$MANY" -slow "$SLOW" -peers "$PEERS" -name "$NAME")
+cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -many "$MANY" -slow "$SLOW" -peers "$PEERS" -rcvbuf "$RCVBUF" -name "$NAME")
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "command: (cd bench && ${QUIET:+QUIET=$QUIET }RUNS=$RUNS CANCELS=$CANCELS PEERS=$PEERS NAME=$NAME SLOW=$SLOW TURNS=$TURNS MANY=$MANY ./stream.sh), which runs: ${cmd[*]}"
+  echo "command: (cd bench && ${QUIET:+QUIET=$QUIET }RUNS=$RUNS CANCELS=$CANCELS PEERS=$PEERS NAME=$NAME SLOW=$SLOW TURNS=$TURNS MANY=$MANY RCVBUF=$RCVBUF ./stream.sh), which runs: ${cmd[*]}"
   echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc)"
   echo "go: $(go version)"
   echo "node: $(node --version)"
@@ -52,6 +56,6 @@ cmd=(acpbench stream -server cmd/server -remoteserver cmd/remoteserver -ts ts -r
   echo "ts: @agentclientprotocol/sdk $(node -p 'require("./ts/node_modules/@agentclientprotocol/sdk/package.json").version'), ws $(node -p 'require("./ts/node_modules/ws/package.json").version')"
   echo "uptime at start: $(uptime)"
 } >"$out/$NAME-env.txt"
-"$tmp/acpbench" stream -server "$tmp/server" -remoteserver "$tmp/remoteserver" -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -many "$MANY" -slow "$SLOW" -peers "$PEERS" -name "$NAME" -out "$out"
+"$tmp/acpbench" stream -server "$tmp/server" -remoteserver "$tmp/remoteserver" -ts ts -runs "$RUNS" -cancels "$CANCELS" -turns "$TURNS" -many "$MANY" -slow "$SLOW" -peers "$PEERS" -rcvbuf "$RCVBUF" -name "$NAME" -out "$out"
 echo "uptime at end: $(uptime)" >>"$out/$NAME-env.txt"
 cat "$out/$NAME-env.txt"

@@ -88,6 +88,36 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 }
 
+// BenchmarkStream is a turn that streams 1,000 session/update chunks of 32
+// bytes to the client, then answers: the agent's writes back to back, the
+// cost per update (b.N counts updates).
+func BenchmarkStream(b *testing.B) {
+	const perTurn = 1000
+	chunk := map[string]any{"sessionId": "s1", "update": map[string]any{
+		"sessionUpdate": "agent_message_chunk", "content": map[string]string{"type": "text", "text": strings.Repeat("x", 32)}}}
+	for _, kind := range benchKinds {
+		b.Run("transport="+kind, func(b *testing.B) {
+			client := benchPair(b, kind, func(ctx context.Context, req *acprpc.Request) (any, error) {
+				conn := acprpc.ConnFromContext(ctx)
+				for range perTurn {
+					if err := conn.Notify(ctx, "session/update", chunk); err != nil {
+						return nil, err
+					}
+				}
+				return benchPromptResult{StopReason: "end_turn"}, nil
+			})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += perTurn {
+				var res benchPromptResult
+				if err := client.Call(context.Background(), "session/prompt", benchPrompt, &res); err != nil || res.StopReason != "end_turn" {
+					b.Fatalf("got %+v, %v", res, err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkWebSocketSizes is BenchmarkRoundTrip over WebSocket with a
 // message of each size both ways: a prompt whose text has that many bytes,
 // answered with as many. It is the throughput behind the server's reads

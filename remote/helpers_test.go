@@ -129,9 +129,22 @@ func recvMsg(t testing.TB, tr acprpc.Transport) string {
 	return string(m)
 }
 
+// send sends msg and flushes it, as a Conn does once its queue runs dry:
+// a server's WebSocket gathers what is sent until then.
 func send(t testing.TB, tr acprpc.Transport, msg string) {
 	t.Helper()
-	require.NoError(t, tr.Send([]byte(msg)))
+	require.NoError(t, sendFlushed(tr, []byte(msg)))
+}
+
+// sendFlushed is Send followed by the transport's Flush, if it has one.
+func sendFlushed(tr acprpc.Transport, msg []byte) error {
+	if err := tr.Send(msg); err != nil {
+		return err
+	}
+	if f, ok := tr.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
 }
 
 // initRequest is the first message of every connection.
@@ -259,7 +272,7 @@ const initAnswer = `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}`
 func deliver(t testing.TB, from, to acprpc.Transport, msg string) {
 	t.Helper()
 	sent := make(chan error, 1)
-	go func() { sent <- from.Send([]byte(msg)) }()
+	go func() { sent <- sendFlushed(from, []byte(msg)) }()
 	got, err := recv(t, to)
 	require.NoError(t, err)
 	require.Equal(t, msg, string(got))

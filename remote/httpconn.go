@@ -29,7 +29,11 @@ import (
 //
 // A stream buffers its messages until a GET takes them, and keeps what a
 // broken GET did not write for the next one. All streams together hold at
-// most MaxQueuedBytes; Send waits for room beyond that.
+// most MaxQueuedBytes; Send waits for room beyond that. The Conn's own
+// notifications come through SendNotification and count against its limit
+// of unsent notifications until a GET has written them, so a client that
+// stops reading holds Notify back at that limit, far below MaxQueuedBytes,
+// and an answer or a cancel is queued behind no more than it.
 type httpConn struct {
 	graceful // how Server.Shutdown ends it
 
@@ -49,11 +53,12 @@ type httpConn struct {
 	initID       acprpc.IDKey            // the key of initialize's ID while its answer is awaited, else zero
 	initAnswer   chan []byte             // gets that answer, for the POST of initialize
 	closed       chan struct{}
-	drainBy      time.Time // once closed: when its SSE streams must have written what is left
-	readers      int       // GETs holding a stream
-	lingers      bool      // closed with GETs still writing, or awaited, which count against MaxConnections
-	awaitsGets   bool      // closed with messages no GET took: a GET may still take them until drainBy
-	reason       error     // why Recv and Send fail, once closed
+	drainBy      time.Time         // once closed: when its SSE streams must have written what is left
+	readers      int               // GETs holding a stream
+	lingers      bool              // closed with GETs still writing, or awaited, which count against MaxConnections
+	awaitsGets   bool              // closed with messages no GET took: a GET may still take them until drainBy
+	reason       error             // why Recv and Send fail, once closed
+	notesWritten func(n, size int) // the Conn's, from SendNotification: told when its notifications leave the queues
 	closeOnce    sync.Once
 	idle         *timing // runs while no GET holds the connection's stream
 	writeTimeout time.Duration
@@ -61,7 +66,7 @@ type httpConn struct {
 
 // outStream is one SSE stream's queue.
 type outStream struct {
-	queue    [][]byte
+	queue    []pending
 	receiver bool              // a GET holds the stream
 	deadline func(t time.Time) // sets the receiving GET's write deadline: drainBy once closed, the past once ousted
 	poke     func()            // wakes a receiving GET that waits on its connection (connSink), after wake or the close
@@ -69,6 +74,12 @@ type outStream struct {
 	released chan struct{}     // closed when the receiving GET lets go
 	ousted   bool              // a GET resuming the stream takes it over: the receiving one stops
 	resume   resumption        // the connection's stream only: what a GET that resumes it needs
+}
+
+// pending is a message waiting on a stream.
+type pending struct {
+	msg  []byte
+	note bool // one of the Conn's notifications, counted against its limit until written
 }
 
 // errStreamBusy is a GET for a stream that another GET holds.
@@ -135,7 +146,19 @@ var errDeleted = fmt.Errorf("remote: the client ended the connection with DELETE
 
 // Send queues msg on the stream it belongs to, waiting for room when the
 // client is behind, for at most WriteTimeout.
-func (h *httpConn) Send(msg []byte) error {
+func (h *httpConn) Send(msg []byte) error { return h.send(msg, false) }
+
+// SendNotification is Send for one of the Conn's notifications, which
+// stays counted against the Conn's limit of unsent notifications until a
+// GET has written it: written is told then (acprpc.Transport).
+func (h *httpConn) SendNotification(msg []byte, written func(n, size int)) error {
+	h.mu.Lock()
+	h.notesWritten = written // the same every time
+	h.mu.Unlock()
+	return h.send(msg, true)
+}
+
+func (h *httpConn) send(msg []byte, note bool) error {
 	env := peek(msg)
 	msg = append([]byte(nil), msg...) // Send's argument is only lent
 	var stall <-chan time.Time
@@ -150,7 +173,7 @@ func (h *httpConn) Send(msg []byte) error {
 			return nil
 		}
 		if h.queued < h.srv.opts.MaxQueuedBytes {
-			err := h.push(h.routeOf(env), msg)
+			err := h.push(h.routeOf(env), pending{msg, note})
 			h.mu.Unlock()
 			if err != nil {
 				h.closeWith(err)
@@ -232,14 +255,27 @@ func (h *httpConn) forgetAnswer(env envelope) {
 	h.mu.Unlock()
 }
 
-// push queues msg on the stream of session. Called with h.mu held.
-func (h *httpConn) push(session string, msg []byte) error {
+// push queues m on the stream of session. Called with h.mu held.
+//
+// A notification for a session whose stream no GET has opened yet does
+// not count against the Conn's limit: its client has not yet learned of
+// the session (session/new's answer names it), and is not slow but still
+// to come. Held to the limit, a handler that sent more updates of a new
+// session than the limit before answering session/new would wait for a
+// GET that only its answer brings. What waits there is bounded by
+// MaxQueuedBytes alone. The connection's stream, which the client opens
+// right after initialize, always counts.
+func (h *httpConn) push(session string, m pending) error {
 	st, err := h.stream(session)
 	if err != nil {
 		return err
 	}
-	st.queue = append(st.queue, msg)
-	h.queued += len(msg)
+	if m.note && session != "" && !st.receiver {
+		m.note = false
+		h.notesWritten(1, len(m.msg))
+	}
+	st.queue = append(st.queue, m)
+	h.queued += len(m.msg)
 	select {
 	case st.wake <- struct{}{}:
 	default:
@@ -372,14 +408,18 @@ func (h *httpConn) head(st *outStream) (msgs [][]byte, first uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n, size := 0, 0
-	for n < len(st.queue) && n < batchMessages && (n == 0 || size+len(st.queue[n]) <= batchBytes) {
-		size += len(st.queue[n])
+	for n < len(st.queue) && n < batchMessages && (n == 0 || size+len(st.queue[n].msg) <= batchBytes) {
+		size += len(st.queue[n].msg)
 		n++
 	}
 	if n == 0 {
 		return nil, 0
 	}
-	return append([][]byte(nil), st.queue[:n]...), st.resume.nextID()
+	msgs = make([][]byte, n)
+	for i, m := range st.queue[:n] {
+		msgs[i] = m.msg
+	}
+	return msgs, st.resume.nextID()
 }
 
 // taken removes st's n oldest messages, written by its GET, and makes
@@ -387,17 +427,33 @@ func (h *httpConn) head(st *outStream) (msgs [][]byte, first uint64) {
 func (h *httpConn) taken(st *outStream, n int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i := range n {
-		h.queued -= len(st.queue[i])
-		st.resume.written(st.queue[i], h.keepBytes())
-		st.queue[i] = nil
-	}
-	st.queue = st.queue[n:]
+	h.written(st, n)
 	if len(st.queue) == 0 {
 		st.queue = nil // let the array go
 	}
+}
+
+// written removes st's n oldest messages, which have been written, keeping
+// them for a GET that resumes st, and makes room, in the queues and, for
+// the Conn's notifications among them, in the Conn's own limit. Called
+// with h.mu held.
+func (h *httpConn) written(st *outStream, n int) {
+	notes, notesSize := 0, 0
+	for i, m := range st.queue[:n] {
+		h.queued -= len(m.msg)
+		st.resume.written(m.msg, h.keepBytes())
+		if m.note {
+			notes++
+			notesSize += len(m.msg)
+		}
+		st.queue[i] = pending{}
+	}
+	st.queue = st.queue[n:]
 	close(h.room)
 	h.room = make(chan struct{})
+	if notes > 0 {
+		h.notesWritten(notes, notesSize)
+	}
 }
 
 // isClosed is called with h.mu held or not: closed is only ever closed.

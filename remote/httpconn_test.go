@@ -118,9 +118,9 @@ func TestHTTPStreamWritesWhatIsQueuedTogether(t *testing.T) {
 	small := []byte(`{"n":1}`)
 	large := make([]byte, batchBytes+1)
 	h.mu.Lock()
-	st.queue = [][]byte{large, small, small}
+	st.queue = []pending{{msg: large}, {msg: small}, {msg: small}}
 	for range batchMessages + 1 {
-		st.queue = append(st.queue, small)
+		st.queue = append(st.queue, pending{msg: small})
 	}
 	h.queued = len(large) + (batchMessages+3)*len(small)
 	h.mu.Unlock()

@@ -24,6 +24,7 @@ const (
 	DefaultBodyTimeout       = 30 * time.Second
 	DefaultMaxPendingPosts   = 16
 	DefaultMaxPendingBytes   = 32 << 20
+	DefaultSendBuffer        = 64 << 10
 )
 
 // Options configure a Server. The zero value (or a nil *Options) is the safe
@@ -135,6 +136,24 @@ type Options struct {
 	// DefaultMaxQueuedBytes.
 	MaxQueuedBytes int
 
+	// SendBuffer is the kernel's send buffer (SO_SNDBUF) of the server's
+	// side of each WebSocket connection and each SSE stream, in bytes:
+	// what the network may hold of the server's messages beyond the
+	// Conn's own bound on its unsent notifications
+	// (acprpc.Options.MaxUnsentNotifications and
+	// MaxUnsentNotificationBytes), so how far a turn may run ahead of a
+	// client that reads slowly, and how long the answer to a cancel waits
+	// behind the updates already on their way. The system's own buffer
+	// grows with a connection's pace, to megabytes (4 MiB on Linux, which
+	// also doubles the size set here for its bookkeeping). A connection
+	// carries at most about SendBuffer per round trip: raise it for a
+	// fast link with a long round trip. Zero means DefaultSendBuffer
+	// (64 KiB, a pipe's buffer); negative leaves the system's own. It
+	// applies to the connections the Server can reach under net/http (a
+	// TCP or Unix socket, with TLS or without); an SSE stream served over
+	// HTTP/2 is bounded by HTTP/2's flow control instead.
+	SendBuffer int
+
 	// MaxSessions bounds the session streams of one Streamable HTTP
 	// connection. A GET for one more is refused with 409; a server message
 	// for one more closes the connection. Zero means DefaultMaxSessions.
@@ -176,6 +195,7 @@ func (o *Options) settled() Options {
 	s.MaxMessageSize = cmp.Or(max(s.MaxMessageSize, 0), acprpc.DefaultMaxMessageSize)
 	s.MaxQueuedBytes = cmp.Or(max(s.MaxQueuedBytes, 0), DefaultMaxQueuedBytes)
 	s.MaxSessions = cmp.Or(max(s.MaxSessions, 0), DefaultMaxSessions)
+	s.SendBuffer = cmp.Or(s.SendBuffer, DefaultSendBuffer)
 	s.MaxPendingPosts = cmp.Or(max(s.MaxPendingPosts, 0), DefaultMaxPendingPosts)
 	s.MaxPendingBytes = max(cmp.Or(max(s.MaxPendingBytes, 0), DefaultMaxPendingBytes), s.MaxMessageSize)
 	s.BodyTimeout = durationOrDefault(s.BodyTimeout, DefaultBodyTimeout)

@@ -90,23 +90,17 @@ func (h *httpConn) resumeAfter(st *outStream, lastEventID string) error {
 		return errResumeLost
 	}
 	if r.sentID < last {
-		n := int(last - r.sentID)
-		for _, m := range st.queue[:n] {
-			h.queued -= len(m)
-			r.written(m, h.keepBytes())
-		}
-		clear(st.queue[:n])
-		st.queue = st.queue[n:]
-		close(h.room)
-		h.room = make(chan struct{})
+		h.written(st, int(last-r.sentID))
 	}
 	if n := int(r.sentID - last); n > 0 {
 		back := r.kept[len(r.kept)-n:]
+		again := make([]pending, 0, n+len(st.queue))
 		for _, m := range back {
 			h.queued += len(m)
 			r.bytes -= len(m)
+			again = append(again, pending{msg: m}) // history: the Conn counted it once already
 		}
-		st.queue = append(append([][]byte(nil), back...), st.queue...)
+		st.queue = append(again, st.queue...)
 		r.kept = r.kept[:len(r.kept)-n]
 		r.sentID = last
 	}

@@ -179,7 +179,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(HeaderConnectionID, newConnectionID())
-	hw := &hijackWatch{ResponseWriter: w}
+	hw := &hijackWatch{ResponseWriter: w, sendBuffer: s.opts.SendBuffer}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
 		InsecureSkipVerify: true,
 		OnPongReceived:     t.pong,
@@ -189,6 +189,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	testHookUpgrade(upgradeAccepted, t)
+	t.batch, _ = hw.shaped.(batcher)
 	if !t.attach(ws, hw.conn) {
 		return // closed during the upgrade, and now its socket too
 	}
@@ -211,10 +212,13 @@ var testHookUpgrade = func(upgradeStage, *wsTransport) {}
 
 // hijackWatch is a ResponseWriter that keeps the connection it hands over
 // when the WebSocket library hijacks it, so the transport can close it, and
-// hands it over shaped to hold no buffer while it waits (shapeHijacked).
+// hands it over shaped to hold no buffer while it waits (shapeHijacked),
+// its send buffer bounded (boundSendBuffer).
 type hijackWatch struct {
 	http.ResponseWriter
-	conn net.Conn
+	conn       net.Conn
+	shaped     net.Conn // conn as handed over
+	sendBuffer int      // Options.SendBuffer, for the socket
 }
 
 // Hijack hijacks the underlying ResponseWriter's connection and keeps it.
@@ -224,7 +228,9 @@ func (h *hijackWatch) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return c, brw, err
 	}
 	h.conn = c
-	return shapeHijacked(c, brw)
+	boundSendBuffer(c, h.sendBuffer)
+	h.shaped, brw, err = shapeHijacked(c, brw)
+	return h.shaped, brw, err
 }
 
 // Unwrap gives http.ResponseController the ResponseWriter underneath.

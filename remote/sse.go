@@ -156,6 +156,7 @@ func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, h *httpCon
 		s.rawStreams.Done()
 		return nil
 	}
+	boundSendBuffer(c, s.opts.SendBuffer)
 	k := &connSink{c: c, header: head.Bytes(), wake: st.wake, closed: h.closed, every: s.opts.KeepAlive}
 	if k.every > 0 {
 		k.due = time.Now().Add(k.every)

@@ -33,6 +33,7 @@ type wsTransport struct {
 
 	ws     *websocket.Conn
 	raw    atomic.Pointer[net.Conn] // the socket under ws, when known: closing it unblocks everything
+	batch  batcher                  // the connection under ws, when it can gather frames (a server's wsConn), else nil
 	ctx    context.Context
 	cancel context.CancelFunc
 	limit  atomic.Int64 // the longest message kept, in bytes
@@ -225,11 +226,38 @@ func (t *wsTransport) checkFirst(msg []byte) (skip bool, err error) {
 	return false, peerGone{errors.New("remote: the first message was not initialize")}
 }
 
-// Send writes msg as one text message.
+// batcher is a connection that gathers what is written between hold and
+// release, and writes it out together (wsConn).
+type batcher interface {
+	hold()
+	release() error
+}
+
+// Send writes msg as one text message. On a connection that gathers
+// frames, the message leaves with the next Flush (the Conn's, once its
+// write queue runs dry) or once a batch's worth is gathered: messages
+// written back to back share a system call.
 func (t *wsTransport) Send(msg []byte) error {
+	if t.batch != nil {
+		t.batch.hold()
+	}
+	return t.writing(func() error { return t.ws.Write(t.opContext(), websocket.MessageText, msg) })
+}
+
+// Flush writes out what Send gathered.
+func (t *wsTransport) Flush() error {
+	if t.batch == nil {
+		return nil
+	}
+	return t.writing(t.batch.release)
+}
+
+// writing runs write, a write that may wait for the peer to read, under
+// WriteTimeout, and says why it failed.
+func (t *wsTransport) writing(write func() error) error {
 	t.sending.Store(true)
 	t.stall.arm()
-	err := t.ws.Write(t.opContext(), websocket.MessageText, msg)
+	err := write()
 	t.stall.disarm()
 	t.sending.Store(false)
 	if err != nil {

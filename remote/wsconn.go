@@ -25,7 +25,13 @@ import (
 //     (its header first, then its payload) are held, at most heldMax
 //     bytes, until the frame is complete or a piece is large, then written
 //     together, with writev, so that a frame still leaves in one system
-//     call. A frame tracker tells where each frame ends.
+//     call. A frame tracker tells where each frame ends;
+//   - batches: between hold and release (the transport's Send and Flush,
+//     which its Conn calls once its write queue runs dry), the frames
+//     written are gathered, up to batchMax bytes, in a pooled buffer and
+//     leave together, so that messages queued back to back share a system
+//     call instead of taking one each. A control frame (a pong, a close)
+//     is not held back: it leaves with what was gathered before it.
 //
 // Only a connection that offers its file descriptor (syscall.Conn: TCP or
 // a Unix socket, not TLS) is shaped; the others keep net/http's buffers.
@@ -41,10 +47,14 @@ type wsConn struct {
 	readN   int                   // what tryRead's last attempt read
 	readErr error
 
-	// The write side, used by the one writer coder/websocket allows.
+	// The write side, used by the one writer coder/websocket allows, and by
+	// release between its frames: mu orders the two.
+	mu     sync.Mutex
+	held   bool    // hold was called, release not yet
+	batch  *[]byte // what was written while held, in a pooled buffer; nil when none
 	frames frameTracker
-	held   [heldMax]byte
-	nheld  int
+	piece  [heldMax]byte // a frame's small pieces, held until it is complete
+	npiece int
 	vec    [2][]byte   // bufs' backing
 	bufs   net.Buffers // kept here to spare an allocation per frame
 }
@@ -53,9 +63,13 @@ const (
 	minBufio  = 16 // the smallest bufio.Reader; it holds any frame header but a masked one with a 64-bit length
 	readChunk = 4 << 10
 	heldMax   = 32 // more than a header and the bufio.Writer's first flush
+	batchMax  = 64 << 10
 )
 
-var readChunks = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+var (
+	readChunks   = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+	writeBatches = sync.Pool{New: func() any { b := make([]byte, 0, batchMax); return &b }}
+)
 
 // shapeHijacked returns what a hijack hands coder/websocket: c and brw as
 // net/http made them, or c shaped as a wsConn with small buffers when c
@@ -147,26 +161,98 @@ func (c *wsConn) readAttempt(fd uintptr) bool {
 }
 
 // Write passes p on, holding a frame's small pieces until it is complete
-// (see wsConn). A failed write fails the connection, so what was held is
-// not kept for another try.
+// (see wsConn), or gathering it into the batch while held. A failed write
+// fails the connection, so what was held is not kept for another try.
 func (c *wsConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	atEnd := c.frames.advance(p)
-	if !atEnd && c.nheld+len(p) <= len(c.held) {
-		c.nheld += copy(c.held[c.nheld:], p)
+	if c.held {
+		return c.gather(p, atEnd && c.frames.control())
+	}
+	if !atEnd && c.npiece+len(p) <= len(c.piece) {
+		c.npiece += copy(c.piece[c.npiece:], p)
 		return len(p), nil
 	}
-	if c.nheld == 0 {
+	if c.npiece == 0 {
 		return c.Conn.Write(p)
 	}
-	c.vec[0], c.vec[1] = c.held[:c.nheld], p
-	c.bufs = c.vec[:]
-	_, err := c.bufs.WriteTo(c.Conn)
-	c.vec[1] = nil // p is only lent
-	c.nheld = 0
+	err := c.writeTwo(c.piece[:c.npiece], p)
+	c.npiece = 0
 	if err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// gather adds p to the batch, and writes the batch out when p would take
+// it over batchMax (with p, in one system call) or out is set. c.mu is
+// held.
+func (c *wsConn) gather(p []byte, out bool) (int, error) {
+	if c.batch == nil {
+		c.batch = writeBatches.Get().(*[]byte)
+	}
+	b := *c.batch
+	if len(b)+len(p) > batchMax {
+		err := c.writeTwo(b, p)
+		c.dropBatch()
+		if err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	*c.batch = append(b, p...)
+	if out {
+		if err := c.writeBatch(); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+// hold starts a batch: what is written until release leaves together.
+func (c *wsConn) hold() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = true
+	if c.npiece > 0 { // a frame begun before: its pieces go first
+		c.batch = writeBatches.Get().(*[]byte)
+		*c.batch = append((*c.batch)[:0], c.piece[:c.npiece]...)
+		c.npiece = 0
+	}
+}
+
+// release ends a batch and writes it out.
+func (c *wsConn) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = false
+	return c.writeBatch()
+}
+
+// writeBatch writes the batch out and gives its buffer back; c.mu is held.
+func (c *wsConn) writeBatch() error {
+	if c.batch == nil {
+		return nil
+	}
+	_, err := c.Conn.Write(*c.batch)
+	c.dropBatch()
+	return err
+}
+
+func (c *wsConn) dropBatch() {
+	*c.batch = (*c.batch)[:0]
+	writeBatches.Put(c.batch)
+	c.batch = nil
+}
+
+// writeTwo writes a and b in one system call (writev); c.mu is held.
+func (c *wsConn) writeTwo(a, b []byte) error {
+	c.vec[0], c.vec[1] = a, b
+	c.bufs = c.vec[:]
+	_, err := c.bufs.WriteTo(c.Conn)
+	c.vec[0], c.vec[1] = nil, nil // only lent
+	return err
 }
 
 // frameTracker follows a stream of WebSocket frames as it is written, to
@@ -216,6 +302,10 @@ func (f *frameTracker) advance(p []byte) bool {
 	}
 	return f.nheader == 0
 }
+
+// control reports whether the last frame begun is a control frame (a
+// ping, a pong, a close: opcodes 8 and above).
+func (f *frameTracker) control() bool { return f.header[0]&0x08 != 0 }
 
 // extLen is how many extended length bytes are still to come.
 func (f *frameTracker) extLen() int {

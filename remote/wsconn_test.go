@@ -73,11 +73,11 @@ func writeInPieces(t *testing.T, w *wsConn, frames [][]byte, pieces []int) {
 			t.Fatalf("Write of %d bytes: %d, %v", n, k, err)
 		}
 		off += n
-		if ends[off] && w.nheld != 0 {
+		if ends[off] && w.npiece != 0 {
 			t.Fatalf("a complete frame is held back at offset %d", off)
 		}
-		if w.nheld > heldMax {
-			t.Fatalf("%d bytes held", w.nheld)
+		if w.npiece > heldMax {
+			t.Fatalf("%d bytes held", w.npiece)
 		}
 	}
 }
@@ -178,4 +178,55 @@ func TestWebSocketFrameBehindTheUpgradeIsRead(t *testing.T) {
 	assert.Equal(t, second, recvMsg(t, server))
 	require.NoError(t, conn.Close()) // no close handshake to wait for
 	require.NoError(t, server.Close())
+}
+
+// Frames written between hold and release leave together, in one write,
+// in the order written, header pieces and all; a control frame (a pong)
+// takes what was gathered before it out with it at once, so it is never
+// held back; a batch that would pass batchMax goes out with the frame
+// that fills it; and outside hold and release, each frame leaves on its
+// own.
+func TestWebSocketFramesWrittenBackToBackLeaveTogether(t *testing.T) {
+	rec := &recordingConn{}
+	w := &wsConn{Conn: rec}
+	var all [][]byte
+	write := func(f []byte, pieces ...int) {
+		all = append(all, f)
+		for _, n := range pieces {
+			_, err := w.Write(f[:n])
+			require.NoError(t, err)
+			f = f[n:]
+		}
+		_, err := w.Write(f)
+		require.NoError(t, err)
+	}
+
+	w.hold()
+	for i := range 10 {
+		write(frame(100+i, false), 2)
+	}
+	assert.Zero(t, rec.writes, "nothing leaves while held")
+	require.NoError(t, w.release())
+	assert.Equal(t, 1, rec.writes, "ten frames, one write")
+
+	w.hold()
+	write(frame(50, false), 1)
+	pong := frame(4, false)
+	pong[0] = 0x8a // FIN, pong
+	write(pong)
+	assert.Equal(t, 2, rec.writes, "a pong takes the batch out at once")
+	require.NoError(t, w.release())
+	assert.Equal(t, 2, rec.writes, "nothing was left")
+
+	w.hold()
+	write(frame(batchMax/2, false))
+	write(frame(batchMax/2, false)) // over batchMax with the first: both leave
+	assert.Greater(t, rec.writes, 2)
+	before := rec.writes
+	require.NoError(t, w.release())
+	assert.Equal(t, before, rec.writes, "nothing was left")
+
+	write(frame(10, false))
+	assert.Equal(t, before+1, rec.writes, "not held: a frame leaves at once")
+	assert.Equal(t, bytes.Join(all, nil), rec.out.Bytes(), "every byte, in order")
 }

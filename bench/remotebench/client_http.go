@@ -21,11 +21,31 @@ import (
 // a POST).
 func NewHTTPClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{
+		DialContext:         dialTCP,
 		MaxIdleConns:        0,
 		MaxIdleConnsPerHost: 1 << 14,
 		IdleConnTimeout:     4 * time.Second,
 		DisableCompression:  true,
 	}}
+}
+
+// ReceiveBuffer, when above zero, is the receive buffer (SO_RCVBUF) of the
+// client's sockets, fixed as a pipe's is. Otherwise the kernel's grows
+// while the client reads fast, to megabytes on loopback, and then holds
+// that much of the agent's stream ahead of a slow reader's cancel: the
+// client's own memory, which no agent can bound.
+var ReceiveBuffer int
+
+// dialTCP dials a socket of the client, with ReceiveBuffer.
+func dialTCP(ctx context.Context, network, addr string) (net.Conn, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err == nil && ReceiveBuffer > 0 {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(ReceiveBuffer)
+		}
+	}
+	return c, err
 }
 
 // httpWire is a Streamable HTTP connection: each client message a POST,
@@ -129,8 +149,7 @@ func dialPosts(ctx context.Context, rawURL string) (*postConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", u.Host)
+	c, err := dialTCP(ctx, "tcp", u.Host)
 	if err != nil {
 		return nil, err
 	}

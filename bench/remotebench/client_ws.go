@@ -3,6 +3,7 @@ package remotebench
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/coder/websocket"
 )
@@ -11,7 +12,7 @@ import (
 type wsWire struct{ ws *websocket.Conn }
 
 func dialWebSocket(ctx context.Context, url string) (*wsWire, error) {
-	ws, _, err := websocket.Dial(ctx, url, nil)
+	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: dialTCP}}})
 	if err != nil {
 		return nil, err
 	}

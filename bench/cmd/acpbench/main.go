@@ -113,6 +113,7 @@ func main() {
 		fs.DurationVar(&sc.stopWait, "stopwait", 10*time.Second, "how long the slow reader keeps its pace after its cancel")
 		fs.IntVar(&sc.many, "many", 100, "sessions streaming at once, one of them cancelled (0: none)")
 		fs.IntVar(&sc.manyChunks, "manychunks", 2000, "chunks each of the many sessions streams")
+		fs.IntVar(&remotebench.ReceiveBuffer, "rcvbuf", 0, "over WebSocket and HTTP, the client's socket receive buffer in bytes, fixed as a pipe's (0: the kernel's, autotuned)")
 		fs.StringVar(&sc.name, "name", "stream", "the record's name: NAME.txt and NAME.json in -out")
 		fs.StringVar(&cfg.remoteServer, "remoteserver", "", "path of the built cmd/remoteserver binary, for the peers acprpc-ws and acprpc-http")
 		parse(fs, args, &cfg, new(string))
