@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/acpkit/acprpc"
@@ -16,9 +18,14 @@ import (
 const agentModeName = "acpcheck agent"
 
 // agentFiles are where acpcheck agent writes its report: text to Report
-// (stderr if nil), and JSON and a web page if asked.
+// (stderr if ""), and JSON and a web page if asked. Each file is replaced
+// whole, never written in place: the report is written as each turn ends
+// and again at the conversation's end, and a client may kill its agent at
+// any moment, which must leave the last whole report, not part of one.
 type agentFiles struct {
-	Report, JSON, HTML *os.File
+	Report, JSON, HTML string
+
+	mu sync.Mutex // orders the writes of turns that end at once
 }
 
 // agentCommand is `acpcheck agent`: acpcheck as the agent a client starts,
@@ -46,8 +53,7 @@ func agentCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		fmt.Fprintf(stderr, "acpcheck agent: cannot write the report: %v\n", err)
 		return 2
 	}
-	defer files.close()
-	rep := serveAgentMode(ctx, o, stdin, stdout)
+	rep := serveAgentMode(ctx, o, stdin, stdout, files.replace)
 	if err := files.write(rep, stderr); err != nil {
 		fmt.Fprintf(stderr, "acpcheck agent: cannot write the report: %v\n", err)
 		return 2
@@ -74,55 +80,64 @@ func (o agentModeOptions) validate(nargs int) error {
 // createAgentFiles creates the report's files before the conversation, so
 // that a path that cannot be written is said at once, not after it.
 func createAgentFiles(report, asJSON, html string) (*agentFiles, error) {
-	f := &agentFiles{}
-	for _, c := range []struct {
-		path string
-		to   **os.File
-	}{{report, &f.Report}, {asJSON, &f.JSON}, {html, &f.HTML}} {
-		if c.path == "" {
+	for _, path := range []string{report, asJSON, html} {
+		if path == "" {
 			continue
 		}
-		file, err := os.Create(c.path)
+		file, err := os.Create(path)
 		if err != nil {
-			f.close()
 			return nil, err
 		}
-		*c.to = file
+		file.Close()
 	}
-	return f, nil
+	return &agentFiles{Report: report, JSON: asJSON, HTML: html}, nil
 }
 
-func (f *agentFiles) close() {
-	for _, file := range []*os.File{f.Report, f.JSON, f.HTML} {
-		if file != nil {
-			file.Close()
-		}
-	}
-}
-
-// write writes the report in each form asked for: the text to stderr,
-// within findingsBound, when no file was given for it.
+// write writes the conversation's report in each form asked for: the text
+// to stderr, within findingsBound, when no file was given for it.
 func (f *agentFiles) write(rep *Report, stderr io.Writer) error {
-	var errs []error
-	if f.Report != nil {
-		rep.WriteText(f.Report)
-	} else {
+	if f.Report == "" {
 		writeWithin(stderr, rep.WriteText, findingsBound)
 	}
-	if f.JSON != nil {
-		enc := json.NewEncoder(f.JSON)
-		enc.SetIndent("", "  ")
-		errs = append(errs, enc.Encode(rep))
+	return f.replace(rep)
+}
+
+// replace replaces each of the report's files with rep.
+func (f *agentFiles) replace(rep *Report) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	if f.Report != "" {
+		errs = append(errs, replaceFile(f.Report, func(w io.Writer) error { rep.WriteText(w); return nil }))
 	}
-	if f.HTML != nil {
-		errs = append(errs, rep.WriteHTML(f.HTML))
+	if f.JSON != "" {
+		errs = append(errs, replaceFile(f.JSON, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		}))
 	}
-	for _, file := range []*os.File{f.Report, f.JSON, f.HTML} {
-		if file != nil {
-			errs = append(errs, file.Sync())
-		}
+	if f.HTML != "" {
+		errs = append(errs, replaceFile(f.HTML, rep.WriteHTML))
 	}
 	return errors.Join(errs...)
+}
+
+// replaceFile writes a file beside path with write and renames it to path,
+// so that path holds either the old whole content or the new.
+func replaceFile(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	err = errors.Join(write(tmp), tmp.Sync(), tmp.Close())
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // writeWithin writes with write to w, waiting at most bound: a client that
@@ -140,12 +155,14 @@ func writeWithin(w io.Writer, write func(io.Writer), bound time.Duration) {
 // conversation ends: the client closes stdin (or stops reading stdout), it
 // sends no initialize within Timeout, it stays silent for Idle with no
 // turn running, or ctx ends (a signal). Every step of the end is bounded.
-// It returns the report on the client.
-func serveAgentMode(ctx context.Context, o agentModeOptions, stdin io.Reader, stdout io.Writer) *Report {
+// It returns the report on the client, and hands the report so far to
+// asOfTurn as each turn ends, before its answer is written.
+func serveAgentMode(ctx context.Context, o agentModeOptions, stdin io.Reader, stdout io.Writer, asOfTurn func(*Report) error) *Report {
 	w := newAgentWire()
 	blockers := &blockingFiles{}
 	defer blockers.close()
 	a := newCheckAgent(o, blockers)
+	a.turnEnded = func(n int) { _ = asOfTurn(agentSnapshot(w, a, n)) }
 	// Not ctx: a signal shuts the connection down gracefully, below.
 	conn := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(w.input(stdin), w.output(stdout)), a,
 		&acprpc.Options{CancelGrace: -1}) // every wait of a turn is bounded by itself

@@ -40,6 +40,20 @@ func agentReport(w *agentWire, a *checkAgent, ended string, cutShort bool) *Repo
 		w.m.mu.Unlock()
 	}
 	lines, found := w.finish()
+	return buildAgentReport(w.m, a, lines, found, ended)
+}
+
+// agentSnapshot is the report as the nth turn ends, before its answer: the
+// client's rules as far as the conversation has gone, for a client that
+// kills acpcheck before the conversation's end.
+func agentSnapshot(w *agentWire, a *checkAgent, n int) *Report {
+	lines, found := w.sofar()
+	return buildAgentReport(w.m, a, lines, found, fmt.Sprintf("the report as of the end of turn %d, written as it ended: acpcheck did not see the conversation's end (the client killed it, or it was stopped before it could write more)", n))
+}
+
+// buildAgentReport judges each client rule on the conversation's lines and
+// the violations found in them.
+func buildAgentReport(m *monitor, a *checkAgent, lines []Line, found []violation, ended string) *Report {
 	turns := a.turnEnds()
 	a.mu.Lock()
 	client := a.client
@@ -62,7 +76,7 @@ func agentReport(w *agentWire, a *checkAgent, ended string, cutShort bool) *Repo
 			}
 		}
 		if res.Status == Pass {
-			res.Status, res.Why = broughtAbout(rule, w.m, lines, turns)
+			res.Status, res.Why = broughtAbout(rule, m, lines, turns)
 		}
 		rep.Results = append(rep.Results, res)
 	}

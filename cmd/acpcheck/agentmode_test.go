@@ -41,6 +41,7 @@ const (
 	clientWithdrawsHeld     = "withdraw-held"       // v2: sends a second prompt, held behind the work, withdraws it with $/cancel_request, then cancels the work
 	clientOffersNothing     = "offers-nothing"      // offers no terminal and no file read
 	clientSignalsAcpcheck   = "signal"              // SIGTERMs acpcheck once the turn's requests came, and never closes stdin
+	clientKillsAcpcheck     = "kill"                // SIGKILLs acpcheck once the turn is answered, as clients that kill their agent on exit do
 )
 
 // agentModeProc is acpcheck agent run as a process, the JSON report in a
@@ -198,6 +199,10 @@ func (c *scriptedClient) run() {
 		case <-deadline:
 			t.Fatal("the turn did not end within a minute")
 		}
+	}
+	if c.faults[clientKillsAcpcheck] {
+		require.NoError(t, c.p.cmd.Process.Kill())
+		return
 	}
 	require.NoError(t, c.p.stdin.Close())
 }
@@ -620,4 +625,21 @@ func readFile(t *testing.T, path string) []byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return b
+}
+
+// A client that kills its agent as soon as the turn is answered (coder's
+// example client does, on exit) leaves the report of every turn that
+// ended: acpcheck writes it, whole, as each turn ends and before its
+// answer goes out, and replaces it at the conversation's end.
+func TestAgentModeReportSurvivesAClientThatKillsIt(t *testing.T) {
+	c := runScripted(t, clientKillsAcpcheck)
+	assert.Equal(t, "cancelled", c.stop)
+	_, rep := c.p.finish(t, time.Minute)
+	assert.Contains(t, rep.Ended, "as of the end of turn 1")
+	st := statuses(&rep)
+	assert.Equal(t, Pass, st[ruleClientPermission.ID], "the permission request pending at the client's session/cancel, answered cancelled")
+	assert.Equal(t, Pass, st[ruleClientCancelled.ID])
+	for _, r := range rep.Results {
+		assert.NotEqual(t, Fail, r.Status, "%s: %+v", r.ID, r.Findings)
+	}
 }

@@ -63,6 +63,9 @@ type checkAgent struct {
 	messages    int                     // v2: prompts inserted so far
 
 	wg sync.WaitGroup // the turns
+	// turnEnded is called as the nth turn ends, before its answer is
+	// written; nil for none.
+	turnEnded func(n int)
 }
 
 func newCheckAgent(o agentModeOptions, blockers *blockingFiles) *checkAgent {
@@ -139,12 +142,18 @@ func (a *checkAgent) begin() {
 // before its insertion (turnWithdrawn) began none.
 func (a *checkAgent) ended(how string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.turns = append(a.turns, how)
+	n := len(a.turns)
+	if how != turnWithdrawn {
+		a.running--
+	}
+	a.mu.Unlock()
 	if how == turnWithdrawn {
 		return
 	}
-	a.running--
+	if a.turnEnded != nil {
+		a.turnEnded(n)
+	}
 	a.wg.Done()
 }
 

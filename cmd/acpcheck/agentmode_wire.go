@@ -79,6 +79,16 @@ func (w *agentWire) finish() ([]Line, []violation) {
 	return w.lines, w.found
 }
 
+// sofar returns the conversation as delivered so far and the rules it
+// broke, copied: the conversation goes on.
+func (w *agentWire) sofar() ([]Line, []violation) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lines := slices.Clone(w.lines)
+	slices.SortFunc(lines, func(a, b Line) int { return a.Seq - b.Seq })
+	return lines, slices.Clone(w.found)
+}
+
 // tapReader reads the client's messages and shows them to the splitter.
 // It has no Close: acprpc must not take closing it for the end of a read
 // blocked on stdin, which it is not.

@@ -23,6 +23,7 @@ import (
 
 // acpcheck's report, as much of its JSON as these tests read.
 type acpcheckReport struct {
+	Ended   string `json:"ended"`
 	Results []struct {
 		ID       string            `json:"id"`
 		Status   string            `json:"status"`

@@ -240,12 +240,8 @@ func TestProxyJudgesCoderExampleClient(t *testing.T) {
 // either, and exits: the requests were cut short by its exit, so the client
 // rules are not brought about, the report saying which requests were left.
 func TestProxyJudgesAcpx(t *testing.T) {
-	node := requireAgents(t)
-	acpx := filepath.Join(packagesDir, "node_modules", "acpx", "dist", "cli.js")
 	acpcheckBin := buildAcpcheck(t)
 	agent := buildCommand(t, "github.com/acpkit/acprpc/examples/agent")
-	script, err := exec.LookPath("script")
-	require.NoError(t, err, "the acpx test needs script(1) (Debian's bsdutils) for a pseudo-terminal")
 	for _, c := range []struct {
 		name      string
 		prompt    string
@@ -263,34 +259,11 @@ func TestProxyJudgesAcpx(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProxied(t, acpcheckBin, agent)
-			pidFile := filepath.Join(t.TempDir(), "acpx.pid")
-			args := []string{"--format", "json", "--agent", p.script, "exec", c.prompt}
-			if !c.tty {
-				args = append([]string{"--approve-all"}, args...)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), clientBound)
-			defer cancel()
-			var run *exec.Cmd
-			if c.tty {
-				line := fmt.Sprintf("echo $$ > '%s'; exec '%s' '%s' %s", pidFile, node, acpx, strings.Join(quoteAll(args), " "))
-				run = exec.CommandContext(ctx, script, "-qfec", line, "/dev/null")
-			} else {
-				run = exec.CommandContext(ctx, "/bin/sh", "-c", fmt.Sprintf("echo $$ > '%s'; exec \"$@\"", pidFile), "sh", node, acpx)
-				run.Args = append(run.Args, args...)
-			}
-			run.Dir, run.Env = t.TempDir(), append(scratchEnv(t), "SHELL=/bin/sh", "TERM=dumb")
-			stdout, err := run.StdoutPipe()
-			require.NoError(t, err)
-			run.Stderr = run.Stdout
-			require.NoError(t, run.Start())
-			out := watch(stdout)
+			acpx := startAcpx(t, p.script, c.prompt, c.tty)
 			if c.interrupt != "" {
-				out.await(t, c.interrupt)
-				signalPIDFile(t, pidFile, syscall.SIGINT)
+				acpx.interrupt(t, c.interrupt)
 			}
-			<-out.done
-			err = run.Wait()
-			t.Logf("acpx: %v\n%s", err, out.String())
+			acpx.wait(t)
 
 			rep := replayClient(t, acpcheckBin, p.record)
 			expectWatched(t, rep, c.want)
@@ -313,6 +286,60 @@ func TestProxyJudgesAcpx(t *testing.T) {
 			assert.Contains(t, rep.why("client-cancel-answered"), cutShort)
 		})
 	}
+}
+
+// acpxRun is acpx 0.1.15 (`acpx --agent AGENT exec PROMPT`) running as a
+// user runs it.
+type acpxRun struct {
+	cmd     *exec.Cmd
+	out     *watched
+	pidFile string // acpx's PID
+}
+
+// startAcpx starts acpx with agent as its agent's command. With tty, it
+// runs at a pseudo-terminal from script(1) and asks the user for each
+// permission; without, it approves every permission (--approve-all).
+func startAcpx(t *testing.T, agent, prompt string, tty bool) *acpxRun {
+	t.Helper()
+	node := requireAgents(t)
+	cli := filepath.Join(packagesDir, "node_modules", "acpx", "dist", "cli.js")
+	a := &acpxRun{pidFile: filepath.Join(t.TempDir(), "acpx.pid")}
+	args := []string{"--format", "json", "--agent", agent, "exec", prompt}
+	if !tty {
+		args = append([]string{"--approve-all"}, args...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clientBound)
+	t.Cleanup(cancel)
+	if tty {
+		script, err := exec.LookPath("script")
+		require.NoError(t, err, "the acpx test needs script(1) (Debian's bsdutils) for a pseudo-terminal")
+		line := fmt.Sprintf("echo $$ > '%s'; exec '%s' '%s' %s", a.pidFile, node, cli, strings.Join(quoteAll(args), " "))
+		a.cmd = exec.CommandContext(ctx, script, "-qfec", line, "/dev/null")
+	} else {
+		a.cmd = exec.CommandContext(ctx, "/bin/sh", "-c", fmt.Sprintf("echo $$ > '%s'; exec \"$@\"", a.pidFile), "sh", node, cli)
+		a.cmd.Args = append(a.cmd.Args, args...)
+	}
+	a.cmd.Dir, a.cmd.Env = t.TempDir(), append(scratchEnv(t), "SHELL=/bin/sh", "TERM=dumb")
+	stdout, err := a.cmd.StdoutPipe()
+	require.NoError(t, err)
+	a.cmd.Stderr = a.cmd.Stdout
+	require.NoError(t, a.cmd.Start())
+	a.out = watch(stdout)
+	return a
+}
+
+// interrupt sends acpx SIGINT once its output holds s.
+func (a *acpxRun) interrupt(t *testing.T, s string) {
+	t.Helper()
+	a.out.await(t, s)
+	signalPIDFile(t, a.pidFile, syscall.SIGINT)
+}
+
+// wait waits for acpx to exit, and logs its output.
+func (a *acpxRun) wait(t *testing.T) {
+	<-a.out.done
+	err := a.cmd.Wait()
+	t.Logf("acpx: %v\n%s", err, a.out.String())
 }
 
 // quoteAll quotes each argument for sh.
