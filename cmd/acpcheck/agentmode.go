@@ -167,8 +167,8 @@ func serveAgentMode(ctx context.Context, o agentModeOptions, stdin io.Reader, st
 	conn := acprpc.NewConn(context.Background(), acprpc.NewStreamPipes(w.input(stdin), w.output(stdout)), a,
 		&acprpc.Options{CancelGrace: -1}) // every wait of a turn is bounded by itself
 	why, graceful := awaitConversationEnd(ctx, o, conn, a, w)
-	midTurn := a.busy()
 	if graceful {
+		w.inputEnds() // acpcheck ends it now, turn or not
 		grace, cancel := context.WithTimeout(context.Background(), o.CancelWait)
 		_ = conn.Shutdown(grace)
 		cancel()
@@ -186,7 +186,7 @@ func serveAgentMode(ctx context.Context, o agentModeOptions, stdin io.Reader, st
 		close(turnsDone)
 	}()
 	waitFor(turnsDone, 2*(o.CancelWait+o.Timeout))
-	return agentReport(w, a, why, midTurn)
+	return agentReport(w, a, why)
 }
 
 // awaitConversationEnd waits for the conversation to end and says why,

@@ -29,16 +29,7 @@ var clientChance = map[string]struct {
 
 // agentReport is the report of acpcheck agent's conversation: each client
 // rule passed, failed or not brought about, and the wire.
-func agentReport(w *agentWire, a *checkAgent, ended string, cutShort bool) *Report {
-	if !cutShort {
-		// Every request acpcheck cancelled was given CancelWait to be
-		// answered before its turn ended: one still open was never
-		// answered. A conversation cut in the middle of a turn leaves them
-		// cut short, as the proxy's does.
-		w.m.mu.Lock()
-		w.m.cancelledUnanswered()
-		w.m.mu.Unlock()
-	}
+func agentReport(w *agentWire, a *checkAgent, ended string) *Report {
 	lines, found := w.finish()
 	return buildAgentReport(w.m, a, lines, found, ended)
 }

@@ -19,6 +19,9 @@ type agentWire struct {
 	lines     []Line
 	found     []violation
 	lastHeard time.Time // when the client's last bytes came
+	// inputEnded is the number of the first line after the client's input
+	// ended, or acpcheck ended the conversation; 0 before.
+	inputEnded int
 }
 
 func newAgentWire() *agentWire {
@@ -69,10 +72,27 @@ func (w *agentWire) silence() time.Duration {
 	return time.Since(w.lastHeard)
 }
 
-// finish hands over the lines still on their way, and returns the
-// conversation and the rules it broke.
+// inputEnds notes that the client's input ended, or that acpcheck ends the
+// conversation: the lines numbered from now on came after. The first call
+// counts.
+func (w *agentWire) inputEnds() {
+	next, _ := w.q.reserve(0)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.inputEnded == 0 {
+		w.inputEnded = next
+	}
+}
+
+// finish hands over the lines still on their way, ends the monitor's
+// conversation (the client's side ended it, or acpcheck did for it), and
+// returns the conversation and the rules it broke.
 func (w *agentWire) finish() ([]Line, []violation) {
 	w.q.finish(time.Second)
+	w.mu.Lock()
+	ended := w.inputEnded
+	w.mu.Unlock()
+	w.m.end(conversationEnder{byClient: true, inputEnded: ended})
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	slices.SortFunc(w.lines, func(a, b Line) int { return a.Seq - b.Seq })
@@ -109,6 +129,7 @@ func (t *tapReader) Read(p []byte) (int, error) {
 	}
 	if err != nil {
 		t.s.flush()
+		t.w.inputEnds()
 	}
 	return n, err
 }

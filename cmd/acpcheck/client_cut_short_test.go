@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -26,11 +27,13 @@ const owedAtTheEnd = `{"seq":1,"dir":"to_agent","raw":"{\"jsonrpc\":\"2.0\",\"id
 {"seq":11,"dir":"from_agent","raw":"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"stopReason\":\"cancelled\"}}"}
 `
 
-// When the client ends the conversation owing answers (the permission
-// request pending at its own session/cancel, the requests the agent
-// cancelled), they were cut short, not judged: the client's rules are not
-// brought about, and the report says which requests were left and why,
-// never that there were none. When the agent ended it, they are findings.
+// When the client ends the conversation in the middle of a turn owing
+// answers (the permission request pending at its own session/cancel, the
+// requests the agent cancelled), they were cut short, not judged: the
+// client's rules are not brought about, and the report says which requests
+// were left and why, never that there were none. When the agent ended it,
+// or the client ended it between turns, having read the turn's end, they
+// are findings.
 func TestReplayOfAnswersTheClientStillOwedAtTheEnd(t *testing.T) {
 	for _, c := range []struct {
 		end        string
@@ -40,6 +43,13 @@ func TestReplayOfAnswersTheClientStillOwedAtTheEnd(t *testing.T) {
 		{`{"end":"the editor closed the agent's stdin","by_editor":true}`, NotBrought, NotBrought},
 		{"", NotBrought, NotBrought}, // a record with no end: the proxy was killed
 		{`{"end":"the agent exited"}`, NotBrought, Fail},
+		// The editor's input ended before the prompt's answer (line 11): the
+		// turn was running, and its requests were cut short.
+		{`{"end":"the editor closed the agent's stdin","by_editor":true,"input_ended":11}`, NotBrought, NotBrought},
+		// The editor read the prompt's answer and then ended the
+		// conversation, with no turn running, still owing the answers to
+		// the requests cancelled before: unanswered, as when the agent ends.
+		{`{"end":"the editor closed the agent's stdin","by_editor":true,"input_ended":12}`, NotBrought, Fail},
 	} {
 		t.Run(c.end, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "wire.jsonl")
@@ -49,8 +59,12 @@ func TestReplayOfAnswersTheClientStillOwedAtTheEnd(t *testing.T) {
 			assert.Equal(t, c.permission, permission.Status)
 			assert.Equal(t, c.cancelled, cancelled.Status)
 			if c.cancelled == NotBrought {
-				assert.Equal(t, "the conversation ended (the client ended it, or a signal to the proxy) with the agent's session/request_permission (line 7), pending at the client's session/cancel (line 8), unanswered: cut short, not judged", permission.Why)
-				assert.Equal(t, "the conversation ended (the client ended it, or a signal to the proxy) with the agent's terminal/create (line 6), which it cancelled with $/cancel_request (line 10), unanswered: cut short, not judged", cancelled.Why)
+				when := "at a moment the record does not place"
+				if strings.Contains(c.end, "input_ended") {
+					when = "in the middle of a turn"
+				}
+				assert.Equal(t, "the conversation ended (the client ended it, or acpcheck was stopped) "+when+", with the agent's session/request_permission (line 7), pending at the client's session/cancel (line 8), unanswered: cut short, not judged", permission.Why)
+				assert.Equal(t, "the conversation ended (the client ended it, or acpcheck was stopped) "+when+", with the agent's terminal/create (line 6), which it cancelled with $/cancel_request (line 10), unanswered: cut short, not judged", cancelled.Why)
 			} else {
 				assert.Equal(t, "the agent's session/request_permission (line 7), pending at the client's session/cancel (line 8), was then cancelled by the agent (line 9): client-cancel-answered judges it", permission.Why)
 				require.Len(t, cancelled.Findings, 2, "the terminal and the permission request, both cancelled by the agent and never answered")

@@ -18,7 +18,10 @@ import (
 
 // crossWindow is how soon after session/cancel a prompt's answer other
 // than "cancelled" is taken for one that crossed the cancel on the wire:
-// written before the agent read the cancel.
+// written before the agent read the cancel. An editor may cancel at any
+// moment, also as a short turn ends; acpcheck run cancels only a turn it
+// asked to be slow and saw under way (monitor.cancelsUnderWay), whose
+// answer right after the cancel is the agent's answer to it.
 const crossWindow = 100 * time.Millisecond
 
 // cancelledPrompt judges the answer (on line seq) to a v1 prompt r, if
@@ -33,7 +36,7 @@ func (m *monitor) cancelledPrompt(r *inFlight, seq int, p parsed) {
 	case p.Error != nil:
 		m.checked[ruleCancelStop.ID] = true
 		m.flag(ruleCancelStop, lines, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
-	case p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && !r.answeredAfterCancel:
+	case p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && !r.answeredAfterCancel && !m.cancelsUnderWay:
 		m.unjudged[ruleCancelStop.ID] = fmt.Sprintf("the prompt cancelled by session/cancel was answered stopReason %q %.0f ms after the cancel: it may have crossed the cancel on the wire, which is not the agent's fault", p.stopReason(), after)
 	case p.stopReason() != "cancelled":
 		m.checked[ruleCancelStop.ID] = true

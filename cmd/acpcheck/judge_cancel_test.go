@@ -58,3 +58,23 @@ func TestCancelledPromptNeverAnswered(t *testing.T) {
 	rec.end = recordEnd{Why: "the editor closed the proxy's stdin", ByEditor: true}
 	assert.Equal(t, NotBrought, replay("r", rec).result(ruleCancelStop.ID).Status)
 }
+
+// A turn answered end_turn 2 ms after session/cancel, with nothing of the
+// client's in between: in an editor's record it may have crossed the
+// cancel, and proves nothing; from acpcheck run, which cancels only a turn
+// it asked to be slow and saw under way, it did not cross, and fails (an
+// agent that answers end_turn the moment it reads the cancel).
+func TestEndTurnRightAfterTheCancel(t *testing.T) {
+	lines := []Line{
+		{Seq: 1, Dir: toAgent, Raw: `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}`},
+		{Seq: 2, Dir: fromAgent, Ms: 10, Raw: `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"…"}}}}`},
+		{Seq: 3, Dir: toAgent, Ms: 500, Raw: `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`},
+		{Seq: 4, Dir: fromAgent, Ms: 502, Raw: `{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}`},
+	}
+	editor := replay("r", recording{lines: lines, end: recordEnd{Why: "the editor closed the proxy's stdin", ByEditor: true}}).result(ruleCancelStop.ID)
+	assert.Equal(t, NotBrought, editor.Status, "%+v", editor)
+	assert.Contains(t, editor.Why, "may have crossed the cancel")
+	run := replay("r", recording{lines: lines, end: runEnd}).result(ruleCancelStop.ID)
+	require.Equal(t, Fail, run.Status, "%+v", run)
+	assert.Equal(t, []int{1, 3, 4}, run.Findings[0].Lines)
+}

@@ -50,6 +50,11 @@ type monitor struct {
 	// prompt: a turn that ends "cancelled" after it may have followed that
 	// outcome, not the cancel.
 	outcomeCancelled map[string]int
+	// turns are the prompts' turns so far, in order of their prompts.
+	turns []turnSpan
+	// cancelsUnderWay: the client cancels only turns it asked to be slow
+	// and saw under way (see crossWindow).
+	cancelsUnderWay bool
 	// ms is when the line being taken went.
 	ms float64
 	// cut: the next line is cut short (see cutShort).
@@ -177,6 +182,7 @@ func (m *monitor) request(dir string, seq int, p parsed) {
 	m.checked[ruleOneAnswer.ID], m.checked[ruleUnknownID.ID] = true, true
 	m.pending[dir][string(p.ID)] = &inFlight{seq: seq, method: p.Method, session: p.sessionID()}
 	if dir == toAgent && p.Method == "session/prompt" {
+		m.turnBegan(p.sessionID(), seq)
 		delete(m.idle, p.sessionID())
 		delete(m.outcomeCancelled, p.sessionID())
 	}
@@ -200,6 +206,7 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 		at, ok := m.idle[p.sessionID()]
 		switch {
 		case m.v2 && isIdleUpdate(p):
+			m.turnsEnded(p.sessionID(), 0, seq)
 			m.idle[p.sessionID()] = seq
 			m.checked[ruleUpdateAfter.ID] = true
 		case m.v2 && p.updateKind() == "state_update": // new work began
@@ -254,6 +261,9 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 		_ = json.Unmarshal(p.Result, &res)
 		m.v2 = res.ProtocolVersion == 2
 	}
+	if reqDir == toAgent && r.method == "session/prompt" && (!m.v2 || p.Error != nil) {
+		m.turnsEnded(r.session, r.seq, seq)
+	}
 	// The rules of a prompt's answer are v1's: in v2 the answer says only
 	// that the prompt was taken.
 	if reqDir != toAgent || r.method != "session/prompt" || m.v2 {
@@ -264,15 +274,38 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	m.cancelledPrompt(r, seq, p)
 }
 
+// conversationEnder is who ended a conversation, for what its end leaves
+// open.
+type conversationEnder struct {
+	// byClient: the client (an editor), or a signal to acpcheck, ended it;
+	// otherwise the agent did.
+	byClient bool
+	// inputEnded is the number of the first line after the client's input
+	// ended (or the signal came), 0 when unknown: the lines before it are
+	// what the client had sent and could have read.
+	inputEnded int
+}
+
 // end reports the requests the conversation's end left unanswered: the
-// agent's, when it ended the conversation itself. When the editor ended it
-// (byEditor), a request still open was cut short, not left unanswered, and
-// the agent's requests are the editor's to answer: neither is a finding.
-func (m *monitor) end(byEditor bool) {
+// agent's, when it ended the conversation itself. When the client ended it
+// in the middle of a turn, or at a moment unknown, a request still open was
+// cut short, not left unanswered, and the agent's requests are the client's
+// to answer: neither is a finding. A client that ended it between turns,
+// having read every turn's end, left unanswered the requests cancelled
+// before that end, which it owed their answers.
+func (m *monitor) end(e conversationEnder) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if byEditor {
-		m.owedCutShort()
+	if e.byClient {
+		switch {
+		case e.inputEnded == 0:
+			m.owedCutShort("at a moment the record does not place")
+		case m.turnRunningAt(e.inputEnded):
+			m.owedCutShort("in the middle of a turn")
+		default:
+			m.cancelledUnanswered(e.inputEnded)
+			m.owedCutShort("between turns") // what it owed only from its last lines on
+		}
 		return
 	}
 	var left []*inFlight
@@ -284,7 +317,42 @@ func (m *monitor) end(byEditor bool) {
 		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
 		m.cancelledNeverAnswered(r)
 	}
-	m.cancelledUnanswered()
+	m.cancelledUnanswered(0)
+}
+
+// turnSpan is a prompt's turn, from the prompt's line to the line that
+// ended it (v1: the prompt's answer; v2: its work's idle state_update, or
+// an error answer), 0 while it runs.
+type turnSpan struct {
+	session  string
+	from, to int
+}
+
+// turnBegan notes a prompt's turn, on the prompt's line.
+func (m *monitor) turnBegan(session string, seq int) {
+	m.turns = append(m.turns, turnSpan{session: session, from: seq})
+}
+
+// turnsEnded ends, on line seq, the session's turns still running that
+// began with the prompt on line from, or with any prompt when from is 0.
+func (m *monitor) turnsEnded(session string, from, seq int) {
+	for i := range m.turns {
+		t := &m.turns[i]
+		if t.session == session && t.to == 0 && (from == 0 || t.from == from) {
+			t.to = seq
+		}
+	}
+}
+
+// turnRunningAt reports whether a turn was running when line seq went: one
+// begun before it and not ended before it.
+func (m *monitor) turnRunningAt(seq int) bool {
+	for _, t := range m.turns {
+		if t.from < seq && (t.to == 0 || t.to >= seq) {
+			return true
+		}
+	}
+	return false
 }
 
 // tooLong reports a line longer than acpcheck keeps: it was forwarded

@@ -130,9 +130,9 @@ func permissionOutcome(p parsed) string {
 
 // owedCutShort notes, at the end of a conversation the client ended, the
 // answers it still owed: cut short, not judged, which the report says
-// rather than that nothing was owed.
-func (m *monitor) owedCutShort() {
-	const ended = "the conversation ended (the client ended it, or a signal to the proxy) with the agent's %s (line %d), %s, unanswered: cut short, not judged"
+// rather than that nothing was owed. when says when it ended.
+func (m *monitor) owedCutShort(when string) {
+	ended := "the conversation ended (the client ended it, or acpcheck was stopped) " + when + ", with the agent's %s (line %d), %s, unanswered: cut short, not judged"
 	for _, r := range m.pendingFromAgent() {
 		if r.sessionCancelled && m.unjudged[ruleClientPermission.ID] == "" {
 			m.unjudged[ruleClientPermission.ID] = fmt.Sprintf(ended, r.method, r.seq, fmt.Sprintf("pending at the client's session/cancel (line %d)", r.sessionCancelSeq))
@@ -140,6 +140,20 @@ func (m *monitor) owedCutShort() {
 		if r.cancelled == "$/cancel_request" && m.unjudged[ruleClientCancelled.ID] == "" {
 			m.unjudged[ruleClientCancelled.ID] = fmt.Sprintf(ended, r.method, r.seq, fmt.Sprintf("which it cancelled with $/cancel_request (line %d)", r.cancelSeq))
 		}
+	}
+}
+
+// owedFrom is the line from which the client owed the request's answer as
+// a cancelled one: the agent's $/cancel_request, or the client's own
+// session/cancel while the permission request was pending.
+func (r *inFlight) owedFrom() int {
+	switch {
+	case r.sessionCancelled && r.cancelled == "$/cancel_request":
+		return min(r.sessionCancelSeq, r.cancelSeq)
+	case r.sessionCancelled:
+		return r.sessionCancelSeq
+	default:
+		return r.cancelSeq
 	}
 }
 
@@ -154,12 +168,13 @@ func (m *monitor) pendingFromAgent() []*inFlight {
 	return left
 }
 
-// cancelledUnanswered flags, at the end of a conversation the agent ended,
-// the requests the agent cancelled (or the client did, by session/cancel)
-// that the client never answered.
-func (m *monitor) cancelledUnanswered() {
+// cancelledUnanswered flags, at the end of a conversation the agent ended
+// or the client ended between turns, the requests the agent cancelled (or
+// the client did, by session/cancel) that the client never answered: those
+// it owed before line before, or all when before is 0.
+func (m *monitor) cancelledUnanswered(before int) {
 	for _, r := range m.pendingFromAgent() {
-		if r.cancelled != "$/cancel_request" && !r.sessionCancelled {
+		if r.cancelled != "$/cancel_request" && !r.sessionCancelled || before > 0 && r.owedFrom() >= before {
 			continue
 		}
 		rule, by := ruleClientCancelled, "the agent cancelled it with $/cancel_request"

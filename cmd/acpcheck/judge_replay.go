@@ -16,11 +16,12 @@ func replay(name string, rec recording) *Report {
 	}
 	var found []violation
 	m := newMonitor(func(v violation) { found = append(found, v) })
+	m.cancelsUnderWay = rec.end.CancelsUnderWay
 	for _, l := range lines {
 		m.cutShort(l.Size > 0)
 		m.line(l.Dir, l.bytes(), l.Ms)
 	}
-	m.end(rec.end.cutShort())
+	m.end(rec.end.ender())
 	proto, agent := negotiated(lines)
 	rep := &Report{Recording: name, AgentName: agent, Cut: rec.cut, Ended: rec.end.Why}
 	if proto == 2 {
@@ -107,11 +108,12 @@ func (r *runner) wireRules() {
 			found = append(found, v)
 		}
 	})
+	m.cancelsUnderWay = true // its turns are slow and under way when it cancels them
 	for _, l := range r.w.all() {
 		m.cutShort(l.Size > 0)
 		m.line(l.Dir, l.bytes(), l.Ms)
 	}
-	m.end(false)
+	m.end(conversationEnder{})
 	for _, rule := range conversationRules {
 		for _, v := range found {
 			if v.Rule.ID == rule.ID {

@@ -37,8 +37,9 @@ func TestRunTranscriptsReplayToTheSameVerdicts(t *testing.T) {
 }
 
 // runEnd is how run ends a conversation, as a record would say it: the
-// agent had every bound to answer.
-var runEnd = recordEnd{Why: "acpcheck run closed the agent's stdin"}
+// agent had every bound to answer, and each cancel was of a slow turn under
+// way.
+var runEnd = recordEnd{Why: "acpcheck run closed the agent's stdin", CancelsUnderWay: true}
 
 // verdict is the replays' verdict on rule together, as run gives one over
 // its two connections: failed if either failed, else passed if either

@@ -165,8 +165,11 @@ type conversationEnd struct {
 	code int    // the agent's exit status
 	why  string // what ended it
 	// byEditor: the editor (or a signal) ended it, so that requests still
-	// open were cut short, not left unanswered.
+	// open were cut short, not left unanswered, unless no turn was running.
 	byEditor bool
+	// inputEnded is the number of the first line after the editor's input
+	// ended, or the signal or the broken output came (0: the agent ended).
+	inputEnded int
 }
 
 // runProxy puts the agent between stdin and stdout, forwarding every byte
@@ -198,11 +201,13 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 		}
 	})
 	stdinEnded := make(chan struct{})
+	var inputEnded int // set before stdinEnded closes
 	go func() {
 		// The editor's input to the agent: at its end, the agent's stdin
 		// closes too. It may outlive runProxy when stdin never ends; it
 		// writes to a closed pipe then and returns.
 		_ = forward(agent.stdin, stdin, &splitter{dir: toAgent, q: q}, nil, nil)
+		inputEnded, _ = q.reserve(0)
 		agent.stdin.Close()
 		close(stdinEnded)
 	}()
@@ -217,14 +222,16 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	select {
 	case <-ctx.Done():
 		end.why = "acpcheck was signalled to stop"
+		end.inputEnded, _ = q.reserve(0)
 	case <-stdinEnded:
-		end.why = "the editor closed the agent's stdin"
+		end.why, end.inputEnded = "the editor closed the agent's stdin", inputEnded
 		// The agent may still be writing its last words: it is stopped
 		// once it has written nothing for the stop's exit bound.
 		awaitQuiet(ctx, agent, reading, outBroken, defaultStop.exit)
 		bounds.exit = 0 // waited
 	case <-outBroken:
 		end.why = "the editor closed its end of the agent's stdout"
+		end.inputEnded, _ = q.reserve(0)
 	case <-agent.exited:
 		end.why, end.byEditor = "the agent exited", false
 	}
@@ -238,9 +245,9 @@ func runProxy(ctx context.Context, o proxyOptions, stdin io.Reader, stdout io.Wr
 	// exited; what it wrote before is all forwarded first.
 	awaitOutputEnd(outDone, reading, agent.stdout)
 	q.finish(time.Second)
-	m.end(end.byEditor)
+	m.end(conversationEnder{byClient: end.byEditor, inputEnded: end.inputEnded})
 	if rec != nil {
-		rec.end(recordEnd{Why: end.why, ByEditor: end.byEditor})
+		rec.end(recordEnd{Why: end.why, ByEditor: end.byEditor, InputEnded: end.inputEnded})
 	}
 	end.code = 1 // killed, or stuck in the kernel
 	if agent.awaitExit(0) && agent.cmd.ProcessState.ExitCode() >= 0 {

@@ -28,12 +28,24 @@ type recordEnd struct {
 	// ByEditor: the editor (or a signal to the proxy) ended it, so that
 	// the requests still open were cut short, not left unanswered.
 	ByEditor bool `json:"by_editor,omitempty"`
+	// InputEnded, when the editor ended it: the number of the first line
+	// after the editor's input ended (or the signal came); 0 when unknown.
+	InputEnded int `json:"input_ended,omitempty"`
+	// CancelsUnderWay: the client cancelled only turns it had asked to be
+	// slow and saw under way (acpcheck run does), so that an answer right
+	// after its cancel did not cross it (see crossWindow).
+	CancelsUnderWay bool `json:"cancels_under_way,omitempty"`
 }
 
-// cutShort reports whether requests still open at the record's end were
-// cut short by the editor, or may have been: only an agent that ended the
-// conversation itself left them unanswered.
-func (e recordEnd) cutShort() bool { return e.Why == "" || e.ByEditor }
+// ender says who ended the recorded conversation, for what its end leaves
+// open: the agent, unless the record says the editor did, or has no end
+// line (the proxy was killed).
+func (e recordEnd) ender() conversationEnder {
+	if e.Why == "" || e.ByEditor {
+		return conversationEnder{byClient: true, inputEnded: e.InputEnded}
+	}
+	return conversationEnder{}
+}
 
 // readRecording reads the proxy's record: a JSON object per line, each a
 // Line, and last the conversation's end. The lines come back in the order

@@ -168,13 +168,9 @@ func (r acpcheckReport) clientAnswers() int {
 	return n
 }
 
-// The client rules coder's example client and acpx cannot bring about:
-// neither ever answers a permission request after its own session/cancel,
-// nor a request the agent cancelled.
-const (
-	notBrought = "not-brought-about"
-	cutShort   = "cut short, not judged"
-)
+// notBrought is the status of a rule the conversation gave no chance to be
+// broken.
+const notBrought = "not-brought-about"
 
 // coder/acp-go-sdk's example client (example/client), at the version
 // testdata/coderagent pins, through acpcheck proxy in front of
@@ -236,9 +232,11 @@ func TestProxyJudgesCoderExampleClient(t *testing.T) {
 // from script(1)), SIGINT while the permission prompt is open sends
 // session/cancel with the permission request and terminal/create pending;
 // the agent cancels both with $/cancel_request and answers the prompt
-// cancelled; acpx answers neither request, not with the cancelled outcome
-// either, and exits: the requests were cut short by its exit, so the client
-// rules are not brought about, the report saying which requests were left.
+// cancelled; acpx reads that answer and exits, answering neither request,
+// not with the cancelled outcome either. It ended the conversation between
+// turns, owing both answers: client-cancel-answered fails, once for each
+// (the permission request, which the agent cancelled itself, is judged
+// there).
 func TestProxyJudgesAcpx(t *testing.T) {
 	acpcheckBin := buildAcpcheck(t)
 	agent := buildCommand(t, "github.com/acpkit/acprpc/examples/agent")
@@ -255,7 +253,7 @@ func TestProxyJudgesAcpx(t *testing.T) {
 		{"interrupted", "slow", false, "Permission granted", map[string]string{"error-message": notBrought,
 			"client-permission-cancelled": notBrought, "client-cancel-answered": notBrought}, true},
 		{"interrupted at its permission prompt", "slow", true, "[permission] Allow Run", map[string]string{"error-message": notBrought,
-			"client-permission-cancelled": notBrought, "client-cancel-answered": notBrought}, true},
+			"client-permission-cancelled": notBrought, "client-cancel-answered": "fail"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newProxied(t, acpcheckBin, agent)
@@ -281,9 +279,11 @@ func TestProxyJudgesAcpx(t *testing.T) {
 			assert.Equal(t, []string{"session/update", "terminal/create", "session/request_permission", "$/cancel_request", "$/cancel_request", "session/update"},
 				rep.wireMethods("from_agent"), "both requests pending at the cancel, each cancelled by the agent")
 			assert.Zero(t, rep.clientAnswers(), "acpx answered neither the permission request nor terminal/create")
-			assert.Contains(t, rep.why("client-permission-cancelled"), "session/request_permission")
-			assert.Contains(t, rep.why("client-permission-cancelled"), cutShort)
-			assert.Contains(t, rep.why("client-cancel-answered"), cutShort)
+			assert.Contains(t, rep.why("client-permission-cancelled"), "client-cancel-answered judges it")
+			findings := rep.findings(t, "client-cancel-answered")
+			require.Len(t, findings, 2)
+			assert.Contains(t, findings[0].Detail, "terminal/create was never answered")
+			assert.Contains(t, findings[1].Detail, "session/request_permission was never answered")
 		})
 	}
 }

@@ -69,7 +69,7 @@ func replayWire(t *testing.T, bin string, proto int, wire []json.RawMessage) jud
 		require.NoError(t, json.Compact(&rec, l))
 		rec.WriteByte('\n')
 	}
-	rec.WriteString(`{"end":"acpcheck run closed the agent's stdin"}` + "\n")
+	rec.WriteString(`{"end":"acpcheck run closed the agent's stdin","cancels_under_way":true}` + "\n")
 	record := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.jsonl", proto))
 	require.NoError(t, os.WriteFile(record, rec.Bytes(), 0o600))
 	var stdout, stderr bytes.Buffer
