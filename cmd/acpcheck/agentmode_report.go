@@ -50,22 +50,9 @@ func buildAgentReport(m *monitor, a *checkAgent, lines []Line, found []violation
 	client := a.client
 	a.mu.Unlock()
 	rep := &Report{Agent: []string{agentModeName}, Client: client, Ended: ended + "; " + turnsText(turns, a.o)}
-	// The conversation is on Wire, or on WireV2 once initialize settled on
-	// v2, as a replay's is.
-	proto, _ := negotiated(lines)
-	if proto == 2 {
-		rep.WireV2 = lines
-	} else {
-		rep.Wire = lines
-	}
+	proto := rep.setWire(lines) // as a replay's is
 	for _, rule := range clientRules {
-		res := Result{Rule: rule, Status: Pass}
-		for _, v := range found {
-			if v.Rule.ID == rule.ID {
-				res.Status = Fail
-				res.Findings = append(res.Findings, Finding{Detail: v.Detail, Lines: v.Lines, Protocol: proto, Side: v.Side})
-			}
-		}
+		res := foundResult(rule, found, proto)
 		if res.Status == Pass {
 			res.Status, res.Why = broughtAbout(rule, m, lines, turns)
 		}

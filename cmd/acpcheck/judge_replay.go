@@ -22,21 +22,11 @@ func replay(name string, rec recording) *Report {
 		m.line(l.Dir, l.bytes(), l.Ms)
 	}
 	m.end(rec.end.ender())
-	proto, agent := negotiated(lines)
+	_, agent := negotiated(lines)
 	rep := &Report{Recording: name, AgentName: agent, Cut: rec.cut, Ended: rec.end.Why}
-	if proto == 2 {
-		rep.WireV2 = lines
-	} else {
-		rep.Wire = lines
-	}
+	proto := rep.setWire(lines)
 	for _, rule := range watchedRules {
-		res := Result{Rule: rule, Status: Pass}
-		for _, v := range found {
-			if v.Rule.ID == rule.ID {
-				res.Status = Fail
-				res.Findings = append(res.Findings, Finding{Detail: v.Detail, Lines: v.Lines, Protocol: proto, Side: v.Side})
-			}
-		}
+		res := foundResult(rule, found, proto)
 		if res.Status == Pass && !m.wasChecked(rule) {
 			res.Status, res.Why = NotBrought, cmp.Or(m.whyUnjudged(rule), whyNotWatched[rule.ID])
 			if proto == 2 && rule.ID == ruleCancelStop.ID {
@@ -46,6 +36,32 @@ func replay(name string, rec recording) *Report {
 		rep.Results = append(rep.Results, res)
 	}
 	return rep
+}
+
+// setWire puts the conversation on the report: on Wire, or on WireV2 once
+// initialize settled on v2. It returns the version.
+func (rep *Report) setWire(lines []Line) (proto int) {
+	proto, _ = negotiated(lines)
+	if proto == 2 {
+		rep.WireV2 = lines
+	} else {
+		rep.Wire = lines
+	}
+	return proto
+}
+
+// foundResult is rule's result from the violations found on the wire:
+// failed with their findings, else passed (for the caller to say whether
+// the conversation brought it about).
+func foundResult(rule Rule, found []violation, proto int) Result {
+	res := Result{Rule: rule, Status: Pass}
+	for _, v := range found {
+		if v.Rule.ID == rule.ID {
+			res.Status = Fail
+			res.Findings = append(res.Findings, Finding{Detail: v.Detail, Lines: v.Lines, Protocol: proto, Side: v.Side})
+		}
+	}
+	return res
 }
 
 // negotiated reads the conversation's initialize: the protocol version of
