@@ -18,6 +18,13 @@ const DefaultCancelGrace = 2 * time.Second
 // unless Options.InputEndGrace says otherwise.
 const DefaultInputEndGrace = time.Second
 
+// DefaultMaxUnsentNotifications is how many of this side's notifications
+// may wait to be written before Notify waits for room, unless
+// Options.MaxUnsentNotifications says otherwise: enough to keep a stream of
+// small updates writing in batches, few enough that a cancelled turn's
+// answer waits behind no more updates than a peer that writes its own.
+const DefaultMaxUnsentNotifications = 64
+
 // The defaults of Options' bounds, each given by value in its field's
 // documentation.
 const (
@@ -27,7 +34,6 @@ const (
 	defaultMaxQueuedWrite             = 32 << 20
 	defaultMaxInFlightBytes           = 256 << 20
 	defaultMaxQueuedNotificationBytes = 64 << 20
-	defaultMaxUnsentNotifications     = 64
 	defaultMaxUnsentNotificationBytes = 64 << 10
 )
 
@@ -244,7 +250,7 @@ func (o *Options) settled() Options {
 	s.MaxOutgoing = cmp.Or(max(s.MaxOutgoing, 0), defaultMaxOutgoing)
 	s.MaxQueuedNotifications = cmp.Or(max(s.MaxQueuedNotifications, 0), defaultMaxQueuedNotifications)
 	s.MaxQueuedWrite = cmp.Or(max(s.MaxQueuedWrite, 0), defaultMaxQueuedWrite)
-	s.MaxUnsentNotifications = cmp.Or(max(s.MaxUnsentNotifications, 0), defaultMaxUnsentNotifications)
+	s.MaxUnsentNotifications = cmp.Or(max(s.MaxUnsentNotifications, 0), DefaultMaxUnsentNotifications)
 	s.MaxUnsentNotificationBytes = cmp.Or(max(s.MaxUnsentNotificationBytes, 0), defaultMaxUnsentNotificationBytes)
 	s.MaxInFlightBytes = max(cmp.Or(max(s.MaxInFlightBytes, 0), defaultMaxInFlightBytes), s.MaxMessageSize)
 	s.MaxQueuedNotificationBytes = max(cmp.Or(max(s.MaxQueuedNotificationBytes, 0), defaultMaxQueuedNotificationBytes), s.MaxMessageSize)
