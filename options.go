@@ -22,8 +22,9 @@ const DefaultInputEndGrace = time.Second
 // may wait to be written before Notify waits for room, unless
 // Options.MaxUnsentNotifications says otherwise: enough to keep a stream of
 // small updates writing in batches, few enough that a cancelled turn's
-// answer waits behind no more updates than a peer that writes its own.
-const DefaultMaxUnsentNotifications = 64
+// answer waits behind no more updates than an agent that writes its own
+// (64, the default before, let about 1.6 times as many through a stop).
+const DefaultMaxUnsentNotifications = 16
 
 // The defaults of Options' bounds, each given by value in its field's
 // documentation.
@@ -134,8 +135,11 @@ type Options struct {
 	// bounds, and a cancelled turn's answer, which goes out after the
 	// updates the turn queued, waits behind at most this many of them.
 	// A notification is always let in when none waits, whatever its size.
-	// Zero means 64 and 64 KiB: about the kernel's pipe buffer again, which
-	// keeps a stream of small updates writing in batches.
+	// Zero means 16 (DefaultMaxUnsentNotifications) and 64 KiB: 16 small
+	// updates still go out in batches, at a rate far beyond any model's,
+	// and a stop lets through no more of them than an agent that writes
+	// its own (docs/benchmarks.md); 64 KiB, about the kernel's pipe buffer
+	// again, binds large ones.
 	MaxUnsentNotifications     int
 	MaxUnsentNotificationBytes int
 

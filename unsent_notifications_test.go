@@ -86,9 +86,9 @@ func TestNotifyWaitsForRoomAndCancelEndsTheTurn(t *testing.T) {
 		{"messages", acprpc.Options{MaxUnsentNotifications: 8, MaxUnsentNotificationBytes: 1 << 20}, 8, false},
 		// Each update is 125 bytes (its newline not counted): 5 fit in 700.
 		{"bytes", acprpc.Options{MaxUnsentNotifications: 1000, MaxUnsentNotificationBytes: 700}, 5, false},
-		// The defaults documented on Options: 64 updates, their 8,000 bytes
+		// The defaults documented on Options: 16 updates, their 2,000 bytes
 		// far from 64 KiB.
-		{"default", acprpc.Options{MaxUnsentNotifications: 64, MaxUnsentNotificationBytes: 64 << 10}, 64, true},
+		{"default", acprpc.Options{MaxUnsentNotifications: 16, MaxUnsentNotificationBytes: 64 << 10}, 16, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wiretest.NoLeak(t)
