@@ -49,7 +49,8 @@ type runner struct {
 	initID       string // initialize's ID, answered before the probes
 	freshUpdates int    // content updates of the prompt's turn in a fresh session
 	// underWay are the lines of the session/cancel sent to a slow turn
-	// seen under way, whose answer cannot have crossed the cancel.
+	// seen under way with its requests to the client held open, whose
+	// answer cannot have crossed the cancel.
 	underWay []int
 }
 
