@@ -178,6 +178,15 @@ func (c *rawHTTP) do(method, body string, headers ...string) (*http.Response, st
 // open sends one request and returns the response with its body unread.
 func (c *rawHTTP) open(method, body string, headers ...string) *http.Response {
 	c.t.Helper()
+	resp, err := c.try(method, body, headers...)
+	require.NoError(c.t, err)
+	return resp
+}
+
+// try sends one request and returns the response with its body unread, or
+// the error of a request that got none.
+func (c *rawHTTP) try(method, body string, headers ...string) (*http.Response, error) {
+	c.t.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -196,9 +205,7 @@ func (c *rawHTTP) open(method, body string, headers ...string) *http.Response {
 		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := c.client.Do(req)
-	require.NoError(c.t, err)
-	return resp
+	return c.client.Do(req)
 }
 
 // initialize opens a Streamable HTTP connection by hand: it POSTs
