@@ -61,12 +61,12 @@ func (m *monitor) cancelledNeverAnswered(r *inFlight) {
 	m.flag(ruleCancelStop, []int{r.seq, r.cancelSeq}, "a prompt cancelled by session/cancel was never answered")
 }
 
-// turnWaitedOnClient marks the prompts of session cancelled by
-// session/cancel, now that the client answered one of the session's
-// requests after the cancel.
+// turnWaitedOnClient marks the cancelled prompts of session (by
+// session/cancel or $/cancel_request), now that the client answered one of
+// the session's requests after the cancel.
 func (m *monitor) turnWaitedOnClient(session string) {
 	for _, r := range m.pending[toAgent] {
-		if r.method == "session/prompt" && r.session == session && r.cancelled == "session/cancel" {
+		if r.method == "session/prompt" && r.session == session && (r.cancelled == "session/cancel" || r.requestCancelSeq != 0) {
 			r.answeredAfterCancel = true
 		}
 	}

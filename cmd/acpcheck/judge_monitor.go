@@ -50,6 +50,10 @@ type monitor struct {
 	// prompt: a turn that ends "cancelled" after it may have followed that
 	// outcome, not the cancel.
 	outcomeCancelled map[string]int
+	// requestCancelled holds, by ID, the answered prompts $/cancel_request
+	// cancelled, with the lines of the prompt, the cancel and the answer:
+	// a second answer breaks cancel-request too.
+	requestCancelled map[string][]int
 	// turns are the prompts' turns so far, in order of their prompts.
 	turns []turnSpan
 	// cancelsUnderWay: the client cancels only turns it asked to be slow
@@ -95,8 +99,14 @@ type inFlight struct {
 	cancelled string  // what cancelled it: "session/cancel", "$/cancel_request" or ""
 	cancelMs  float64 // when
 	cancelSeq int     // the line that did
-	// answeredAfterCancel: a prompt cancelled by session/cancel whose
-	// session's request the client answered after the cancel.
+	// requestCancelSeq is the line of the first $/cancel_request of it, 0
+	// if none, sent requestCancelMs into the conversation: a prompt's, which
+	// cancel-request judges, is kept apart from the session/cancel that may
+	// follow it.
+	requestCancelSeq int
+	requestCancelMs  float64
+	// answeredAfterCancel: a cancelled prompt whose session's request the
+	// client answered after the cancel.
 	answeredAfterCancel bool
 	// sessionCancelled: a permission request of the agent's pending when
 	// the client sent session/cancel for its session (v1), on line
@@ -138,6 +148,7 @@ func newMonitor(report func(violation)) *monitor {
 		checked:          map[string]bool{},
 		unjudged:         map[string]string{},
 		outcomeCancelled: map[string]int{},
+		requestCancelled: map[string][]int{},
 		bursts:           map[string]*noteBurst{toAgent: {}, fromAgent: {}},
 	}
 	return m
@@ -181,6 +192,9 @@ func (m *monitor) line(dir string, raw []byte, ms float64) int {
 func (m *monitor) request(dir string, seq int, p parsed) {
 	m.checked[ruleOneAnswer.ID], m.checked[ruleUnknownID.ID] = true, true
 	m.pending[dir][string(p.ID)] = &inFlight{seq: seq, method: p.Method, session: p.sessionID()}
+	if dir == toAgent {
+		delete(m.requestCancelled, string(p.ID)) // the ID is another request's now
+	}
 	if dir == toAgent && p.Method == "session/prompt" {
 		m.turnBegan(p.sessionID(), seq)
 		delete(m.idle, p.sessionID())
@@ -192,8 +206,12 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 	m.checked[ruleNoteUnanswered.ID] = true
 	switch {
 	case p.Method == "$/cancel_request":
-		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
+		r := m.pending[dir][string(p.param("requestId"))]
+		if r != nil && r.cancelled == "" {
 			r.cancelled, r.cancelMs, r.cancelSeq = p.Method, m.ms, seq
+		}
+		if r != nil && r.requestCancelSeq == 0 {
+			r.requestCancelSeq, r.requestCancelMs = seq, m.ms
 		}
 	case dir == toAgent && p.Method == "session/cancel":
 		for _, r := range m.pending[toAgent] {
@@ -241,6 +259,9 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 		switch {
 		case m.answered[reqDir][id]:
 			m.flagBy(dir, ruleOneAnswer, []int{seq}, "a second answer to ID %s", id)
+			if reqDir == toAgent {
+				m.requestCancelledAgain(id, seq)
+			}
 		default:
 			m.echoBroken(dir, seq, p)
 			m.flagBy(dir, ruleUnknownID, []int{seq}, "an answer to ID %s, which was never sent", id)
@@ -272,6 +293,7 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	m.idle[r.session] = seq
 	m.checked[ruleUpdateAfter.ID] = true
 	m.cancelledPrompt(r, seq, p)
+	m.requestCancelledPrompt(id, r, seq, p)
 }
 
 // conversationEnder is who ended a conversation, for what its end leaves
@@ -316,6 +338,7 @@ func (m *monitor) end(e conversationEnder) {
 	for _, r := range left {
 		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
 		m.cancelledNeverAnswered(r)
+		m.requestCancelledNeverAnswered(r)
 	}
 	m.cancelledUnanswered(0)
 }
