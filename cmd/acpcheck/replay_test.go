@@ -193,6 +193,7 @@ func TestReplayOfRecordedCodex(t *testing.T) {
 		ruleClientPermission.ID: NotBrought, ruleClientCancelled.ID: NotBrought,
 	}, statuses(rep))
 	assert.Equal(t, sideAgent, rep.result(ruleEnvelope.ID).Findings[0].Side)
+	assert.Contains(t, rep.result(ruleCancelRequest.ID).Why, "only after the client's session/cancel", "codex ignores $/cancel_request of a prompt")
 	findings := rep.result(ruleNoteUnanswered.ID).Findings
 	require.Len(t, findings, 1)
 	require.Len(t, findings[0].Lines, 2)
