@@ -18,6 +18,14 @@ const DefaultCancelGrace = 2 * time.Second
 // unless Options.InputEndGrace says otherwise.
 const DefaultInputEndGrace = time.Second
 
+// DefaultMaxUnsentNotifications is how many of this side's notifications
+// may wait to be written before Notify waits for room, unless
+// Options.MaxUnsentNotifications says otherwise: enough to keep a stream of
+// small updates writing in batches, few enough that a cancelled turn's
+// answer waits behind no more updates than an agent that writes its own
+// (64, the default before, let about 1.6 times as many through a stop).
+const DefaultMaxUnsentNotifications = 16
+
 // The defaults of Options' bounds, each given by value in its field's
 // documentation.
 const (
@@ -27,7 +35,6 @@ const (
 	defaultMaxQueuedWrite             = 32 << 20
 	defaultMaxInFlightBytes           = 256 << 20
 	defaultMaxQueuedNotificationBytes = 64 << 20
-	defaultMaxUnsentNotifications     = 64
 	defaultMaxUnsentNotificationBytes = 64 << 10
 )
 
@@ -128,8 +135,11 @@ type Options struct {
 	// bounds, and a cancelled turn's answer, which goes out after the
 	// updates the turn queued, waits behind at most this many of them.
 	// A notification is always let in when none waits, whatever its size.
-	// Zero means 64 and 64 KiB: about the kernel's pipe buffer again, which
-	// keeps a stream of small updates writing in batches.
+	// Zero means 16 (DefaultMaxUnsentNotifications) and 64 KiB: 16 small
+	// updates still go out in batches, at a rate far beyond any model's,
+	// and a stop lets through no more of them than an agent that writes
+	// its own (docs/benchmarks.md); 64 KiB, about the kernel's pipe buffer
+	// again, binds large ones.
 	MaxUnsentNotifications     int
 	MaxUnsentNotificationBytes int
 
@@ -244,7 +254,7 @@ func (o *Options) settled() Options {
 	s.MaxOutgoing = cmp.Or(max(s.MaxOutgoing, 0), defaultMaxOutgoing)
 	s.MaxQueuedNotifications = cmp.Or(max(s.MaxQueuedNotifications, 0), defaultMaxQueuedNotifications)
 	s.MaxQueuedWrite = cmp.Or(max(s.MaxQueuedWrite, 0), defaultMaxQueuedWrite)
-	s.MaxUnsentNotifications = cmp.Or(max(s.MaxUnsentNotifications, 0), defaultMaxUnsentNotifications)
+	s.MaxUnsentNotifications = cmp.Or(max(s.MaxUnsentNotifications, 0), DefaultMaxUnsentNotifications)
 	s.MaxUnsentNotificationBytes = cmp.Or(max(s.MaxUnsentNotificationBytes, 0), defaultMaxUnsentNotificationBytes)
 	s.MaxInFlightBytes = max(cmp.Or(max(s.MaxInFlightBytes, 0), defaultMaxInFlightBytes), s.MaxMessageSize)
 	s.MaxQueuedNotificationBytes = max(cmp.Or(max(s.MaxQueuedNotificationBytes, 0), defaultMaxQueuedNotificationBytes), s.MaxMessageSize)

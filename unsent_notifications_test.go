@@ -78,20 +78,27 @@ func expectUpdates(t *testing.T, ctx context.Context, p *wiretest.Peer, n int) w
 // io.Pipe holds nothing, so what the reader has not read is the Conn's.
 func TestNotifyWaitsForRoomAndCancelEndsTheTurn(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		bound acprpc.Options
-		held  int // the updates that fit
+		name     string
+		bound    acprpc.Options
+		held     int  // the updates that fit
+		defaults bool // the Conn has no Options: bound is the documented default
 	}{
-		{"messages", acprpc.Options{MaxUnsentNotifications: 8, MaxUnsentNotificationBytes: 1 << 20}, 8},
+		{"messages", acprpc.Options{MaxUnsentNotifications: 8, MaxUnsentNotificationBytes: 1 << 20}, 8, false},
 		// Each update is 125 bytes (its newline not counted): 5 fit in 700.
-		{"bytes", acprpc.Options{MaxUnsentNotifications: 1000, MaxUnsentNotificationBytes: 700}, 5},
+		{"bytes", acprpc.Options{MaxUnsentNotifications: 1000, MaxUnsentNotificationBytes: 700}, 5, false},
+		// The defaults documented on Options: 16 updates, their 2,000 bytes
+		// far from 64 KiB.
+		{"default", acprpc.Options{MaxUnsentNotifications: 16, MaxUnsentNotificationBytes: 64 << 10}, 16, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wiretest.NoLeak(t)
 			ctx := wiretest.Context(t)
 			notified := make(chan error, 100)
-			opts := tc.bound
-			c, p := wiretest.Connect(t, wiretest.Transports[2], streamingAgent(t, 100, tc.bound, notified), &opts)
+			opts := &tc.bound
+			if tc.defaults {
+				opts = nil
+			}
+			c, p := wiretest.Connect(t, wiretest.Transports[2], streamingAgent(t, 100, tc.bound, notified), opts)
 			p.Request("1", "session/prompt", `{"sessionId":"s","prompt":[]}`)
 			for range tc.held {
 				require.NoError(t, wiretest.Recv(t, ctx, notified))

@@ -5,7 +5,8 @@
 # (no library, no JSON; echo streams only, it cannot stop a turn) each
 # serving the same streaming agent over stdio, a fresh process per run, RUNS
 # interleaved runs; acprpc-unbounded is acprpc with no bound on its unsent
-# notifications, as Notify was before it waited for room. The peers
+# notifications, as Notify was before it waited for room, and
+# acprpc-unsent<N> acprpc with MaxUnsentNotifications N. The peers
 # acprpc-ws, ts-ws, acprpc-http and ts-http are the same agents served over
 # WebSocket and Streamable HTTP (acprpc's remote.Server, cmd/remoteserver
 # -stream; the TypeScript SDK's experimental server, ts/remote-agent.mjs
@@ -18,6 +19,9 @@
 #   SLOW=0 ./stream.sh         without the slow reader
 #   SLOW=0 MANY=0 NAME=stream-peers ./stream.sh
 #                              rows 1 and 2 alone (the stream, the stop)
+#   RUNS=11 CANCELS=60 SLOW=0 MANY=0 NAME=stream-unsent PEERS=acprpc-unsent64,acprpc-unsent32,acprpc-unsent16,acprpc-unsent8,lsp,coder ./stream.sh
+#                              rows 1 and 2 for bounds on the unsent
+#                              notifications, beside the nearest peers
 #   TURNS=0 CANCELS=0 ./stream.sh   the slow reader alone
 #   RCVBUF=65536 ./stream.sh   the remote client's socket receive buffer fixed
 #                              at 64 KiB, a pipe's (default: the kernel's,

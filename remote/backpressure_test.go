@@ -58,11 +58,11 @@ type countedUpdate struct {
 // update comes, in order, then the cancelled answer.
 func TestSlowClientHoldsTheAgentToTheNotificationLimit(t *testing.T) {
 	const (
-		limit      = 64       // acprpc's default MaxUnsentNotifications
+		limit      = acprpc.DefaultMaxUnsentNotifications
 		sendBuffer = 16 << 10 // the server's socket send buffers (the kernel doubles it)
 		// held bounds the bytes a turn may get past Notify while the
-		// client reads nothing: the Conn's limit (64 updates of about
-		// 130 bytes), twice the send buffer of the socket, and the
+		// client reads nothing: the Conn's limit (its updates of about
+		// 130 bytes each), twice the send buffer of the socket, and the
 		// client's: its kernel's few KiB and its library's read buffers
 		// (the SSE reader's 64 KiB).
 		held = limit*130 + 2*sendBuffer + 128<<10

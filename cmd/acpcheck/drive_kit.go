@@ -103,6 +103,7 @@ func (r *runner) cancelMeta() {
 		return
 	}
 	r.released.release() // the client's part of a cancel: its permission requests answered cancelled
+	r.underWay = append(r.underWay, seq)
 	cancelLine := r.w.all()[seq-1]
 	ans, answered := r.answer(p.req, r.o.CancelWait)
 	r.judgeCancelledTurn(ruleCancelMeta, "a session/cancel carrying _meta", p, cancelLine, ans, answered)

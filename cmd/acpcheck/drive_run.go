@@ -48,6 +48,9 @@ type runner struct {
 	canClose     bool   // the agent advertises sessionCapabilities.close (v1)
 	initID       string // initialize's ID, answered before the probes
 	freshUpdates int    // content updates of the prompt's turn in a fresh session
+	// underWay are the lines of the session/cancel sent to a slow turn
+	// seen under way, whose answer cannot have crossed the cancel.
+	underWay []int
 }
 
 // runChecks runs every scenario against the agent and returns the report,
@@ -73,7 +76,7 @@ func runChecks(ctx context.Context, o runOptions) (*Report, error) {
 	}
 	r.closeStdin()
 	r.wireRules()
-	rep := &Report{Agent: o.target(), Wire: r.w.all(), Stderr: r.stderr()}
+	rep := &Report{Agent: o.target(), Wire: r.w.all(), CancelsUnderWay: r.underWay, Stderr: r.stderr()}
 
 	res.proto = 2
 	if r2, err := newRunner(ctx, o, res, true); err == nil {

@@ -229,12 +229,15 @@ func (r *runner) sessionCancel() {
 	}
 }
 
-// cancelSession sends session/cancel for session (the method's name is
-// the same in v1 and v2) and returns its line.
+// cancelSession sends session/cancel for session's slow turn, seen under
+// way (the method's name is the same in v1 and v2), and returns its line.
 func (r *runner) cancelSession(session string) Line {
 	mark := r.w.next()
 	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, _ := r.awaitSent(mark, sent(acpv1.MethodSessionCancel))
+	cancelLine, ok := r.awaitSent(mark, sent(acpv1.MethodSessionCancel))
+	if ok {
+		r.underWay = append(r.underWay, cancelLine.Seq)
+	}
 	return cancelLine
 }
 

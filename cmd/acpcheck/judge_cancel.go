@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -20,7 +21,7 @@ import (
 // than "cancelled" is taken for one that crossed the cancel on the wire:
 // written before the agent read the cancel. An editor may cancel at any
 // moment, also as a short turn ends; acpcheck run cancels only a turn it
-// asked to be slow and saw under way (monitor.cancelsUnderWay), whose
+// asked to be slow and saw under way (monitor.underWay), whose
 // answer right after the cancel is the agent's answer to it.
 const crossWindow = 100 * time.Millisecond
 
@@ -36,7 +37,7 @@ func (m *monitor) cancelledPrompt(r *inFlight, seq int, p parsed) {
 	case p.Error != nil:
 		m.checked[ruleCancelStop.ID] = true
 		m.flag(ruleCancelStop, lines, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
-	case p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && !r.answeredAfterCancel && !m.cancelsUnderWay:
+	case p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && !r.answeredAfterCancel && !slices.Contains(m.underWay, r.cancelSeq):
 		m.unjudged[ruleCancelStop.ID] = fmt.Sprintf("the prompt cancelled by session/cancel was answered stopReason %q %.0f ms after the cancel: it may have crossed the cancel on the wire, which is not the agent's fault", p.stopReason(), after)
 	case p.stopReason() != "cancelled":
 		m.checked[ruleCancelStop.ID] = true

@@ -22,7 +22,7 @@ func cancelledTurn(agent ...Line) recording {
 	for i := range lines {
 		lines[i].Seq = i + 1
 	}
-	return recording{lines: lines, end: runEnd}
+	return recording{lines: lines, end: runEnd()}
 }
 
 // A turn that ends end_turn as soon as the client answers its permission
@@ -61,9 +61,10 @@ func TestCancelledPromptNeverAnswered(t *testing.T) {
 
 // A turn answered end_turn 2 ms after session/cancel, with nothing of the
 // client's in between: in an editor's record it may have crossed the
-// cancel, and proves nothing; from acpcheck run, which cancels only a turn
-// it asked to be slow and saw under way, it did not cross, and fails (an
-// agent that answers end_turn the moment it reads the cancel).
+// cancel, and proves nothing; from acpcheck run, whose record says the
+// cancel went to a turn it asked to be slow and saw under way, it did not
+// cross, and fails (an agent that answers end_turn the moment it reads the
+// cancel).
 func TestEndTurnRightAfterTheCancel(t *testing.T) {
 	lines := []Line{
 		{Seq: 1, Dir: toAgent, Raw: `{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}`},
@@ -74,7 +75,7 @@ func TestEndTurnRightAfterTheCancel(t *testing.T) {
 	editor := replay("r", recording{lines: lines, end: recordEnd{Why: "the editor closed the proxy's stdin", ByEditor: true}}).result(ruleCancelStop.ID)
 	assert.Equal(t, NotBrought, editor.Status, "%+v", editor)
 	assert.Contains(t, editor.Why, "may have crossed the cancel")
-	run := replay("r", recording{lines: lines, end: runEnd}).result(ruleCancelStop.ID)
+	run := replay("r", recording{lines: lines, end: runEnd(3)}).result(ruleCancelStop.ID)
 	require.Equal(t, Fail, run.Status, "%+v", run)
 	assert.Equal(t, []int{1, 3, 4}, run.Findings[0].Lines)
 }

@@ -56,9 +56,9 @@ type monitor struct {
 	requestCancelled map[string][]int
 	// turns are the prompts' turns so far, in order of their prompts.
 	turns []turnSpan
-	// cancelsUnderWay: the client cancels only turns it asked to be slow
-	// and saw under way (see crossWindow).
-	cancelsUnderWay bool
+	// underWay are the lines of the session/cancel the client sent to a
+	// turn it asked to be slow and saw under way (see crossWindow).
+	underWay []int
 	// ms is when the line being taken went.
 	ms float64
 	// cut: the next line is cut short (see cutShort).

@@ -16,7 +16,7 @@ func replay(name string, rec recording) *Report {
 	}
 	var found []violation
 	m := newMonitor(func(v violation) { found = append(found, v) })
-	m.cancelsUnderWay = rec.end.CancelsUnderWay
+	m.underWay = rec.end.CancelsUnderWay
 	for _, l := range lines {
 		m.cutShort(l.Size > 0)
 		m.line(l.Dir, l.bytes(), l.Ms)
@@ -124,7 +124,7 @@ func (r *runner) wireRules() {
 			found = append(found, v)
 		}
 	})
-	m.cancelsUnderWay = true // its turns are slow and under way when it cancels them
+	m.underWay = r.underWay
 	for _, l := range r.w.all() {
 		m.cutShort(l.Size > 0)
 		m.line(l.Dir, l.bytes(), l.Ms)

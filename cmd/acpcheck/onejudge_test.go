@@ -25,9 +25,9 @@ func TestRunTranscriptsReplayToTheSameVerdicts(t *testing.T) {
 			t.Parallel()
 			rep, err := runChecks(context.Background(), testOptions(t, fault))
 			require.NoError(t, err)
-			replays := []*Report{replay("v1", recording{lines: rep.Wire, end: runEnd})}
+			replays := []*Report{replay("v1", recording{lines: rep.Wire, end: runEnd(rep.CancelsUnderWay...)})}
 			if len(rep.WireV2) > 0 {
-				replays = append(replays, replay("v2", recording{lines: rep.WireV2, end: runEnd}))
+				replays = append(replays, replay("v2", recording{lines: rep.WireV2, end: runEnd()}))
 			}
 			for _, rule := range conversationRules {
 				assert.Equal(t, rep.result(rule.ID).Status, verdict(replays, rule), "%s: run %+v", rule.ID, rep.result(rule.ID))
@@ -37,9 +37,11 @@ func TestRunTranscriptsReplayToTheSameVerdicts(t *testing.T) {
 }
 
 // runEnd is how run ends a conversation, as a record would say it: the
-// agent had every bound to answer, and each cancel was of a slow turn under
-// way.
-var runEnd = recordEnd{Why: "acpcheck run closed the agent's stdin", CancelsUnderWay: true}
+// agent had every bound to answer, and the session/cancel on the lines
+// underWay went to slow turns under way.
+func runEnd(underWay ...int) recordEnd {
+	return recordEnd{Why: "acpcheck run closed the agent's stdin", CancelsUnderWay: underWay}
+}
 
 // verdict is the replays' verdict on rule together, as run gives one over
 // its two connections: failed if either failed, else passed if either

@@ -31,10 +31,11 @@ type recordEnd struct {
 	// InputEnded, when the editor ended it: the number of the first line
 	// after the editor's input ended (or the signal came); 0 when unknown.
 	InputEnded int `json:"input_ended,omitempty"`
-	// CancelsUnderWay: the client cancelled only turns it had asked to be
-	// slow and saw under way (acpcheck run does), so that an answer right
-	// after its cancel did not cross it (see crossWindow).
-	CancelsUnderWay bool `json:"cancels_under_way,omitempty"`
+	// CancelsUnderWay are the lines of the session/cancel the client sent
+	// to a turn it had asked to be slow and saw under way (acpcheck run
+	// says which of its cancels were): an answer right after one of them
+	// did not cross it (see crossWindow).
+	CancelsUnderWay []int `json:"cancels_under_way,omitempty"`
 }
 
 // ender says who ended the recorded conversation, for what its end leaves

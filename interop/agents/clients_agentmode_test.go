@@ -139,7 +139,7 @@ func TestAgentModeJudgesAcpx(t *testing.T) {
 			agent := newCheckingAgent(t, acpcheckBin, "-cancel-within", "60s", "-cancel-wait", "5s")
 			acpx := startAcpx(t, agent.script, "hello", c.tty)
 			acpx.interrupt(t, c.interrupt)
-			acpx.wait(t)
+			acpx.quitAfterCancel(t)
 
 			rep := agent.result(t)
 			expectWatched(t, rep, c.want)

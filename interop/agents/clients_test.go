@@ -261,7 +261,11 @@ func TestProxyJudgesAcpx(t *testing.T) {
 			if c.interrupt != "" {
 				acpx.interrupt(t, c.interrupt)
 			}
-			acpx.wait(t)
+			if c.cancelled {
+				acpx.quitAfterCancel(t)
+			} else {
+				acpx.wait(t)
+			}
 
 			rep := replayClient(t, acpcheckBin, p.record)
 			expectWatched(t, rep, c.want)
@@ -340,6 +344,29 @@ func (a *acpxRun) wait(t *testing.T) {
 	<-a.out.done
 	err := a.cmd.Wait()
 	t.Logf("acpx: %v\n%s", err, a.out.String())
+}
+
+// acpxQuitBound is how long acpx has to exit by itself once its cancelled
+// prompt is answered.
+const acpxQuitBound = 10 * time.Second
+
+// quitAfterCancel waits for acpx's cancelled prompt to be answered, then
+// for acpx to exit, and ends it with SIGKILL when it has not within
+// acpxQuitBound: at a terminal, acpx 0.1.15 may stay at its next
+// permission question after the turn was answered cancelled, as its user
+// would see (which question it reached is a race of its own). Either way
+// it has read the turn's answer and ends the conversation owing what it
+// owes.
+func (a *acpxRun) quitAfterCancel(t *testing.T) {
+	t.Helper()
+	a.out.await(t, `"stopReason":"cancelled"`)
+	select {
+	case <-a.out.done:
+	case <-time.After(acpxQuitBound):
+		t.Logf("acpx had not exited %v after its cancelled prompt was answered: SIGKILL", acpxQuitBound)
+		signalPIDFile(t, a.pidFile, syscall.SIGKILL)
+	}
+	a.wait(t)
 }
 
 // quoteAll quotes each argument for sh.

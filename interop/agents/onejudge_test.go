@@ -34,6 +34,9 @@ type judgedReport struct {
 	} `json:"results"`
 	Wire   []json.RawMessage `json:"wire"`
 	WireV2 []json.RawMessage `json:"wire_v2"`
+	// CancelsUnderWay are the lines of Wire whose session/cancel went to a
+	// slow turn run saw under way.
+	CancelsUnderWay []int `json:"cancels_under_way"`
 }
 
 // judgedFinding is who a finding blames: "agent" or "client".
@@ -51,25 +54,29 @@ func expectOneJudge(t *testing.T, bin string, runReport []byte) {
 	var run judgedReport
 	require.NoError(t, json.Unmarshal(runReport, &run))
 	var replays []judgedReport
-	for proto, wire := range map[int][]json.RawMessage{1: run.Wire, 2: run.WireV2} {
-		if len(wire) > 0 {
-			replays = append(replays, replayWire(t, bin, proto, wire))
-		}
+	if len(run.Wire) > 0 {
+		replays = append(replays, replayWire(t, bin, 1, run.Wire, run.CancelsUnderWay))
+	}
+	if len(run.WireV2) > 0 {
+		replays = append(replays, replayWire(t, bin, 2, run.WireV2, nil))
 	}
 	for _, id := range conversationRules {
 		assert.Equal(t, run.status(id), verdictOf(replays, id), "%s: run and its replay through acpcheck report disagree", id)
 	}
 }
 
-// replayWire writes wire as a record, ended as run ends a conversation, and
-// returns acpcheck report's JSON report on it.
-func replayWire(t *testing.T, bin string, proto int, wire []json.RawMessage) judgedReport {
+// replayWire writes wire as a record, ended as run ends a conversation
+// (with the lines of its cancels of turns under way), and returns acpcheck
+// report's JSON report on it.
+func replayWire(t *testing.T, bin string, proto int, wire []json.RawMessage, underWay []int) judgedReport {
 	var rec bytes.Buffer
 	for _, l := range wire {
 		require.NoError(t, json.Compact(&rec, l))
 		rec.WriteByte('\n')
 	}
-	rec.WriteString(`{"end":"acpcheck run closed the agent's stdin","cancels_under_way":true}` + "\n")
+	end, err := json.Marshal(map[string]any{"end": "acpcheck run closed the agent's stdin", "cancels_under_way": underWay})
+	require.NoError(t, err)
+	rec.Write(append(end, '\n'))
 	record := filepath.Join(t.TempDir(), fmt.Sprintf("v%d.jsonl", proto))
 	require.NoError(t, os.WriteFile(record, rec.Bytes(), 0o600))
 	var stdout, stderr bytes.Buffer

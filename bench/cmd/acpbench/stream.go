@@ -44,7 +44,12 @@ import (
 // endpoint the agent prints as its first line.
 type streamPeer struct{ name, argv, transport string }
 
-var streamPeerNames = []string{"acprpc", "coder", "ts", "lsp", "jrpc2", "xexp", "sourcegraph", "handoff", "echo", "acprpc-unbounded", "acprpc-ws", "ts-ws", "acprpc-http", "ts-http"}
+var streamPeerNames = []string{"acprpc", "coder", "ts", "lsp", "jrpc2", "xexp", "sourcegraph", "handoff", "echo", "acprpc-unbounded", unsentPeer + "<N>", "acprpc-ws", "ts-ws", "acprpc-http", "ts-http"}
+
+// unsentPeer followed by a positive number N names acprpc's stream agent
+// with Options.MaxUnsentNotifications N (cmd/server -max-unsent N): the
+// bound's candidates side by side with the default.
+const unsentPeer = "acprpc-unsent"
 
 const stdio = "stdio"
 
@@ -61,6 +66,11 @@ func streamPeers(cfg *config, names []string) ([]streamPeer, error) {
 	}
 	for _, name := range bench.StreamPeers() {
 		argv[name] = cfg.server + " -peer " + name + " -stream"
+	}
+	for _, name := range names {
+		if n, err := strconv.Atoi(strings.TrimPrefix(name, unsentPeer)); strings.HasPrefix(name, unsentPeer) && err == nil && n > 0 {
+			argv[name] = cfg.server + " -peer acprpc -stream -max-unsent " + strconv.Itoa(n)
+		}
 	}
 	return pick("stream", argv, names, streamPeerNames, func(name, argv string) streamPeer {
 		transport := stdio

@@ -32,6 +32,7 @@ func main() {
 	stopped := flag.Bool("stopped", true, "with -turns: a cancelled turn sends a last update saying so before it answers, as examples/agent's does; false answers at once, as coder's example agent does")
 	stream := flag.Bool("stream", false, "serve the stream workload instead (acprpc, coder, the JSON-RPC peers jrpc2, lsp, sourcegraph and xexp, or the floors echo and handoff): each prompt streams the chunks its text asks for, then ends end_turn, or cancelled once cancelled")
 	unbounded := flag.Bool("unbounded", false, "with -stream -peer acprpc: no bound on the unsent notifications, as before Notify waited for room")
+	maxUnsent := flag.Int("max-unsent", 0, "with -stream -peer acprpc: Options.MaxUnsentNotifications (0: the default), to measure a bound against another")
 	graceful := flag.Bool("graceful", true, "with -turns -peer acprpc: after a cancel, wait for the client to answer the requests it cut short, as examples/agent does")
 	flag.Parse()
 	defer record(*cpuProfile, *traceFile)()
@@ -40,7 +41,7 @@ func main() {
 		return
 	}
 	if *stream {
-		serveStream(*name, *unbounded)
+		serveStream(*name, *unbounded, *maxUnsent)
 		return
 	}
 	p, ok := bench.Lookup(*name)
@@ -123,15 +124,21 @@ func (e *eofReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// serveStream serves the stream workload with peer name until stdin ends.
-func serveStream(name string, unbounded bool) {
-	if name == "acprpc" && unbounded {
+// serveStream serves the stream workload with peer name until stdin ends;
+// acprpc with no bound on its unsent notifications, or with maxUnsent of
+// them, if asked.
+func serveStream(name string, unbounded bool, maxUnsent int) {
+	switch {
+	case name == "acprpc" && unbounded:
 		<-bench.ServeAcprpcStream(os.Stdin, os.Stdout, &acprpc.Options{MaxUnsentNotifications: math.MaxInt, MaxUnsentNotificationBytes: math.MaxInt})
+		return
+	case name == "acprpc" && maxUnsent > 0:
+		<-bench.ServeAcprpcStream(os.Stdin, os.Stdout, &acprpc.Options{MaxUnsentNotifications: maxUnsent})
 		return
 	}
 	serve, ok := bench.LookupStream(name)
-	if !ok || unbounded {
-		fmt.Fprintf(os.Stderr, "server: -stream is for -peer %s (-unbounded for acprpc only)\n", strings.Join(bench.StreamPeers(), ", "))
+	if !ok || unbounded || maxUnsent != 0 {
+		fmt.Fprintf(os.Stderr, "server: -stream is for -peer %s (-unbounded and a positive -max-unsent for acprpc only)\n", strings.Join(bench.StreamPeers(), ", "))
 		os.Exit(2)
 	}
 	<-serve(os.Stdin, os.Stdout)
