@@ -308,9 +308,12 @@ func (r *runner) cancelRequest() {
 	}
 	mark := r.w.next()
 	p.cancel()
-	cancelLine, _ := r.awaitSent(mark, func(l Line) bool {
+	cancelLine, sentOK := r.awaitSent(mark, func(l Line) bool {
 		return l.Dir == toAgent && l.msg.Method == "$/cancel_request" && string(l.msg.param("requestId")) == string(p.req.msg.ID)
 	})
+	if sentOK {
+		r.underWay = append(r.underWay, cancelLine.Seq)
+	}
 	ans, ok := r.answer(p.req, r.o.CancelWait)
 	switch {
 	case !ok:

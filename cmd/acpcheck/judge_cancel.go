@@ -17,8 +17,8 @@ import (
 // of the turn, which the client wrote after the cancel, came after the
 // agent read the cancel, and crossed nothing.
 
-// crossWindow is how soon after session/cancel a prompt's answer other
-// than "cancelled" is taken for one that crossed the cancel on the wire:
+// crossWindow is how soon after session/cancel (or $/cancel_request) a
+// prompt's answer other than "cancelled" is taken for one that crossed the cancel on the wire:
 // written before the agent read the cancel. An editor may cancel at any
 // moment, also as a short turn ends; acpcheck run cancels only a turn it
 // asked to be slow and saw under way (monitor.underWay), whose

@@ -50,7 +50,7 @@ func TestReplayJudgesCancelRequest(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			res := replay("r", requestCancelledTurn(runEnd, c.then...)).result(ruleCancelRequest.ID)
+			res := replay("r", requestCancelledTurn(runEnd(3), c.then...)).result(ruleCancelRequest.ID)
 			require.Equal(t, c.want, res.Status, "%+v", res)
 			if c.want == Fail {
 				assert.Equal(t, c.lines, res.Findings[0].Lines, "%+v", res)
@@ -71,7 +71,7 @@ func TestEndTurnRightAfterCancelRequest(t *testing.T) {
 	editor := replay("r", requestCancelledTurn(recordEnd{Why: "the editor closed the proxy's stdin", ByEditor: true}, answer)).result(ruleCancelRequest.ID)
 	assert.Equal(t, NotBrought, editor.Status, "%+v", editor)
 	assert.Contains(t, editor.Why, "may have crossed the cancel")
-	run := replay("r", requestCancelledTurn(runEnd, answer)).result(ruleCancelRequest.ID)
+	run := replay("r", requestCancelledTurn(runEnd(3), answer)).result(ruleCancelRequest.ID)
 	require.Equal(t, Fail, run.Status, "%+v", run)
 	assert.Equal(t, []int{1, 3, 4}, run.Findings[0].Lines)
 }
@@ -79,7 +79,7 @@ func TestEndTurnRightAfterCancelRequest(t *testing.T) {
 // A prompt cancelled by $/cancel_request alone and never answered, when the
 // agent ended the conversation, fails: it owed one answer.
 func TestCancelRequestNeverAnswered(t *testing.T) {
-	res := replay("r", requestCancelledTurn(runEnd)).result(ruleCancelRequest.ID)
+	res := replay("r", requestCancelledTurn(runEnd(3))).result(ruleCancelRequest.ID)
 	require.Equal(t, Fail, res.Status, "%+v", res)
 	assert.Equal(t, []int{1, 3}, res.Findings[0].Lines)
 }

@@ -56,8 +56,9 @@ type monitor struct {
 	requestCancelled map[string][]int
 	// turns are the prompts' turns so far, in order of their prompts.
 	turns []turnSpan
-	// underWay are the lines of the session/cancel the client sent to a
-	// turn it asked to be slow and saw under way (see crossWindow).
+	// underWay are the lines of the session/cancel (or the prompt's
+	// $/cancel_request) the client sent to a turn it asked to be slow and
+	// saw under way (see crossWindow).
 	underWay []int
 	// ms is when the line being taken went.
 	ms float64
