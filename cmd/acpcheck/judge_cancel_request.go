@@ -29,7 +29,7 @@ func (m *monitor) requestCancelledPrompt(id string, r *inFlight, seq int, p pars
 		return
 	case p.Error != nil && p.Error.Code != -32800:
 		m.flag(ruleCancelRequest, lines, "a prompt cancelled by $/cancel_request was answered with error %d %q, where it owes stopReason \"cancelled\" or -32800", p.Error.Code, p.Error.Message)
-	case p.Error == nil && p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && !r.answeredAfterCancel && !slices.Contains(m.underWay, r.requestCancelSeq):
+	case p.Error == nil && p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && r.clientAnsweredSeq < r.requestCancelSeq && !slices.Contains(m.underWay, r.requestCancelSeq):
 		m.unjudged[ruleCancelRequest.ID] = fmt.Sprintf("the prompt cancelled by $/cancel_request was answered stopReason %q %.0f ms after the cancel: it may have crossed the cancel on the wire, which is not the agent's fault", p.stopReason(), after)
 		return
 	case p.Error == nil && p.stopReason() != "cancelled":

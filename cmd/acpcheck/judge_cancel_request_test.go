@@ -83,3 +83,20 @@ func TestCancelRequestNeverAnswered(t *testing.T) {
 	require.Equal(t, Fail, res.Status, "%+v", res)
 	assert.Equal(t, []int{1, 3}, res.Findings[0].Lines)
 }
+
+// The client's answer to a request of the turn after $/cancel_request says
+// the agent read that cancel, not the session/cancel that follows: an
+// end_turn 1 ms after that session/cancel may still have crossed it.
+func TestAnswerAfterCancelRequestLeavesTheLaterCancelsWindow(t *testing.T) {
+	rec := requestCancelledTurn(recordEnd{Why: "the editor closed the proxy's stdin", ByEditor: true},
+		Line{Dir: fromAgent, Ms: 510, Raw: `{"jsonrpc":"2.0","id":0,"method":"fs/read_text_file","params":{"sessionId":"s","path":"/a"}}`},
+		Line{Dir: toAgent, Ms: 520, Raw: `{"jsonrpc":"2.0","id":0,"result":{"content":""}}`},
+		Line{Dir: toAgent, Ms: 3500, Raw: `{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}`},
+		answerLine(3501, `"result":{"stopReason":"end_turn"}`),
+	)
+	rep := replay("r", rec)
+	stop := rep.result(ruleCancelStop.ID)
+	assert.Equal(t, NotBrought, stop.Status, "%+v", stop)
+	assert.Contains(t, stop.Why, "may have crossed the cancel")
+	assert.Equal(t, NotBrought, rep.result(ruleCancelRequest.ID).Status)
+}

@@ -106,9 +106,11 @@ type inFlight struct {
 	// follow it.
 	requestCancelSeq int
 	requestCancelMs  float64
-	// answeredAfterCancel: a cancelled prompt whose session's request the
-	// client answered after the cancel.
-	answeredAfterCancel bool
+	// clientAnsweredSeq is, for a prompt, the line of the client's last
+	// answer to a request of its session while it ran: a cancel before it
+	// was read by the agent before the prompt's answer (see
+	// turnWaitedOnClient).
+	clientAnsweredSeq int
 	// sessionCancelled: a permission request of the agent's pending when
 	// the client sent session/cancel for its session (v1), on line
 	// sessionCancelSeq, which the client owes the cancelled outcome.
@@ -274,7 +276,7 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	m.answered[reqDir][id] = true
 	if reqDir == fromAgent {
 		m.clientAnswer(r, seq, p)
-		m.turnWaitedOnClient(r.session)
+		m.turnWaitedOnClient(r.session, seq)
 	}
 	if reqDir == toAgent && r.method == "initialize" {
 		var res struct {
