@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +43,8 @@ const (
 	clientOffersNothing     = "offers-nothing"      // offers no terminal and no file read
 	clientSignalsAcpcheck   = "signal"              // SIGTERMs acpcheck once the turn's requests came, and never closes stdin
 	clientKillsAcpcheck     = "kill"                // SIGKILLs acpcheck once the turn is answered, as clients that kill their agent on exit do
+	clientHangsUp           = "hangup"              // SIGHUPs acpcheck once the turn's requests came, as a terminal closing under it does
+	clientQuitsOwing        = "quit-owing"          // cancels, answers nothing it owes, and closes stdin once the turn is answered
 )
 
 // agentModeProc is acpcheck agent run as a process, the JSON report in a
@@ -273,7 +276,7 @@ func (c *scriptedClient) take(line string) bool {
 			}
 		}()
 	case "$/cancel_request":
-		if c.faults[clientSilentPermission] && string(m.Params.RequestID) == c.perm {
+		if c.faults[clientSilentPermission] && string(m.Params.RequestID) == c.perm || c.faults[clientQuitsOwing] {
 			break
 		}
 		if c.v2 && string(m.Params.RequestID) == c.perm { // v2: the permission's answer comes at the agent's cancel
@@ -303,6 +306,9 @@ func (c *scriptedClient) cancelTurn() bool {
 		return false
 	case c.faults[clientSignalsAcpcheck]:
 		_ = c.p.cmd.Process.Signal(os.Interrupt)
+		return false
+	case c.faults[clientHangsUp]:
+		_ = c.p.cmd.Process.Signal(syscall.SIGHUP)
 		return false
 	case c.faults[clientCancelsRequest]:
 		c.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":3}}`)
@@ -342,7 +348,7 @@ func (c *scriptedClient) answerPermission(cancelled bool) {
 		c.answer(c.perm, `"result":{"outcome":{"outcome":"selected","optionId":"allow"}}`, cancelled)
 	case c.faults[clientOtherError] && cancelled:
 		c.answer(c.perm, `"error":{"code":-32603,"message":"Internal error"}`, cancelled)
-	case !c.faults[clientSilentPermission]:
+	case !c.faults[clientSilentPermission] && !c.faults[clientQuitsOwing]:
 		c.answer(c.perm, `"result":{"outcome":{"outcome":"cancelled"}}`, cancelled)
 	}
 }
@@ -487,6 +493,14 @@ func TestAgentModeUncancelledAndHostileClients(t *testing.T) {
 			map[string]Status{ruleClientPermission.ID: NotBrought}, "the client closed acpcheck's stdin", 0},
 		{"signals acpcheck mid-turn", []string{clientSignalsAcpcheck}, "", nil,
 			map[string]Status{ruleClientPermission.ID: NotBrought}, "acpcheck was signalled to stop", 0},
+		{"hangs up on acpcheck mid-turn", []string{clientHangsUp}, "", nil,
+			map[string]Status{ruleClientPermission.ID: NotBrought}, "acpcheck was signalled to stop", 0},
+		// Between turns, having read the cancelled turn's answer: what it
+		// owed is unanswered, not cut short (acpx 0.1.15 at its prompt).
+		// acpcheck cancelled the permission request itself after
+		// -cancel-wait: client-cancel-answered judges it with the others.
+		{"quits between turns owing answers", []string{clientQuitsOwing}, "cancelled", []string{"client " + ruleClientCancelled.ID},
+			nil, "1 cancelled by session/cancel", 1},
 		{"v2, never cancels", []string{clientAsksV2, clientNeverCancels}, "end_turn", nil,
 			map[string]Status{ruleClientPermission.ID: NotBrought, ruleClientCancelled.ID: NotBrought, ruleOneAnswer.ID: Pass}, "1 not cancelled in time (end_turn)", 0},
 		{"v2, closes stdin mid-work", []string{clientAsksV2, clientQuitsMidTurn}, "", nil,

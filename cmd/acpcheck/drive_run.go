@@ -49,8 +49,9 @@ type runner struct {
 	initID       string // initialize's ID, answered before the probes
 	freshUpdates int    // content updates of the prompt's turn in a fresh session
 	// underWay are the lines of the session/cancel (or the prompt's
-	// $/cancel_request) sent to a slow turn seen under way, whose answer
-	// cannot have crossed the cancel.
+	// $/cancel_request) sent to a slow turn seen under way with its
+	// requests to the client held open, whose answer cannot have crossed
+	// the cancel.
 	underWay []int
 }
 

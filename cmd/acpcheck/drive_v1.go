@@ -215,6 +215,9 @@ func (r *runner) sessionCancel() {
 		permission = permission || l.msg.Method == acpv1.MethodSessionRequestPermission
 	}
 	cancelLine := r.cancelSession(session)
+	// The turn holds its requests to the client open until the cancel: its
+	// answer right after the cancel is its answer to it.
+	r.underWay = append(r.underWay, cancelLine.Seq)
 	ans, ok := r.answer(p.req, r.o.CancelWait)
 	r.hold.Store(false)
 	if !ok {
@@ -229,15 +232,12 @@ func (r *runner) sessionCancel() {
 	}
 }
 
-// cancelSession sends session/cancel for session's slow turn, seen under
-// way (the method's name is the same in v1 and v2), and returns its line.
+// cancelSession sends session/cancel for session (the method's name is
+// the same in v1 and v2) and returns its line.
 func (r *runner) cancelSession(session string) Line {
 	mark := r.w.next()
 	_ = acprpc.CancelSession(r.ctx, r.conn, session)
-	cancelLine, ok := r.awaitSent(mark, sent(acpv1.MethodSessionCancel))
-	if ok {
-		r.underWay = append(r.underWay, cancelLine.Seq)
-	}
+	cancelLine, _ := r.awaitSent(mark, sent(acpv1.MethodSessionCancel))
 	return cancelLine
 }
 

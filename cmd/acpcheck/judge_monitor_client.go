@@ -143,20 +143,6 @@ func (m *monitor) owedCutShort(when string) {
 	}
 }
 
-// owedFrom is the line from which the client owed the request's answer as
-// a cancelled one: the agent's $/cancel_request, or the client's own
-// session/cancel while the permission request was pending.
-func (r *inFlight) owedFrom() int {
-	switch {
-	case r.sessionCancelled && r.cancelled == "$/cancel_request":
-		return min(r.sessionCancelSeq, r.cancelSeq)
-	case r.sessionCancelled:
-		return r.sessionCancelSeq
-	default:
-		return r.cancelSeq
-	}
-}
-
 // pendingFromAgent is the agent's requests still unanswered, in the
 // order they were sent.
 func (m *monitor) pendingFromAgent() []*inFlight {
@@ -174,14 +160,16 @@ func (m *monitor) pendingFromAgent() []*inFlight {
 // it owed before line before, or all when before is 0.
 func (m *monitor) cancelledUnanswered(before int) {
 	for _, r := range m.pendingFromAgent() {
-		if r.cancelled != "$/cancel_request" && !r.sessionCancelled || before > 0 && r.owedFrom() >= before {
+		// The agent's own cancel counts only when it came before the end.
+		byAgent := r.cancelled == "$/cancel_request" && (before == 0 || r.cancelSeq < before)
+		if !byAgent && !r.sessionCancelled {
 			continue
 		}
 		rule, by := ruleClientCancelled, "the agent cancelled it with $/cancel_request"
-		if r.sessionCancelled && r.cancelled == "$/cancel_request" && m.unjudged[ruleClientPermission.ID] == "" {
+		if r.sessionCancelled && byAgent && m.unjudged[ruleClientPermission.ID] == "" {
 			m.unjudged[ruleClientPermission.ID] = fmt.Sprintf("the agent's %s (line %d), pending at the client's session/cancel (line %d), was then cancelled by the agent (line %d): client-cancel-answered judges it", r.method, r.seq, r.sessionCancelSeq, r.cancelSeq)
 		}
-		if r.cancelled != "$/cancel_request" {
+		if !byAgent {
 			if m.v2 {
 				// A v2 client leaves it to the agent's $/cancel_request,
 				// which never came.

@@ -72,7 +72,9 @@ func main() {
 	// A write to a closed stdout or stderr (an editor that quit, a report
 	// piped into head) fails with EPIPE instead of killing acpcheck.
 	signal.Ignore(syscall.SIGPIPE)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP too: a terminal closing under acpcheck (a client run at one
+	// that exits) must leave its report and record, as a stop does.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := mainCode(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

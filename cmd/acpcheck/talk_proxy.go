@@ -88,9 +88,12 @@ func (s *splitter) flush() {
 }
 
 // forward copies src to dst byte for byte, as it comes, and shows each
-// chunk to the splitter: its lines are numbered before it is written, and
-// handed over after, also when the write fails, so that the other
-// direction's lines are not held for them. After a failed write (the
+// chunk to the splitter before it is written: its lines are numbered and
+// handed over (to the checks and the record) first, so that a proxy killed
+// by an editor that quits as soon as it has read a line (coder's example
+// client kills its agent so) has recorded that line, and so that no write
+// blocked on a peer lies between a line's number and its handing over,
+// for the other direction's lines to wait on. After a failed write (the
 // editor closed its end) it reads on, for the record and the checks, and
 // discards what it reads; broken, if not nil, is closed then. It returns
 // at src's end.
@@ -103,6 +106,7 @@ func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch, broken cha
 		w.leave()
 		if n > 0 {
 			s.reserve(buf[:n])
+			s.write(buf[:n])
 			if werr == nil {
 				_, werr = dst.Write(buf[:n])
 				w.wrote()
@@ -110,7 +114,6 @@ func forward(dst io.Writer, src io.Reader, s *splitter, w *readWatch, broken cha
 					close(broken)
 				}
 			}
-			s.write(buf[:n])
 			if werr != nil && broken == nil {
 				s.flush()
 				return werr

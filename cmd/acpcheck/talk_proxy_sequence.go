@@ -9,10 +9,10 @@ import (
 
 // sequencer numbers the lines of both directions in the order the proxy
 // forwards them, and hands them on in that order. A direction reserves the
-// numbers of the lines a chunk ends before it writes the chunk on, and hands
-// the lines over after: whatever the peer sends in answer is read after the
-// write, so it is numbered after its cause, while the proxy does no more
-// than count newlines before it forwards a byte.
+// numbers of the lines a chunk ends, and hands the lines over, before it
+// writes the chunk on: whatever the peer sends in answer is read after the
+// write, so it is numbered after its cause, and what was forwarded was
+// recorded first.
 type sequencer struct {
 	mu      sync.Mutex
 	start   time.Time
