@@ -48,9 +48,10 @@ type runner struct {
 	canClose     bool   // the agent advertises sessionCapabilities.close (v1)
 	initID       string // initialize's ID, answered before the probes
 	freshUpdates int    // content updates of the prompt's turn in a fresh session
-	// underWay are the lines of the session/cancel sent to a slow turn
-	// seen under way with its requests to the client held open, whose
-	// answer cannot have crossed the cancel.
+	// underWay are the lines of the session/cancel (or the prompt's
+	// $/cancel_request) sent to a slow turn seen under way with its
+	// requests to the client held open, whose answer cannot have crossed
+	// the cancel.
 	underWay []int
 }
 

@@ -290,7 +290,11 @@ func (r *runner) turnAfterCancel(session string) {
 	}
 }
 
-// cancelRequest cancels a prompt in flight with $/cancel_request.
+// cancelRequest cancels a prompt in flight with $/cancel_request, which
+// the monitor judges (cancel-request, see requestCancelledPrompt). v1 lets
+// an agent ignore that cancel: a prompt not answered within CancelWait is
+// then cancelled with session/cancel, and its answer is not
+// cancel-request's.
 func (r *runner) cancelRequest() {
 	session, p, underway, ok := r.slowTurn(r.underway)
 	if !ok {
@@ -304,22 +308,19 @@ func (r *runner) cancelRequest() {
 	}
 	mark := r.w.next()
 	p.cancel()
-	cancelLine, _ := r.awaitSent(mark, func(l Line) bool {
+	cancelLine, sentOK := r.awaitSent(mark, func(l Line) bool {
 		return l.Dir == toAgent && l.msg.Method == "$/cancel_request" && string(l.msg.param("requestId")) == string(p.req.msg.ID)
 	})
+	if sentOK {
+		r.underWay = append(r.underWay, cancelLine.Seq)
+	}
 	ans, ok := r.answer(p.req, r.o.CancelWait)
-	lines := []int{p.req.Seq, cancelLine.Seq, ans.Seq}
 	switch {
 	case !ok:
-		r.res.notBrought(ruleCancelRequest, "the agent did not answer the prompt within %s of $/cancel_request (v1 lets it ignore the cancel; the turn was then ended with session/cancel)", r.o.CancelWait)
 		_ = acprpc.CancelSession(r.ctx, r.conn, session)
 		r.answer(p.req, r.o.Timeout)
-	case ans.msg.Error != nil && ans.msg.Error.Code != acprpc.CodeRequestCancelled:
-		r.res.fail(ruleCancelRequest, lines, "the prompt was answered with error %d %q, where a cancelled prompt owes stopReason \"cancelled\" or -32800", ans.msg.Error.Code, ans.msg.Error.Message)
-	case ans.msg.Error == nil && ans.msg.stopReason() != string(acpv1.StopReasonCancelled):
-		r.res.fail(ruleCancelRequest, lines, "the prompt was answered %s after $/cancel_request, where a cancelled prompt owes stopReason \"cancelled\" or -32800", answerText(ans))
-	default:
-		r.res.pass(ruleCancelRequest)
+	case ans.Seq < cancelLine.Seq:
+		r.res.notBrought(ruleCancelRequest, "the slow prompt was answered before its $/cancel_request went out: give -slow-prompt a prompt that takes longer")
 	}
 }
 

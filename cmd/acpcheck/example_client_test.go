@@ -46,6 +46,9 @@ func TestExampleClientThroughProxyPasses(t *testing.T) {
 			if c.name == "session/cancel" { // v1: the permission request pending at the cancel, answered cancelled
 				assert.Equal(t, Pass, rep.result(ruleClientPermission.ID).Status)
 			}
+			if c.name == "$/cancel_request" { // the agent's side: the prompt it cancelled answered cancelled, once
+				assert.Equal(t, Pass, rep.result(ruleCancelRequest.ID).Status, "%+v", rep.result(ruleCancelRequest.ID))
+			}
 		})
 	}
 }

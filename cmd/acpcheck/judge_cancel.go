@@ -17,8 +17,8 @@ import (
 // of the turn, which the client wrote after the cancel, came after the
 // agent read the cancel, and crossed nothing.
 
-// crossWindow is how soon after session/cancel a prompt's answer other
-// than "cancelled" is taken for one that crossed the cancel on the wire:
+// crossWindow is how soon after session/cancel (or $/cancel_request) a
+// prompt's answer other than "cancelled" is taken for one that crossed the cancel on the wire:
 // written before the agent read the cancel. An editor may cancel at any
 // moment, also as a short turn ends; acpcheck run cancels only a turn it
 // asked to be slow and saw under way (monitor.underWay), whose
@@ -37,7 +37,7 @@ func (m *monitor) cancelledPrompt(r *inFlight, seq int, p parsed) {
 	case p.Error != nil:
 		m.checked[ruleCancelStop.ID] = true
 		m.flag(ruleCancelStop, lines, "a prompt cancelled by session/cancel was answered with error %d %q, where it owes stopReason \"cancelled\"", p.Error.Code, p.Error.Message)
-	case p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && !r.answeredAfterCancel && !slices.Contains(m.underWay, r.cancelSeq):
+	case p.stopReason() != "cancelled" && after < crossWindow.Seconds()*1000 && r.clientAnsweredSeq < r.cancelSeq && !slices.Contains(m.underWay, r.cancelSeq):
 		m.unjudged[ruleCancelStop.ID] = fmt.Sprintf("the prompt cancelled by session/cancel was answered stopReason %q %.0f ms after the cancel: it may have crossed the cancel on the wire, which is not the agent's fault", p.stopReason(), after)
 	case p.stopReason() != "cancelled":
 		m.checked[ruleCancelStop.ID] = true
@@ -62,13 +62,14 @@ func (m *monitor) cancelledNeverAnswered(r *inFlight) {
 	m.flag(ruleCancelStop, []int{r.seq, r.cancelSeq}, "a prompt cancelled by session/cancel was never answered")
 }
 
-// turnWaitedOnClient marks the prompts of session cancelled by
-// session/cancel, now that the client answered one of the session's
-// requests after the cancel.
-func (m *monitor) turnWaitedOnClient(session string) {
+// turnWaitedOnClient notes, on the prompts of session still running,
+// that the client answered one of the session's requests on line seq: an
+// answer to a prompt after it came after the agent read every cancel the
+// client sent before it.
+func (m *monitor) turnWaitedOnClient(session string, seq int) {
 	for _, r := range m.pending[toAgent] {
-		if r.method == "session/prompt" && r.session == session && r.cancelled == "session/cancel" {
-			r.answeredAfterCancel = true
+		if r.method == "session/prompt" && r.session == session {
+			r.clientAnsweredSeq = seq
 		}
 	}
 }

@@ -50,10 +50,15 @@ type monitor struct {
 	// prompt: a turn that ends "cancelled" after it may have followed that
 	// outcome, not the cancel.
 	outcomeCancelled map[string]int
+	// requestCancelled holds, by ID, the answered prompts $/cancel_request
+	// cancelled, with the lines of the prompt, the cancel and the answer:
+	// a second answer breaks cancel-request too.
+	requestCancelled map[string][]int
 	// turns are the prompts' turns so far, in order of their prompts.
 	turns []turnSpan
-	// underWay are the lines of the session/cancel the client sent to a
-	// turn it asked to be slow and saw under way (see crossWindow).
+	// underWay are the lines of the session/cancel (or the prompt's
+	// $/cancel_request) the client sent to a turn it asked to be slow and
+	// saw under way (see crossWindow).
 	underWay []int
 	// ms is when the line being taken went.
 	ms float64
@@ -95,9 +100,17 @@ type inFlight struct {
 	cancelled string  // what cancelled it: "session/cancel", "$/cancel_request" or ""
 	cancelMs  float64 // when
 	cancelSeq int     // the line that did
-	// answeredAfterCancel: a prompt cancelled by session/cancel whose
-	// session's request the client answered after the cancel.
-	answeredAfterCancel bool
+	// requestCancelSeq is the line of the first $/cancel_request of it, 0
+	// if none, sent requestCancelMs into the conversation: a prompt's, which
+	// cancel-request judges, is kept apart from the session/cancel that may
+	// follow it.
+	requestCancelSeq int
+	requestCancelMs  float64
+	// clientAnsweredSeq is, for a prompt, the line of the client's last
+	// answer to a request of its session while it ran: a cancel before it
+	// was read by the agent before the prompt's answer (see
+	// turnWaitedOnClient).
+	clientAnsweredSeq int
 	// sessionCancelled: a permission request of the agent's pending when
 	// the client sent session/cancel for its session (v1), on line
 	// sessionCancelSeq, which the client owes the cancelled outcome.
@@ -138,6 +151,7 @@ func newMonitor(report func(violation)) *monitor {
 		checked:          map[string]bool{},
 		unjudged:         map[string]string{},
 		outcomeCancelled: map[string]int{},
+		requestCancelled: map[string][]int{},
 		bursts:           map[string]*noteBurst{toAgent: {}, fromAgent: {}},
 	}
 	return m
@@ -181,6 +195,9 @@ func (m *monitor) line(dir string, raw []byte, ms float64) int {
 func (m *monitor) request(dir string, seq int, p parsed) {
 	m.checked[ruleOneAnswer.ID], m.checked[ruleUnknownID.ID] = true, true
 	m.pending[dir][string(p.ID)] = &inFlight{seq: seq, method: p.Method, session: p.sessionID()}
+	if dir == toAgent {
+		delete(m.requestCancelled, string(p.ID)) // the ID is another request's now
+	}
 	if dir == toAgent && p.Method == "session/prompt" {
 		m.turnBegan(p.sessionID(), seq)
 		delete(m.idle, p.sessionID())
@@ -192,8 +209,12 @@ func (m *monitor) notification(dir string, seq int, p parsed) {
 	m.checked[ruleNoteUnanswered.ID] = true
 	switch {
 	case p.Method == "$/cancel_request":
-		if r := m.pending[dir][string(p.param("requestId"))]; r != nil && r.cancelled == "" {
+		r := m.pending[dir][string(p.param("requestId"))]
+		if r != nil && r.cancelled == "" {
 			r.cancelled, r.cancelMs, r.cancelSeq = p.Method, m.ms, seq
+		}
+		if r != nil && r.requestCancelSeq == 0 {
+			r.requestCancelSeq, r.requestCancelMs = seq, m.ms
 		}
 	case dir == toAgent && p.Method == "session/cancel":
 		for _, r := range m.pending[toAgent] {
@@ -241,6 +262,9 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 		switch {
 		case m.answered[reqDir][id]:
 			m.flagBy(dir, ruleOneAnswer, []int{seq}, "a second answer to ID %s", id)
+			if reqDir == toAgent {
+				m.requestCancelledAgain(id, seq)
+			}
 		default:
 			m.echoBroken(dir, seq, p)
 			m.flagBy(dir, ruleUnknownID, []int{seq}, "an answer to ID %s, which was never sent", id)
@@ -252,7 +276,7 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	m.answered[reqDir][id] = true
 	if reqDir == fromAgent {
 		m.clientAnswer(r, seq, p)
-		m.turnWaitedOnClient(r.session)
+		m.turnWaitedOnClient(r.session, seq)
 	}
 	if reqDir == toAgent && r.method == "initialize" {
 		var res struct {
@@ -272,6 +296,7 @@ func (m *monitor) answer(dir string, seq int, p parsed) {
 	m.idle[r.session] = seq
 	m.checked[ruleUpdateAfter.ID] = true
 	m.cancelledPrompt(r, seq, p)
+	m.requestCancelledPrompt(id, r, seq, p)
 }
 
 // conversationEnder is who ended a conversation, for what its end leaves
@@ -316,6 +341,7 @@ func (m *monitor) end(e conversationEnder) {
 	for _, r := range left {
 		m.flag(ruleOneAnswer, []int{r.seq}, "%s was never answered", r.method)
 		m.cancelledNeverAnswered(r)
+		m.requestCancelledNeverAnswered(r)
 	}
 	m.cancelledUnanswered(0)
 }

@@ -29,7 +29,7 @@ func replay(name string, rec recording) *Report {
 		res := foundResult(rule, found, proto)
 		if res.Status == Pass && !m.wasChecked(rule) {
 			res.Status, res.Why = NotBrought, cmp.Or(m.whyUnjudged(rule), whyNotWatched[rule.ID])
-			if proto == 2 && rule.ID == ruleCancelStop.ID {
+			if proto == 2 && (rule.ID == ruleCancelStop.ID || rule.ID == ruleCancelRequest.ID) {
 				res.Why = "a v2 prompt's answer does not end its turn: the rule is v1's"
 			}
 		}

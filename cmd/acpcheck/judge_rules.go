@@ -135,7 +135,7 @@ var (
 // conversationRules are the rules of the whole conversation, which run,
 // proxy and report judge alike: the monitor holds them, and run feeds it
 // its transcript once the agent's output has ended.
-var conversationRules = []Rule{ruleCancelStop, ruleOneAnswer, ruleUnknownID, ruleNoteUnanswered, ruleUpdateAfter,
+var conversationRules = []Rule{ruleCancelStop, ruleCancelRequest, ruleOneAnswer, ruleUnknownID, ruleNoteUnanswered, ruleUpdateAfter,
 	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho}
 
 // scenarioRules are the rules only run judges, each in the scenario that
@@ -147,7 +147,6 @@ var scenarioRules = map[string]string{
 	ruleSessionNew.ID:     "that run's own session/new was answered within -timeout",
 	rulePromptTurn.ID:     "which prompt run meant to end by itself, answered within -timeout",
 	ruleTurnAfter.ID:      "that the prompt after a cancelled turn is the one run sent in a fresh session, and how many updates that turn had",
-	ruleCancelRequest.ID:  "which prompt run cancelled with $/cancel_request alone, and waited -cancel-wait for: v1 lets an agent ignore that cancel",
 	ruleParseError.ID:     "which line run wrote that is not JSON, and that its next request was still answered",
 	ruleMethodNotFound.ID: "that the method run asked for is one no agent serves",
 	ruleStdinExit.ID:      "the agent's process: whether it exited when run closed its stdin, which no line shows",
@@ -170,13 +169,14 @@ var scenarioRules = map[string]string{
 // broken, in the report's order: the proxy reports them as they happen,
 // and a replay of its record reports each as passed, failed or not brought
 // about.
-var watchedRules = []Rule{ruleCancelStop, ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter,
+var watchedRules = []Rule{ruleCancelStop, ruleCancelRequest, ruleNoteUnanswered, ruleOneAnswer, ruleUnknownID, ruleUpdateAfter,
 	ruleFraming, ruleEnvelope, ruleErrorMessage, ruleIDEcho, ruleClientPermission, ruleClientCancelled}
 
 // whyNotWatched says, for each watched rule, what a conversation lacks
 // that never gave the rule a chance to be broken.
 var whyNotWatched = map[string]string{
 	ruleCancelStop.ID:       "no prompt cancelled with session/cancel was answered in the recording",
+	ruleCancelRequest.ID:    "no prompt cancelled with $/cancel_request was answered in the recording",
 	ruleNoteUnanswered.ID:   "the recording holds no notification",
 	ruleOneAnswer.ID:        "the recording holds no request",
 	ruleUnknownID.ID:        "the recording holds no request",

@@ -70,11 +70,12 @@ func TestReplayFindsWhatTheProxyFound(t *testing.T) {
 				if s != Fail {
 					// The conversation has requests, notifications, a
 					// prompt cancelled with session/cancel, and its answer
-					// but for the agent that ignores the cancel.
-					// No request of the agent's is cancelled.
+					// but for the agent that ignores the cancel. No
+					// prompt is cancelled with $/cancel_request, and no
+					// request of the agent's is cancelled.
 					want := Pass
 					if fault == faultCancelIgnored && (id == ruleCancelStop.ID || id == ruleUpdateAfter.ID) ||
-						id == ruleClientPermission.ID || id == ruleClientCancelled.ID {
+						id == ruleCancelRequest.ID || id == ruleClientPermission.ID || id == ruleClientCancelled.ID {
 						want = NotBrought
 					}
 					assert.Equal(t, want, s, id)
@@ -187,11 +188,12 @@ func TestReplayOfRecordedCodex(t *testing.T) {
 	// Its answer to the notification has no id member either, which
 	// JSON-RPC's answers all have; the client's side breaks nothing.
 	assert.Equal(t, map[string]Status{
-		ruleCancelStop.ID: Pass, ruleNoteUnanswered.ID: Fail, ruleOneAnswer.ID: Pass, ruleUnknownID.ID: Pass, ruleUpdateAfter.ID: Pass,
+		ruleCancelStop.ID: Pass, ruleCancelRequest.ID: NotBrought, ruleNoteUnanswered.ID: Fail, ruleOneAnswer.ID: Pass, ruleUnknownID.ID: Pass, ruleUpdateAfter.ID: Pass,
 		ruleFraming.ID: Pass, ruleEnvelope.ID: Fail, ruleErrorMessage.ID: Pass, ruleIDEcho.ID: Pass,
 		ruleClientPermission.ID: NotBrought, ruleClientCancelled.ID: NotBrought,
 	}, statuses(rep))
 	assert.Equal(t, sideAgent, rep.result(ruleEnvelope.ID).Findings[0].Side)
+	assert.Contains(t, rep.result(ruleCancelRequest.ID).Why, "only after the client's session/cancel", "codex ignores $/cancel_request of a prompt")
 	findings := rep.result(ruleNoteUnanswered.ID).Findings
 	require.Len(t, findings, 1)
 	require.Len(t, findings[0].Lines, 2)

@@ -13,8 +13,9 @@ type Report struct {
 	// AgentName how the agent named itself in its initialize answer there.
 	Recording string `json:"recording,omitempty"`
 	// CancelsUnderWay are, for run, the lines of Wire whose session/cancel
-	// went to a slow turn seen under way: a record of Wire ends with them
-	// (recordEnd), so that a replay judges the cancels as run does.
+	// (or a prompt's $/cancel_request) went to a slow turn seen under way:
+	// a record of Wire ends with them (recordEnd), so that a replay judges
+	// the cancels as run does.
 	CancelsUnderWay []int  `json:"cancels_under_way,omitempty"`
 	AgentName       string `json:"agent_name,omitempty"`
 	// Client is, for acpcheck agent, how the client it served named itself

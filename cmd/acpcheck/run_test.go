@@ -116,7 +116,7 @@ var brokenRules = []brokenRule{
 	{fault: faultCancelError, fails: []string{ruleCancelStop.ID, ruleCancelRequest.ID, ruleSessionClose.ID, ruleCancelMeta.ID}},   // every cancel ends in its error
 	{fault: faultCancelEndTurn, fails: []string{ruleCancelStop.ID, ruleCancelRequest.ID, ruleSessionClose.ID, ruleCancelMeta.ID}}, // every cancel ends in end_turn
 	{fault: faultCancelIgnored, fails: []string{ruleCancelStop.ID, ruleOneAnswer.ID, ruleSessionClose.ID, ruleCancelMeta.ID}},
-	{fault: faultCancelTwice, fails: []string{ruleOneAnswer.ID}},
+	{fault: faultCancelTwice, fails: []string{ruleOneAnswer.ID, ruleCancelRequest.ID}}, // the prompt cancelled by $/cancel_request is answered twice too
 	{fault: faultUpdateAfterCancel, fails: []string{ruleUpdateAfter.ID}},
 	{fault: faultEmptyTurnAfter, fails: []string{ruleTurnAfter.ID, ruleUpdateAfter.ID}},
 	{fault: faultAnswerNote, fails: []string{ruleNoteUnanswered.ID, ruleEnvelope.ID}}, // its answers have no id member

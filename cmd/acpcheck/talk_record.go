@@ -31,10 +31,11 @@ type recordEnd struct {
 	// InputEnded, when the editor ended it: the number of the first line
 	// after the editor's input ended (or the signal came); 0 when unknown.
 	InputEnded int `json:"input_ended,omitempty"`
-	// CancelsUnderWay are the lines of the session/cancel the client sent
-	// to a turn it had asked to be slow and saw under way (acpcheck run
-	// says which of its cancels were): an answer right after one of them
-	// did not cross it (see crossWindow).
+	// CancelsUnderWay are the lines of the session/cancel (or the
+	// prompt's $/cancel_request) the client sent to a turn it had asked to
+	// be slow and saw under way (acpcheck run says which of its cancels
+	// were): an answer right after one of them did not cross it (see
+	// crossWindow).
 	CancelsUnderWay []int `json:"cancels_under_way,omitempty"`
 }
 

@@ -260,7 +260,7 @@ func TestProxyJudgesCoderExampleClient(t *testing.T) {
 		{"permission answered", func(t *testing.T, _ proxied, stdin io.Writer) {
 			_, err := io.WriteString(stdin, "1\n")
 			require.NoError(t, err)
-		}, map[string]string{"cancel-stop-reason": notBrought, "error-message": notBrought,
+		}, map[string]string{"cancel-stop-reason": notBrought, "cancel-request": notBrought, "error-message": notBrought,
 			"client-permission-cancelled": notBrought, "client-cancel-answered": notBrought}, "end_turn"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -317,11 +317,11 @@ func TestProxyJudgesAcpx(t *testing.T) {
 		want      map[string]string
 		cancelled bool
 	}{
-		{"turn to its end", "hello", false, "", map[string]string{"cancel-stop-reason": notBrought, "error-message": notBrought,
+		{"turn to its end", "hello", false, "", map[string]string{"cancel-stop-reason": notBrought, "cancel-request": notBrought, "error-message": notBrought,
 			"client-permission-cancelled": notBrought, "client-cancel-answered": notBrought}, false},
-		{"interrupted", "slow", false, "Permission granted", map[string]string{"error-message": notBrought,
+		{"interrupted", "slow", false, "Permission granted", map[string]string{"cancel-request": notBrought, "error-message": notBrought,
 			"client-permission-cancelled": notBrought, "client-cancel-answered": notBrought}, true},
-		{"interrupted at its permission prompt", "slow", true, "[permission] Allow Run", map[string]string{"error-message": notBrought,
+		{"interrupted at its permission prompt", "slow", true, "[permission] Allow Run", map[string]string{"cancel-request": notBrought, "error-message": notBrought,
 			"client-permission-cancelled": owedAtQuit, "client-cancel-answered": owedAtQuit}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 // conversationRules are acpcheck's rules of the whole conversation, which
 // its monitor judges once for run, proxy and report alike (cmd/acpcheck's
 // judge_rules.go).
-var conversationRules = []string{"cancel-stop-reason", "one-answer", "unknown-id", "notification-unanswered",
+var conversationRules = []string{"cancel-stop-reason", "cancel-request", "one-answer", "unknown-id", "notification-unanswered",
 	"update-after-answer", "framing", "answer-envelope", "error-message", "id-echo"}
 
 // judgedReport is as much of acpcheck's JSON report as the one-judge check
