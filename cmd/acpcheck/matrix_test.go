@@ -34,7 +34,12 @@ func matrixReports(t *testing.T) []string {
 		{Rule: ruleCancelRequest, Status: Pass},
 	}}
 	var args []string
-	for label, rep := range map[string]Report{"faulty 1.0.0": faulty, "good 2.0.0": good} {
+	// In this order, the faulty agent first (its findings' anchors are f0).
+	for _, c := range []struct {
+		label string
+		rep   Report
+	}{{"faulty 1.0.0", faulty}, {"good 2.0.0", good}} {
+		label, rep := c.label, c.rep
 		b, err := json.Marshal(rep)
 		require.NoError(t, err)
 		file := filepath.Join(dir, label+".json")
