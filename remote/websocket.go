@@ -31,12 +31,16 @@ const closeWait = time.Second
 type wsTransport struct {
 	graceful // how Server.Shutdown ends it, on a server's side
 
-	ws     *websocket.Conn
-	raw    atomic.Pointer[net.Conn] // the socket under ws, when known: closing it unblocks everything
-	batch  batcher                  // the connection under ws, when it can gather frames (a server's wsConn), else nil
-	ctx    context.Context
-	cancel context.CancelFunc
-	limit  atomic.Int64 // the longest message kept, in bytes
+	ws    *websocket.Conn
+	raw   atomic.Pointer[net.Conn] // the socket under ws, when known: closing it unblocks everything
+	batch batcher                  // the connection under ws, when it can gather frames (a server's wsConn), else nil
+	// flushes: Flush has been called, so the caller flushes after its
+	// sends (a Conn does; a handler that uses the transport itself may
+	// not), and Send may gather.
+	flushes atomic.Bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+	limit   atomic.Int64 // the longest message kept, in bytes
 
 	// awaitInit is set on a server's side: the first message must be an
 	// initialize request (answers before it are dropped, anything else
@@ -234,11 +238,13 @@ type batcher interface {
 }
 
 // Send writes msg as one text message. On a connection that gathers
-// frames, the message leaves with the next Flush (the Conn's, once its
-// write queue runs dry) or once a batch's worth is gathered: messages
-// written back to back share a system call.
+// frames, once its caller has shown that it flushes (Flush is optional to
+// a Transport's user), the message leaves with the next Flush (the Conn's,
+// once its write queue runs dry) or once a batch's worth is gathered:
+// messages written back to back share a system call. Before, it leaves at
+// once.
 func (t *wsTransport) Send(msg []byte) error {
-	if t.batch != nil {
+	if t.batch != nil && t.flushes.Load() {
 		t.batch.hold()
 	}
 	return t.writing(func() error { return t.ws.Write(t.opContext(), websocket.MessageText, msg) })
@@ -249,6 +255,7 @@ func (t *wsTransport) Flush() error {
 	if t.batch == nil {
 		return nil
 	}
+	t.flushes.Store(true)
 	return t.writing(t.batch.release)
 }
 

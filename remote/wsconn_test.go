@@ -4,6 +4,7 @@ package remote
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"net"
@@ -229,4 +230,36 @@ func TestWebSocketFramesWrittenBackToBackLeaveTogether(t *testing.T) {
 	write(frame(10, false))
 	assert.Equal(t, before+1, rec.writes, "not held: a frame leaves at once")
 	assert.Equal(t, bytes.Join(all, nil), rec.out.Bytes(), "every byte, in order")
+}
+
+// The Transport's Flush is optional: a handler of the Server's that uses
+// its transport itself (Send alone, as a raw agent does) has each message
+// leave as it sends it. Back-to-back frames are gathered only once the
+// transport has seen a Flush, the mark of a caller that flushes.
+func TestWebSocketSendWithoutFlushLeaves(t *testing.T) {
+	ts := startServer(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	client, err := Dial(ctx, ts.url("ws"), nil)
+	require.NoError(t, err)
+	defer client.Close()
+	server := ts.next(t)
+	defer server.Close()
+	for i := range 3 {
+		msg := fmt.Sprintf(`{"jsonrpc":"2.0","method":"n","params":%d}`, i)
+		require.NoError(t, server.Send([]byte(msg)))
+		got := make(chan []byte, 1)
+		go func() {
+			b, _ := client.Recv()
+			got <- b
+		}()
+		select {
+		case b := <-got:
+			assert.Equal(t, msg, string(b))
+		case <-ctx.Done():
+			client.Close() // ends the Recv
+			<-got
+			t.Fatalf("message %d, sent with no Flush, never left", i)
+		}
+	}
 }
