@@ -159,7 +159,7 @@ func awaitStuck(t *testing.T, agent *acprpc.Conn, accepted *atomic.Int64, turnEn
 // that only the answer brings. The updates wait on the session's stream,
 // within MaxQueuedBytes, and come in order once the client opens it.
 func TestUpdatesOfANewSessionBeforeItsAnswerAreNotHeldToTheLimit(t *testing.T) {
-	const updates = 200 // more than the limit, 64
+	const updates = 200 // more than the limit, DefaultMaxUnsentNotifications
 	newSession := func(ctx context.Context, _ *acprpc.Request) (any, error) {
 		conn := acprpc.ConnFromContext(ctx)
 		var u countedUpdate
