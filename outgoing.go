@@ -35,6 +35,16 @@ func (pc *pendingCall) end(result, errObj []byte, barrier uint64) {
 	close(pc.done)
 }
 
+// ended reports, without waiting, whether end has run.
+func (pc *pendingCall) ended() bool {
+	select {
+	case <-pc.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // answered reports whether the call ended with an answer rather than with
 // the connection.
 func (pc *pendingCall) answered() bool { return pc.result != nil || pc.errObj != nil }
@@ -330,14 +340,35 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any, opts
 			<-pc.done
 			return c.complete(ctx, ctx.Done(), nil, pc, result, callErr, nil)
 		}
+		if pc.ended() {
+			return c.answeredWhenCtxEnded(ctx, pc, result, callErr, co)
+		}
 		how := c.sendCancel(ctx, pc, id, &co)
 		return c.afterCancel(ctx, id, pc, result, callErr, co, cancelledCall{ctxErr: ctx.Err(), sent: how})
 	case <-c.stopping:
+		if pc.ended() { // answered as Shutdown began: no cancel is owed
+			return c.complete(ctx, ctx.Done(), nil, pc, result, callErr, nil)
+		}
 		// Shutdown cancels this side's calls as it cancels the peer's
 		// requests: the peer is told, and may still answer.
 		how := c.sendCancel(ctx, pc, id, &co)
 		return c.afterCancel(ctx, id, pc, result, callErr, co, cancelledCall{ctxErr: ErrShutdown, sent: how})
 	}
+}
+
+// answeredWhenCtxEnded ends a call whose context had ended when its caller
+// came to wait, and whose answer had come too: select picks at random among
+// what is ready, and the caller may have been slow to get there. The answer
+// is the call's, with no cancel sent for it; the notifications before it
+// are waited for as after a cancel, up to co's WaitAfterCancel, after which
+// the call ends cancelled, the answer travelling with the error.
+func (c *Conn) answeredWhenCtxEnded(ctx context.Context, pc *pendingCall, result any, callErr func(error) error, co callOptions) error {
+	if co.waitAfterCancel <= 0 {
+		return c.complete(ctx, ctx.Done(), nil, pc, result, callErr, nil)
+	}
+	wait := time.NewTimer(co.waitAfterCancel)
+	defer wait.Stop()
+	return c.complete(ctx, nil, wait.C, pc, result, callErr, nil)
 }
 
 // afterCancel ends a call that was cancelled, for why, and whose cancel is
