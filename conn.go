@@ -132,6 +132,7 @@ func (c *Conn) read() {
 			received = true
 		}
 		c.intake.leave()
+		c.writer.inputRead()
 		if received {
 			c.yieldBeforeWait()
 		}
