@@ -40,6 +40,7 @@ type writer struct {
 	// unread: the writer sets it after a batch, the reader clears it.
 	inputFirst atomic.Bool
 	probed     time.Time // when the writer last asked unread; the writer's own
+	yielded    time.Time // when the writer last yielded; the writer's own
 
 	mu        sync.Mutex // protects the fields below
 	queued    int        // bytes of answers queued and not yet written
@@ -188,8 +189,27 @@ func (w *writer) run() {
 		if err := w.write(batch); err != nil {
 			w.fail(err)
 		}
+		w.yieldNow()
 	}
 }
+
+// yieldNow lets the other goroutines that are ready run, at most once every
+// yieldEvery of writing batch after batch. A turn streaming updates and the
+// writer hand the processor to each other directly, and such hand-offs go
+// on in one time slice of the scheduler's, up to 10 ms, ahead of every
+// goroutine waiting for a processor: the read goroutine, woken from a
+// blocking stdin's read with the peer's session/cancel, waited for it 3 to
+// 4 ms at p99 while the stream ran on (docs/benchmarks.md, "The stop under
+// the stream").
+func (w *writer) yieldNow() {
+	if now := time.Now(); now.Sub(w.yielded) >= yieldEvery {
+		w.yielded = now
+		runtime.Gosched()
+	}
+}
+
+// yieldEvery is the least time between two of yieldNow's yields.
+const yieldEvery = 100 * time.Microsecond
 
 // write hands a batch to the transport and flushes it. After a failure the
 // rest of the batch is dropped. A notification handed to a transport that
