@@ -67,7 +67,8 @@ func (a *answeredNotes) first(method string) bool {
 // other code the peer read the message and answered it, and a message
 // without an ID that is read and answered is a notification, which JSON-RPC
 // never answers (codex-acp answers $/cancel_request with -32601 so). Either
-// way nothing waits for it.
+// way nothing waits for it. The notification named is the last one written
+// when the answer was read (notedAtRead).
 func (c *Conn) idlessAnswer(errObj json.RawMessage) {
 	var e struct {
 		Code int64 `json:"code"`
@@ -80,7 +81,7 @@ func (c *Conn) idlessAnswer(errObj json.RawMessage) {
 		}
 		return
 	}
-	method := c.writer.notified.last()
+	method := c.notedAtRead
 	if !c.answeredNotes.first(method) {
 		return
 	}

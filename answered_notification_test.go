@@ -84,3 +84,33 @@ func TestPeerAnsweringNotificationsWithDistinctJunkIsLoggedOnce(t *testing.T) {
 	}
 	assert.Equal(t, 1, warned, "%.500v", log.Logged())
 }
+
+// The notification an ID-less answer is put down to is the last one
+// written before the answer was read, even if the Received hook, which
+// sees the answer first, lets the caller send another before it is logged
+// (a client that goes on once its hook has seen the answer).
+func TestPeerAnsweringNotificationNamesTheOneBeforeTheHook(t *testing.T) {
+	ctx := wiretest.Context(t)
+	log := &wiretest.Recorder{}
+	seen, release := make(chan struct{}), make(chan struct{})
+	hooks := acprpc.Hooks{Received: func(_ context.Context, m *acprpc.Message) {
+		if m.Kind == acprpc.KindError && m.ID.IsZero() {
+			close(seen)
+			<-release
+		}
+	}}
+	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: log.Logger(), Hooks: hooks})
+	require.NoError(t, c.Notify(ctx, "x/answered", nil))
+	p.ExpectNotification(ctx, "x/answered")
+	p.Send(`{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}`)
+	wiretest.Recv(t, ctx, seen)
+	require.NoError(t, c.Notify(ctx, "x/after", nil))
+	p.ExpectNotification(ctx, "x/after") // written once the peer reads it
+	close(release)
+	p.Request("1", "ping", "")
+	p.ExpectResult(ctx, "1", `"pong"`)
+
+	answered, logged := log.FindLogged(slog.LevelWarn, "acprpc: the peer answered a notification")
+	require.True(t, logged)
+	assert.Equal(t, "x/answered", answered.Attrs["method"])
+}

@@ -47,6 +47,10 @@ type Conn struct {
 	acp acpRules
 
 	answeredNotes answeredNotes // the notifications the peer was logged answering
+	// notedAtRead is the last notification written when the ID-less
+	// answer being routed was read, taken before the Received hook, which
+	// may let its caller send another first; the read goroutine's own.
+	notedAtRead string
 	peerWarned    peerWarnings  // the warnings the peer can cause at will, each bounded
 
 	stats struct {
@@ -240,6 +244,9 @@ func (c *Conn) yieldBeforeWait() {
 // usable message; the connection and everything in flight go on.
 func (c *Conn) receive(msg []byte) {
 	m, bad := c.reader.Read(msg)
+	if m.ID == nil && m.Error != nil {
+		c.notedAtRead = c.writer.notified.last()
+	}
 	if c.opts.Hooks.Received != nil {
 		c.received(msg, &m, bad)
 	}
