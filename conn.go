@@ -136,6 +136,7 @@ func (c *Conn) read() {
 			received = true
 		}
 		c.intake.leave()
+		c.writer.inputRead()
 		if received {
 			c.yieldBeforeWait()
 		}

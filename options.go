@@ -26,6 +26,13 @@ const DefaultInputEndGrace = time.Second
 // (64, the default before, let about 1.6 times as many through a stop).
 const DefaultMaxUnsentNotifications = 16
 
+// DefaultUnreadInputWait is how long a notification waits, at most, while
+// the peer's input waits unread, unless Options.UnreadInputWait says
+// otherwise: longer than the reader takes to get a core on a busy machine
+// at the median, short enough that a reader held up elsewhere slows a
+// stream rather than stopping it.
+const DefaultUnreadInputWait = 2 * time.Millisecond
+
 // The defaults of Options' bounds, each given by value in its field's
 // documentation.
 const (
@@ -143,6 +150,15 @@ type Options struct {
 	MaxUnsentNotifications     int
 	MaxUnsentNotificationBytes int
 
+	// UnreadInputWait is how long Notify waits, at most, while the peer has
+	// written what the read goroutine has not read yet, when the transport
+	// can tell (a Stream over a descriptor, on Linux): the peer's message,
+	// a session/cancel most likely under a stream, is taken in before the
+	// stream runs on, instead of waiting for a core the stream keeps busy.
+	// A read ends the wait at once. Zero means DefaultUnreadInputWait; a
+	// negative value never waits.
+	UnreadInputWait time.Duration
+
 	// WaitAfterCancel is how long Call waits, once its context has ended
 	// and $/cancel_request is sent, for the peer's answer, so that a caller
 	// can get a marker or a partial result. Zero returns at once. A call
@@ -244,6 +260,9 @@ func (o *Options) settled() Options {
 	}
 	if s.CancelGrace == 0 {
 		s.CancelGrace = DefaultCancelGrace
+	}
+	if s.UnreadInputWait == 0 {
+		s.UnreadInputWait = DefaultUnreadInputWait
 	}
 	if s.InputEndGrace <= 0 {
 		s.InputEndGrace = DefaultInputEndGrace

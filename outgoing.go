@@ -470,7 +470,12 @@ func (c *Conn) noteOf(ctx context.Context) *noteContext {
 // turn sent is written before the turn's answer. A peer that stops reading
 // thus holds this side to the limit (plus one message for each goroutine
 // sending at that instant), and a turn streaming updates to the pace its
-// peer reads them. A notification handler that sends notifications waits
+// peer reads them. On a Stream over a descriptor whose unread bytes the
+// system can count (Linux), a notification also waits, at most 2 ms, while
+// the peer has written what the read goroutine has not yet read: the
+// peer's message (a session/cancel, most likely, under a stream) is taken
+// in before the stream runs on, rather than behind a core the stream keeps
+// busy. A notification handler that sends notifications waits
 // too: a peer that stops reading until its own writes are read would then
 // stop both sides, as with any bounded pipe.
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {

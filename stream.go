@@ -31,6 +31,7 @@ type Stream struct {
 	// The write side. Send, trySend and Flush are never called at once.
 	out     io.Writer
 	noWait  *fdio.NoWaitWriter // out written without waiting, or nil
+	unread  *fdio.InputProbe   // counts the input's bytes no read has taken, or nil
 	pending *[]byte            // sent bytes not yet written, in a pooled buffer; nil when none
 
 	readParks bool // a read that waits parks in the runtime's poller
@@ -65,12 +66,17 @@ func newStream(r io.Reader, w io.Writer, closers ...io.Closer) *Stream {
 		r:         bufio.NewReaderSize(r, readBufferSize),
 		out:       w,
 		noWait:    fdio.NewNoWaitWriter(w),
+		unread:    fdio.NewInputProbe(r),
 		limit:     DefaultMaxMessageSize,
 		closers:   closers,
 		canCut:    fdio.CloseInterrupts(r) && fdio.CloseInterrupts(w),
 		readParks: fdio.Polled(r),
 	}
 }
+
+// inputWaiting reports whether the peer has written bytes that no Recv has
+// read yet.
+func (s *Stream) inputWaiting() bool { return s.unread != nil && s.unread.Waiting() }
 
 // interruptible reports whether Close ends a Recv or Send in progress.
 func (s *Stream) interruptible() bool { return s.canCut }

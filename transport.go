@@ -64,6 +64,12 @@ type (
 	}
 )
 
+// inputProber is a transport that can tell whether the peer has written
+// what no Recv has read yet.
+type inputProber interface {
+	inputWaiting() bool
+}
+
 // trySender is a transport that can send without waiting for the peer.
 type trySender interface {
 	// canTrySend reports whether trySend can write without waiting.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/acpkit/acprpc/internal/wire"
 )
@@ -20,19 +21,26 @@ import (
 // write. That goroutine runs only while there is something to write, and a
 // peer that stops reading blocks nobody but it.
 type writer struct {
-	transport Transport
-	flush     func() error                             // the transport's Flush, or nil
-	sendNote  func([]byte, func(n, size int)) error    // the transport's SendNotification, or nil
-	noteGone  func(n, size int)                        // w.notesWritten, made once: what sendNote is given
-	try       func([]byte) (unflushed bool, err error) // the transport's trySend, or nil
-	limit     int                                      // queued answer bytes above which the reader waits
-	noteLimit int                                      // this side's notifications queued before Notify waits
-	noteBytes int                                      // their bytes before Notify waits
-	failed    func(error)                              // told once when a write fails
-	sent      func(context.Context, *Message)          // Hooks.Sent, or nil
-	runQueue  func()                                   // w.run, made once: starting the goroutine allocates nothing
-	crowded   func() bool                              // more than one request in flight either way, or nil
-	notified  lastNotified                             // the last notification written
+	transport  Transport
+	flush      func() error                             // the transport's Flush, or nil
+	sendNote   func([]byte, func(n, size int)) error    // the transport's SendNotification, or nil
+	noteGone   func(n, size int)                        // w.notesWritten, made once: what sendNote is given
+	try        func([]byte) (unflushed bool, err error) // the transport's trySend, or nil
+	limit      int                                      // queued answer bytes above which the reader waits
+	noteLimit  int                                      // this side's notifications queued before Notify waits
+	noteBytes  int                                      // their bytes before Notify waits
+	failed     func(error)                              // told once when a write fails
+	sent       func(context.Context, *Message)          // Hooks.Sent, or nil
+	runQueue   func()                                   // w.run, made once: starting the goroutine allocates nothing
+	crowded    func() bool                              // more than one request in flight either way, or nil
+	notified   lastNotified                             // the last notification written
+	unread     func() bool                              // the transport's inputWaiting, or nil
+	unreadWait time.Duration                            // Options.UnreadInputWait
+	// inputFirst holds notifications back while the peer's input waits
+	// unread: the writer sets it after a batch, the reader clears it.
+	inputFirst atomic.Bool
+	probed     time.Time // when the writer last asked unread; the writer's own
+	yielded    time.Time // when the writer last yielded; the writer's own
 
 	mu        sync.Mutex // protects the fields below
 	queued    int        // bytes of answers queued and not yet written
@@ -68,6 +76,9 @@ func newWriter(t Transport, o *Options, failed func(error)) *writer {
 	}
 	if q, ok := t.(noteQueuer); ok {
 		w.sendNote, w.noteGone = q.SendNotification, w.notesWritten
+	}
+	if p, ok := t.(inputProber); ok && o.UnreadInputWait > 0 {
+		w.unread, w.unreadWait = p.inputWaiting, o.UnreadInputWait
 	}
 	if ts, ok := t.(trySender); ok && ts.canTrySend() {
 		w.try = ts.trySend
@@ -178,8 +189,27 @@ func (w *writer) run() {
 		if err := w.write(batch); err != nil {
 			w.fail(err)
 		}
+		w.yieldNow()
 	}
 }
+
+// yieldNow lets the other goroutines that are ready run, at most once every
+// yieldEvery of writing batch after batch. A turn streaming updates and the
+// writer hand the processor to each other directly, and such hand-offs go
+// on in one time slice of the scheduler's, up to 10 ms, ahead of every
+// goroutine waiting for a processor: the read goroutine, woken from a
+// blocking stdin's read with the peer's session/cancel, waited for it 3 to
+// 4 ms at p99 while the stream ran on (docs/benchmarks.md, "The stop under
+// the stream").
+func (w *writer) yieldNow() {
+	if now := time.Now(); now.Sub(w.yielded) >= yieldEvery {
+		w.yielded = now
+		runtime.Gosched()
+	}
+}
+
+// yieldEvery is the least time between two of yieldNow's yields.
+const yieldEvery = 100 * time.Microsecond
 
 // write hands a batch to the transport and flushes it. After a failure the
 // rest of the batch is dropped. A notification handed to a transport that
@@ -214,7 +244,13 @@ func (w *writer) write(batch []*frame) error {
 	if err == nil && w.flush != nil {
 		err = w.flush()
 	}
+	// The peer's input found waiting holds the next notifications back
+	// until the reader has taken it in (inputRead), the one to clear it.
+	inputFirst := notes > 0 && err == nil && w.peerWrote()
 	w.mu.Lock()
+	if inputFirst {
+		w.inputFirst.Store(true)
+	}
 	w.spare = batch[:0]
 	w.queued -= written
 	w.notes -= notes
@@ -259,8 +295,9 @@ func (w *writer) waitRoom() {
 // awaitNoteRoom returns once a notification of size bytes may be queued:
 // fewer than the limit of this side's notifications, and of their bytes,
 // wait to be written (counting the batch being written), or none do, so
-// that a notification of any allowed size gets through. It returns
-// errNoRoom as soon as ctx ends, blocked or not, and the writer's
+// that a notification of any allowed size gets through; and the peer's
+// input does not wait unread (inputFirst), or has for UnreadInputWait. It
+// returns errNoRoom as soon as ctx ends, blocked or not, and the writer's
 // error once it has stopped. Answers, requests and cancels never come
 // here: only notifications wait for room, so a peer that stops reading
 // holds this side's memory to the limit, and a turn producing updates to
@@ -270,12 +307,10 @@ func (w *writer) waitRoom() {
 // on the first call, which a notification that finds room is spared.
 func (w *writer) awaitNoteRoom(ctx context.Context, size int) error {
 	w.mu.Lock()
-	for w.err == nil && w.notes > 0 && (w.notes >= w.noteLimit || w.notesSize+size > w.noteBytes) {
+	for w.err == nil && w.mustWait(size) {
 		room := w.room.wait()
 		w.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
+		if !w.waitForRoom(ctx, room) {
 			return errNoRoom
 		}
 		w.mu.Lock()
@@ -283,6 +318,62 @@ func (w *writer) awaitNoteRoom(ctx context.Context, size int) error {
 	err := w.err
 	w.mu.Unlock()
 	return err
+}
+
+// mustWait reports whether a notification of size bytes must wait before
+// it is queued; w.mu is held.
+func (w *writer) mustWait(size int) bool {
+	full := w.notes > 0 && (w.notes >= w.noteLimit || w.notesSize+size > w.noteBytes)
+	return full || w.inputFirst.Load()
+}
+
+// waitForRoom waits for room, for ctx (false when it ends first) and, while
+// notifications are held back for the peer's input, no longer than
+// Options.UnreadInputWait, after which they go.
+func (w *writer) waitForRoom(ctx context.Context, room <-chan struct{}) bool {
+	var timeout <-chan time.Time
+	if w.inputFirst.Load() {
+		t := time.NewTimer(w.unreadWait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-room:
+	case <-timeout:
+		w.inputFirst.Store(false)
+	case <-ctx.Done():
+		return false
+	}
+	return true
+}
+
+// peerWrote reports whether the peer's input waits unread, asking the
+// transport at most once every probeEvery: a turn streaming updates writes
+// tens of thousands of batches a second, and the question is a system call.
+func (w *writer) peerWrote() bool {
+	if w.unread == nil {
+		return false
+	}
+	now := time.Now()
+	if now.Sub(w.probed) < probeEvery {
+		return false
+	}
+	w.probed = now
+	return w.unread()
+}
+
+// probeEvery is the least time between two questions of peerWrote.
+const probeEvery = 50 * time.Microsecond
+
+// inputRead is told by the reader that it has taken in a message: the
+// notifications held back for the input may go.
+func (w *writer) inputRead() {
+	if w.inputFirst.Load() {
+		w.mu.Lock()
+		w.inputFirst.Store(false)
+		w.room.fire()
+		w.mu.Unlock()
+	}
 }
 
 // errNoRoom is awaitNoteRoom's report that its caller gave up waiting.

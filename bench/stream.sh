@@ -5,8 +5,10 @@
 # (no library, no JSON; echo streams only, it cannot stop a turn) each
 # serving the same streaming agent over stdio, a fresh process per run, RUNS
 # interleaved runs; acprpc-unbounded is acprpc with no bound on its unsent
-# notifications, as Notify was before it waited for room, and
-# acprpc-unsent<N> acprpc with MaxUnsentNotifications N. The peers
+# notifications, as Notify was before it waited for room,
+# acprpc-unsent<N> acprpc with MaxUnsentNotifications N, and acprpc-nowait
+# acprpc whose notifications never wait for the client's unread input
+# (UnreadInputWait negative), as before they did. The peers
 # acprpc-ws, ts-ws, acprpc-http and ts-http are the same agents served over
 # WebSocket and Streamable HTTP (acprpc's remote.Server, cmd/remoteserver
 # -stream; the TypeScript SDK's experimental server, ts/remote-agent.mjs

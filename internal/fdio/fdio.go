@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -37,4 +38,17 @@ func CloseInterrupts(x any) bool {
 	}
 	_, ok := x.(io.Closer)
 	return ok
+}
+
+// rawConn returns x's descriptor for system calls, or nil if it has none.
+func rawConn(x any) syscall.RawConn {
+	sc, ok := x.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }

@@ -47,10 +47,7 @@ func TestNoWaitWriter(t *testing.T) {
 		return
 	}
 	assert.Nil(t, NewNoWaitWriter(&bytes.Buffer{}))
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	defer r.Close()
-	defer w.Close()
+	r, w := pipe(t)
 	nw := NewNoWaitWriter(w)
 	require.NotNil(t, nw)
 	big := make([]byte, 8<<20) // more than any pipe holds
@@ -64,4 +61,36 @@ func TestNoWaitWriter(t *testing.T) {
 	require.NoError(t, r.Close())
 	_, err = nw.TryWrite(big)
 	assert.Error(t, err, "a pipe whose reader has gone is")
+}
+
+// An input probe tells bytes waiting unread in a pipe, and nothing once a
+// read has taken them; a reader with no descriptor has no probe.
+func TestInputProbe(t *testing.T) {
+	assert.Nil(t, NewInputProbe(&bytes.Buffer{}))
+	r, w := pipe(t)
+	p := NewInputProbe(r)
+	if !canCountUnread {
+		assert.Nil(t, p, "no probe where unread bytes cannot be counted")
+		return
+	}
+	require.NotNil(t, p)
+	assert.False(t, p.Waiting(), "nothing written yet")
+	_, err := w.WriteString("{}\n")
+	require.NoError(t, err)
+	assert.True(t, p.Waiting())
+	_, err = r.Read(make([]byte, 16))
+	require.NoError(t, err)
+	assert.False(t, p.Waiting(), "read")
+}
+
+// pipe returns the two ends of an os.Pipe, closed by the test's cleanup.
+func pipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		r.Close()
+		w.Close()
+	})
+	return r, w
 }

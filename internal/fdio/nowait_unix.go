@@ -22,12 +22,8 @@ type NoWaitWriter struct {
 // descriptor the runtime polls: a blocking file, such as the stdout os/exec
 // hands a child, or a writer with no descriptor at all.
 func NewNoWaitWriter(w io.Writer) *NoWaitWriter {
-	sc, ok := w.(syscall.Conn)
-	if !ok || !Polled(w) {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc := rawConn(w)
+	if rc == nil || !Polled(w) {
 		return nil
 	}
 	nw := &NoWaitWriter{rc: rc}

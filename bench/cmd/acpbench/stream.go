@@ -44,7 +44,7 @@ import (
 // endpoint the agent prints as its first line.
 type streamPeer struct{ name, argv, transport string }
 
-var streamPeerNames = []string{"acprpc", "coder", "ts", "lsp", "jrpc2", "xexp", "sourcegraph", "handoff", "echo", "acprpc-unbounded", unsentPeer + "<N>", "acprpc-ws", "ts-ws", "acprpc-http", "ts-http"}
+var streamPeerNames = []string{"acprpc", "coder", "ts", "lsp", "jrpc2", "xexp", "sourcegraph", "handoff", "echo", "acprpc-unbounded", "acprpc-nowait", unsentPeer + "<N>", "acprpc-ws", "ts-ws", "acprpc-http", "ts-http"}
 
 // unsentPeer followed by a positive number N names acprpc's stream agent
 // with Options.MaxUnsentNotifications N (cmd/server -max-unsent N): the
@@ -58,6 +58,7 @@ func streamPeers(cfg *config, names []string) ([]streamPeer, error) {
 	tsRemote := cfg.node + " " + filepath.Join(cfg.tsDir, "remote-agent.mjs") + " stream"
 	argv := map[string]string{
 		"acprpc-unbounded": cfg.server + " -peer acprpc -stream -unbounded",
+		"acprpc-nowait":    cfg.server + " -peer acprpc -stream -unread-input-wait -1ns",
 		"ts":               cfg.node + " " + filepath.Join(cfg.tsDir, "stream-agent.mjs"),
 		"acprpc-ws":        acprpcRemote,
 		"ts-ws":            tsRemote,

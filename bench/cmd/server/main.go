@@ -31,8 +31,10 @@ func main() {
 	turns := flag.Bool("turns", false, "serve the turn workload instead (coder or acprpc): each prompt asks the client for permission and a terminal, then waits for its cancel")
 	stopped := flag.Bool("stopped", true, "with -turns: a cancelled turn sends a last update saying so before it answers, as examples/agent's does; false answers at once, as coder's example agent does")
 	stream := flag.Bool("stream", false, "serve the stream workload instead (acprpc, coder, the JSON-RPC peers jrpc2, lsp, sourcegraph and xexp, or the floors echo and handoff): each prompt streams the chunks its text asks for, then ends end_turn, or cancelled once cancelled")
-	unbounded := flag.Bool("unbounded", false, "with -stream -peer acprpc: no bound on the unsent notifications, as before Notify waited for room")
-	maxUnsent := flag.Int("max-unsent", 0, "with -stream -peer acprpc: Options.MaxUnsentNotifications (0: the default), to measure a bound against another")
+	var sf streamFlags
+	flag.BoolVar(&sf.unbounded, "unbounded", false, "with -stream -peer acprpc: no bound on the unsent notifications, as before Notify waited for room")
+	flag.IntVar(&sf.maxUnsent, "max-unsent", 0, "with -stream -peer acprpc: Options.MaxUnsentNotifications (0: the default), to measure a bound against another")
+	flag.DurationVar(&sf.unreadWait, "unread-input-wait", 0, "with -stream -peer acprpc: Options.UnreadInputWait (0: the default; negative: notifications never wait for the client's unread input, as before)")
 	graceful := flag.Bool("graceful", true, "with -turns -peer acprpc: after a cancel, wait for the client to answer the requests it cut short, as examples/agent does")
 	flag.Parse()
 	defer record(*cpuProfile, *traceFile)()
@@ -41,7 +43,7 @@ func main() {
 		return
 	}
 	if *stream {
-		serveStream(*name, *unbounded, *maxUnsent)
+		serveStream(*name, sf)
 		return
 	}
 	p, ok := bench.Lookup(*name)
@@ -124,21 +126,38 @@ func (e *eofReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// streamFlags are the flags that set acprpc's options for the stream
+// agent, to measure them against its defaults.
+type streamFlags struct {
+	unbounded  bool
+	maxUnsent  int
+	unreadWait time.Duration
+}
+
+// options returns the acprpc options the flags ask for, or nil if they ask
+// for none.
+func (f streamFlags) options() *acprpc.Options {
+	if !f.unbounded && f.maxUnsent == 0 && f.unreadWait == 0 {
+		return nil
+	}
+	o := &acprpc.Options{MaxUnsentNotifications: f.maxUnsent, UnreadInputWait: f.unreadWait}
+	if f.unbounded {
+		o.MaxUnsentNotifications, o.MaxUnsentNotificationBytes = math.MaxInt, math.MaxInt
+	}
+	return o
+}
+
 // serveStream serves the stream workload with peer name until stdin ends;
-// acprpc with no bound on its unsent notifications, or with maxUnsent of
-// them, if asked.
-func serveStream(name string, unbounded bool, maxUnsent int) {
-	switch {
-	case name == "acprpc" && unbounded:
-		<-bench.ServeAcprpcStream(os.Stdin, os.Stdout, &acprpc.Options{MaxUnsentNotifications: math.MaxInt, MaxUnsentNotificationBytes: math.MaxInt})
-		return
-	case name == "acprpc" && maxUnsent > 0:
-		<-bench.ServeAcprpcStream(os.Stdin, os.Stdout, &acprpc.Options{MaxUnsentNotifications: maxUnsent})
+// acprpc with the options the flags set, if any.
+func serveStream(name string, f streamFlags) {
+	opts := f.options()
+	if name == "acprpc" && opts != nil {
+		<-bench.ServeAcprpcStream(os.Stdin, os.Stdout, opts)
 		return
 	}
 	serve, ok := bench.LookupStream(name)
-	if !ok || unbounded || maxUnsent != 0 {
-		fmt.Fprintf(os.Stderr, "server: -stream is for -peer %s (-unbounded and a positive -max-unsent for acprpc only)\n", strings.Join(bench.StreamPeers(), ", "))
+	if !ok || opts != nil || f.maxUnsent < 0 {
+		fmt.Fprintf(os.Stderr, "server: -stream is for -peer %s (-unbounded, -max-unsent and -unread-input-wait for acprpc only)\n", strings.Join(bench.StreamPeers(), ", "))
 		os.Exit(2)
 	}
 	<-serve(os.Stdin, os.Stdout)
