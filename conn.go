@@ -51,7 +51,7 @@ type Conn struct {
 	// answer being routed was read, taken before the Received hook, which
 	// may let its caller send another first; the read goroutine's own.
 	notedAtRead string
-	peerWarned    peerWarnings  // the warnings the peer can cause at will, each bounded
+	peerWarned  peerWarnings // the warnings the peer can cause at will, each bounded
 
 	stats struct {
 		cancelsReceived, cancelsSent atomic.Uint64
