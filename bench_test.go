@@ -273,6 +273,47 @@ func BenchmarkCancelRoundTrip(b *testing.B) {
 	})
 }
 
+// BenchmarkNotifyManyStreams is a hundred turns streaming at once on one
+// connection, each handler sending its session/updates while the queue of
+// unsent notifications is at its bound: what the waiting Notify calls cost
+// the agent. ns/op is per notification.
+func BenchmarkNotifyManyStreams(b *testing.B) {
+	const streams = 100
+	update := benchUpdateParams{SessionID: "s1", Update: benchUpdate{SessionUpdate: "agent_message_chunk",
+		Content: benchBlock{Type: "text", Text: "hello"}}}
+	agent := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
+		var p struct {
+			Count int `json:"count"`
+		}
+		if err := req.DecodeParams(&p); err != nil {
+			return nil, err
+		}
+		conn := acprpc.ConnFromContext(ctx)
+		for range p.Count {
+			if err := conn.Notify(ctx, "session/update", update); err != nil {
+				return nil, err
+			}
+		}
+		return benchPromptResult{StopReason: "end_turn"}, nil
+	})
+	client := benchACP(b, agent, acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) { return nil, nil }))
+	benchLoop(b, func() {
+		var wg sync.WaitGroup
+		for i := range streams {
+			count := b.N / streams
+			if i < b.N%streams {
+				count++
+			}
+			wg.Go(func() {
+				if err := client.Call(context.Background(), "x/stream", map[string]int{"count": count}, nil); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
 type benchUpdateParams struct {
 	SessionID string      `json:"sessionId"`
 	Update    benchUpdate `json:"update"`

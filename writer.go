@@ -2,7 +2,6 @@ package acprpc
 
 import (
 	"context"
-	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -46,15 +45,18 @@ type writer struct {
 	queued    int        // bytes of answers queued and not yet written
 	notes     int        // this side's notifications queued and not yet written
 	notesSize int        // their bytes
-	room      signal     // fired when queued or notes drops
-	queue     []*frame
-	spare     []*frame
-	busy      bool // a sender or the writer goroutine holds the write side
-	unflushed bool // the transport holds bytes a try could not write
-	closing   bool
-	err       error
-	stopped   bool          // done is closed
-	done      chan struct{} // closed once the writer has stopped and no write is in progress
+	room      signal     // fired when queued or notes drops: the reader's wait (waitRoom)
+	// noteWaiters are the Notify calls waiting for room, in the order they
+	// came; roomMade wakes as many as there is room for (noteroom.go).
+	noteWaiters []chan struct{}
+	queue       []*frame
+	spare       []*frame
+	busy        bool // a sender or the writer goroutine holds the write side
+	unflushed   bool // the transport holds bytes a try could not write
+	closing     bool
+	err         error
+	stopped     bool          // done is closed
+	done        chan struct{} // closed once the writer has stopped and no write is in progress
 }
 
 // maxTryWrite is the largest message a sender writes itself: a larger one
@@ -255,7 +257,7 @@ func (w *writer) write(batch []*frame) error {
 	w.queued -= written
 	w.notes -= notes
 	w.notesSize -= notesSize
-	w.room.fire()
+	w.roomMade()
 	w.mu.Unlock()
 	return err
 }
@@ -269,7 +271,7 @@ func (w *writer) notesWritten(n, size int) {
 	if w.err == nil {
 		w.notes -= n
 		w.notesSize -= size
-		w.room.fire()
+		w.roomMade()
 	}
 	w.mu.Unlock()
 }
@@ -291,93 +293,6 @@ func (w *writer) waitRoom() {
 	}
 	w.mu.Unlock()
 }
-
-// awaitNoteRoom returns once a notification of size bytes may be queued:
-// fewer than the limit of this side's notifications, and of their bytes,
-// wait to be written (counting the batch being written), or none do, so
-// that a notification of any allowed size gets through; and the peer's
-// input does not wait unread (inputFirst), or has for UnreadInputWait. It
-// returns errNoRoom as soon as ctx ends, blocked or not, and the writer's
-// error once it has stopped. Answers, requests and cancels never come
-// here: only notifications wait for room, so a peer that stops reading
-// holds this side's memory to the limit, and a turn producing updates to
-// the pace the peer reads them.
-//
-// ctx.Done is called only to wait: a handler's context makes its channel
-// on the first call, which a notification that finds room is spared.
-func (w *writer) awaitNoteRoom(ctx context.Context, size int) error {
-	w.mu.Lock()
-	for w.err == nil && w.mustWait(size) {
-		room := w.room.wait()
-		w.mu.Unlock()
-		if !w.waitForRoom(ctx, room) {
-			return errNoRoom
-		}
-		w.mu.Lock()
-	}
-	err := w.err
-	w.mu.Unlock()
-	return err
-}
-
-// mustWait reports whether a notification of size bytes must wait before
-// it is queued; w.mu is held.
-func (w *writer) mustWait(size int) bool {
-	full := w.notes > 0 && (w.notes >= w.noteLimit || w.notesSize+size > w.noteBytes)
-	return full || w.inputFirst.Load()
-}
-
-// waitForRoom waits for room, for ctx (false when it ends first) and, while
-// notifications are held back for the peer's input, no longer than
-// Options.UnreadInputWait, after which they go.
-func (w *writer) waitForRoom(ctx context.Context, room <-chan struct{}) bool {
-	var timeout <-chan time.Time
-	if w.inputFirst.Load() {
-		t := time.NewTimer(w.unreadWait)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case <-room:
-	case <-timeout:
-		w.inputFirst.Store(false)
-	case <-ctx.Done():
-		return false
-	}
-	return true
-}
-
-// peerWrote reports whether the peer's input waits unread, asking the
-// transport at most once every probeEvery: a turn streaming updates writes
-// tens of thousands of batches a second, and the question is a system call.
-func (w *writer) peerWrote() bool {
-	if w.unread == nil {
-		return false
-	}
-	now := time.Now()
-	if now.Sub(w.probed) < probeEvery {
-		return false
-	}
-	w.probed = now
-	return w.unread()
-}
-
-// probeEvery is the least time between two questions of peerWrote.
-const probeEvery = 50 * time.Microsecond
-
-// inputRead is told by the reader that it has taken in a message: the
-// notifications held back for the input may go.
-func (w *writer) inputRead() {
-	if w.inputFirst.Load() {
-		w.mu.Lock()
-		w.inputFirst.Store(false)
-		w.room.fire()
-		w.mu.Unlock()
-	}
-}
-
-// errNoRoom is awaitNoteRoom's report that its caller gave up waiting.
-var errNoRoom = errors.New("acprpc: gave up waiting for room in the write queue")
 
 // unsent returns the number and bytes of this side's notifications
 // queued and not yet written.
@@ -412,7 +327,7 @@ func (w *writer) dropQueue() {
 	}
 	w.queue = w.queue[:0]
 	w.queued, w.notes, w.notesSize = 0, 0, 0
-	w.room.fire()
+	w.roomMade()
 }
 
 // finish stops the writer for good once no write is in progress; w.mu is
