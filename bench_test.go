@@ -279,23 +279,7 @@ func BenchmarkCancelRoundTrip(b *testing.B) {
 // the agent. ns/op is per notification.
 func BenchmarkNotifyManyStreams(b *testing.B) {
 	const streams = 100
-	update := benchUpdateParams{SessionID: "s1", Update: benchUpdate{SessionUpdate: "agent_message_chunk",
-		Content: benchBlock{Type: "text", Text: "hello"}}}
-	agent := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		var p struct {
-			Count int `json:"count"`
-		}
-		if err := req.DecodeParams(&p); err != nil {
-			return nil, err
-		}
-		conn := acprpc.ConnFromContext(ctx)
-		for range p.Count {
-			if err := conn.Notify(ctx, "session/update", update); err != nil {
-				return nil, err
-			}
-		}
-		return benchPromptResult{StopReason: "end_turn"}, nil
-	})
+	agent := acprpc.HandlerFunc(benchStreamTurn)
 	client := benchACP(b, agent, acprpc.HandlerFunc(func(context.Context, *acprpc.Request) (any, error) { return nil, nil }))
 	benchLoop(b, func() {
 		var wg sync.WaitGroup
@@ -314,6 +298,26 @@ func BenchmarkNotifyManyStreams(b *testing.B) {
 	})
 }
 
+// benchStreamTurn is a turn that sends the session/updates its params
+// count ({"count":N}), then ends.
+func benchStreamTurn(ctx context.Context, req *acprpc.Request) (any, error) {
+	var p struct {
+		Count int `json:"count"`
+	}
+	if err := req.DecodeParams(&p); err != nil {
+		return nil, err
+	}
+	update := benchUpdateParams{SessionID: "s1", Update: benchUpdate{SessionUpdate: "agent_message_chunk",
+		Content: benchBlock{Type: "text", Text: "hello"}}}
+	conn := acprpc.ConnFromContext(ctx)
+	for range p.Count {
+		if err := conn.Notify(ctx, "session/update", update); err != nil {
+			return nil, err
+		}
+	}
+	return benchPromptResult{StopReason: "end_turn"}, nil
+}
+
 type benchUpdateParams struct {
 	SessionID string      `json:"sessionId"`
 	Update    benchUpdate `json:"update"`
@@ -329,23 +333,7 @@ type benchUpdate struct {
 // handled. ns/op is per notification.
 func BenchmarkNotifyFlood(b *testing.B) {
 	const perTurn = 1000
-	update := benchUpdateParams{SessionID: "s1", Update: benchUpdate{SessionUpdate: "agent_message_chunk",
-		Content: benchBlock{Type: "text", Text: "hello"}}}
-	agent := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
-		var p struct {
-			Count int `json:"count"`
-		}
-		if err := req.DecodeParams(&p); err != nil {
-			return nil, err
-		}
-		conn := acprpc.ConnFromContext(ctx)
-		for range p.Count {
-			if err := conn.Notify(ctx, "session/update", update); err != nil {
-				return nil, err
-			}
-		}
-		return benchPromptResult{StopReason: "end_turn"}, nil
-	})
+	agent := acprpc.HandlerFunc(benchStreamTurn)
 	var handled atomic.Int64
 	clientH := acprpc.HandlerFunc(func(ctx context.Context, req *acprpc.Request) (any, error) {
 		handled.Add(1)
