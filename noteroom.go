@@ -113,16 +113,16 @@ func (w *writer) roomMade() {
 }
 
 // wakeNoteWaiters wakes the first n waiting Notify calls; w.mu is held.
+// The others move to the front, so that the queue keeps its array: a
+// stream that waits at every batch allocates nothing for it.
 func (w *writer) wakeNoteWaiters(n int) {
 	n = min(n, len(w.noteWaiters))
-	for i, ch := range w.noteWaiters[:n] {
+	for _, ch := range w.noteWaiters[:n] {
 		ch <- struct{}{}
-		w.noteWaiters[i] = nil
 	}
-	w.noteWaiters = w.noteWaiters[n:]
-	if len(w.noteWaiters) == 0 {
-		w.noteWaiters = nil
-	}
+	left := copy(w.noteWaiters, w.noteWaiters[n:])
+	clear(w.noteWaiters[left:])
+	w.noteWaiters = w.noteWaiters[:left]
 }
 
 // peerWrote reports whether the peer's input waits unread, asking the
