@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,8 +24,16 @@ func TestPeerAnsweringNotificationIsLoggedOnce(t *testing.T) {
 	log := &wiretest.Recorder{}
 	c, p := wiretest.Connect(t, wiretest.Transports[0], wiretest.Mux{"ping": wiretest.Ping}, &acprpc.Options{Logger: log.Logger()})
 	const methodNotFound = `{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}`
+	pings := 0
+	read := func() { // a ping answered: the Conn has read every line sent before it
+		pings++
+		id := strconv.Itoa(pings)
+		p.Request(id, "ping", "")
+		p.ExpectResult(ctx, id, `"pong"`)
+	}
 	p.Send(methodNotFound) // before any notification: no method to name
 	p.Send(methodNotFound)
+	read()
 	for range 2 { // two cancelled calls, each $/cancel_request answered
 		callCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -34,13 +43,13 @@ func TestPeerAnsweringNotificationIsLoggedOnce(t *testing.T) {
 		require.ErrorIs(t, wiretest.Recv(t, ctx, done), acprpc.ErrCancelled)
 		p.ExpectNotification(ctx, "$/cancel_request")
 		p.Send(methodNotFound)
+		read() // before the next notification is written
 	}
 	require.NoError(t, c.Notify(ctx, "x/note", nil))
 	p.ExpectNotification(ctx, "x/note")
 	p.Send(methodNotFound)
 	p.RespondError(`null`, acprpc.CodeParseError, "Parse error")
-	p.Request("1", "ping", "")
-	p.ExpectResult(ctx, "1", `"pong"`) // read after the answers, so they are logged
+	read() // so they are logged
 
 	var lines []wiretest.Record
 	for _, r := range log.Logged() {
